@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * metaroce: shared between the C shim (rust/ffi/helpers.c) and the Rust
+ * crate, which sees these through bindgen (include/metaroce_bindings.h).
+ */
+#ifndef METAROCE_H
+#define METAROCE_H
+
+#include <linux/types.h>
+
+/* The module's version: MODULE_VERSION() in C, logged by Rust at load. */
+#define METAROCE_VERSION "0.1.0"
+
+/*
+ * Default UDP destination port of the MetaRoCE transport. Not 4791 (RoCEv2),
+ * so the kernel's rxe can run on the same netdev. Documentation/transport.rst.
+ */
+#define METAROCE_DEFAULT_UDP_PORT 4792
+
+/* Module parameters, owned by the C shim (module_param is a C macro). */
+u16 metaroce_param_udp_port(void);
+
+/* Which C type metaroce_rust_sizeof()/metaroce_c_sizeof() measure. */
+enum metaroce_layout_probe {
+	METAROCE_PROBE_IB_DEVICE,
+	METAROCE_PROBE_IB_DEVICE_OPS,
+	METAROCE_PROBE_IB_QP,
+	METAROCE_PROBE_IB_CQ,
+	METAROCE_PROBE_IB_UD_WR,
+	METAROCE_PROBE_SK_BUFF,
+	METAROCE_PROBE_NET_DEVICE,
+	METAROCE_PROBE_UDP_TUNNEL_SOCK_CFG,
+	METAROCE_PROBE_COUNT,
+};
+
+/* sizeof() as the C compiler sees it (C shim) and as bindgen's Rust sees it. */
+size_t metaroce_c_sizeof(enum metaroce_layout_probe probe);
+size_t metaroce_rust_sizeof(enum metaroce_layout_probe probe);
+
+/* In-kernel self-test of Rust code, run by the KUnit suite; 0 = pass. */
+int metaroce_rust_check_param(u32 port);
+
+#endif /* METAROCE_H */

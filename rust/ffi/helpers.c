@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * metaroce C shim: what Rust cannot reach through bindgen — module parameters
+ * (module_param() is a macro), static inline helpers, and the KUnit suite
+ * declaration (6.12 has no Rust macro for declaring a suite). Keep it small:
+ * logic lives in Rust.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <net/udp_tunnel.h>
+#include <rdma/ib_verbs.h>
+
+#include "metaroce.h"
+
+MODULE_VERSION(METAROCE_VERSION);
+
+static ushort udp_port = METAROCE_DEFAULT_UDP_PORT;
+module_param(udp_port, ushort, 0444);
+MODULE_PARM_DESC(udp_port,
+		 "UDP destination port of the MetaRoCE transport (default "
+		 __stringify(METAROCE_DEFAULT_UDP_PORT) "; 4791 is RoCEv2's)");
+
+u16 metaroce_param_udp_port(void)
+{
+	return udp_port;
+}
+
+size_t metaroce_c_sizeof(enum metaroce_layout_probe probe)
+{
+	switch (probe) {
+	case METAROCE_PROBE_IB_DEVICE:		return sizeof(struct ib_device);
+	case METAROCE_PROBE_IB_DEVICE_OPS:	return sizeof(struct ib_device_ops);
+	case METAROCE_PROBE_IB_QP:		return sizeof(struct ib_qp);
+	case METAROCE_PROBE_IB_CQ:		return sizeof(struct ib_cq);
+	case METAROCE_PROBE_IB_UD_WR:		return sizeof(struct ib_ud_wr);
+	case METAROCE_PROBE_SK_BUFF:		return sizeof(struct sk_buff);
+	case METAROCE_PROBE_NET_DEVICE:		return sizeof(struct net_device);
+	case METAROCE_PROBE_UDP_TUNNEL_SOCK_CFG:
+		return sizeof(struct udp_tunnel_sock_cfg);
+	default:				return 0;
+	}
+}
+
+#if IS_ENABLED(CONFIG_KUNIT)
+#include <kunit/test.h>
+
+/* bindgen's view of every struct we will touch matches the compiler's. */
+static void metaroce_test_layout(struct kunit *test)
+{
+	int p;
+
+	for (p = 0; p < METAROCE_PROBE_COUNT; p++) {
+		KUNIT_EXPECT_NE_MSG(test, metaroce_c_sizeof(p), 0, "probe %d", p);
+		KUNIT_EXPECT_EQ_MSG(test, metaroce_rust_sizeof(p),
+				    metaroce_c_sizeof(p), "probe %d", p);
+	}
+	KUNIT_EXPECT_EQ(test, metaroce_rust_sizeof(METAROCE_PROBE_COUNT), 0);
+}
+
+/* The load-time check of udp_port accepts exactly the ports it should. */
+static void metaroce_test_param(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(METAROCE_DEFAULT_UDP_PORT), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(1), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(65535), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(65536), -EINVAL);
+	/* RoCEv2's port belongs to rxe and real RoCE NICs. */
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(4791), -EADDRINUSE);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(metaroce_param_udp_port()), 0);
+}
+
+static struct kunit_case metaroce_test_cases[] = {
+	KUNIT_CASE(metaroce_test_layout),
+	KUNIT_CASE(metaroce_test_param),
+	{}
+};
+
+static struct kunit_suite metaroce_test_suite = {
+	.name = "metaroce",
+	.test_cases = metaroce_test_cases,
+};
+kunit_test_suite(metaroce_test_suite);
+#endif

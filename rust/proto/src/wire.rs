@@ -1,0 +1,609 @@
+//! MetaRoCE packet formats: encode and decode. All multi-byte fields are big-endian
+//! (network order) except the SACK bitmap, which is a little-endian bit string
+//! (see [`super::sack`]). Decoding never panics and rejects malformed input with a
+//! [`DropReason`].
+
+use super::sack::{Sack, SACK_BYTES};
+
+/// Protocol version carried in byte 0.
+pub const VERSION: u8 = 1;
+/// Default UDP destination port (a module parameter; deliberately not RoCEv2's 4791).
+pub const DEFAULT_UDP_PORT: u16 = 4792;
+/// Length of the common header.
+pub const COMMON_LEN: usize = 16;
+/// Length of a data packet's headers without optional extensions.
+pub const DATA_LEN: usize = 44;
+/// Length of the remote-address extension (RETH).
+pub const RETH_LEN: usize = 16;
+/// Length of the immediate-data extension.
+pub const IMM_LEN: usize = 4;
+/// Length of an ACK packet.
+pub const ACK_LEN: usize = 64;
+/// Length of a PROBE packet.
+pub const PROBE_LEN: usize = 20;
+/// Largest header a data packet can have.
+pub const MAX_DATA_HEADER: usize = DATA_LEN + RETH_LEN + IMM_LEN;
+
+/// Packet type (byte 1 of the common header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PacketType {
+    /// Carries (part of) a message.
+    Data = 1,
+    /// Acknowledges one path: cumulative PSN, SACK bitmap, ECN echo, rate hint.
+    Ack = 2,
+    /// Asks for an ACK on a path that is being (re)validated; carries no data.
+    Probe = 3,
+}
+
+/// Verbs operation of the message a data packet belongs to. The core carries it; the
+/// verbs layer gives it meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Op {
+    /// SEND: consumes a posted receive at the responder.
+    Send = 0,
+    /// SEND with immediate data.
+    SendImm = 1,
+    /// RDMA WRITE to the RETH's (va, rkey).
+    Write = 2,
+    /// RDMA WRITE with immediate data (consumes a receive).
+    WriteImm = 3,
+    /// RDMA READ request; RETH names the remote buffer and its length.
+    ReadReq = 4,
+    /// RDMA READ response data (placed by MSN at the requester).
+    ReadResp = 5,
+    /// Atomic compare-and-swap; payload is swap (8 B) then compare (8 B).
+    AtomicCmpSwap = 6,
+    /// Atomic fetch-and-add; payload is the addend (8 B).
+    AtomicFetchAdd = 7,
+    /// Atomic response; payload is the original value (8 B).
+    AtomicResp = 8,
+}
+
+impl Op {
+    /// Decodes an op byte.
+    pub fn from_u8(v: u8) -> Option<Op> {
+        Some(match v {
+            0 => Op::Send,
+            1 => Op::SendImm,
+            2 => Op::Write,
+            3 => Op::WriteImm,
+            4 => Op::ReadReq,
+            5 => Op::ReadResp,
+            6 => Op::AtomicCmpSwap,
+            7 => Op::AtomicFetchAdd,
+            8 => Op::AtomicResp,
+            _ => return None,
+        })
+    }
+
+    /// Whether every packet of this op must carry a RETH.
+    pub fn needs_reth(self) -> bool {
+        matches!(
+            self,
+            Op::Write | Op::WriteImm | Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd
+        )
+    }
+
+    /// Whether the last packet of this op carries immediate data.
+    pub fn has_imm(self) -> bool {
+        matches!(self, Op::SendImm | Op::WriteImm)
+    }
+}
+
+/// Why a received packet was dropped. Every drop is counted by reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum DropReason {
+    /// Shorter than the headers its type requires.
+    Truncated = 0,
+    /// Unsupported version.
+    BadVersion = 1,
+    /// Unknown packet type.
+    UnknownType = 2,
+    /// Unknown verbs op.
+    UnknownOp = 3,
+    /// Reserved flag bits set, or flags inconsistent with op / offsets.
+    BadFlags = 4,
+    /// Payload length field disagrees with the datagram length, or wrong fixed length.
+    LengthMismatch = 5,
+    /// offset + length beyond the message length, or payload larger than the MTU.
+    BadOffset = 6,
+    /// Path index not configured on this connection.
+    BadPath = 7,
+    /// Destination connection id does not match.
+    WrongConnection = 8,
+    /// PSN beyond the receiver's 256-packet path window.
+    PsnOutOfWindow = 9,
+    /// Stream index beyond the stream table.
+    StreamOutOfRange = 10,
+    /// Stream sequence number beyond the stream's receive window.
+    SsnOutOfWindow = 11,
+    /// ACK acknowledges PSNs never sent.
+    AckOutOfRange = 12,
+    /// Connection is in the error state.
+    Closed = 13,
+    /// Receive side not ready (RNR); the sender is told to retry later.
+    ReceiverNotReady = 14,
+}
+
+impl DropReason {
+    /// Number of drop reasons (size of a counter array).
+    pub const COUNT: usize = 15;
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; DropReason::COUNT] = [
+        DropReason::Truncated,
+        DropReason::BadVersion,
+        DropReason::UnknownType,
+        DropReason::UnknownOp,
+        DropReason::BadFlags,
+        DropReason::LengthMismatch,
+        DropReason::BadOffset,
+        DropReason::BadPath,
+        DropReason::WrongConnection,
+        DropReason::PsnOutOfWindow,
+        DropReason::StreamOutOfRange,
+        DropReason::SsnOutOfWindow,
+        DropReason::AckOutOfRange,
+        DropReason::Closed,
+        DropReason::ReceiverNotReady,
+    ];
+
+    /// Counter index of this reason.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Short name for counters and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::BadVersion => "bad_version",
+            DropReason::UnknownType => "unknown_type",
+            DropReason::UnknownOp => "unknown_op",
+            DropReason::BadFlags => "bad_flags",
+            DropReason::LengthMismatch => "length_mismatch",
+            DropReason::BadOffset => "bad_offset",
+            DropReason::BadPath => "bad_path",
+            DropReason::WrongConnection => "wrong_connection",
+            DropReason::PsnOutOfWindow => "psn_out_of_window",
+            DropReason::StreamOutOfRange => "stream_out_of_range",
+            DropReason::SsnOutOfWindow => "ssn_out_of_window",
+            DropReason::AckOutOfRange => "ack_out_of_range",
+            DropReason::Closed => "closed",
+            DropReason::ReceiverNotReady => "receiver_not_ready",
+        }
+    }
+}
+
+/// Per-reason drop counters, owned by whoever wants to count (device or connection).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropCounters {
+    /// Count per [`DropReason::index`].
+    pub counts: [u64; DropReason::COUNT],
+}
+
+impl DropCounters {
+    /// Counts one drop.
+    pub fn count(&mut self, r: DropReason) {
+        if let Some(c) = self.counts.get_mut(r.index()) {
+            *c = c.saturating_add(1);
+        }
+    }
+
+    /// The count for one reason.
+    pub fn get(&self, r: DropReason) -> u64 {
+        self.counts.get(r.index()).copied().unwrap_or(0)
+    }
+
+    /// Sum over all reasons.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().fold(0u64, |a, c| a.saturating_add(*c))
+    }
+}
+
+/// Data flag: first packet of its message.
+pub const DF_FIRST: u8 = 0x01;
+/// Data flag: last packet of its message.
+pub const DF_LAST: u8 = 0x02;
+/// Data flag: a RETH follows the data header.
+pub const DF_RETH: u8 = 0x04;
+/// Data flag: immediate data follows (after the RETH if both).
+pub const DF_IMM: u8 = 0x08;
+/// Data flag: this packet is a retransmission (informational).
+pub const DF_RETX: u8 = 0x10;
+/// Data flag: the sender asks for an immediate ACK.
+pub const DF_ACKREQ: u8 = 0x20;
+const DF_KNOWN: u8 = 0x3f;
+
+/// ACK flag: the RNR fields are valid.
+pub const AF_RNR: u8 = 0x01;
+
+/// Remote buffer named by a RETH: virtual address, key and DMA length.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reth {
+    /// Remote virtual address of the message's byte 0.
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Total DMA length (for READ requests the length to read).
+    pub len: u32,
+}
+
+/// A decoded (or to-be-encoded) data packet header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DataHeader {
+    /// Path index the packet was sent on.
+    pub path: u8,
+    /// Destination connection id.
+    pub dst_conn: u32,
+    /// Per-path packet sequence number.
+    pub psn: u32,
+    /// Sender timestamp (low 32 bits of its nanosecond clock), echoed in ACKs.
+    pub stamp: u32,
+    /// Stream index.
+    pub stream: u16,
+    /// Verbs op (raw byte; validated on decode).
+    pub op: u8,
+    /// `DF_*` flags.
+    pub flags: u8,
+    /// Payload bytes following the headers.
+    pub payload_len: u16,
+    /// Sender's path floor: every PSN below it is resolved and needs no ACK.
+    pub floor: u32,
+    /// Stream sequence number: the packet's position in its stream.
+    pub ssn: u32,
+    /// Message sequence number within the stream.
+    pub msn: u32,
+    /// Byte offset of the payload in the message.
+    pub offset: u32,
+    /// Total message length in bytes.
+    pub msg_len: u32,
+    /// Remote buffer, if `DF_RETH`.
+    pub reth: Reth,
+    /// Immediate data, if `DF_IMM`.
+    pub imm: u32,
+}
+
+impl DataHeader {
+    /// Encoded header length implied by the flags.
+    pub fn header_len(&self) -> usize {
+        let mut n = DATA_LEN;
+        if self.flags & DF_RETH != 0 {
+            n += RETH_LEN;
+        }
+        if self.flags & DF_IMM != 0 {
+            n += IMM_LEN;
+        }
+        n
+    }
+
+    /// Writes the headers to the start of `out`; returns the header length, or `None`
+    /// if `out` is too short.
+    pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
+        let n = self.header_len();
+        let b = out.get_mut(..n)?;
+        put_common(b, PacketType::Data, self.path, self.dst_conn, self.psn, self.stamp);
+        put_u16(b, 16, self.stream);
+        put_u8(b, 18, self.op);
+        put_u8(b, 19, self.flags);
+        put_u16(b, 20, self.payload_len);
+        put_u16(b, 22, 0);
+        put_u32(b, 24, self.floor);
+        put_u32(b, 28, self.ssn);
+        put_u32(b, 32, self.msn);
+        put_u32(b, 36, self.offset);
+        put_u32(b, 40, self.msg_len);
+        let mut at = DATA_LEN;
+        if self.flags & DF_RETH != 0 {
+            put_u64(b, at, self.reth.va);
+            put_u32(b, at + 8, self.reth.rkey);
+            put_u32(b, at + 12, self.reth.len);
+            at += RETH_LEN;
+        }
+        if self.flags & DF_IMM != 0 {
+            put_u32(b, at, self.imm);
+        }
+        Some(n)
+    }
+}
+
+/// A decoded (or to-be-encoded) ACK.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckHeader {
+    /// Path being acknowledged.
+    pub path: u8,
+    /// Destination connection id (the data sender's).
+    pub dst_conn: u32,
+    /// Echo of the stamp of the newest data/probe packet received on the path.
+    pub echo: u32,
+    /// Cumulative PSN: the next PSN expected on the path (all below are done).
+    pub cum: u32,
+    /// Receiver fair-share rate hint in units of 1000 bytes/s (0 = no hint).
+    pub rate_hint: u32,
+    /// Data packets received with ECN CE on this path since the previous ACK.
+    pub ce: u16,
+    /// Data packets newly received on this path since the previous ACK.
+    pub acked: u16,
+    /// `AF_*` flags.
+    pub flags: u8,
+    /// RNR timer in units of 10 µs (valid with `AF_RNR`).
+    pub rnr_timer: u8,
+    /// The PSN refused with RNR (valid with `AF_RNR`).
+    pub rnr_psn: u32,
+    /// SACK: bit i stands for PSN `cum + 1 + i`.
+    pub sack: Sack,
+}
+
+impl AckHeader {
+    /// Writes the ACK to the start of `out`; returns [`ACK_LEN`] or `None` if too short.
+    pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
+        let b = out.get_mut(..ACK_LEN)?;
+        put_common(b, PacketType::Ack, self.path, self.dst_conn, 0, self.echo);
+        put_u32(b, 16, self.cum);
+        put_u32(b, 20, self.rate_hint);
+        put_u16(b, 24, self.ce);
+        put_u16(b, 26, self.acked);
+        put_u8(b, 28, self.flags);
+        put_u8(b, 29, self.rnr_timer);
+        put_u16(b, 30, 0);
+        put_u32(b, 32, self.rnr_psn);
+        let mut s = [0u8; SACK_BYTES];
+        self.sack.encode(&mut s);
+        if let Some(d) = b.get_mut(36..36 + SACK_BYTES) {
+            d.copy_from_slice(&s);
+        }
+        Some(ACK_LEN)
+    }
+}
+
+/// A decoded (or to-be-encoded) probe.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeHeader {
+    /// Path being probed.
+    pub path: u8,
+    /// Destination connection id.
+    pub dst_conn: u32,
+    /// The path's next PSN (not consumed by the probe).
+    pub psn: u32,
+    /// Sender timestamp, echoed in the ACK.
+    pub stamp: u32,
+    /// Sender's path floor.
+    pub floor: u32,
+}
+
+impl ProbeHeader {
+    /// Writes the probe to the start of `out`; returns [`PROBE_LEN`] or `None`.
+    pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
+        let b = out.get_mut(..PROBE_LEN)?;
+        put_common(b, PacketType::Probe, self.path, self.dst_conn, self.psn, self.stamp);
+        put_u32(b, 16, self.floor);
+        Some(PROBE_LEN)
+    }
+}
+
+/// A decoded packet; data payloads borrow from the datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packet<'a> {
+    /// Data header and payload.
+    Data(DataHeader, &'a [u8]),
+    /// ACK.
+    Ack(AckHeader),
+    /// Probe.
+    Probe(ProbeHeader),
+}
+
+/// Reads the destination connection id of a datagram (for demultiplexing) without
+/// validating anything else.
+pub fn peek_dst_conn(buf: &[u8]) -> Result<u32, DropReason> {
+    if buf.len() < COMMON_LEN {
+        return Err(DropReason::Truncated);
+    }
+    Ok(get_u32(buf, 4))
+}
+
+/// Decodes and validates a MetaRoCE datagram (the UDP payload).
+pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
+    if buf.len() < COMMON_LEN {
+        return Err(DropReason::Truncated);
+    }
+    if get_u8(buf, 0) != VERSION {
+        return Err(DropReason::BadVersion);
+    }
+    if get_u8(buf, 3) != 0 {
+        return Err(DropReason::BadFlags);
+    }
+    let path = get_u8(buf, 2);
+    let dst_conn = get_u32(buf, 4);
+    let psn = get_u32(buf, 8);
+    let stamp = get_u32(buf, 12);
+    match get_u8(buf, 1) {
+        1 => decode_data(buf, path, dst_conn, psn, stamp),
+        2 => {
+            if buf.len() < ACK_LEN {
+                return Err(DropReason::Truncated);
+            }
+            if buf.len() != ACK_LEN {
+                return Err(DropReason::LengthMismatch);
+            }
+            let flags = get_u8(buf, 28);
+            if flags & !AF_RNR != 0 || get_u16(buf, 30) != 0 || psn != 0 {
+                return Err(DropReason::BadFlags);
+            }
+            let mut s = [0u8; SACK_BYTES];
+            if let Some(src) = buf.get(36..36 + SACK_BYTES) {
+                s.copy_from_slice(src);
+            }
+            Ok(Packet::Ack(AckHeader {
+                path,
+                dst_conn,
+                echo: stamp,
+                cum: get_u32(buf, 16),
+                rate_hint: get_u32(buf, 20),
+                ce: get_u16(buf, 24),
+                acked: get_u16(buf, 26),
+                flags,
+                rnr_timer: get_u8(buf, 29),
+                rnr_psn: get_u32(buf, 32),
+                sack: Sack::decode(&s),
+            }))
+        }
+        3 => {
+            if buf.len() < PROBE_LEN {
+                return Err(DropReason::Truncated);
+            }
+            if buf.len() != PROBE_LEN {
+                return Err(DropReason::LengthMismatch);
+            }
+            Ok(Packet::Probe(ProbeHeader {
+                path,
+                dst_conn,
+                psn,
+                stamp,
+                floor: get_u32(buf, 16),
+            }))
+        }
+        _ => Err(DropReason::UnknownType),
+    }
+}
+
+fn decode_data(
+    buf: &[u8],
+    path: u8,
+    dst_conn: u32,
+    psn: u32,
+    stamp: u32,
+) -> Result<Packet<'_>, DropReason> {
+    if buf.len() < DATA_LEN {
+        return Err(DropReason::Truncated);
+    }
+    let op_raw = get_u8(buf, 18);
+    let op = Op::from_u8(op_raw).ok_or(DropReason::UnknownOp)?;
+    let flags = get_u8(buf, 19);
+    if flags & !DF_KNOWN != 0 || get_u16(buf, 22) != 0 {
+        return Err(DropReason::BadFlags);
+    }
+    let mut h = DataHeader {
+        path,
+        dst_conn,
+        psn,
+        stamp,
+        stream: get_u16(buf, 16),
+        op: op_raw,
+        flags,
+        payload_len: get_u16(buf, 20),
+        floor: get_u32(buf, 24),
+        ssn: get_u32(buf, 28),
+        msn: get_u32(buf, 32),
+        offset: get_u32(buf, 36),
+        msg_len: get_u32(buf, 40),
+        reth: Reth::default(),
+        imm: 0,
+    };
+    let hl = h.header_len();
+    if buf.len() < hl {
+        return Err(DropReason::Truncated);
+    }
+    if buf.len() - hl != h.payload_len as usize {
+        return Err(DropReason::LengthMismatch);
+    }
+    let mut at = DATA_LEN;
+    if flags & DF_RETH != 0 {
+        h.reth = Reth {
+            va: get_u64(buf, at),
+            rkey: get_u32(buf, at + 8),
+            len: get_u32(buf, at + 12),
+        };
+        at += RETH_LEN;
+    }
+    if flags & DF_IMM != 0 {
+        h.imm = get_u32(buf, at);
+    }
+    let end = h
+        .offset
+        .checked_add(h.payload_len as u32)
+        .ok_or(DropReason::BadOffset)?;
+    if end > h.msg_len {
+        return Err(DropReason::BadOffset);
+    }
+    let first = h.offset == 0;
+    let last = end == h.msg_len;
+    if (flags & DF_FIRST != 0) != first || (flags & DF_LAST != 0) != last {
+        return Err(DropReason::BadFlags);
+    }
+    if h.payload_len == 0 && h.msg_len != 0 {
+        return Err(DropReason::BadOffset);
+    }
+    if op.needs_reth() != (flags & DF_RETH != 0) {
+        return Err(DropReason::BadFlags);
+    }
+    if (op.has_imm() && last) != (flags & DF_IMM != 0) {
+        return Err(DropReason::BadFlags);
+    }
+    let payload = buf.get(hl..).ok_or(DropReason::Truncated)?;
+    Ok(Packet::Data(h, payload))
+}
+
+fn put_common(b: &mut [u8], t: PacketType, path: u8, conn: u32, psn: u32, stamp: u32) {
+    put_u8(b, 0, VERSION);
+    put_u8(b, 1, t as u8);
+    put_u8(b, 2, path);
+    put_u8(b, 3, 0);
+    put_u32(b, 4, conn);
+    put_u32(b, 8, psn);
+    put_u32(b, 12, stamp);
+}
+
+#[inline]
+fn put_u8(b: &mut [u8], at: usize, v: u8) {
+    if let Some(d) = b.get_mut(at) {
+        *d = v;
+    }
+}
+#[inline]
+fn put_u16(b: &mut [u8], at: usize, v: u16) {
+    if let Some(d) = b.get_mut(at..at + 2) {
+        d.copy_from_slice(&v.to_be_bytes());
+    }
+}
+#[inline]
+fn put_u32(b: &mut [u8], at: usize, v: u32) {
+    if let Some(d) = b.get_mut(at..at + 4) {
+        d.copy_from_slice(&v.to_be_bytes());
+    }
+}
+#[inline]
+fn put_u64(b: &mut [u8], at: usize, v: u64) {
+    if let Some(d) = b.get_mut(at..at + 8) {
+        d.copy_from_slice(&v.to_be_bytes());
+    }
+}
+#[inline]
+fn get_u8(b: &[u8], at: usize) -> u8 {
+    b.get(at).copied().unwrap_or(0)
+}
+#[inline]
+fn get_u16(b: &[u8], at: usize) -> u16 {
+    let mut a = [0u8; 2];
+    if let Some(s) = b.get(at..at + 2) {
+        a.copy_from_slice(s);
+    }
+    u16::from_be_bytes(a)
+}
+#[inline]
+fn get_u32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    if let Some(s) = b.get(at..at + 4) {
+        a.copy_from_slice(s);
+    }
+    u32::from_be_bytes(a)
+}
+#[inline]
+fn get_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    if let Some(s) = b.get(at..at + 8) {
+        a.copy_from_slice(s);
+    }
+    u64::from_be_bytes(a)
+}

@@ -1,0 +1,58 @@
+# Shared helpers for the guest test scripts (sourced; TAP on stdout).
+#   ok COND... -- DESC  run COND; print "ok"/"not ok" with DESC
+#   pass DESC / fail DESC [DETAIL]
+#   diag TEXT         a TAP comment
+#   done_testing      print the plan (TAP allows it last) and exit 0/1
+#   retry SECONDS CMD...   rerun CMD until it succeeds or SECONDS pass
+
+_tap_n=0
+_tap_failed=0
+diag() { echo "# $*"; }
+pass() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1"; }
+fail() {
+  _tap_n=$((_tap_n + 1)); _tap_failed=$((_tap_failed + 1))
+  echo "not ok $_tap_n - $1"
+  [[ $# -gt 1 ]] && printf '%s\n' "$2" | sed 's/^/#   /'
+  return 0
+}
+check() { # check DESC CMD...: pass if CMD succeeds; on failure show its output
+  local desc=$1; shift
+  local outp
+  if outp=$("$@" 2>&1); then pass "$desc"; else fail "$desc" "$outp"; fi
+}
+retry() {
+  local secs=$1; shift
+  local end=$((SECONDS + secs))
+  until "$@"; do
+    ((SECONDS < end)) || return 1
+    sleep 1
+  done
+}
+done_testing() { echo "1..$_tap_n"; exit $((_tap_failed > 0)); }
+
+# Load a module from the test kernel's build tree by name: virtme-ng exposes the
+# tree's modules to modprobe; insmod by path is the fallback.
+load_kmod() {
+  local m
+  for m in "$@"; do
+    modprobe "$m" 2>/dev/null && continue
+    local f; f=$(find "$MR_KDIR" -name "$m.ko" -print -quit)
+    [[ -n $f ]] && insmod "$f" || return 1
+  done
+}
+
+# GID index of DEV port 1 whose GID carries ADDR (v4: ::ffff:a.b.c.d) with RoCE v2 type.
+gid_index() {
+  local dev=$1 addr=$2 want g i t
+  if [[ $addr == *.*.*.* ]]; then
+    want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${addr//./ })
+  else
+    want=$(python3 -c 'import ipaddress,sys; e=ipaddress.ip_address(sys.argv[1]).exploded; print(":".join(e.replace(":","")[i:i+4] for i in range(0,32,4)))' "$addr")
+  fi
+  for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+    i=${g##*/}
+    t=$(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$i" 2>/dev/null) || continue
+    [[ $(cat "$g") == "$want" && $t == "RoCE v2" ]] && { echo "$i"; return 0; }
+  done
+  return 1
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Install everything metaroce needs on a fresh Debian 12 (bookworm) machine.
+# Idempotent: every step checks before it acts, so a second run takes seconds.
+#
+#   bash tools/setup.sh          # as root
+#
+# What it installs (see README "Requirements"):
+#   - Debian packages: kernel source 6.12, LLVM/clang toolchain, QEMU, rdma-core,
+#     perftest, iproute2 and friends.
+#   - rustup component rust-src for the active toolchain (the kernel's Rust needs it).
+#   - bindgen-cli from crates.io at a pinned version.
+#   - virtme-ng from PyPI at a pinned version.
+set -euo pipefail
+
+BINDGEN_VERSION=0.73.2
+VIRTME_NG_VERSION=1.42
+
+log() { printf '[setup] %s\n' "$*"; }
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+DEB_PKGS=(
+  linux-source-6.12
+  clang lld llvm libclang-dev
+  qemu-system-x86
+  flex bison bc libelf-dev libssl-dev cpio busybox-static
+  rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest libibverbs-dev librdmacm-dev
+  iproute2 ethtool iperf3 kmod xz-utils python3-pip
+)
+
+missing=()
+for p in "${DEB_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  log "Debian packages: all present"
+fi
+
+if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+  log "rustup component add rust-src"
+  rustup component add rust-src
+else
+  log "rust-src: present"
+fi
+
+if ! command -v bindgen >/dev/null || [[ "$(bindgen --version 2>/dev/null)" != "bindgen $BINDGEN_VERSION" ]]; then
+  log "cargo install bindgen-cli@$BINDGEN_VERSION"
+  cargo install --locked --quiet "bindgen-cli@$BINDGEN_VERSION"
+else
+  log "bindgen $BINDGEN_VERSION: present"
+fi
+
+if ! command -v vng >/dev/null || ! vng --version 2>/dev/null | grep -q "$VIRTME_NG_VERSION"; then
+  log "pip install virtme-ng==$VIRTME_NG_VERSION"
+  python3 -m pip install --quiet --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
+else
+  log "virtme-ng $VIRTME_NG_VERSION: present"
+fi
+
+log "done"
