@@ -23,3 +23,6 @@ pub mod sack;
 pub mod stream;
 pub mod time;
 pub mod wire;
+
+/// Bytes of state of the connection type used for the 8-path budget (scenario 6).
+pub type DefaultConnection = conn::Connection<8, 1, 4>;

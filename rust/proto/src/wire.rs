@@ -18,7 +18,7 @@ pub const RETH_LEN: usize = 16;
 /// Length of the immediate-data extension.
 pub const IMM_LEN: usize = 4;
 /// Length of an ACK packet.
-pub const ACK_LEN: usize = 64;
+pub const ACK_LEN: usize = 68;
 /// Length of a PROBE packet.
 pub const PROBE_LEN: usize = 20;
 /// Largest header a data packet can have.
@@ -38,10 +38,11 @@ pub enum PacketType {
 
 /// Verbs operation of the message a data packet belongs to. The core carries it; the
 /// verbs layer gives it meaning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Op {
     /// SEND: consumes a posted receive at the responder.
+    #[default]
     Send = 0,
     /// SEND with immediate data.
     SendImm = 1,

@@ -1,0 +1,122 @@
+//! Per-path sender congestion control: DCTCP-style ECN AIMD plus loss decrease.
+//!
+//! * Additive increase: `pwnd += ai * acked / pwnd` (about `ai` bytes per round trip).
+//! * ECN: once per round trip `alpha = (1 - g) * alpha + g * F` where `F` is the fraction of
+//!   acknowledged packets that carried CE; if any did, `pwnd *= 1 - alpha / 2`.
+//! * Loss (SACK gap): `pwnd *= loss_keep / 1024`, at most once per round trip.
+//! * Timeouts are failure signals, handled by the path state machine, not here.
+
+use super::time::Instant;
+
+/// Congestion-control parameters (shared by all paths of a connection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CcConfig {
+    /// Initial per-path window in bytes.
+    pub init_pwnd: u32,
+    /// Smallest per-path window in bytes (at least one packet).
+    pub min_pwnd: u32,
+    /// Largest per-path window in bytes.
+    pub max_pwnd: u32,
+    /// Additive increase per round trip in bytes.
+    pub ai: u32,
+    /// EWMA gain `g` as a right shift (`g = 2^-shift`).
+    pub g_shift: u8,
+    /// Window kept on a loss, in 1/1024 units.
+    pub loss_keep: u16,
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig {
+            init_pwnd: 4 * 4096,
+            min_pwnd: 4096,
+            max_pwnd: 1 << 20,
+            ai: 4096,
+            g_shift: 4,
+            loss_keep: 768,
+        }
+    }
+}
+
+/// One path's congestion state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathCc {
+    /// Current window in bytes.
+    pub pwnd: u32,
+    /// DCTCP alpha in 1/1024 units (0..=1024).
+    pub alpha: u16,
+    acked: u16,
+    ce: u16,
+    /// End of the current ECN round (low 32 bits of ns; rounds are far shorter than 2 s).
+    round_end: u32,
+    /// End of the loss-decrease hold-off (low 32 bits of ns).
+    last_loss: u32,
+}
+
+/// Whether wrapping 32-bit nanosecond stamp `now` has reached `t`.
+#[inline]
+fn reached(now: u32, t: u32) -> bool {
+    (now.wrapping_sub(t) as i32) >= 0
+}
+
+impl PathCc {
+    /// A fresh controller at the initial window.
+    pub fn new(cfg: &CcConfig) -> PathCc {
+        PathCc {
+            pwnd: cfg.init_pwnd.max(cfg.min_pwnd),
+            alpha: 1024,
+            ..PathCc::default()
+        }
+    }
+
+    /// `bytes` newly acknowledged, `pkts` of them with `ce` marked, at `now` with round
+    /// trip estimate `rtt_ns`.
+    pub fn on_ack(
+        &mut self,
+        cfg: &CcConfig,
+        now: Instant,
+        rtt_ns: u64,
+        bytes: u32,
+        pkts: u16,
+        ce: u16,
+    ) {
+        self.acked = self.acked.saturating_add(pkts);
+        self.ce = self.ce.saturating_add(ce.min(pkts));
+        if reached(now.wire_stamp(), self.round_end) {
+            if self.acked > 0 {
+                let f = (u32::from(self.ce) * 1024) / u32::from(self.acked);
+                let a = u32::from(self.alpha);
+                let a = a - (a >> cfg.g_shift) + (f >> cfg.g_shift);
+                self.alpha = a.min(1024) as u16;
+                if self.ce > 0 {
+                    let cut = (u64::from(self.pwnd) * u64::from(self.alpha)) / 2048;
+                    self.pwnd = self.pwnd.saturating_sub(cut as u32).max(cfg.min_pwnd);
+                }
+            }
+            self.acked = 0;
+            self.ce = 0;
+            self.round_end = now.wire_stamp().wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
+        }
+        if ce == 0 && bytes > 0 {
+            let inc = (u64::from(cfg.ai) * u64::from(bytes)) / u64::from(self.pwnd.max(1));
+            self.pwnd = self
+                .pwnd
+                .saturating_add(inc.min(u64::from(u32::MAX)) as u32)
+                .min(cfg.max_pwnd);
+        }
+    }
+
+    /// A loss was detected at `now`.
+    pub fn on_loss(&mut self, cfg: &CcConfig, now: Instant, rtt_ns: u64) {
+        if reached(now.wire_stamp(), self.last_loss) {
+            let w = (u64::from(self.pwnd) * u64::from(cfg.loss_keep)) / 1024;
+            self.pwnd = (w.min(u64::from(u32::MAX)) as u32).max(cfg.min_pwnd);
+            self.last_loss = now.wire_stamp().wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
+        }
+    }
+
+    /// The path was (re)validated after a failure: restart from the initial window.
+    pub fn reset(&mut self, cfg: &CcConfig) {
+        *self = PathCc::new(cfg);
+    }
+}

@@ -1,0 +1,139 @@
+//! Per-path state: a path is one UDP source port (ECMP entropy) with its own PSN space,
+//! window, RTT estimate and ECN state.
+
+use super::cc::PathCc;
+use super::sack::{seq_lt, Sack, SACK_BITS};
+use super::time::Instant;
+
+/// Sender-side path state machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PathState {
+    /// Not configured.
+    #[default]
+    Unused = 0,
+    /// Carries data.
+    Active = 1,
+    /// Suspected failed: carries only probes until one is acknowledged.
+    Probing = 2,
+}
+
+/// Sender half of a path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathTx {
+    /// State machine.
+    pub state: PathState,
+    /// Consecutive timeouts without an acknowledgement.
+    pub timeouts: u8,
+    /// RTO backoff exponent.
+    pub backoff: u8,
+    /// Whether a probe should be sent now.
+    pub probe_due: bool,
+    /// Current UDP source port.
+    pub src_port: u16,
+    /// Times this path was moved to a new source port.
+    pub moves: u16,
+    /// Lowest unresolved PSN (the floor advertised to the receiver).
+    pub base_psn: u32,
+    /// Next PSN to assign.
+    pub next_psn: u32,
+    /// Bytes in flight.
+    pub inflight: u32,
+    /// Smoothed RTT in ns (0 = no sample yet).
+    pub srtt: u32,
+    /// RTT variance in ns.
+    pub rttvar: u32,
+    /// Stamp of the outstanding probe.
+    pub probe_stamp: u32,
+    /// Retransmission / probe deadline ([`Instant::NEVER`] if none).
+    pub rto_at: Instant,
+    /// Congestion state.
+    pub cc: PathCc,
+}
+
+impl PathTx {
+    /// Updates SRTT/RTTVAR with a sample (RFC 6298 gains 1/8 and 1/4).
+    pub fn rtt_sample(&mut self, rtt: u32) {
+        let rtt = rtt.max(1);
+        if self.srtt == 0 {
+            self.srtt = rtt;
+            self.rttvar = rtt / 2;
+        } else {
+            let err = self.srtt.abs_diff(rtt);
+            self.rttvar = self.rttvar - self.rttvar / 4 + err / 4;
+            self.srtt = self.srtt - self.srtt / 8 + rtt / 8;
+        }
+    }
+
+    /// RTO before backoff: `srtt + 4 * rttvar`, clamped.
+    pub fn base_rto(&self, min: u64, max: u64, init: u64) -> u64 {
+        if self.srtt == 0 {
+            return init;
+        }
+        let r = u64::from(self.srtt) + 4 * u64::from(self.rttvar);
+        r.clamp(min, max.max(min))
+    }
+
+    /// Whether `psn` lies within the SACK-addressable span from the floor.
+    pub fn span_ok(&self) -> bool {
+        self.next_psn.wrapping_sub(self.base_psn) < SACK_BITS
+    }
+}
+
+/// Receiver half of a path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathRx {
+    /// Next expected PSN; everything below is received or abandoned by the sender.
+    pub cum: u32,
+    /// PSNs `cum + 1 + i` received.
+    pub sack: Sack,
+    /// Stamp of the newest packet, echoed in the next ACK.
+    pub echo: u32,
+    /// CE-marked packets since the last ACK.
+    pub ce: u16,
+    /// New packets since the last ACK.
+    pub acked: u16,
+    /// PSN refused with RNR, if `rnr`.
+    pub rnr_psn: u32,
+    /// Whether an RNR is to be reported.
+    pub rnr: bool,
+}
+
+impl PathRx {
+    /// Whether `psn` can be tracked: `cum <= psn <= cum + 256`, or old.
+    pub fn in_window(&self, psn: u32) -> bool {
+        psn.wrapping_sub(self.cum) <= SACK_BITS || seq_lt(psn, self.cum)
+    }
+
+    /// Applies the sender's floor: PSNs below it need no tracking.
+    pub fn apply_floor(&mut self, floor: u32) {
+        let d = floor.wrapping_sub(self.cum);
+        if d == 0 || d >= 1 << 31 {
+            return;
+        }
+        // Bit d-1 stands for `floor` itself.
+        let floor_received = self.sack.get(d - 1);
+        self.sack.shift_down(d);
+        self.cum = floor;
+        if floor_received {
+            self.fold();
+        }
+    }
+
+    /// Marks `psn` received.
+    pub fn mark(&mut self, psn: u32) {
+        let d = psn.wrapping_sub(self.cum);
+        if d == 0 {
+            self.fold();
+        } else if d <= SACK_BITS {
+            self.sack.set(d - 1);
+        }
+    }
+
+    /// `cum` is received: advance past it and the run of received PSNs after it.
+    fn fold(&mut self) {
+        let n = self.sack.trailing_ones();
+        self.cum = self.cum.wrapping_add(1).wrapping_add(n);
+        self.sack.shift_down(n.saturating_add(1));
+    }
+}

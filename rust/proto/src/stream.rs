@@ -1,0 +1,208 @@
+//! Per-stream state: a stream is an ordered sequence of messages; its packets are numbered
+//! by a stream sequence number (SSN). The receiver keeps a 128-packet window of received
+//! SSNs (for exactly-once counting) and of message-last SSNs (for in-order completion); the
+//! sender keeps the mirror image of acknowledged SSNs (for requester completions) and never
+//! sends an SSN at or beyond `acked_base + STREAM_WINDOW`, so the receiver's window always
+//! covers every SSN in flight.
+
+/// Width of the per-stream SSN window in packets.
+pub const STREAM_WINDOW: u32 = 128;
+
+/// Sender half of a stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamTx {
+    /// Next SSN to assign to a new packet.
+    pub next_ssn: u32,
+    /// Message currently being segmented.
+    pub tx_msn: u32,
+    /// Offset of the next new packet in `tx_msn`.
+    pub tx_off: u32,
+    /// Every SSN below this is acknowledged.
+    pub acked_base: u32,
+    /// Next MSN to report as acknowledged.
+    pub acked_msn: u32,
+    /// Bit i: SSN `acked_base + i` acknowledged.
+    pub acked: Bits128,
+    /// Bit i: SSN `acked_base + i` is the last packet of its message.
+    pub last: Bits128,
+}
+
+impl StreamTx {
+    /// Whether a new SSN may be assigned (stays within the receiver's window).
+    #[inline]
+    pub fn can_send(&self) -> bool {
+        self.next_ssn.wrapping_sub(self.acked_base) < STREAM_WINDOW
+    }
+
+    /// Reconstructs a full SSN from its low 16 bits (valid for SSNs in the window).
+    #[inline]
+    pub fn ssn_from_low(&self, low: u16) -> u32 {
+        let d = low.wrapping_sub(self.acked_base as u16);
+        self.acked_base.wrapping_add(u32::from(d))
+    }
+
+    /// Reconstructs a full MSN from its low 16 bits (in-flight MSNs are at most
+    /// [`STREAM_WINDOW`] behind `tx_msn`).
+    #[inline]
+    pub fn msn_from_low(&self, low: u16) -> u32 {
+        let back = (self.tx_msn as u16).wrapping_sub(low);
+        self.tx_msn.wrapping_sub(u32::from(back))
+    }
+
+    /// Records that `ssn` (with `last` if it ends its message) was acknowledged; calls
+    /// `done(msn)` for each message that became fully acknowledged, in order.
+    pub fn on_acked(&mut self, ssn: u32, last: bool, mut done: impl FnMut(u32)) {
+        let d = ssn.wrapping_sub(self.acked_base);
+        if d >= STREAM_WINDOW {
+            return;
+        }
+        self.acked.set(d);
+        if last {
+            self.last.set(d);
+        }
+        let n = self.acked.trailing_ones();
+        if n == 0 {
+            return;
+        }
+        for _ in 0..self.last.count_below(n) {
+            done(self.acked_msn);
+            self.acked_msn = self.acked_msn.wrapping_add(1);
+        }
+        self.acked.shift_down(n);
+        self.last.shift_down(n);
+        self.acked_base = self.acked_base.wrapping_add(n);
+    }
+}
+
+/// Outcome of offering one packet to a stream receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxVerdict {
+    /// New packet: place it.
+    New,
+    /// Already received: do not place or count again.
+    Duplicate,
+    /// Beyond the window: drop.
+    OutOfWindow,
+}
+
+/// Receiver half of a stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamRx {
+    /// Every SSN below this is received.
+    pub cum: u32,
+    /// Next MSN to complete.
+    pub next_msn: u32,
+    /// Bit i: SSN `cum + i` received (bit 0 is always clear).
+    pub got: Bits128,
+    /// Bit i: SSN `cum + i` ends its message.
+    pub last: Bits128,
+}
+
+impl StreamRx {
+    /// Classifies `ssn` without changing state.
+    #[inline]
+    pub fn check(&self, ssn: u32) -> RxVerdict {
+        let d = ssn.wrapping_sub(self.cum);
+        if d >= 1u32 << 31 {
+            RxVerdict::Duplicate
+        } else if d >= STREAM_WINDOW {
+            RxVerdict::OutOfWindow
+        } else if self.got.get(d) {
+            RxVerdict::Duplicate
+        } else {
+            RxVerdict::New
+        }
+    }
+
+    /// Marks a [`RxVerdict::New`] `ssn` received; calls `complete(msn)` for every message
+    /// now whole and in order.
+    pub fn accept(&mut self, ssn: u32, last: bool, mut complete: impl FnMut(u32)) {
+        let d = ssn.wrapping_sub(self.cum);
+        if d >= STREAM_WINDOW {
+            return;
+        }
+        self.got.set(d);
+        if last {
+            self.last.set(d);
+        }
+        let n = self.got.trailing_ones();
+        if n == 0 {
+            return;
+        }
+        for _ in 0..self.last.count_below(n) {
+            complete(self.next_msn);
+            self.next_msn = self.next_msn.wrapping_add(1);
+        }
+        self.got.shift_down(n);
+        self.last.shift_down(n);
+        self.cum = self.cum.wrapping_add(n);
+    }
+}
+
+/// A 128-bit bitmap in two 64-bit words (8-byte aligned, unlike `u128`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bits128 {
+    w: [u64; 2],
+}
+
+impl Bits128 {
+    /// Whether bit `i` is set (bits >= 128 read clear).
+    #[inline]
+    pub fn get(&self, i: u32) -> bool {
+        self.w.get((i / 64) as usize).map(|w| (w >> (i % 64)) & 1 == 1).unwrap_or(false)
+    }
+
+    /// Sets bit `i` (bits >= 128 ignored).
+    #[inline]
+    pub fn set(&mut self, i: u32) {
+        if let Some(w) = self.w.get_mut((i / 64) as usize) {
+            *w |= 1u64 << (i % 64);
+        }
+    }
+
+    /// Consecutive set bits from bit 0.
+    #[inline]
+    pub fn trailing_ones(&self) -> u32 {
+        let [a, b] = self.w;
+        let t = a.trailing_ones();
+        if t < 64 {
+            t
+        } else {
+            64 + b.trailing_ones()
+        }
+    }
+
+    /// Number of set bits below bit `n`.
+    #[inline]
+    pub fn count_below(&self, n: u32) -> u32 {
+        let [a, b] = self.w;
+        if n >= 128 {
+            a.count_ones() + b.count_ones()
+        } else if n >= 64 {
+            a.count_ones() + (b & ((1u64 << (n - 64)) - 1)).count_ones()
+        } else {
+            (a & ((1u64 << n) - 1)).count_ones()
+        }
+    }
+
+    /// Shifts towards bit 0 by `n`.
+    #[inline]
+    pub fn shift_down(&mut self, n: u32) {
+        let [a, b] = self.w;
+        self.w = if n >= 128 {
+            [0, 0]
+        } else if n >= 64 {
+            [b >> (n - 64), 0]
+        } else if n == 0 {
+            [a, b]
+        } else {
+            [(a >> n) | (b << (64 - n)), b >> n]
+        };
+    }
+
+    /// Whether no bit is set.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.w == [0, 0]
+    }
+}

@@ -1,0 +1,271 @@
+//! Test harness: two connections over a tiny deterministic network with per-path FIFO
+//! delay, random loss, and cross-path reordering.
+#![allow(dead_code)]
+
+use metaroce_proto::conn::{App, ConnError, Config, Connection, MsgInfo, Placement, Rnr, TxKind};
+use metaroce_proto::time::Instant;
+use metaroce_proto::wire::Op;
+use std::collections::BTreeMap;
+
+pub type Conn = Connection<8, 1, 4>;
+
+/// Deterministic xorshift PRNG.
+#[derive(Clone)]
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 > 1.0 - p
+    }
+}
+
+pub fn pattern(stream: u16, msn: u32, off: u32) -> u8 {
+    (u32::from(stream).wrapping_mul(31) ^ msn.wrapping_mul(7) ^ off.wrapping_mul(13) ^ (off >> 8)) as u8
+}
+
+/// Sender + receiver application: messages queued per stream, placement bookkeeping.
+#[derive(Default)]
+pub struct TestApp {
+    pub msgs: [Vec<u32>; 4],
+    pub placed: BTreeMap<(u16, u32), Vec<u8>>,
+    pub placed_count: BTreeMap<(u16, u32), u32>,
+    pub completed: [Vec<u32>; 4],
+    pub acked: [Vec<u32>; 4],
+    pub errors: Vec<ConnError>,
+    pub violations: Vec<String>,
+    pub rnr_left: u32,
+    pub expect_len: BTreeMap<(u16, u32), u32>,
+}
+
+impl TestApp {
+    pub fn op_for(msn: u32) -> Op {
+        match msn % 4 {
+            0 => Op::Send,
+            1 => Op::Write,
+            2 => Op::SendImm,
+            _ => Op::WriteImm,
+        }
+    }
+}
+
+impl App for TestApp {
+    fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
+        let len = *self.msgs.get(stream as usize)?.get(msn as usize)?;
+        Some(MsgInfo {
+            op: Self::op_for(msn),
+            len,
+            reth: metaroce_proto::wire::Reth { va: 0x1000, rkey: 7, len },
+            imm: msn,
+        })
+    }
+    fn payload(&mut self, stream: u16, msn: u32, offset: u32, dst: &mut [u8]) {
+        for (i, b) in dst.iter_mut().enumerate() {
+            *b = pattern(stream, msn, offset + i as u32);
+        }
+    }
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Rnr> {
+        if self.rnr_left > 0 && p.offset == 0 {
+            self.rnr_left -= 1;
+            return Err(Rnr(1));
+        }
+        let key = (p.stream, p.msn);
+        if let Some(l) = self.expect_len.get(&key) {
+            if *l != p.msg_len {
+                self.violations.push(format!("len mismatch {key:?}"));
+            }
+        } else {
+            self.expect_len.insert(key, p.msg_len);
+        }
+        let buf = self.placed.entry(key).or_insert_with(|| vec![0u8; p.msg_len as usize]);
+        let cnt = self.placed_count.entry(key).or_insert(0);
+        for (i, b) in p.payload.iter().enumerate() {
+            let o = p.offset as usize + i;
+            if *b != pattern(p.stream, p.msn, o as u32) {
+                self.violations.push(format!("bad byte {key:?} @{o}"));
+                break;
+            }
+            buf[o] = 1;
+        }
+        *cnt += p.payload.len() as u32;
+        if p.msg_len == 0 {
+            *cnt += 0;
+        }
+        Ok(())
+    }
+    fn complete(&mut self, stream: u16, msn: u32) {
+        let key = (stream, msn);
+        let c = &mut self.completed[stream as usize];
+        if c.last().map(|l| *l + 1).unwrap_or(0) != msn {
+            self.violations.push(format!("out of order completion {key:?} after {:?}", c.last()));
+        }
+        c.push(msn);
+        let len = self.expect_len.get(&key).copied().unwrap_or(0);
+        let cnt = self.placed_count.get(&key).copied().unwrap_or(0);
+        if cnt != len {
+            self.violations.push(format!("completion of {key:?} with {cnt}/{len} bytes placed"));
+        }
+        if let Some(b) = self.placed.get(&key) {
+            if b.iter().any(|x| *x == 0) {
+                self.violations.push(format!("completion of {key:?} with holes"));
+            }
+        }
+    }
+    fn acked(&mut self, stream: u16, msn: u32) {
+        let c = &mut self.acked[stream as usize];
+        if c.last().map(|l| *l + 1).unwrap_or(0) != msn {
+            self.violations.push(format!("out of order ack s{stream} m{msn}"));
+        }
+        c.push(msn);
+    }
+    fn error(&mut self, e: ConnError) {
+        self.errors.push(e);
+    }
+}
+
+pub struct Net {
+    pub a: Conn,
+    pub b: Conn,
+    pub app_a: TestApp,
+    pub app_b: TestApp,
+    pub now: u64,
+    /// (deliver_at, seq, to_b, bytes, path)
+    pub q: BTreeMap<(u64, u64), (bool, Vec<u8>)>,
+    pub seq: u64,
+    pub rng: Rng,
+    pub loss: f64,
+    pub dup: f64,
+    pub path_delay: [u64; 8],
+    pub path_busy: [[u64; 8]; 2],
+    pub ce_prob: f64,
+    pub lost_psns: Vec<(u8, u32)>,
+    pub retx: Vec<(u8, u32, u16, u32, u32)>,
+    pub dropped: u64,
+}
+
+pub fn config(local: u32, peer: u32, paths: u8) -> Config {
+    Config {
+        local_conn: local,
+        peer_conn: peer,
+        paths,
+        mtu: 1024,
+        init_rto_ns: 200_000,
+        min_rto_ns: 50_000,
+        ..Config::default()
+    }
+}
+
+impl Net {
+    pub fn new(seed: u64, paths: u8, loss: f64) -> Net {
+        let mut rng = Rng(seed | 1);
+        let mut path_delay = [0u64; 8];
+        for d in path_delay.iter_mut() {
+            *d = 2_000 + rng.next() % 8_000;
+        }
+        Net {
+            a: Conn::new(config(1, 2, paths)),
+            b: Conn::new(config(2, 1, paths)),
+            app_a: TestApp::default(),
+            app_b: TestApp::default(),
+            now: 0,
+            q: BTreeMap::new(),
+            seq: 0,
+            rng,
+            loss,
+            dup: 0.0,
+            path_delay,
+            path_busy: [[0; 8]; 2],
+            ce_prob: 0.0,
+            lost_psns: Vec::new(),
+            retx: Vec::new(),
+            dropped: 0,
+        }
+    }
+
+    fn pump(&mut self, from_a: bool) {
+        let mut buf = [0u8; 2048];
+        loop {
+            let now = Instant(self.now);
+            let t = if from_a {
+                self.a.poll_transmit(now, &mut buf, &mut self.app_a)
+            } else {
+                self.b.poll_transmit(now, &mut buf, &mut self.app_b)
+            };
+            let Some(t) = t else { break };
+            let p = t.path as usize % 8;
+            if let TxKind::Data { retransmit: true, psn, stream, msn, offset, .. } = t.kind {
+                self.retx.push((t.path, psn, stream, msn, offset));
+            }
+            if self.rng.chance(self.loss) {
+                if let TxKind::Data { psn, .. } = t.kind {
+                    if from_a {
+                        self.lost_psns.push((t.path, psn));
+                    }
+                }
+                continue;
+            }
+            // FIFO per (direction, path): never deliver before the previous one on the path.
+            let dir = if from_a { 0 } else { 1 };
+            let at = (self.now + self.path_delay[p]).max(self.path_busy[dir][p] + 1);
+            self.path_busy[dir][p] = at;
+            let bytes = buf[..t.len].to_vec();
+            self.seq += 1;
+            self.q.insert((at, self.seq), (from_a, bytes.clone()));
+            if self.rng.chance(self.dup) {
+                self.seq += 1;
+                self.q.insert((at + 50_000, self.seq), (from_a, bytes));
+            }
+        }
+    }
+
+    /// Runs until both sides are idle or `until` ns pass. Returns false on timeout.
+    pub fn run(&mut self, until: u64) -> bool {
+        loop {
+            self.pump(true);
+            self.pump(false);
+            let next_pkt = self.q.keys().next().map(|k| k.0);
+            let ta = self.a.poll_timeout().map(|t| t.0);
+            let tb = self.b.poll_timeout().map(|t| t.0);
+            let next = [next_pkt, ta, tb].into_iter().flatten().min();
+            let Some(next) = next else { return true };
+            if next > until {
+                return false;
+            }
+            self.now = self.now.max(next);
+            let now = Instant(self.now);
+            if let Some(((at, s), _)) = self.q.iter().next().map(|(k, v)| (*k, v.clone())) {
+                if at <= self.now {
+                    let (to_b, bytes) = self.q.remove(&(at, s)).unwrap();
+                    let ce = self.rng.chance(self.ce_prob);
+                    let r = if to_b {
+                        self.b.handle_packet(now, &bytes, ce, &mut self.app_b)
+                    } else {
+                        self.a.handle_packet(now, &bytes, ce, &mut self.app_a)
+                    };
+                    if r.is_err() {
+                        self.dropped += 1;
+                    }
+                }
+            }
+            self.a.handle_timeout(now, &mut self.app_a);
+            self.b.handle_timeout(now, &mut self.app_b);
+            if self.done() {
+                return true;
+            }
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        (0..4).all(|s| self.app_a.acked[s].len() == self.app_a.msgs[s].len())
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.app_a.msgs.iter().flatten().map(|l| u64::from(*l)).sum()
+    }
+}
