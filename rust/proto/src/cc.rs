@@ -95,7 +95,9 @@ impl PathCc {
             }
             self.acked = 0;
             self.ce = 0;
-            self.round_end = now.wire_stamp().wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
+            self.round_end = now
+                .wire_stamp()
+                .wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
         }
         if ce == 0 && bytes > 0 {
             let inc = (u64::from(cfg.ai) * u64::from(bytes)) / u64::from(self.pwnd.max(1));
@@ -111,7 +113,9 @@ impl PathCc {
         if reached(now.wire_stamp(), self.last_loss) {
             let w = (u64::from(self.pwnd) * u64::from(cfg.loss_keep)) / 1024;
             self.pwnd = (w.min(u64::from(u32::MAX)) as u32).max(cfg.min_pwnd);
-            self.last_loss = now.wire_stamp().wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
+            self.last_loss = now
+                .wire_stamp()
+                .wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
         }
     }
 

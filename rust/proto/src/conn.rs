@@ -2,14 +2,14 @@
 //! fixed pool of in-flight packet records. Sans-I/O: datagrams and time in, datagrams,
 //! deadlines and completions out.
 
-use super::cc::CcConfig;
+use super::cc::{CcConfig, PathCc};
 use super::path::{PathRx, PathState, PathTx};
 use super::sack::{seq_lt, SACK_BITS};
 use super::stream::{RxVerdict, StreamRx, StreamTx};
 use super::time::Instant;
 use super::wire::{
-    decode, AckHeader, DataHeader, DropReason, Op, Packet, ProbeHeader, Reth, AF_RNR,
-    DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX, MAX_DATA_HEADER,
+    decode, AckHeader, DataHeader, DropReason, Op, Packet, ProbeHeader, Reth, AF_RNR, DF_FIRST,
+    DF_IMM, DF_LAST, DF_RETH, DF_RETX, MAX_DATA_HEADER,
 };
 
 /// Largest number of paths a connection may have.
@@ -47,6 +47,9 @@ pub struct Config {
     pub hint_headroom: u16,
     /// Pace data at the peer's hinted rate.
     pub pacing: bool,
+    /// Initial connection window (bytes of window charge); it then grows by the bytes
+    /// acknowledged (doubling per round trip) until other limits bind.
+    pub init_qwnd: u32,
     /// Congestion control.
     pub cc: CcConfig,
 }
@@ -68,6 +71,7 @@ impl Default for Config {
             move_after: 1,
             hint_headroom: 1536,
             pacing: true,
+            init_qwnd: 4160,
             cc: CcConfig::default(),
         }
     }
@@ -252,6 +256,12 @@ pub struct Connection<const P: usize, const W: usize, const S: usize> {
     next_send: Instant,
     rnr_until: Instant,
     inflight: u32,
+    ramp: u32,
+    /// Sender-side ECN trim of the hinted rate, 1/1024 units (1024 = the full hint).
+    rate_scale: u16,
+    rate_ce: u16,
+    rate_acked: u16,
+    rate_round: u32,
     peer_hint: u32,
     local_hint: u32,
     min_rtt: u32,
@@ -286,6 +296,11 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             next_send: Instant::ZERO,
             rnr_until: Instant::NEVER,
             inflight: 0,
+            ramp: cfg.init_qwnd,
+            rate_scale: 1024,
+            rate_ce: 0,
+            rate_acked: 0,
+            rate_round: 0,
             peer_hint: 0,
             local_hint: 0,
             min_rtt: 0,
@@ -300,7 +315,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             t.state = PathState::Active;
             t.src_port = port_for(&cfg, i as u8, 0);
             t.rto_at = Instant::NEVER;
-            t.cc = super::cc::PathCc::new(&cfg.cc);
+            t.cc = PathCc::new(&cfg.cc);
         }
         c
     }
@@ -349,6 +364,12 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         self.peer_hint
     }
 
+    /// The rate data is paced at, bytes/s: the peer's hint scaled by the sender's ECN
+    /// reaction (0 = not paced).
+    pub fn pacing_rate(&self) -> u64 {
+        u64::from(self.peer_hint) * 1000 * u64::from(self.rate_scale) / 1024
+    }
+
     /// Sets the fair-share rate hint this receiver returns on every ACK.
     pub fn set_rate_hint(&mut self, hint: u32) {
         self.local_hint = hint;
@@ -371,7 +392,8 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         if self.peer_hint == 0 || self.min_rtt == 0 {
             return None;
         }
-        let cap = u128::from(self.peer_hint) * u128::from(self.min_rtt)
+        let cap = u128::from(self.peer_hint)
+            * u128::from(self.min_rtt)
             * u128::from(self.cfg.hint_headroom)
             / (1_000_000u128 * 1024);
         let cap = cap.min(u128::from(u32::MAX)) as u32;
@@ -625,13 +647,37 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         if seq_lt(next, a.cum) {
             return Err(DropReason::AckOutOfRange);
         }
-        let highest = a.sack.highest().map(|h| a.cum.wrapping_add(1).wrapping_add(h));
+        let highest = a
+            .sack
+            .highest()
+            .map(|h| a.cum.wrapping_add(1).wrapping_add(h));
         if let Some(hp) = highest {
             if !seq_lt(hp, next) {
                 return Err(DropReason::AckOutOfRange);
             }
         }
         self.peer_hint = a.rate_hint;
+        // ECN also trims the hinted rate once per round trip: x3/4 after a round in which
+        // most packets (over all paths) carried CE, i.e. the congestion is at the receiver's
+        // edge rather than on a few fabric routes (which the per-path windows handle), and
+        // half-way back to the full hint after a round that was not. Queues above the marking
+        // threshold then drain faster than the 5 % headroom of the hint alone allows.
+        self.rate_ce = self.rate_ce.saturating_add(a.ce);
+        self.rate_acked = self.rate_acked.saturating_add(a.acked);
+        let stamp = now.wire_stamp();
+        if (stamp.wrapping_sub(self.rate_round) as i32) >= 0 {
+            let s = u32::from(self.rate_scale);
+            let edge = u32::from(self.rate_ce) * 2 > u32::from(self.rate_acked);
+            let s = if edge {
+                s * 3 / 4
+            } else {
+                s + (1024 - s.min(1024)) / 2
+            };
+            self.rate_scale = s.clamp(64, 1024) as u16;
+            self.rate_ce = 0;
+            self.rate_acked = 0;
+            self.rate_round = stamp.wrapping_add(self.min_rtt.max(1));
+        }
         // RTT from the echoed stamp.
         let sample = now.wire_stamp().wrapping_sub(a.echo);
         let mut rtt_ok = false;
@@ -675,8 +721,8 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 let d16 = k.psn.wrapping_sub(base as u16);
                 let psn = base.wrapping_add(u32::from(d16));
                 let off = psn.wrapping_sub(a.cum);
-                let acked = seq_lt(psn, a.cum)
-                    || ((1..=SACK_BITS).contains(&off) && a.sack.get(off - 1));
+                let acked =
+                    seq_lt(psn, a.cum) || ((1..=SACK_BITS).contains(&off) && a.sack.get(off - 1));
                 let outcome = if rnr_psn == Some(psn) && !acked {
                     k.rnr = k.rnr.saturating_add(1);
                     if cfg.rnr_retry < 7 && k.rnr > cfg.rnr_retry {
@@ -764,6 +810,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         }
         if acked_bytes > 0 {
             self.stall = 0;
+            self.ramp = self.ramp.saturating_add(acked_bytes);
         }
         if rnr_fail {
             self.fail(ConnError::RnrRetryExceeded, app);
@@ -804,7 +851,8 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         if let Some(t) = &r {
             if self.cfg.pacing && self.peer_hint != 0 {
                 let bytes = (t.len as u64).saturating_add(u64::from(self.cfg.wire_overhead));
-                let d = bytes.saturating_mul(1_000_000) / u64::from(self.peer_hint.max(1));
+                let r = u64::from(self.peer_hint) * u64::from(self.rate_scale) / 1024;
+                let d = bytes.saturating_mul(1_000_000) / r.max(1);
                 self.next_send = self.next_send.max(now).add_nanos(d);
             }
         }
@@ -904,6 +952,11 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
     }
 
     fn send_data<A: App>(&mut self, now: Instant, buf: &mut [u8], app: &mut A) -> Option<Transmit> {
+        // Start-up ramp: the window may at most double per round trip (slow start) until
+        // the peer's rate hint has had time to count every sender.
+        if self.inflight >= self.ramp && self.inflight > 0 {
+            return None;
+        }
         if let Some(cap) = self.hint_cap() {
             let sum = self.qwnd_sum();
             if self.inflight >= cap.min(sum) && self.inflight > 0 {
@@ -921,7 +974,19 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 return None;
             };
             let p = self.pick_path(charge(k.len))?;
-            let t = self.build_data(now, p, buf, u16::from(k.stream), msn, ssn, k.offset, k.len, &info, true, app)?;
+            let t = self.build_data(
+                now,
+                p,
+                buf,
+                u16::from(k.stream),
+                msn,
+                ssn,
+                k.offset,
+                k.len,
+                &info,
+                true,
+                app,
+            )?;
             if let Some(l) = self.lost.get_mut(w) {
                 *l &= !(1u64 << i);
             }
@@ -944,7 +1009,8 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             let rem = info.len.saturating_sub(off);
             let len = rem.min(u32::from(self.cfg.mtu)) as u16;
             let p = self.pick_path(charge(len))?;
-            let t = self.build_data(now, p, buf, s as u16, msn, ssn, off, len, &info, false, app)?;
+            let t =
+                self.build_data(now, p, buf, s as u16, msn, ssn, off, len, &info, false, app)?;
             let last = off.saturating_add(u32::from(len)) >= info.len;
             if let Some(k) = self.pool.get_mut(w).and_then(|b| b.get_mut(i)) {
                 *k = Pkt {

@@ -1,8 +1,10 @@
 //! Receiver fair-share rate hints.
 //!
 //! A receiving node divides its inbound capacity among the connections that sent it data in
-//! the last epoch (about one round trip) and returns each its share on every ACK. The state
-//! is per node (a device), plus one `u32` epoch stamp per connection.
+//! the last epoch and returns each its share on every ACK. An epoch lasts at least one base
+//! round trip and at least as long as it takes every active sender, at its share, to send two
+//! full packets (otherwise slow senders would be missed and the share overestimated). The
+//! state is per node (a device), plus one `u32` epoch stamp per connection.
 
 use super::time::Instant;
 
@@ -11,8 +13,10 @@ use super::time::Instant;
 pub struct FairShare {
     /// Inbound capacity in units of 1000 bytes/s.
     pub capacity: u32,
-    /// Epoch length in nanoseconds (about one base round trip).
+    /// Shortest epoch in nanoseconds (about one base round trip).
     pub epoch_ns: u64,
+    /// Nanoseconds one full packet takes at `capacity`.
+    pub pkt_ns: u64,
     epoch: u32,
     epoch_start: Instant,
     cur: u32,
@@ -20,11 +24,15 @@ pub struct FairShare {
 }
 
 impl FairShare {
-    /// A new estimator for `capacity` (1000 bytes/s units) and epoch length `epoch_ns`.
-    pub fn new(capacity: u32, epoch_ns: u64) -> FairShare {
+    /// A new estimator for `capacity` (1000 bytes/s units; set it a little below line rate,
+    /// e.g. 95 %, so standing queues drain), shortest epoch `epoch_ns` and full packets of
+    /// `pkt_bytes` on the wire.
+    pub fn new(capacity: u32, epoch_ns: u64, pkt_bytes: u32) -> FairShare {
+        let pkt_ns = u64::from(pkt_bytes).saturating_mul(1_000_000) / u64::from(capacity.max(1));
         FairShare {
             capacity,
             epoch_ns: epoch_ns.max(1),
+            pkt_ns,
             epoch: 1,
             epoch_start: Instant::ZERO,
             cur: 0,
@@ -36,9 +44,10 @@ impl FairShare {
     /// (1000 bytes/s units, never 0 unless capacity is 0).
     pub fn note(&mut self, now: Instant, slot: &mut u32) -> u32 {
         let since = now.nanos_since(self.epoch_start);
-        if since >= self.epoch_ns {
+        let len = self.epoch_len();
+        if since >= len {
             // One idle epoch or more: the previous count is that of the last full epoch.
-            self.prev = if since >= self.epoch_ns.saturating_mul(2) {
+            self.prev = if since >= len.saturating_mul(2) {
                 0
             } else {
                 self.cur
@@ -52,6 +61,13 @@ impl FairShare {
             self.cur = self.cur.saturating_add(1);
         }
         self.share()
+    }
+
+    /// Current epoch length: `max(epoch_ns, 2 * active * pkt_ns)`.
+    pub fn epoch_len(&self) -> u64 {
+        let n = u64::from(self.cur.max(self.prev));
+        self.epoch_ns
+            .max(n.saturating_mul(2).saturating_mul(self.pkt_ns))
     }
 
     /// Current share per active sender.

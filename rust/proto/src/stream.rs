@@ -149,7 +149,10 @@ impl Bits128 {
     /// Whether bit `i` is set (bits >= 128 read clear).
     #[inline]
     pub fn get(&self, i: u32) -> bool {
-        self.w.get((i / 64) as usize).map(|w| (w >> (i % 64)) & 1 == 1).unwrap_or(false)
+        self.w
+            .get((i / 64) as usize)
+            .map(|w| (w >> (i % 64)) & 1 == 1)
+            .unwrap_or(false)
     }
 
     /// Sets bit `i` (bits >= 128 ignored).

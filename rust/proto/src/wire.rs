@@ -285,7 +285,14 @@ impl DataHeader {
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         let n = self.header_len();
         let b = out.get_mut(..n)?;
-        put_common(b, PacketType::Data, self.path, self.dst_conn, self.psn, self.stamp);
+        put_common(
+            b,
+            PacketType::Data,
+            self.path,
+            self.dst_conn,
+            self.psn,
+            self.stamp,
+        );
         put_u16(b, 16, self.stream);
         put_u8(b, 18, self.op);
         put_u8(b, 19, self.flags);
@@ -378,7 +385,14 @@ impl ProbeHeader {
     /// Writes the probe to the start of `out`; returns [`PROBE_LEN`] or `None`.
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         let b = out.get_mut(..PROBE_LEN)?;
-        put_common(b, PacketType::Probe, self.path, self.dst_conn, self.psn, self.stamp);
+        put_common(
+            b,
+            PacketType::Probe,
+            self.path,
+            self.dst_conn,
+            self.psn,
+            self.stamp,
+        );
         put_u32(b, 16, self.floor);
         Some(PROBE_LEN)
     }

@@ -24,15 +24,29 @@ fn lossy_transfer_completes_exactly_once() {
         let mut n = Net::new(seed, 4, 0.05);
         n.dup = 0.02;
         for s in 0..4 {
-            n.app_a.msgs[s] = (0..30).map(|i| ((i * 7919 + seed as usize * 13) % 9000) as u32).collect();
+            n.app_a.msgs[s] = (0..30)
+                .map(|i| ((i * 7919 + seed as usize * 13) % 9000) as u32)
+                .collect();
         }
         assert!(n.run(10_000_000_000), "seed {seed} did not finish");
-        assert!(n.app_b.violations.is_empty(), "seed {seed}: {:?}", n.app_b.violations);
-        assert!(n.app_a.violations.is_empty(), "seed {seed}: {:?}", n.app_a.violations);
+        assert!(
+            n.app_b.violations.is_empty(),
+            "seed {seed}: {:?}",
+            n.app_b.violations
+        );
+        assert!(
+            n.app_a.violations.is_empty(),
+            "seed {seed}: {:?}",
+            n.app_a.violations
+        );
         for s in 0..4 {
             assert_eq!(n.app_b.completed[s].len(), 30, "seed {seed}");
         }
-        assert!(n.app_a.errors.is_empty(), "seed {seed}: {:?}", n.app_a.errors);
+        assert!(
+            n.app_a.errors.is_empty(),
+            "seed {seed}: {:?}",
+            n.app_a.errors
+        );
     }
 }
 
@@ -44,7 +58,12 @@ fn lossy_stats_are_plausible() {
     }
     assert!(n.run(10_000_000_000));
     let st = *n.a.stats();
-    eprintln!("stats {st:?} lost {} retx {} dropped {}", n.lost_psns.len(), n.retx.len(), n.dropped);
+    eprintln!(
+        "stats {st:?} lost {} retx {} dropped {}",
+        n.lost_psns.len(),
+        n.retx.len(),
+        n.dropped
+    );
     assert!(st.retx > 0);
     assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
     // Every retransmission names a packet that was really lost (or whose path timed out).

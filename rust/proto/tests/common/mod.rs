@@ -2,7 +2,7 @@
 //! delay, random loss, and cross-path reordering.
 #![allow(dead_code)]
 
-use metaroce_proto::conn::{App, ConnError, Config, Connection, MsgInfo, Placement, Rnr, TxKind};
+use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr, TxKind};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::Op;
 use std::collections::BTreeMap;
@@ -27,7 +27,8 @@ impl Rng {
 }
 
 pub fn pattern(stream: u16, msn: u32, off: u32) -> u8 {
-    (u32::from(stream).wrapping_mul(31) ^ msn.wrapping_mul(7) ^ off.wrapping_mul(13) ^ (off >> 8)) as u8
+    (u32::from(stream).wrapping_mul(31) ^ msn.wrapping_mul(7) ^ off.wrapping_mul(13) ^ (off >> 8))
+        as u8
 }
 
 /// Sender + receiver application: messages queued per stream, placement bookkeeping.
@@ -61,7 +62,11 @@ impl App for TestApp {
         Some(MsgInfo {
             op: Self::op_for(msn),
             len,
-            reth: metaroce_proto::wire::Reth { va: 0x1000, rkey: 7, len },
+            reth: metaroce_proto::wire::Reth {
+                va: 0x1000,
+                rkey: 7,
+                len,
+            },
             imm: msn,
         })
     }
@@ -83,7 +88,10 @@ impl App for TestApp {
         } else {
             self.expect_len.insert(key, p.msg_len);
         }
-        let buf = self.placed.entry(key).or_insert_with(|| vec![0u8; p.msg_len as usize]);
+        let buf = self
+            .placed
+            .entry(key)
+            .or_insert_with(|| vec![0u8; p.msg_len as usize]);
         let cnt = self.placed_count.entry(key).or_insert(0);
         for (i, b) in p.payload.iter().enumerate() {
             let o = p.offset as usize + i;
@@ -103,24 +111,31 @@ impl App for TestApp {
         let key = (stream, msn);
         let c = &mut self.completed[stream as usize];
         if c.last().map(|l| *l + 1).unwrap_or(0) != msn {
-            self.violations.push(format!("out of order completion {key:?} after {:?}", c.last()));
+            self.violations.push(format!(
+                "out of order completion {key:?} after {:?}",
+                c.last()
+            ));
         }
         c.push(msn);
         let len = self.expect_len.get(&key).copied().unwrap_or(0);
         let cnt = self.placed_count.get(&key).copied().unwrap_or(0);
         if cnt != len {
-            self.violations.push(format!("completion of {key:?} with {cnt}/{len} bytes placed"));
+            self.violations.push(format!(
+                "completion of {key:?} with {cnt}/{len} bytes placed"
+            ));
         }
         if let Some(b) = self.placed.get(&key) {
             if b.iter().any(|x| *x == 0) {
-                self.violations.push(format!("completion of {key:?} with holes"));
+                self.violations
+                    .push(format!("completion of {key:?} with holes"));
             }
         }
     }
     fn acked(&mut self, stream: u16, msn: u32) {
         let c = &mut self.acked[stream as usize];
         if c.last().map(|l| *l + 1).unwrap_or(0) != msn {
-            self.violations.push(format!("out of order ack s{stream} m{msn}"));
+            self.violations
+                .push(format!("out of order ack s{stream} m{msn}"));
         }
         c.push(msn);
     }
@@ -199,7 +214,15 @@ impl Net {
             };
             let Some(t) = t else { break };
             let p = t.path as usize % 8;
-            if let TxKind::Data { retransmit: true, psn, stream, msn, offset, .. } = t.kind {
+            if let TxKind::Data {
+                retransmit: true,
+                psn,
+                stream,
+                msn,
+                offset,
+                ..
+            } = t.kind
+            {
                 self.retx.push((t.path, psn, stream, msn, offset));
             }
             if self.rng.chance(self.loss) {
@@ -266,6 +289,11 @@ impl Net {
     }
 
     pub fn total_bytes(&self) -> u64 {
-        self.app_a.msgs.iter().flatten().map(|l| u64::from(*l)).sum()
+        self.app_a
+            .msgs
+            .iter()
+            .flatten()
+            .map(|l| u64::from(*l))
+            .sum()
     }
 }
