@@ -220,21 +220,39 @@ pub struct Stats {
     pub dup_rx: u32,
 }
 
-const PF_LAST: u8 = 1;
-
 /// One in-flight (or awaiting retransmission) data packet: enough to rebuild it with the
-/// application's help. 16 bytes.
+/// application's help. 14 bytes: sequence numbers are kept as their low 16 bits and
+/// rebuilt against the path floor / stream base (both within 256 / 128 of them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Pkt {
     path: u8,
-    stream: u8,
-    flags: u8,
-    rnr: u8,
+    /// Bits 0-3 stream, bit 4 last packet of its message, bits 5-7 RNR refusals.
+    meta: u8,
     psn: u16,
     ssn: u16,
     msn: u16,
     len: u16,
-    offset: u32,
+    off_lo: u16,
+    off_hi: u16,
+}
+
+impl Pkt {
+    fn stream(&self) -> u8 {
+        self.meta & 0x0f
+    }
+    fn last(&self) -> bool {
+        self.meta & 0x10 != 0
+    }
+    fn rnr(&self) -> u8 {
+        self.meta >> 5
+    }
+    fn bump_rnr(&mut self) {
+        let r = (self.rnr() + 1).min(7);
+        self.meta = (self.meta & 0x1f) | (r << 5);
+    }
+    fn offset(&self) -> u32 {
+        u32::from(self.off_lo) | u32::from(self.off_hi) << 16
+    }
 }
 
 /// A MetaRoCE connection with up to `P` paths, `64 * W` in-flight packets and `S` streams.
@@ -251,7 +269,10 @@ pub struct Connection<const P: usize, const W: usize, const S: usize> {
     rnr_wait: [u64; W],
     stx: [StreamTx; S],
     srx: [StreamRx; S],
-    rnr_timer: [u8; P],
+    /// Pending RNR report: path (0xff = none), PSN and timer.
+    rnr_path: u8,
+    rnr_timer: u8,
+    rnr_psn: u32,
     ack_pending: u64,
     next_send: Instant,
     rnr_until: Instant,
@@ -274,8 +295,17 @@ pub struct Connection<const P: usize, const W: usize, const S: usize> {
 }
 
 impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
+    /// Compile-time limits: at most 64 paths, 16 streams, 256 in-flight packets.
+    const LIMITS: () = {
+        assert!(P >= 1 && P <= MAX_PATHS, "1..=64 paths");
+        assert!(S >= 1 && S <= 16, "1..=16 streams");
+        assert!(W >= 1 && W <= 16, "64..=1024 in-flight packets");
+    };
+
     /// A connection in the open state. `cfg.paths` is clamped to `1..=min(P, 64)`.
     pub fn new(mut cfg: Config) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::LIMITS;
         let maxp = P.clamp(1, MAX_PATHS) as u8;
         cfg.paths = cfg.paths.clamp(1, maxp);
         cfg.mtu = cfg.mtu.max(1);
@@ -291,7 +321,9 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             rnr_wait: [0; W],
             stx: [StreamTx::default(); S],
             srx: [StreamRx::default(); S],
-            rnr_timer: [0; P],
+            rnr_path: 0xff,
+            rnr_timer: 0,
+            rnr_psn: 0,
             ack_pending: 0,
             next_send: Instant::ZERO,
             rnr_until: Instant::NEVER,
@@ -607,11 +639,9 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 payload,
             };
             if let Err(Rnr(t)) = app.place(&pl) {
-                rx.rnr = true;
-                rx.rnr_psn = h.psn;
-                if let Some(r) = self.rnr_timer.get_mut(p) {
-                    *r = t;
-                }
+                self.rnr_path = p as u8;
+                self.rnr_psn = h.psn;
+                self.rnr_timer = t;
                 return Err(DropReason::ReceiverNotReady);
             }
             let stream = h.stream;
@@ -724,8 +754,8 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 let acked =
                     seq_lt(psn, a.cum) || ((1..=SACK_BITS).contains(&off) && a.sack.get(off - 1));
                 let outcome = if rnr_psn == Some(psn) && !acked {
-                    k.rnr = k.rnr.saturating_add(1);
-                    if cfg.rnr_retry < 7 && k.rnr > cfg.rnr_retry {
+                    k.bump_rnr();
+                    if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
                         rnr_fail = true;
                     }
                     rnr_any = true;
@@ -742,9 +772,9 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                     continue;
                 };
                 let len = charge(k.len);
-                let stream = k.stream;
+                let stream = k.stream();
                 let ssn16 = k.ssn;
-                let last = k.flags & PF_LAST != 0;
+                let last = k.last();
                 freed = freed.saturating_add(len);
                 if let Some(m) = self.members.get_mut(p).and_then(|m| m.get_mut(w)) {
                     *m &= !bit;
@@ -777,8 +807,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         }
         self.inflight = self.inflight.saturating_sub(freed);
         if rnr_any {
-            let t = self.rnr_timer.get(p).copied().unwrap_or(0);
-            let t = u64::from(a.rnr_timer.max(t).max(1)) * 10_000;
+            let t = u64::from(a.rnr_timer.max(1)) * 10_000;
             let until = now.add_nanos(t);
             self.rnr_until = if self.rnr_until == Instant::NEVER {
                 until
@@ -863,7 +892,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         let p = self.ack_pending.trailing_zeros() as usize;
         self.ack_pending &= !(1u64 << (p % 64));
         let rx = self.rx.get_mut(p)?;
-        let rnr_timer = self.rnr_timer.get(p).copied().unwrap_or(0);
+        let rnr = usize::from(self.rnr_path) == p;
         let h = AckHeader {
             path: p as u8,
             dst_conn: self.cfg.peer_conn,
@@ -872,15 +901,17 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             rate_hint: self.local_hint,
             ce: rx.ce,
             acked: rx.acked,
-            flags: if rx.rnr { AF_RNR } else { 0 },
-            rnr_timer: if rx.rnr { rnr_timer } else { 0 },
-            rnr_psn: if rx.rnr { rx.rnr_psn } else { 0 },
+            flags: if rnr { AF_RNR } else { 0 },
+            rnr_timer: if rnr { self.rnr_timer } else { 0 },
+            rnr_psn: if rnr { self.rnr_psn } else { 0 },
             sack: rx.sack,
         };
         let len = h.encode(buf)?;
         rx.ce = 0;
         rx.acked = 0;
-        rx.rnr = false;
+        if rnr {
+            self.rnr_path = 0xff;
+        }
         Some(Transmit {
             len,
             path: p as u8,
@@ -966,10 +997,10 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         // Retransmissions first, on any healthy path.
         if let Some((w, i)) = self.find_lost() {
             let k = *self.pool.get(w)?.get(i)?;
-            let st = self.stx.get(usize::from(k.stream))?;
+            let st = self.stx.get(usize::from(k.stream()))?;
             let msn = st.msn_from_low(k.msn);
             let ssn = st.ssn_from_low(k.ssn);
-            let Some(info) = app.message(u16::from(k.stream), msn) else {
+            let Some(info) = app.message(u16::from(k.stream()), msn) else {
                 self.fail(ConnError::MessageVanished, app);
                 return None;
             };
@@ -978,10 +1009,10 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 now,
                 p,
                 buf,
-                u16::from(k.stream),
+                u16::from(k.stream()),
                 msn,
                 ssn,
-                k.offset,
+                k.offset(),
                 k.len,
                 &info,
                 true,
@@ -1015,14 +1046,13 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             if let Some(k) = self.pool.get_mut(w).and_then(|b| b.get_mut(i)) {
                 *k = Pkt {
                     path: 0,
-                    stream: s as u8,
-                    flags: if last { PF_LAST } else { 0 },
-                    rnr: 0,
+                    meta: (s as u8 & 0x0f) | if last { 0x10 } else { 0 },
                     psn: 0,
                     ssn: ssn as u16,
                     msn: msn as u16,
                     len,
-                    offset: off,
+                    off_lo: off as u16,
+                    off_hi: (off >> 16) as u16,
                 };
             }
             if let Some(st) = self.stx.get_mut(s) {

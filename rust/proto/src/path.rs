@@ -93,10 +93,6 @@ pub struct PathRx {
     pub ce: u16,
     /// New packets since the last ACK.
     pub acked: u16,
-    /// PSN refused with RNR, if `rnr`.
-    pub rnr_psn: u32,
-    /// Whether an RNR is to be reported.
-    pub rnr: bool,
 }
 
 impl PathRx {
