@@ -8,8 +8,8 @@ use super::sack::{seq_lt, SACK_BITS};
 use super::stream::{RxVerdict, StreamRx, StreamTx};
 use super::time::Instant;
 use super::wire::{
-    decode, AckHeader, DataHeader, DropReason, Op, Packet, ProbeHeader, Reth, AF_RNR, DF_FIRST,
-    DF_IMM, DF_LAST, DF_RETH, DF_RETX, MAX_DATA_HEADER,
+    decode, AckHeader, DataHeader, DropReason, Op, Packet, ProbeHeader, Reth, AF_RNR, DF_ACKREQ,
+    DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX, MAX_DATA_HEADER,
 };
 
 /// Largest number of paths a connection may have.
@@ -47,6 +47,10 @@ pub struct Config {
     pub hint_headroom: u16,
     /// Pace data at the peer's hinted rate.
     pub pacing: bool,
+    /// ACK after this many data packets on a path (1 = every packet).
+    pub ack_every: u8,
+    /// Longest an ACK is delayed, ns.
+    pub ack_delay_ns: u32,
     /// Initial connection window (bytes of window charge); it then grows by the bytes
     /// acknowledged (doubling per round trip) until other limits bind.
     pub init_qwnd: u32,
@@ -72,6 +76,8 @@ impl Default for Config {
             hint_headroom: 1536,
             pacing: true,
             init_qwnd: 4160,
+            ack_every: 1,
+            ack_delay_ns: 2_000,
             cc: CcConfig::default(),
         }
     }
@@ -274,6 +280,10 @@ pub struct Connection<const P: usize, const W: usize, const S: usize> {
     rnr_timer: u8,
     rnr_psn: u32,
     ack_pending: u64,
+    /// Delayed-ACK deadline.
+    ack_at: Instant,
+    /// Paths in the probing state (bit per path).
+    probing: u64,
     next_send: Instant,
     rnr_until: Instant,
     inflight: u32,
@@ -325,6 +335,8 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             rnr_timer: 0,
             rnr_psn: 0,
             ack_pending: 0,
+            ack_at: Instant::NEVER,
+            probing: 0,
             next_send: Instant::ZERO,
             rnr_until: Instant::NEVER,
             inflight: 0,
@@ -444,7 +456,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
     /// The next instant at which [`Connection::handle_timeout`] (or, for pacing,
     /// [`Connection::poll_transmit`]) must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = self.rnr_until;
+        let mut t = self.rnr_until.min(self.ack_at);
         for p in self.tx.iter().take(usize::from(self.cfg.paths)) {
             t = t.min(p.rto_at);
         }
@@ -460,6 +472,14 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
 
     /// Processes expired timers.
     pub fn handle_timeout<A: App>(&mut self, now: Instant, app: &mut A) {
+        if self.ack_at <= now {
+            self.ack_at = Instant::NEVER;
+            for (p, rx) in self.rx.iter().enumerate().take(MAX_PATHS) {
+                if rx.acked > 0 {
+                    self.ack_pending |= 1u64 << p;
+                }
+            }
+        }
         if self.rnr_until <= now {
             for w in 0..W {
                 let r = self.rnr_wait.get(w).copied().unwrap_or(0);
@@ -505,6 +525,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 PathState::Active => {
                     // Congestion never causes a timeout alone: suspect failure, probe.
                     t.state = PathState::Probing;
+                    self.probing |= 1u64 << (p % 64);
                 }
                 PathState::Probing => {
                     if t.timeouts > move_after {
@@ -561,7 +582,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
         match decode(buf)? {
-            Packet::Data(h, payload) => self.on_data(&h, payload, ce, app),
+            Packet::Data(h, payload) => self.on_data(now, &h, payload, ce, app),
             Packet::Ack(a) => self.on_ack(now, &a, app),
             Packet::Probe(pr) => self.on_probe(&pr),
         }
@@ -592,6 +613,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
 
     fn on_data<A: App>(
         &mut self,
+        now: Instant,
         h: &DataHeader,
         payload: &[u8],
         ce: bool,
@@ -624,7 +646,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         }
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
-        self.ack_pending |= 1u64 << p;
+        let in_order = h.psn == rx.cum;
         let op = Op::from_u8(h.op).unwrap_or(Op::Send);
         let last = h.flags & DF_LAST != 0;
         let ev = if verdict == RxVerdict::New {
@@ -639,6 +661,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 payload,
             };
             if let Err(Rnr(t)) = app.place(&pl) {
+                self.ack_pending |= 1u64 << p;
                 self.rnr_path = p as u8;
                 self.rnr_psn = h.psn;
                 self.rnr_timer = t;
@@ -655,6 +678,19 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         rx.acked = rx.acked.saturating_add(1);
         if ce {
             rx.ce = rx.ce.saturating_add(1);
+        }
+        // ACK at once on anything the sender must hear about quickly; otherwise every
+        // `ack_every` packets of the path, or after `ack_delay_ns`.
+        let urgent = rx.acked >= u16::from(self.cfg.ack_every)
+            || last
+            || ce
+            || !in_order
+            || ev == RxEvent::Duplicate
+            || h.flags & DF_ACKREQ != 0;
+        if urgent {
+            self.ack_pending |= 1u64 << p;
+        } else if self.ack_at == Instant::NEVER {
+            self.ack_at = now.add_nanos(u64::from(self.cfg.ack_delay_ns));
         }
         Ok(ev)
     }
@@ -717,6 +753,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 rtt_ok = true;
             }
             if t.state == PathState::Probing && !t.probe_due && a.echo == t.probe_stamp {
+                self.probing &= !(1u64 << (p % 64));
                 t.state = PathState::Active;
                 t.timeouts = 0;
                 t.backoff = 0;
@@ -856,19 +893,24 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         app: &mut A,
     ) -> Option<Transmit> {
         if self.ack_pending != 0 {
+            if self.ack_at != Instant::NEVER && self.rx.iter().all(|r| r.acked == 0) {
+                self.ack_at = Instant::NEVER;
+            }
             return self.send_ack(buf);
         }
         if self.state != ConnState::Open {
             return None;
         }
-        for p in 0..usize::from(self.cfg.paths).min(P) {
-            let due = self
-                .tx
-                .get(p)
-                .map(|t| t.state == PathState::Probing && t.probe_due)
-                .unwrap_or(false);
-            if due {
-                return self.send_probe(now, p, buf);
+        if self.probing != 0 {
+            for p in 0..usize::from(self.cfg.paths).min(P) {
+                let due = self
+                    .tx
+                    .get(p)
+                    .map(|t| t.state == PathState::Probing && t.probe_due)
+                    .unwrap_or(false);
+                if due {
+                    return self.send_probe(now, p, buf);
+                }
             }
         }
         self.paced = false;
@@ -949,13 +991,13 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         let n = usize::from(self.cfg.paths).min(P);
         let start = usize::from(self.rr_path);
         for k in 0..n {
-            let p = (start + k) % n.max(1);
+            let p = wrap(start + k, n);
             let Some(t) = self.tx.get(p) else { continue };
             if t.state != PathState::Active || !t.span_ok() {
                 continue;
             }
             if t.inflight == 0 || t.inflight.saturating_add(len) <= t.cc.pwnd {
-                self.rr_path = ((p + 1) % n.max(1)) as u8;
+                self.rr_path = wrap(p + 1, n) as u8;
                 return Some(p);
             }
         }
@@ -1028,7 +1070,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         let (w, i) = self.find_free()?;
         let n = S.min(256);
         for k in 0..n {
-            let s = (usize::from(self.rr_stream) + k) % n.max(1);
+            let s = wrap(usize::from(self.rr_stream) + k, n);
             let Some(st) = self.stx.get(s) else { continue };
             if !st.can_send() {
                 continue;
@@ -1068,7 +1110,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 *b |= 1u64 << i;
             }
             self.track(now, w, i, p, len);
-            self.rr_stream = ((s + 1) % n.max(1)) as u8;
+            self.rr_stream = wrap(s + 1, n) as u8;
             return Some(t);
         }
         None
@@ -1135,6 +1177,15 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         if retransmit {
             flags |= DF_RETX;
         }
+        // A window (path, start-up ramp or hint cap) is full after this packet: ask for
+        // an immediate ACK rather than wait for the receiver's delayed-ACK timer.
+        let two = charge(len).saturating_mul(2);
+        let conn_cap = self.ramp.min(self.hint_cap().unwrap_or(u32::MAX));
+        if t.inflight.saturating_add(two) > t.cc.pwnd
+            || self.inflight.saturating_add(two) > conn_cap
+        {
+            flags |= DF_ACKREQ;
+        }
         let h = DataHeader {
             path: p as u8,
             dst_conn: self.cfg.peer_conn,
@@ -1178,6 +1229,16 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 retransmit,
             },
         })
+    }
+}
+
+/// `i mod n` for `i < 2n` without a division.
+#[inline]
+fn wrap(i: usize, n: usize) -> usize {
+    if i >= n {
+        i - n
+    } else {
+        i
     }
 }
 

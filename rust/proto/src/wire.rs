@@ -419,6 +419,7 @@ pub fn peek_dst_conn(buf: &[u8]) -> Result<u32, DropReason> {
 }
 
 /// Decodes and validates a MetaRoCE datagram (the UDP payload).
+#[inline]
 pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
     if buf.len() < COMMON_LEN {
         return Err(DropReason::Truncated);
@@ -483,6 +484,7 @@ pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
     }
 }
 
+#[inline]
 fn decode_data(
     buf: &[u8],
     path: u8,

@@ -125,7 +125,7 @@ impl App for TestApp {
             ));
         }
         if let Some(b) = self.placed.get(&key) {
-            if b.iter().any(|x| *x == 0) {
+            if b.contains(&0) {
                 self.violations
                     .push(format!("completion of {key:?} with holes"));
             }
@@ -160,6 +160,14 @@ pub struct Net {
     pub path_busy: [[u64; 8]; 2],
     pub ce_prob: f64,
     pub lost_psns: Vec<(u8, u32)>,
+    /// (stream, msn, offset) of every data packet the network dropped.
+    pub lost_data: Vec<(u16, u32, u32)>,
+    /// Drop ACKs too (otherwise only data is lost).
+    pub lose_acks: bool,
+    /// Drop everything sent on (path, src_port).
+    pub blackhole: Option<(u8, u16)>,
+    /// Minimum per-path window seen, and whether inflight ever exceeded its bound.
+    pub min_pwnd_seen: u32,
     pub retx: Vec<(u8, u32, u16, u32, u32)>,
     pub dropped: u64,
 }
@@ -198,6 +206,10 @@ impl Net {
             path_busy: [[0; 8]; 2],
             ce_prob: 0.0,
             lost_psns: Vec::new(),
+            lost_data: Vec::new(),
+            lose_acks: true,
+            blackhole: None,
+            min_pwnd_seen: u32::MAX,
             retx: Vec::new(),
             dropped: 0,
         }
@@ -225,10 +237,20 @@ impl Net {
             {
                 self.retx.push((t.path, psn, stream, msn, offset));
             }
-            if self.rng.chance(self.loss) {
-                if let TxKind::Data { psn, .. } = t.kind {
+            let is_data = matches!(t.kind, TxKind::Data { .. });
+            let holed = from_a && self.blackhole == Some((t.path, t.src_port));
+            if holed || ((is_data || self.lose_acks) && self.rng.chance(self.loss)) {
+                if let TxKind::Data {
+                    psn,
+                    stream,
+                    msn,
+                    offset,
+                    ..
+                } = t.kind
+                {
                     if from_a {
                         self.lost_psns.push((t.path, psn));
+                        self.lost_data.push((stream, msn, offset));
                     }
                 }
                 continue;
@@ -278,6 +300,11 @@ impl Net {
             }
             self.a.handle_timeout(now, &mut self.app_a);
             self.b.handle_timeout(now, &mut self.app_b);
+            for p in 0..usize::from(self.a.config().paths) {
+                if let Some(t) = self.a.path(p) {
+                    self.min_pwnd_seen = self.min_pwnd_seen.min(t.cc.pwnd);
+                }
+            }
             if self.done() {
                 return true;
             }

@@ -1,0 +1,54 @@
+//! The receive path of a live connection: a sequence of datagrams (length-prefixed in the
+//! input) is fed to a connection that has data in flight; every one must be accepted or
+//! dropped with a counted reason, and the connection's invariants must hold afterwards.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use metaroce_proto::conn::{App, ConnError, Config, Connection, MsgInfo, Placement, Rnr};
+use metaroce_proto::time::Instant;
+use metaroce_proto::wire::{DropCounters, Op, Reth};
+
+struct A {
+    placed: u64,
+}
+impl App for A {
+    fn message(&mut self, s: u16, msn: u32) -> Option<MsgInfo> {
+        (s < 2 && msn < 4).then_some(MsgInfo { op: Op::Write, len: 3000, reth: Reth::default(), imm: 0 })
+    }
+    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Rnr> {
+        self.placed += p.payload.len() as u64;
+        if p.msn == 3 && p.offset == 0 { Err(Rnr(1)) } else { Ok(()) }
+    }
+    fn complete(&mut self, _: u16, _: u32) {}
+    fn acked(&mut self, _: u16, _: u32) {}
+    fn error(&mut self, _: ConnError) {}
+}
+
+fuzz_target!(|data: &[u8]| {
+    let cfg = Config { local_conn: 7, peer_conn: 9, paths: 4, mtu: 1024, ..Config::default() };
+    let mut c: Connection<4, 1, 2> = Connection::new(cfg);
+    let mut app = A { placed: 0 };
+    let mut buf = [0u8; 1200];
+    let mut now = 1_000u64;
+    while c.poll_transmit(Instant(now), &mut buf, &mut app).is_some() {}
+    let mut drops = DropCounters::default();
+    let mut rest = data;
+    while rest.len() >= 2 {
+        let n = usize::from(u16::from_le_bytes([rest[0], rest[1]])) % 1200;
+        rest = &rest[2..];
+        let n = n.min(rest.len());
+        let (pkt, tail) = rest.split_at(n);
+        rest = tail;
+        now += 1_000;
+        if let Err(r) = c.handle_packet(Instant(now), pkt, n % 3 == 0, &mut app) {
+            drops.count(r);
+        }
+        while c.poll_transmit(Instant(now), &mut buf, &mut app).is_some() {}
+        if let Some(t) = c.poll_timeout() {
+            if t.0 <= now + 5_000_000 {
+                c.handle_timeout(t, &mut app);
+            }
+        }
+    }
+    assert!(c.inflight() <= 1 << 30);
+});
