@@ -86,7 +86,8 @@ impl PathCc {
             if self.acked > 0 {
                 let f = (u32::from(self.ce) * 1024) / u32::from(self.acked);
                 let a = u32::from(self.alpha);
-                let a = a - (a >> cfg.g_shift) + (f >> cfg.g_shift);
+                let g = u32::from(cfg.g_shift);
+                let a = a - a.checked_shr(g).unwrap_or(0) + f.checked_shr(g).unwrap_or(0);
                 self.alpha = a.min(1024) as u16;
                 if self.ce > 0 {
                     let cut = (u64::from(self.pwnd) * u64::from(self.alpha)) / 2048;
