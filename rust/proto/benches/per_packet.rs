@@ -92,8 +92,8 @@ fn bench(c: &mut Criterion) {
         let mut buf = vec![0u8; 4200];
         let mut now = 1_000u64;
         let name = match (copy, ack_every) {
-            (false, 1) => "core only, one ACK per packet",
-            (false, _) => "core only, ACK every 2nd packet (default)",
+            (false, 1) => "core only, one ACK per packet (default)",
+            (false, _) => "core only, ACK every 2nd packet (ack_every = 2)",
             _ => "4 KiB payload copied, ACK every 2nd packet",
         };
         g.bench_function(name, |bch| {

@@ -168,7 +168,12 @@ fn incast(tr: Transport, n: u32, sc: Scale) -> Incast {
     let fair = link_bps() / f64::from(n);
     let rtt = base_rtt();
     if std::env::var("SIM_DEBUG").is_ok() {
-        for x in s.samples.iter().step_by(20) {
+        for x in s.samples.iter().step_by(
+            std::env::var("SIM_STEP")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(20),
+        ) {
             let mn = x.rate.iter().cloned().fold(f64::INFINITY, f64::min);
             let mx = x.rate.iter().cloned().fold(0.0, f64::max);
             let tot: u64 = x.delivered.iter().sum();
