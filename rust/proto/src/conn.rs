@@ -436,11 +436,11 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         if self.peer_hint == 0 || self.min_rtt == 0 {
             return None;
         }
-        let cap = u128::from(self.peer_hint)
-            * u128::from(self.min_rtt)
-            * u128::from(self.cfg.hint_headroom)
-            / (1_000_000u128 * 1024);
-        let cap = cap.min(u128::from(u32::MAX)) as u32;
+        // u64 only: the kernel provides no 128-bit division. hint is in 1000 B/s and
+        // min_rtt in ns, so hint * min_rtt / 1e6 is bytes; saturation only means "no cap".
+        let bytes = u64::from(self.peer_hint).saturating_mul(u64::from(self.min_rtt)) / 1_000_000;
+        let cap = bytes.saturating_mul(u64::from(self.cfg.hint_headroom)) / 1024;
+        let cap = cap.min(u64::from(u32::MAX)) as u32;
         Some(cap.max(u32::from(self.cfg.mtu)))
     }
 
@@ -726,7 +726,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         // ECN also trims the hinted rate once per round trip: x3/4 after a round in which
         // most packets (over all paths) carried CE, i.e. the congestion is at the receiver's
         // edge rather than on a few fabric routes (which the per-path windows handle), and
-        // half-way back to the full hint after a round that was not. Queues above the marking
+        // back to the full hint after a round that was not. Queues above the marking
         // threshold then drain faster than the 5 % headroom of the hint alone allows.
         self.rate_ce = self.rate_ce.saturating_add(a.ce);
         self.rate_acked = self.rate_acked.saturating_add(a.acked);
@@ -734,11 +734,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         if (stamp.wrapping_sub(self.rate_round) as i32) >= 0 {
             let s = u32::from(self.rate_scale);
             let edge = u32::from(self.rate_ce) * 2 > u32::from(self.rate_acked);
-            let s = if edge {
-                s * 3 / 4
-            } else {
-                s + (1024 - s.min(1024)) / 2
-            };
+            let s = if edge { s * 3 / 4 } else { 1024 };
             self.rate_scale = s.clamp(64, 1024) as u16;
             self.rate_ce = 0;
             self.rate_acked = 0;

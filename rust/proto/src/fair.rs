@@ -2,7 +2,7 @@
 //!
 //! A receiving node divides its inbound capacity among the connections that sent it data in
 //! the last epoch and returns each its share on every ACK. An epoch lasts at least one base
-//! round trip and at least as long as it takes every active sender, at its share, to send two
+//! round trip and at least as long as it takes every active sender, at its share, to send four
 //! full packets (otherwise slow senders would be missed and the share overestimated). The
 //! state is per node (a device), plus one `u32` epoch stamp per connection.
 
@@ -63,11 +63,11 @@ impl FairShare {
         self.share()
     }
 
-    /// Current epoch length: `max(epoch_ns, 2 * active * pkt_ns)`.
+    /// Current epoch length: `max(epoch_ns, 4 * active * pkt_ns)`.
     pub fn epoch_len(&self) -> u64 {
         let n = u64::from(self.cur.max(self.prev));
         self.epoch_ns
-            .max(n.saturating_mul(2).saturating_mul(self.pkt_ns))
+            .max(n.saturating_mul(4).saturating_mul(self.pkt_ns))
     }
 
     /// Current share per active sender.

@@ -177,6 +177,10 @@ fn incast(tr: Transport, n: u32, sc: Scale) -> Incast {
             let mn = x.rate.iter().cloned().fold(f64::INFINITY, f64::min);
             let mx = x.rate.iter().cloned().fold(0.0, f64::max);
             let tot: u64 = x.delivered.iter().sum();
+            if std::env::var("SIM_RATES").is_ok() {
+                let v: Vec<String> = x.rate.iter().map(|r| format!("{:.1}", r * 8e-9)).collect();
+                eprintln!("   {}", v.join(" "));
+            }
             eprintln!(
                 "t={:>8} q={:>8} rate min {:.2} max {:.2} (fair {:.2}) Gb/s delivered {}",
                 x.t,
