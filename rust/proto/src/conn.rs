@@ -8,8 +8,9 @@ use super::sack::{seq_lt, SACK_BITS};
 use super::stream::{RxVerdict, StreamRx, StreamTx};
 use super::time::Instant;
 use super::wire::{
-    decode, AckHeader, DataHeader, DropReason, Op, Packet, ProbeHeader, Reth, AF_RNR, DF_ACKREQ,
-    DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX, MAX_DATA_HEADER,
+    decode, decode_ack_packet, decode_data_packet, decode_probe_packet, AckHeader, DataHeader,
+    DropReason, Op, ProbeHeader, Reth, AF_RNR, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH,
+    DF_RETX, MAX_DATA_HEADER,
 };
 
 /// Largest number of paths a connection may have.
@@ -581,10 +582,25 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         ce: bool,
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
-        match decode(buf)? {
-            Packet::Data(h, payload) => self.on_data(now, &h, payload, ce, app),
-            Packet::Ack(a) => self.on_ack(now, &a, app),
-            Packet::Probe(pr) => self.on_probe(&pr),
+        // Dispatch on the type byte so each header is decoded in place (same validation
+        // and drop reasons as `wire::decode`).
+        match buf.get(1).copied() {
+            Some(1) => {
+                let (h, payload) = decode_data_packet(buf)?;
+                self.on_data(now, &h, payload, ce, app)
+            }
+            Some(2) => {
+                let a = decode_ack_packet(buf)?;
+                self.on_ack(now, &a, app)
+            }
+            Some(3) => {
+                let pr = decode_probe_packet(buf)?;
+                self.on_probe(&pr)
+            }
+            _ => match decode(buf) {
+                Err(e) => Err(e),
+                Ok(_) => Err(DropReason::UnknownType),
+            },
         }
     }
 

@@ -119,7 +119,10 @@ impl PathRx {
     /// Marks `psn` received.
     pub fn mark(&mut self, psn: u32) {
         let d = psn.wrapping_sub(self.cum);
-        if d == 0 {
+        if d == 0 && self.sack.is_empty() {
+            // In-order arrival with no holes: the common case.
+            self.cum = self.cum.wrapping_add(1);
+        } else if d == 0 {
             self.fold();
         } else if d <= SACK_BITS {
             self.sack.set(d - 1);

@@ -56,6 +56,14 @@ impl StreamTx {
         if d >= STREAM_WINDOW {
             return;
         }
+        if d == 0 && self.acked.is_empty() {
+            if last {
+                done(self.acked_msn);
+                self.acked_msn = self.acked_msn.wrapping_add(1);
+            }
+            self.acked_base = self.acked_base.wrapping_add(1);
+            return;
+        }
         self.acked.set(d);
         if last {
             self.last.set(d);
@@ -119,6 +127,15 @@ impl StreamRx {
     pub fn accept(&mut self, ssn: u32, last: bool, mut complete: impl FnMut(u32)) {
         let d = ssn.wrapping_sub(self.cum);
         if d >= STREAM_WINDOW {
+            return;
+        }
+        if d == 0 && self.got.is_empty() {
+            // In order with nothing pending above: no bitmap work.
+            if last {
+                complete(self.next_msn);
+                self.next_msn = self.next_msn.wrapping_add(1);
+            }
+            self.cum = self.cum.wrapping_add(1);
             return;
         }
         self.got.set(d);

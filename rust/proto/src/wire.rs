@@ -418,9 +418,9 @@ pub fn peek_dst_conn(buf: &[u8]) -> Result<u32, DropReason> {
     Ok(get_u32(buf, 4))
 }
 
-/// Decodes and validates a MetaRoCE datagram (the UDP payload).
+/// Validates the common header; returns (type, path, dst_conn, psn, stamp).
 #[inline]
-pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
+fn common(buf: &[u8]) -> Result<(u8, u8, u32, u32, u32), DropReason> {
     if buf.len() < COMMON_LEN {
         return Err(DropReason::Truncated);
     }
@@ -430,58 +430,92 @@ pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
     if get_u8(buf, 3) != 0 {
         return Err(DropReason::BadFlags);
     }
-    let path = get_u8(buf, 2);
-    let dst_conn = get_u32(buf, 4);
-    let psn = get_u32(buf, 8);
-    let stamp = get_u32(buf, 12);
-    match get_u8(buf, 1) {
-        1 => decode_data(buf, path, dst_conn, psn, stamp),
-        2 => {
-            if buf.len() < ACK_LEN {
-                return Err(DropReason::Truncated);
-            }
-            if buf.len() != ACK_LEN {
-                return Err(DropReason::LengthMismatch);
-            }
-            let flags = get_u8(buf, 28);
-            if flags & !AF_RNR != 0 || get_u16(buf, 30) != 0 || psn != 0 {
-                return Err(DropReason::BadFlags);
-            }
-            let mut s = [0u8; SACK_BYTES];
-            if let Some(src) = buf.get(36..36 + SACK_BYTES) {
-                s.copy_from_slice(src);
-            }
-            Ok(Packet::Ack(AckHeader {
-                path,
-                dst_conn,
-                echo: stamp,
-                cum: get_u32(buf, 16),
-                rate_hint: get_u32(buf, 20),
-                ce: get_u16(buf, 24),
-                acked: get_u16(buf, 26),
-                flags,
-                rnr_timer: get_u8(buf, 29),
-                rnr_psn: get_u32(buf, 32),
-                sack: Sack::decode(&s),
-            }))
-        }
-        3 => {
-            if buf.len() < PROBE_LEN {
-                return Err(DropReason::Truncated);
-            }
-            if buf.len() != PROBE_LEN {
-                return Err(DropReason::LengthMismatch);
-            }
-            Ok(Packet::Probe(ProbeHeader {
-                path,
-                dst_conn,
-                psn,
-                stamp,
-                floor: get_u32(buf, 16),
-            }))
-        }
+    Ok((
+        get_u8(buf, 1),
+        get_u8(buf, 2),
+        get_u32(buf, 4),
+        get_u32(buf, 8),
+        get_u32(buf, 12),
+    ))
+}
+
+/// Decodes and validates a MetaRoCE datagram (the UDP payload).
+#[inline]
+pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
+    match common(buf)?.0 {
+        1 => decode_data_packet(buf).map(|(h, p)| Packet::Data(h, p)),
+        2 => decode_ack_packet(buf).map(Packet::Ack),
+        3 => decode_probe_packet(buf).map(Packet::Probe),
         _ => Err(DropReason::UnknownType),
     }
+}
+
+/// Decodes a datagram that must be DATA (same validation as [`decode`]).
+#[inline]
+pub fn decode_data_packet(buf: &[u8]) -> Result<(DataHeader, &[u8]), DropReason> {
+    let (t, path, dst_conn, psn, stamp) = common(buf)?;
+    if t != PacketType::Data as u8 {
+        return Err(DropReason::UnknownType);
+    }
+    decode_data(buf, path, dst_conn, psn, stamp)
+}
+
+/// Decodes a datagram that must be an ACK (same validation as [`decode`]).
+#[inline]
+pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
+    let (t, path, dst_conn, psn, stamp) = common(buf)?;
+    if t != PacketType::Ack as u8 {
+        return Err(DropReason::UnknownType);
+    }
+    if buf.len() < ACK_LEN {
+        return Err(DropReason::Truncated);
+    }
+    if buf.len() != ACK_LEN {
+        return Err(DropReason::LengthMismatch);
+    }
+    let flags = get_u8(buf, 28);
+    if flags & !AF_RNR != 0 || get_u16(buf, 30) != 0 || psn != 0 {
+        return Err(DropReason::BadFlags);
+    }
+    let mut s = [0u8; SACK_BYTES];
+    if let Some(src) = buf.get(36..36 + SACK_BYTES) {
+        s.copy_from_slice(src);
+    }
+    Ok(AckHeader {
+        path,
+        dst_conn,
+        echo: stamp,
+        cum: get_u32(buf, 16),
+        rate_hint: get_u32(buf, 20),
+        ce: get_u16(buf, 24),
+        acked: get_u16(buf, 26),
+        flags,
+        rnr_timer: get_u8(buf, 29),
+        rnr_psn: get_u32(buf, 32),
+        sack: Sack::decode(&s),
+    })
+}
+
+/// Decodes a datagram that must be a PROBE (same validation as [`decode`]).
+#[inline]
+pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
+    let (t, path, dst_conn, psn, stamp) = common(buf)?;
+    if t != PacketType::Probe as u8 {
+        return Err(DropReason::UnknownType);
+    }
+    if buf.len() < PROBE_LEN {
+        return Err(DropReason::Truncated);
+    }
+    if buf.len() != PROBE_LEN {
+        return Err(DropReason::LengthMismatch);
+    }
+    Ok(ProbeHeader {
+        path,
+        dst_conn,
+        psn,
+        stamp,
+        floor: get_u32(buf, 16),
+    })
 }
 
 #[inline]
@@ -491,7 +525,7 @@ fn decode_data(
     dst_conn: u32,
     psn: u32,
     stamp: u32,
-) -> Result<Packet<'_>, DropReason> {
+) -> Result<(DataHeader, &[u8]), DropReason> {
     if buf.len() < DATA_LEN {
         return Err(DropReason::Truncated);
     }
@@ -559,7 +593,7 @@ fn decode_data(
         return Err(DropReason::BadFlags);
     }
     let payload = buf.get(hl..).ok_or(DropReason::Truncated)?;
-    Ok(Packet::Data(h, payload))
+    Ok((h, payload))
 }
 
 fn put_common(b: &mut [u8], t: PacketType, path: u8, conn: u32, psn: u32, stamp: u32) {
