@@ -17,6 +17,23 @@
  */
 #define METAROCE_DEFAULT_UDP_PORT 4792
 
+/*
+ * The uverbs ABI version devices report: rxe's (RXE_UVERBS_ABI_VERSION), so that
+ * rdma-core's rxe provider binds to metaroce devices unmodified.
+ */
+#define METAROCE_UVERBS_ABI_VERSION 2
+
+struct net_device;
+struct ib_device;
+
+/* Static inlines and macros the Rust skin needs, as functions (helpers.c). */
+bool metaroce_netif_running(const struct net_device *dev);
+bool metaroce_netif_carrier_ok(const struct net_device *dev);
+void metaroce_dev_put(struct net_device *dev);
+struct net_device *metaroce_netdev_notifier_info_to_dev(void *info);
+bool metaroce_ib_device_try_get(struct ib_device *dev);
+unsigned int metaroce_num_possible_cpus(void);
+
 /* Module parameters, owned by the C shim (module_param is a C macro). */
 u16 metaroce_param_udp_port(void);
 

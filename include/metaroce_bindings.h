@@ -10,6 +10,9 @@
 #include <net/udp_tunnel.h>
 #include <net/ip6_route.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_mad.h>
+#include <linux/notifier.h>
+#include <linux/delay.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_cache.h>
 #include <rdma/rdma_netlink.h>

@@ -7,8 +7,9 @@
 # The kernel is Debian's linux-source-6.12, x86_64 defconfig + kvm_guest.config +
 # qemu/kernel.config (+ qemu/kernel-debug.config), built with LLVM=1 out of tree into
 #   $METAROCE_CACHE/kernel/<version>-<flavour>-<key>/
-# where <key> hashes everything that decides the result: the fragments, this script,
-# and the rustc/clang/bindgen versions. A second run with nothing changed is instant.
+# where <key> hashes everything that decides the result: the kernel version, the
+# fragments, the recipe number below and the rustc/clang/bindgen versions.
+# A second run with nothing changed is instant.
 # Progress goes to stderr and to <dir>/build.log; the only stdout line is the directory.
 set -euo pipefail
 
@@ -27,8 +28,11 @@ esac
 
 [[ -f $tarball ]] || { echo "$tarball missing: run tools/setup.sh" >&2; exit 1; }
 version=$(dpkg-query -W -f='${Version}' linux-source-6.12)
-key=$( { echo "$version"; cat "${fragments[@]}" "$0"; rustc --version; clang --version | head -1;
-         bindgen --version; } | sha256sum | cut -c1-12)
+version=${version//[^A-Za-z0-9.+-]/_}   # 6.12.117-1~deb12u1 -> ..._deb12u1 (vng refuses '~')
+# Bump when the build steps below change what gets built.
+recipe=1
+key=$( { echo "$version recipe $recipe"; cat "${fragments[@]}"; rustc --version;
+         clang --version | head -1; bindgen --version; } | sha256sum | cut -c1-12)
 src=$cache/src/linux-source-$version
 out=$cache/kernel/$version-$flavour-$key
 
@@ -45,6 +49,10 @@ if [[ ! -f $src/.unpacked ]]; then
   touch "$src/.unpacked"
 fi
 
+# Only one tree per flavour is kept: drop trees built from other inputs.
+for d in "$cache"/kernel/*-"$flavour"-*; do
+  [[ -d $d && $d != "$out" ]] && { echo "[kernel] removing stale $d" >&2; rm -rf "$d"; }
+done
 rm -rf "$out" && mkdir -p "$out"
 log=$out/build.log
 echo "[kernel] configuring $flavour in $out" >&2

@@ -7,6 +7,8 @@
 //! - [`ffi`]: the FFI skin — bindgen output for the RDMA core and net headers,
 //!   the C shim's entry points, and the safe wrappers on top. Every `unsafe`
 //!   block of the module lives there.
+//! - [`verbs`]: the RDMA device metaroce registers (`rdma link add … type
+//!   metaroce`), safe Rust over [`ffi::rdma`].
 //! - the module itself (this file): parameters, load and unload.
 //!
 //! The protocol core (`rust/proto`), the transport glue and the verbs device
@@ -16,6 +18,7 @@ use kernel::prelude::*;
 
 mod ffi;
 mod selftest;
+mod verbs;
 
 module! {
     type: Metaroce,
@@ -41,22 +44,34 @@ pub(crate) fn check_udp_port(port: u32) -> Result {
     }
 }
 
-struct Metaroce;
+struct Metaroce {
+    devices: ffi::rdma::Registration<verbs::device::Metaroce>,
+}
 
 impl kernel::Module for Metaroce {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
         let port = ffi::params::udp_port();
         if let Err(e) = check_udp_port(port.into()) {
-            pr_err!("udp_port={} refused (errno {}): 1..=65535, not 4791\n", port, e.to_errno());
+            pr_err!(
+                "udp_port={} refused (errno {}): 1..=65535, not 4791\n",
+                port,
+                e.to_errno()
+            );
             return Err(e);
         }
+        let devices = ffi::rdma::Registration::new(module)?;
         pr_info!("metaroce {} loaded: udp_port={}\n", ffi::version(), port);
-        Ok(Metaroce)
+        Ok(Metaroce { devices })
     }
 }
 
 impl Drop for Metaroce {
     fn drop(&mut self) {
-        pr_info!("metaroce {} unloaded\n", ffi::version());
+        // `devices` is dropped after this: it removes every device.
+        pr_info!(
+            "metaroce {} unloading, removing {} device(s)\n",
+            ffi::version(),
+            self.devices.device_count()
+        );
     }
 }

@@ -9,13 +9,13 @@ use kernel::ffi::{c_int, c_uint};
 /// `sizeof` of a probed C type as the Rust bindings lay it out; 0 for an
 /// unknown probe. Compared against the C compiler's answer by the suite.
 #[no_mangle]
-pub extern "C" fn metaroce_rust_sizeof(probe: c_uint) -> usize {
+pub(crate) extern "C" fn metaroce_rust_sizeof(probe: c_uint) -> usize {
     crate::ffi::layout::rust_sizeof(probe)
 }
 
 /// Runs [`crate::check_udp_port`] and returns 0 or a negative errno.
 #[no_mangle]
-pub extern "C" fn metaroce_rust_check_param(port: u32) -> c_int {
+pub(crate) extern "C" fn metaroce_rust_check_param(port: u32) -> c_int {
     match crate::check_udp_port(port) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),

@@ -25,7 +25,7 @@ DEB_PKGS=(
   qemu-system-x86
   flex bison bc libelf-dev libssl-dev cpio busybox-static
   rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest libibverbs-dev librdmacm-dev
-  iproute2 ethtool iperf3 kmod xz-utils python3-pip
+  iproute2 iputils-ping ethtool iperf3 kmod xz-utils python3-pip
 )
 
 missing=()

@@ -27,6 +27,36 @@ u16 metaroce_param_udp_port(void)
 	return udp_port;
 }
 
+bool metaroce_netif_running(const struct net_device *dev)
+{
+	return netif_running(dev);
+}
+
+bool metaroce_netif_carrier_ok(const struct net_device *dev)
+{
+	return netif_carrier_ok(dev);
+}
+
+void metaroce_dev_put(struct net_device *dev)
+{
+	dev_put(dev);
+}
+
+struct net_device *metaroce_netdev_notifier_info_to_dev(void *info)
+{
+	return netdev_notifier_info_to_dev(info);
+}
+
+bool metaroce_ib_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
+}
+
+unsigned int metaroce_num_possible_cpus(void)
+{
+	return num_possible_cpus();
+}
+
 size_t metaroce_c_sizeof(enum metaroce_layout_probe probe)
 {
 	switch (probe) {

@@ -24,12 +24,19 @@
     clippy::undocumented_unsafe_blocks
 )]
 pub(crate) mod bindings {
+    // `rust/bindgen_parameters` blocklists these so that they map to the Rust
+    // pointer-sized types, as in the kernel's own `bindings` crate.
+    pub type __kernel_size_t = usize;
+    pub type __kernel_ssize_t = isize;
+    pub type __kernel_ptrdiff_t = isize;
+
     include!("bindings_generated.rs");
 }
 
 pub(crate) mod errno;
 pub(crate) mod layout;
 pub(crate) mod params;
+pub(crate) mod rdma;
 
 use kernel::str::CStr;
 

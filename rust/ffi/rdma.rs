@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe abstractions over the kernel RDMA core (`include/rdma/ib_verbs.h`,
+//! `include/rdma/rdma_netlink.h`) for a software RDMA device bound to a netdev.
+//!
+//! The driver implements [`Driver`]: the attributes it reports and the data it
+//! keeps per device. [`Registration`] does the rest, the way `rdma_rxe` does in
+//! C: it registers a link type so that `rdma link add NAME type TYPE netdev DEV`
+//! creates a device, builds the `ib_device_ops` table, registers the device
+//! with the RDMA core, follows its netdev (port events on carrier changes,
+//! removal on NETDEV_UNREGISTER), and removes every device when dropped.
+//!
+//! Devices report `driver_id = RDMA_DRIVER_RXE` and the rxe uverbs ABI version
+//! so that rdma-core's rxe provider binds to them. The RDMA core's
+//! `ib_unregister_driver()` works by driver id, and would therefore also remove
+//! real rxe devices: this module keeps its own list of devices instead.
+//!
+//! # Invariants
+//!
+//! - Every `ib_device` created here is the first field of a `DeviceBox<T::Data>`
+//!   allocated by `_ib_alloc_device()`, and is on the registry's device list
+//!   from before `ib_register_device()` until its `dealloc_driver` callback.
+//! - At most one [`Registration`] exists at a time (the RDMA core's `newlink`
+//!   callback carries no context pointer, so it finds the registry through a
+//!   global).
+
+use super::bindings as b;
+use core::marker::PhantomData;
+use core::mem::size_of;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::error::{from_result, to_result};
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Mutex;
+use kernel::types::Opaque;
+
+/// Device attributes (IBTA 11.2.1.2 Query HCA; `struct ib_device_attr`).
+/// Only the limits a driver chooses; the rest is filled in by [`Registration`].
+#[derive(Clone, Copy)]
+pub(crate) struct DeviceAttrs {
+    /// Largest MR, in bytes.
+    pub(crate) max_mr_size: u64,
+    /// Page sizes supported for MRs, as a bit mask.
+    pub(crate) page_size_cap: u64,
+    /// IEEE OUI of the vendor.
+    pub(crate) vendor_id: u32,
+    /// `IB_DEVICE_*` capability flags.
+    pub(crate) device_cap_flags: u64,
+    /// Largest number of QPs.
+    pub(crate) max_qp: u32,
+    /// Largest number of WRs per SQ or RQ.
+    pub(crate) max_qp_wr: u32,
+    /// Largest number of SGEs per send WR.
+    pub(crate) max_send_sge: u32,
+    /// Largest number of SGEs per receive WR.
+    pub(crate) max_recv_sge: u32,
+    /// Largest number of SGEs per RDMA READ.
+    pub(crate) max_sge_rd: u32,
+    /// Largest number of CQs.
+    pub(crate) max_cq: u32,
+    /// Largest number of CQEs per CQ.
+    pub(crate) max_cqe: u32,
+    /// Largest number of MRs.
+    pub(crate) max_mr: u32,
+    /// Largest number of MWs.
+    pub(crate) max_mw: u32,
+    /// Largest number of PDs.
+    pub(crate) max_pd: u32,
+    /// Outstanding RDMA READ/atomic operations per QP as a responder.
+    pub(crate) max_qp_rd_atom: u32,
+    /// Outstanding RDMA READ/atomic operations per QP as a requester.
+    pub(crate) max_qp_init_rd_atom: u32,
+    /// Outstanding RDMA READ/atomic operations per device as a responder.
+    pub(crate) max_res_rd_atom: u32,
+    /// Largest number of SRQs.
+    pub(crate) max_srq: u32,
+    /// Largest number of WRs per SRQ.
+    pub(crate) max_srq_wr: u32,
+    /// Largest number of SGEs per SRQ WR.
+    pub(crate) max_srq_sge: u32,
+    /// Largest number of AHs.
+    pub(crate) max_ah: u32,
+    /// Largest page list of a fast-registration WR.
+    pub(crate) max_fast_reg_page_list_len: u32,
+    /// Number of P_Keys.
+    pub(crate) max_pkeys: u16,
+    /// Local CA ACK delay (IBTA 4.1.1), as the exponent of 4.096 us.
+    pub(crate) local_ca_ack_delay: u8,
+    /// Atomic operations are atomic with respect to the whole HCA.
+    pub(crate) atomic_hca: bool,
+}
+
+/// Port attributes chosen by the driver (`struct ib_port_attr`); state, MTU,
+/// speed and link layer come from the netdev.
+#[derive(Clone, Copy)]
+pub(crate) struct PortAttrs {
+    /// GID table length (RoCE v2 GIDs are filled in by the RDMA core).
+    pub(crate) gid_tbl_len: u32,
+    /// `IB_PORT_*` capability mask bits.
+    pub(crate) port_cap_flags: u32,
+    /// Largest message, in bytes.
+    pub(crate) max_msg_sz: u32,
+    /// Bytes of headers the transport adds below the IB payload on the wire;
+    /// the active MTU is the largest IB MTU that fits the netdev MTU after them.
+    pub(crate) wire_overhead: u32,
+}
+
+/// A software RDMA driver whose devices are created by `rdma link add`.
+pub(crate) trait Driver: 'static {
+    /// Per-device driver data.
+    type Data: Send + Sync;
+    /// The link type: `rdma link add NAME type LINK_TYPE netdev DEV`.
+    const LINK_TYPE: &'static CStr;
+    /// The node description reported to consumers (`ibv_devinfo`).
+    const NODE_DESC: &'static CStr;
+    /// Creates the driver data of a new device on `netdev`.
+    fn new_device(netdev: &NetDev) -> Result<Self::Data>;
+    /// The device's attributes.
+    fn device_attrs(data: &Self::Data) -> DeviceAttrs;
+    /// Port 1's attributes.
+    fn port_attrs(data: &Self::Data) -> PortAttrs;
+}
+
+/// A network device, borrowed for the duration of a callback.
+///
+/// # Invariants
+///
+/// The pointer is valid, and the netdev registered, while the borrow lives.
+pub(crate) struct NetDev(*mut b::net_device);
+
+impl NetDev {
+    /// The interface name (`eth1`).
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: by the type invariant the netdev is valid; `name` is a
+        // NUL-terminated array that lives as long as the netdev.
+        unsafe { CStr::from_char_ptr((*self.0).name.as_ptr()) }
+    }
+
+    /// The MTU, in bytes.
+    pub(crate) fn mtu(&self) -> u32 {
+        // SAFETY: by the type invariant the netdev is valid.
+        unsafe { (*self.0).mtu }
+    }
+
+    /// The 6-byte Ethernet address, or zeros if the netdev has none.
+    pub(crate) fn mac(&self) -> [u8; 6] {
+        let mut mac = [0u8; 6];
+        // SAFETY: by the type invariant the netdev is valid; `dev_addr` points
+        // to `addr_len` bytes, and only 6 are read when there are at least 6.
+        unsafe {
+            let d = &*self.0;
+            if !d.dev_addr.is_null() && d.addr_len >= 6 {
+                ptr::copy_nonoverlapping(d.dev_addr, mac.as_mut_ptr(), 6);
+            }
+        }
+        mac
+    }
+
+    /// Administratively up and with carrier: the port is usable.
+    pub(crate) fn is_up(&self) -> bool {
+        // SAFETY: by the type invariant the netdev is valid.
+        unsafe { b::metaroce_netif_running(self.0) && b::metaroce_netif_carrier_ok(self.0) }
+    }
+}
+
+/// The node GUID of a device on an Ethernet netdev: the EUI-64 made from its
+/// MAC address (RFC 4291 appendix A), as rxe derives it, in network order.
+pub(crate) fn eui64_from_mac(mac: [u8; 6]) -> [u8; 8] {
+    [
+        mac[0] ^ 2,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ]
+}
+
+/// The largest IB MTU (IBTA 9.4: 256 … 4096 bytes) whose payload fits a
+/// netdev MTU after `overhead` bytes of headers; `None` if not even 256 fits.
+pub(crate) fn ib_mtu_for(netdev_mtu: u32, overhead: u32) -> Option<(u32, u32)> {
+    let room = netdev_mtu.checked_sub(overhead)?;
+    // (enum ib_mtu value, bytes)
+    [(5, 4096), (4, 2048), (3, 1024), (2, 512), (1, 256)]
+        .into_iter()
+        .find(|&(_, bytes)| bytes <= room)
+}
+
+/// A driver device: the RDMA core's `ib_device` with the driver's data.
+#[repr(C)]
+struct DeviceBox<D> {
+    ib: b::ib_device,
+    data: D,
+}
+
+/// One device on the registry's list.
+#[derive(Clone, Copy, PartialEq)]
+struct Entry {
+    ib: *mut b::ib_device,
+    netdev: *mut b::net_device,
+}
+
+// SAFETY: `Entry` holds addresses only; they are dereferenced under the rules
+// of the RDMA core (a reference taken with `ib_device_try_get`), never because
+// the entry moved between threads.
+unsafe impl Send for Entry {}
+
+/// Most devices one module instance runs at once.
+pub(crate) const MAX_DEVICES: usize = 64;
+
+/// The state behind a [`Registration`], at a fixed address.
+#[pin_data]
+struct Registry {
+    #[pin]
+    devices: Mutex<[Option<Entry>; MAX_DEVICES]>,
+    #[pin]
+    link_ops: Opaque<b::rdma_link_ops>,
+    #[pin]
+    notifier: Opaque<b::notifier_block>,
+    /// `Adapter::<T>::newlink`, so the non-generic C callback can reach `T`.
+    newlink: fn(&Registry, &CStr, &NetDev) -> Result,
+    owner: *mut b::module,
+}
+
+// SAFETY: the raw pointers are the C registration records, which the RDMA core
+// and the netdev notifier chain access under their own locks, and the module
+// pointer, which is immutable.
+unsafe impl Send for Registry {}
+// SAFETY: see `Send`; the device list is behind a mutex.
+unsafe impl Sync for Registry {}
+
+/// The one live registry, for the `newlink` callback (see the invariants).
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(ptr::null_mut());
+
+/// Registration of a software RDMA driver: link type, netdev notifier, and the
+/// devices it creates. Dropping it removes every device.
+pub(crate) struct Registration<T: Driver> {
+    registry: Pin<KBox<Registry>>,
+    _t: PhantomData<T>,
+}
+
+impl<T: Driver> Registration<T> {
+    /// Registers the link type `T::LINK_TYPE` and starts following netdevs.
+    ///
+    /// Returns `EBUSY` if another registration is live.
+    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+        let registry = KBox::pin_init(
+            pin_init!(Registry {
+                devices <- kernel::new_mutex!([None; MAX_DEVICES]),
+                link_ops: Opaque::uninit(),
+                notifier: Opaque::uninit(),
+                newlink: Adapter::<T>::newlink,
+                owner: module.as_ptr().cast(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let reg_ptr = ptr::from_ref::<Registry>(&registry).cast_mut();
+        if REGISTRY
+            .compare_exchange(
+                ptr::null_mut(),
+                reg_ptr,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            return Err(EBUSY);
+        }
+        // SAFETY: `link_ops` and `notifier` are pinned in `registry` and live
+        // until `Drop`, which unregisters both before freeing them. The zeroed
+        // records are valid initial states for both C structures.
+        unsafe {
+            let ops = registry.link_ops.get();
+            ptr::write(ops, core::mem::zeroed());
+            (*ops).type_ = T::LINK_TYPE.as_char_ptr();
+            (*ops).newlink = Some(newlink_callback);
+            b::rdma_link_register(ops);
+
+            let nb = registry.notifier.get();
+            ptr::write(nb, core::mem::zeroed());
+            (*nb).notifier_call = Some(netdev_event_callback);
+            let ret = b::register_netdevice_notifier(nb);
+            if ret != 0 {
+                b::rdma_link_unregister(ops);
+                REGISTRY.store(ptr::null_mut(), Ordering::Release);
+                return Err(Error::from_errno(ret));
+            }
+        }
+        Ok(Self {
+            registry,
+            _t: PhantomData,
+        })
+    }
+
+    /// Number of devices currently on the list.
+    pub(crate) fn device_count(&self) -> usize {
+        self.registry.devices.lock().iter().flatten().count()
+    }
+}
+
+impl<T: Driver> Drop for Registration<T> {
+    fn drop(&mut self) {
+        let reg = &*self.registry;
+        // SAFETY: both records were registered in `new`. After these return no
+        // `newlink` runs (the core holds its link-ops lock across the call) and
+        // no netdev event is delivered.
+        unsafe {
+            b::rdma_link_unregister(reg.link_ops.get());
+            b::unregister_netdevice_notifier(reg.notifier.get());
+        }
+        // Remove every device. One being removed by someone else (rdma link
+        // delete, NETDEV_UNREGISTER) refuses a new reference: wait for its
+        // `dealloc_driver` to take it off the list.
+        loop {
+            let mut taken = None;
+            let empty = {
+                let devices = reg.devices.lock();
+                for e in devices.iter().flatten() {
+                    // SAFETY: listed devices are alive until `dealloc_driver`
+                    // removes them, which needs the lock we hold.
+                    if unsafe { b::metaroce_ib_device_try_get(e.ib) } {
+                        taken = Some(e.ib);
+                        break;
+                    }
+                }
+                devices.iter().all(Option::is_none)
+            };
+            match taken {
+                // SAFETY: we hold a reference from `ib_device_try_get`, which
+                // `ib_unregister_device_and_put` consumes.
+                Some(ib) => unsafe { b::ib_unregister_device_and_put(ib) },
+                None if empty => break,
+                // SAFETY: `msleep` may sleep; module exit is process context.
+                None => unsafe { b::msleep(10) },
+            }
+        }
+        REGISTRY.store(ptr::null_mut(), Ordering::Release);
+    }
+}
+
+/// `rdma_link_ops.newlink`: `rdma link add NAME type TYPE netdev DEV`.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a valid name and a held netdev reference.
+unsafe extern "C" fn newlink_callback(name: *const c_char, ndev: *mut b::net_device) -> c_int {
+    from_result(|| {
+        let reg = REGISTRY.load(Ordering::Acquire);
+        if reg.is_null() {
+            return Err(ENODEV);
+        }
+        // SAFETY: `REGISTRY` is only non-null while the registry lives, and
+        // `Drop` unregisters the link ops (waiting for this call) first.
+        let reg = unsafe { &*reg };
+        // SAFETY: the core passes a NUL-terminated name and a netdev it holds
+        // for the duration of the call.
+        let (name, netdev) = unsafe { (CStr::from_char_ptr(name), NetDev(ndev)) };
+        (reg.newlink)(reg, name, &netdev)?;
+        Ok(0)
+    })
+}
+
+/// The netdev notifier: ports follow their netdev.
+///
+/// # Safety
+///
+/// Called by the netdev notifier chain with our `notifier_block` and a
+/// `netdev_notifier_info`.
+unsafe extern "C" fn netdev_event_callback(
+    nb: *mut b::notifier_block,
+    event: c_ulong,
+    ptr: *mut c_void,
+) -> c_int {
+    // SAFETY: `nb` is the `notifier` field of a pinned `Registry`, which
+    // unregisters it before it is freed; `Opaque` is `repr(transparent)`.
+    let reg = unsafe {
+        &*kernel::container_of!(nb.cast::<Opaque<b::notifier_block>>(), Registry, notifier)
+    };
+    // SAFETY: the chain passes a `netdev_notifier_info` for netdev events.
+    let ndev = unsafe { b::metaroce_netdev_notifier_info_to_dev(ptr) };
+    let event = event as u32;
+
+    // Find our device on this netdev and take a reference to it.
+    let mut found = None;
+    for e in reg.devices.lock().iter().flatten() {
+        // SAFETY: listed devices are alive while we hold the list lock.
+        if e.netdev == ndev && unsafe { b::metaroce_ib_device_try_get(e.ib) } {
+            found = Some(e.ib);
+            break;
+        }
+    }
+    let Some(ib) = found else {
+        return b::NOTIFY_DONE as c_int;
+    };
+
+    // SAFETY: we hold a reference on `ib` until the `ib_device_put` below.
+    unsafe {
+        match event {
+            b::netdev_cmd_NETDEV_UNREGISTER => b::ib_unregister_device_queued(ib),
+            b::netdev_cmd_NETDEV_UP | b::netdev_cmd_NETDEV_DOWN | b::netdev_cmd_NETDEV_CHANGE => {
+                let up = NetDev(ndev).is_up();
+                let mut ev: b::ib_event = core::mem::zeroed();
+                ev.device = ib;
+                ev.element.port_num = 1;
+                ev.event = if up {
+                    b::ib_event_type_IB_EVENT_PORT_ACTIVE
+                } else {
+                    b::ib_event_type_IB_EVENT_PORT_ERR
+                };
+                b::ib_dispatch_event(&ev);
+            }
+            _ => {}
+        }
+        b::ib_device_put(ib);
+    }
+    b::NOTIFY_DONE as c_int
+}
+
+/// The `ib_device_ops` callbacks of driver `T`.
+struct Adapter<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> Adapter<T> {
+    /// Creates, lists and registers a device named `name` on `netdev`.
+    fn newlink(reg: &Registry, name: &CStr, netdev: &NetDev) -> Result {
+        if reg
+            .devices
+            .lock()
+            .iter()
+            .flatten()
+            .any(|e| e.netdev == netdev.0)
+        {
+            pr_err!(
+                "a {} device already runs on {}\n",
+                T::LINK_TYPE,
+                netdev.name()
+            );
+            return Err(EEXIST);
+        }
+        let data = T::new_device(netdev)?;
+
+        // SAFETY: `_ib_alloc_device` returns a zeroed, initialised `ib_device`
+        // at the start of an allocation of the size asked for, or null.
+        let ib = unsafe { b::_ib_alloc_device(size_of::<DeviceBox<T::Data>>()) };
+        if ib.is_null() {
+            return Err(ENOMEM);
+        }
+        let dbox = ib.cast::<DeviceBox<T::Data>>();
+        // SAFETY: `ib` is a fresh allocation large enough for a `DeviceBox`,
+        // with `ib_device` at offset 0 (`repr(C)`); nobody else sees it yet.
+        unsafe {
+            ptr::write(ptr::addr_of_mut!((*dbox).data), data);
+            let dev = &mut *ib;
+            dev.node_type = b::RDMA_NODE_IB_CA as u8;
+            dev.phys_port_cnt = 1;
+            dev.num_comp_vectors = b::metaroce_num_possible_cpus() as c_int;
+            dev.local_dma_lkey = 0;
+            dev.node_guid = u64::from_ne_bytes(eui64_from_mac(netdev.mac()));
+            let desc = T::NODE_DESC.as_bytes_with_nul();
+            let n = desc.len().min(dev.node_desc.len());
+            ptr::copy_nonoverlapping(
+                desc.as_ptr().cast::<c_char>(),
+                dev.node_desc.as_mut_ptr(),
+                n,
+            );
+        }
+        let ops = Self::ops(reg.owner);
+        // SAFETY: `ib` is valid; `ib_set_device_ops` copies the table.
+        unsafe { b::ib_set_device_ops(ib, &ops) };
+
+        let listed = match reg.devices.lock().iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => {
+                *slot = Some(Entry {
+                    ib,
+                    netdev: netdev.0,
+                });
+                true
+            }
+            None => false,
+        };
+        if !listed {
+            pr_err!("{}: no room: {} devices at most\n", name, MAX_DEVICES);
+            // SAFETY: not registered: the error unwind is ours; it calls our
+            // `dealloc_driver`, which drops the data.
+            unsafe { b::ib_dealloc_device(ib) };
+            return Err(ENOSPC);
+        }
+        // SAFETY: `ib` is valid and not yet registered; the netdev is held by
+        // the caller, and `ib_device_set_netdev` takes its own reference.
+        let ret = unsafe {
+            match b::ib_device_set_netdev(ib, netdev.0, 1) {
+                0 => b::ib_register_device(ib, name.as_char_ptr(), ptr::null_mut()),
+                err => err,
+            }
+        };
+        if ret != 0 {
+            pr_err!(
+                "registering {} on {} failed: {}\n",
+                name,
+                netdev.name(),
+                ret
+            );
+            // SAFETY: registration failed: the driver deallocates; our
+            // `dealloc_driver` drops the data and unlists the device.
+            unsafe { b::ib_dealloc_device(ib) };
+            return to_result(ret);
+        }
+        pr_info!(
+            "{}: added on {} (mtu {})\n",
+            name,
+            netdev.name(),
+            netdev.mtu()
+        );
+        Ok(())
+    }
+
+    /// The callback table, copied into each device by `ib_set_device_ops`.
+    fn ops(owner: *mut b::module) -> b::ib_device_ops {
+        // SAFETY: `ib_device_ops` is plain data: all-zero is "no callbacks".
+        let mut ops: b::ib_device_ops = unsafe { core::mem::zeroed() };
+        ops.owner = owner;
+        ops.driver_id = b::rdma_driver_id_RDMA_DRIVER_RXE;
+        ops.uverbs_abi_ver = b::METAROCE_UVERBS_ABI_VERSION;
+        ops.query_device = Some(Self::query_device);
+        ops.query_port = Some(Self::query_port);
+        ops.get_port_immutable = Some(Self::get_port_immutable);
+        ops.query_pkey = Some(Self::query_pkey);
+        ops.get_link_layer = Some(Self::get_link_layer);
+        ops.alloc_ucontext = Some(Self::alloc_ucontext);
+        ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        ops.alloc_pd = Some(Self::alloc_pd);
+        ops.dealloc_pd = Some(Self::dealloc_pd);
+        ops.dealloc_driver = Some(Self::dealloc_driver);
+        ops.size_ib_pd = size_of::<b::ib_pd>();
+        ops.size_ib_ucontext = size_of::<b::ib_ucontext>();
+        ops
+    }
+
+    /// The driver data of a device created by `newlink`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a live device created by [`Self::newlink`].
+    unsafe fn data<'a>(ib: *mut b::ib_device) -> &'a T::Data {
+        // SAFETY: by the caller's guarantee `ib` starts a `DeviceBox`.
+        unsafe { &(*ib.cast::<DeviceBox<T::Data>>()).data }
+    }
+
+    /// The device's netdev, held for as long as the returned guard lives.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a live device.
+    unsafe fn netdev(ib: *mut b::ib_device) -> Option<HeldNetDev> {
+        // SAFETY: `ib` is live; the core returns a held netdev or null.
+        let nd = unsafe { b::ib_device_get_netdev(ib, 1) };
+        (!nd.is_null()).then_some(HeldNetDev(NetDev(nd)))
+    }
+
+    /// `ib_device_ops.query_device`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn query_device(
+        ib: *mut b::ib_device,
+        attr: *mut b::ib_device_attr,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        // SAFETY: the core passes a live device, an attribute buffer, and a
+        // udata that is either null (kernel caller) or valid.
+        unsafe {
+            if !udata.is_null() && ((*udata).inlen != 0 || (*udata).outlen != 0) {
+                return EINVAL.to_errno();
+            }
+            let a = T::device_attrs(Self::data(ib));
+            let out = &mut *attr;
+            *out = core::mem::zeroed();
+            out.fw_ver = 0;
+            out.sys_image_guid = (*ib).node_guid;
+            out.max_mr_size = a.max_mr_size;
+            out.page_size_cap = a.page_size_cap;
+            out.vendor_id = a.vendor_id;
+            out.device_cap_flags = a.device_cap_flags;
+            out.kernel_cap_flags = b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+            out.max_qp = a.max_qp as c_int;
+            out.max_qp_wr = a.max_qp_wr as c_int;
+            out.max_send_sge = a.max_send_sge as c_int;
+            out.max_recv_sge = a.max_recv_sge as c_int;
+            out.max_sge_rd = a.max_sge_rd as c_int;
+            out.max_cq = a.max_cq as c_int;
+            out.max_cqe = a.max_cqe as c_int;
+            out.max_mr = a.max_mr as c_int;
+            out.max_mw = a.max_mw as c_int;
+            out.max_pd = a.max_pd as c_int;
+            out.max_qp_rd_atom = a.max_qp_rd_atom as c_int;
+            out.max_qp_init_rd_atom = a.max_qp_init_rd_atom as c_int;
+            out.max_res_rd_atom = a.max_res_rd_atom as c_int;
+            out.max_srq = a.max_srq as c_int;
+            out.max_srq_wr = a.max_srq_wr as c_int;
+            out.max_srq_sge = a.max_srq_sge as c_int;
+            out.max_ah = a.max_ah as c_int;
+            out.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
+            out.max_pkeys = a.max_pkeys;
+            out.local_ca_ack_delay = a.local_ca_ack_delay;
+            out.atomic_cap = if a.atomic_hca {
+                b::ib_atomic_cap_IB_ATOMIC_HCA
+            } else {
+                b::ib_atomic_cap_IB_ATOMIC_NONE
+            };
+        }
+        0
+    }
+
+    /// `ib_device_ops.query_port`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn query_port(
+        ib: *mut b::ib_device,
+        port: u32,
+        attr: *mut b::ib_port_attr,
+    ) -> c_int {
+        if port != 1 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: the core passes a live device and an attribute buffer.
+        unsafe {
+            let p = T::port_attrs(Self::data(ib));
+            let out = &mut *attr;
+            *out = core::mem::zeroed();
+            out.gid_tbl_len = p.gid_tbl_len as c_int;
+            out.port_cap_flags = p.port_cap_flags;
+            out.max_msg_sz = p.max_msg_sz;
+            out.pkey_tbl_len = 1;
+            out.max_vl_num = 1;
+            out.max_mtu = b::ib_mtu_IB_MTU_4096;
+            out.active_mtu = b::ib_mtu_IB_MTU_256;
+            out.state = b::ib_port_state_IB_PORT_DOWN;
+            out.phys_state = b::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8;
+            if let Some(nd) = Self::netdev(ib) {
+                out.phys_mtu = nd.0.mtu();
+                if let Some((mtu, _)) = ib_mtu_for(nd.0.mtu(), p.wire_overhead) {
+                    out.active_mtu = mtu;
+                }
+                if nd.0.is_up() {
+                    out.state = b::ib_port_state_IB_PORT_ACTIVE;
+                    out.phys_state = b::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8;
+                }
+            }
+            let ret = b::ib_get_eth_speed(ib, port, &mut out.active_speed, &mut out.active_width);
+            if ret != 0 {
+                return ret;
+            }
+        }
+        0
+    }
+
+    /// `ib_device_ops.get_port_immutable`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut b::ib_device,
+        port: u32,
+        imm: *mut b::ib_port_immutable,
+    ) -> c_int {
+        if port != 1 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: the core passes a live device and a buffer to fill.
+        unsafe {
+            let p = T::port_attrs(Self::data(ib));
+            let out = &mut *imm;
+            out.core_cap_flags = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+            out.pkey_tbl_len = 1;
+            out.gid_tbl_len = p.gid_tbl_len as c_int;
+            out.max_mad_size = b::IB_MGMT_MAD_SIZE;
+        }
+        0
+    }
+
+    /// `ib_device_ops.query_pkey`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn query_pkey(
+        _ib: *mut b::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        if port != 1 || index != 0 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: the core passes a valid output pointer.
+        unsafe { *pkey = b::IB_DEFAULT_PKEY_FULL as u16 };
+        0
+    }
+
+    /// `ib_device_ops.get_link_layer`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn get_link_layer(_ib: *mut b::ib_device, _port: u32) -> b::rdma_link_layer {
+        b::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+    }
+
+    /// `ib_device_ops.alloc_ucontext`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn alloc_ucontext(
+        _uc: *mut b::ib_ucontext,
+        _udata: *mut b::ib_udata,
+    ) -> c_int {
+        0
+    }
+
+    /// `ib_device_ops.dealloc_ucontext`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn dealloc_ucontext(_uc: *mut b::ib_ucontext) {}
+
+    /// `ib_device_ops.alloc_pd`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn alloc_pd(_pd: *mut b::ib_pd, _udata: *mut b::ib_udata) -> c_int {
+        0
+    }
+
+    /// `ib_device_ops.dealloc_pd`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`] and pointers valid for the call.
+    unsafe extern "C" fn dealloc_pd(_pd: *mut b::ib_pd, _udata: *mut b::ib_udata) -> c_int {
+        0
+    }
+
+    /// Last call for a device: drop the driver data and unlist it. The RDMA
+    /// core frees the memory afterwards.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`].
+    unsafe extern "C" fn dealloc_driver(ib: *mut b::ib_device) {
+        let reg = REGISTRY.load(Ordering::Acquire);
+        if !reg.is_null() {
+            // SAFETY: the registry outlives all its devices (`Drop` waits
+            // for the list to empty before clearing `REGISTRY`).
+            let reg = unsafe { &*reg };
+            for slot in reg.devices.lock().iter_mut() {
+                if slot.is_some_and(|e| e.ib == ib) {
+                    *slot = None;
+                }
+            }
+        }
+        // SAFETY: `ib` starts a `DeviceBox` whose data was written in
+        // `newlink` before any path that reaches `ib_dealloc_device`.
+        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*ib.cast::<DeviceBox<T::Data>>()).data)) };
+    }
+}
+
+/// A netdev reference from `ib_device_get_netdev`, released on drop.
+struct HeldNetDev(NetDev);
+
+impl Drop for HeldNetDev {
+    fn drop(&mut self) {
+        // SAFETY: the reference was taken by `ib_device_get_netdev`.
+        unsafe { b::metaroce_dev_put(self.0 .0) };
+    }
+}

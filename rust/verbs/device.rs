@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The metaroce RDMA device: `rdma link add NAME type metaroce netdev DEV`.
+//!
+//! Limits follow rxe's (`drivers/infiniband/sw/rxe/rxe_param.h`), so that
+//! software written against rxe sees the same device shape. Capability flags
+//! name only what is implemented now; they grow as the verbs objects and the
+//! data path land (see `Documentation/`).
+
+use crate::ffi::bindings as b;
+use crate::ffi::rdma::{DeviceAttrs, Driver, NetDev, PortAttrs};
+use kernel::prelude::*;
+use kernel::str::CStr;
+
+/// rxe's `DEFAULT_MAX_VALUE`: 2^20 objects of a kind.
+const DEFAULT_MAX: u32 = 1 << 20;
+
+/// Bytes below the IB payload on the wire: IPv6 (40) + UDP (8) + the
+/// MetaRoCE data header and trailer (see Documentation/transport.rst; budgeted
+/// at 80). The active MTU is the largest IB MTU that fits after them.
+const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
+
+/// The metaroce driver.
+pub(crate) struct Metaroce;
+
+/// Per-device state. Empty until the data path (issue 5) gives each device
+/// its UDP tunnel socket and QP table.
+pub(crate) struct DeviceData;
+
+impl Driver for Metaroce {
+    type Data = DeviceData;
+    const LINK_TYPE: &'static CStr = kernel::c_str!("metaroce");
+    const NODE_DESC: &'static CStr = kernel::c_str!("metaroce");
+
+    fn new_device(netdev: &NetDev) -> Result<DeviceData> {
+        if netdev.mac() == [0; 6] {
+            pr_err!("{} has no Ethernet address\n", netdev.name());
+            return Err(EINVAL);
+        }
+        Ok(DeviceData)
+    }
+
+    fn device_attrs(_data: &DeviceData) -> DeviceAttrs {
+        DeviceAttrs {
+            max_mr_size: u64::MAX,
+            page_size_cap: 0xffff_f000,
+            vendor_id: 0xff_ffff,
+            device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
+                | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID)
+                as u64,
+            max_qp: DEFAULT_MAX - 16,
+            max_qp_wr: DEFAULT_MAX,
+            max_send_sge: 32,
+            max_recv_sge: 32,
+            max_sge_rd: 32,
+            max_cq: DEFAULT_MAX,
+            max_cqe: (1 << 15) - 1,
+            max_mr: (DEFAULT_MAX >> 1) - 1,
+            max_mw: DEFAULT_MAX - ((DEFAULT_MAX >> 1) + 1),
+            max_pd: DEFAULT_MAX,
+            max_qp_rd_atom: 128,
+            max_qp_init_rd_atom: 128,
+            max_res_rd_atom: 0x3f000,
+            max_srq: DEFAULT_MAX - 0x0002_0001,
+            max_srq_wr: DEFAULT_MAX,
+            max_srq_sge: 27,
+            max_ah: (1 << 15) - 1,
+            max_fast_reg_page_list_len: 512,
+            max_pkeys: 64,
+            local_ca_ack_delay: 15,
+            atomic_hca: true,
+        }
+    }
+
+    fn port_attrs(_data: &DeviceData) -> PortAttrs {
+        PortAttrs {
+            gid_tbl_len: 1024,
+            port_cap_flags: b::ib_port_capability_mask_bits_IB_PORT_CM_SUP,
+            max_msg_sz: 1 << 31,
+            wire_overhead: WIRE_OVERHEAD,
+        }
+    }
+}

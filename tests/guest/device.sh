@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# One guest with the private link (run with -n 2; guest 2 only idles): the
+# metaroce RDMA device through unmodified iproute2 and rdma-core.
+#   rdma link add/show/delete, ibv_devices, ibv_devinfo -v field by field,
+#   port state and async events following the netdev, MTU changes, a second
+#   device on a netdev that then disappears, rxe beside it, rmmod with devices.
+. "$MR_REPO/tests/lib.sh"
+ko=$MR_REPO/metaroce.ko
+if ((MR_ID != 1)); then pass "guest $MR_ID: link partner only"; done_testing; fi
+
+load_kmod udp_tunnel ip6_udp_tunnel rdma_rxe dummy >/dev/null 2>&1
+check "insmod metaroce.ko" insmod "$ko"
+check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
+
+out=$(rdma link show mr0/1 2>&1)
+[[ $out == *"state ACTIVE"* && $out == *"physical_state LINK_UP"* && $out == *"netdev $MR_IF"* ]] \
+  && pass "rdma link show: ACTIVE LINK_UP on $MR_IF" || fail "rdma link show" "$out"
+
+mac=$(cat /sys/class/net/"$MR_IF"/address)
+IFS=: read -r m0 m1 m2 m3 m4 m5 <<<"$mac"
+guid=$(printf '%02x%s:%s%s:%s%s:%s%s' $((0x$m0 ^ 2)) "$m1" "$m2" ff fe "$m3" "$m4" "$m5")
+out=$(rdma dev show mr0 2>&1)
+[[ $out == *"node_type ca"* && $out == *"node_guid $guid"* ]] \
+  && pass "rdma dev show: node_type ca, node_guid $guid (EUI-64 of $mac)" || fail "rdma dev show" "$out"
+
+out=$(ibv_devices 2>&1)
+grep -Eq "^\s+mr0\s+${guid//:/}" <<<"$out" && pass "ibv_devices lists mr0 with its GUID" \
+  || fail "ibv_devices" "$out"
+
+# ibv_devinfo -v through rdma-core's unmodified rxe provider.
+info=$(ibv_devinfo -v -d mr0 2>&1)
+field() { sed -n "s/^[[:space:]]*$1:[[:space:]]*//p" <<<"$info" | head -1; }
+expect() { # expect FIELD VALUE
+  local got; got=$(field "$1")
+  [[ $got == "$2" ]] || { errs+="$1: got '$got', want '$2'; "; }
+}
+errs=""
+expect transport "InfiniBand (0)"
+expect node_guid "$guid"
+expect sys_image_guid "$guid"
+expect vendor_id "0xffffff"
+expect phys_port_cnt 1
+expect max_mr_size 0xffffffffffffffff
+expect page_size_cap 0xfffff000
+expect max_qp 1048560
+expect max_qp_wr 1048576
+expect max_sge 32
+expect max_cqe 32767
+expect max_pd 1048576
+expect max_qp_rd_atom 128
+expect max_res_rd_atom 258048
+expect max_srq_sge 27
+expect atomic_cap "ATOMIC_HCA (1)"
+expect max_pkeys 64
+expect local_ca_ack_delay 15
+expect state "PORT_ACTIVE (4)"
+expect max_mtu "4096 (5)"
+expect active_mtu "1024 (3)"
+expect link_layer Ethernet
+expect max_msg_sz 0x80000000
+expect gid_tbl_len 1024
+expect pkey_tbl_len 1
+expect phys_state "LINK_UP (5)"
+[[ -z $errs ]] && pass "ibv_devinfo -v: 26 fields as specified" || fail "ibv_devinfo -v fields" "$errs"
+grep -Eq "GID\[ *[0-9]+\]:\s+::ffff:$MR_IP4, RoCE v2" <<<"$info" \
+  && pass "GID table: IPv4 $MR_IP4 as RoCE v2" || fail "GID table IPv4" "$(grep GID <<<"$info")"
+grep -Eq "GID\[ *[0-9]+\]:\s+${MR_IP6}, RoCE v2" <<<"$info" \
+  && pass "GID table: IPv6 $MR_IP6 as RoCE v2" || fail "GID table IPv6" "$(grep GID <<<"$info")"
+
+# MTU follows the netdev: 9000 - headers fits 4096; back to 1500 -> 1024.
+ip link set "$MR_IF" mtu 9000
+a=$(ibv_devinfo -d mr0 | awk '/active_mtu/ {print $2}')
+ip link set "$MR_IF" mtu 1500
+b=$(ibv_devinfo -d mr0 | awk '/active_mtu/ {print $2}')
+[[ $a == 4096 && $b == 1024 ]] && pass "active_mtu follows netdev MTU (9000 -> $a, 1500 -> $b)" \
+  || fail "active_mtu follows netdev MTU" "9000 -> '$a', 1500 -> '$b'"
+
+# Port state and async events follow the link.
+stdbuf -oL ibv_asyncwatch -d mr0 >"$MR_RUNDIR/asyncwatch.out" 2>&1 &
+aw=$!
+sleep 2
+ip link set "$MR_IF" down; sleep 1
+down=$(ibv_devinfo -d mr0 | awk '/state:/ {print $2; exit}')
+ip link set "$MR_IF" up; sleep 2
+up=$(ibv_devinfo -d mr0 | awk '/state:/ {print $2; exit}')
+kill $aw 2>/dev/null; wait $aw 2>/dev/null
+[[ $down == PORT_DOWN && $up == PORT_ACTIVE ]] && pass "port state follows link (down: $down, up: $up)" \
+  || fail "port state follows link" "down: '$down', up: '$up'"
+ev=$(cat "$MR_RUNDIR/asyncwatch.out")
+grep -q PORT_ERR <<<"$ev" && grep -q PORT_ACTIVE <<<"$ev" \
+  && pass "async events: PORT_ERR then PORT_ACTIVE" || fail "async events" "$ev"
+
+out=$(rdma link add mr9 type metaroce netdev "$MR_IF" 2>&1) \
+  && fail "second device on one netdev refused" "accepted: $out" \
+  || pass "second device on one netdev refused: $out"
+
+# A second device on a netdev that then goes away.
+ip link add mrdummy0 type dummy && ip link set mrdummy0 up
+check "rdma link add mr1 on a dummy netdev" rdma link add mr1 type metaroce netdev mrdummy0
+ip link del mrdummy0
+gone=0; for i in $(seq 20); do [[ -e /sys/class/infiniband/mr1 ]] || { gone=1; break; }; sleep 0.5; done
+((gone)) && pass "netdev removed: its device mr1 is removed" || fail "mr1 removed with its netdev" "$(rdma dev)"
+
+check "rdma link delete mr0" rdma link delete mr0
+[[ ! -e /sys/class/infiniband/mr0 ]] && pass "mr0 gone after delete" || fail "mr0 gone after delete" "$(rdma dev)"
+
+# rxe beside metaroce on the same netdev; rmmod removes metaroce's only.
+check "rdma link add rxe0 type rxe beside metaroce" rdma link add rxe0 type rxe netdev "$MR_IF"
+check "rdma link add mr0 again" rdma link add mr0 type metaroce netdev "$MR_IF"
+check "rmmod metaroce with mr0 present" rmmod metaroce
+[[ ! -e /sys/class/infiniband/mr0 && -e /sys/class/infiniband/rxe0 ]] \
+  && pass "rmmod removed mr0 and left rxe0" || fail "rmmod removed mr0 only" "$(rdma dev)"
+check "insmod again, add, delete" bash -c "insmod $ko && rdma link add mr0 type metaroce netdev $MR_IF && rdma link delete mr0 && rmmod metaroce"
+done_testing
