@@ -1,19 +1,27 @@
-//! Prints the per-connection state size of common configurations.
+//! Prints the per-connection state size of the provided configurations.
+use core::mem::size_of;
+use metaroce_proto::conn::Connection;
+use metaroce_proto::path::{PathRx, PathTx};
+use metaroce_proto::stream::{StreamRx, StreamTx};
+
 fn main() {
-    use metaroce_proto::conn::Connection;
     println!(
-        "Connection<8 paths, 64 pkts, 4 streams>: {} bytes",
-        core::mem::size_of::<Connection<8, 1, 4>>()
+        "DefaultConnection (8 paths, 4 streams, 64 in flight): {} bytes",
+        size_of::<metaroce_proto::DefaultConnection>()
     );
     println!(
-        "Connection<8 paths, 256 pkts, 8 streams>: {} bytes",
-        core::mem::size_of::<Connection<8, 4, 8>>()
+        "DenseConnection (8 paths, 4 streams, 32 in flight): {} bytes",
+        size_of::<metaroce_proto::DenseConnection>()
+    );
+    println!(
+        "Connection<64 paths, 8 streams, 512 in flight>: {} bytes",
+        size_of::<Connection<64, 8, 8, 512>>()
     );
     println!(
         "PathTx {} PathRx {} StreamTx {} StreamRx {}",
-        core::mem::size_of::<metaroce_proto::path::PathTx>(),
-        core::mem::size_of::<metaroce_proto::path::PathRx>(),
-        core::mem::size_of::<metaroce_proto::stream::StreamTx>(),
-        core::mem::size_of::<metaroce_proto::stream::StreamRx>()
+        size_of::<PathTx>(),
+        size_of::<PathRx>(),
+        size_of::<StreamTx>(),
+        size_of::<StreamRx>()
     );
 }

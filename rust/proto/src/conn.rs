@@ -262,15 +262,16 @@ impl Pkt {
     }
 }
 
-/// A MetaRoCE connection with up to `P` paths, `64 * W` in-flight packets and `S` streams.
+/// A MetaRoCE connection with up to `P` paths, `S` streams and `N` in-flight packet records
+/// (default 64; at most `64 * W`, `W` being the number of 64-bit mask words).
 #[derive(Clone, Debug)]
-pub struct Connection<const P: usize, const W: usize, const S: usize> {
+pub struct Connection<const P: usize, const W: usize, const S: usize, const N: usize = 64> {
     cfg: Config,
     state: ConnState,
     tx: [PathTx; P],
     rx: [PathRx; P],
     members: [[u64; W]; P],
-    pool: [[Pkt; 64]; W],
+    pool: [Pkt; N],
     busy: [u64; W],
     lost: [u64; W],
     rnr_wait: [u64; W],
@@ -305,12 +306,13 @@ pub struct Connection<const P: usize, const W: usize, const S: usize> {
     stats: Stats,
 }
 
-impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
+impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
     /// Compile-time limits: at most 64 paths, 16 streams, 256 in-flight packets.
     const LIMITS: () = {
         assert!(P >= 1 && P <= MAX_PATHS, "1..=64 paths");
         assert!(S >= 1 && S <= 16, "1..=16 streams");
-        assert!(W >= 1 && W <= 16, "64..=1024 in-flight packets");
+        assert!(W >= 1 && W <= 16, "1..=16 mask words");
+        assert!(N >= 1 && N <= 64 * W, "1..=64*W in-flight packet records");
     };
 
     /// A connection in the open state. `cfg.paths` is clamped to `1..=min(P, 64)`.
@@ -326,7 +328,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             tx: [PathTx::default(); P],
             rx: [PathRx::default(); P],
             members: [[0; W]; P],
-            pool: [[Pkt::default(); 64]; W],
+            pool: [Pkt::default(); N],
             busy: [0; W],
             lost: [0; W],
             rnr_wait: [0; W],
@@ -561,7 +563,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             while bits != 0 {
                 let i = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if let Some(k) = self.pool.get(w).and_then(|b| b.get(i)) {
+                if let Some(k) = self.pool.get(w * 64 + i) {
                     freed = freed.saturating_add(charge(k.len));
                 }
             }
@@ -794,7 +796,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
                 let i = bits.trailing_zeros() as usize;
                 let bit = 1u64 << i;
                 bits &= bits - 1;
-                let Some(k) = self.pool.get_mut(w).and_then(|b| b.get_mut(i)) else {
+                let Some(k) = self.pool.get_mut(w * 64 + i) else {
                     continue;
                 };
                 let d16 = k.psn.wrapping_sub(base as u16);
@@ -1029,6 +1031,13 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
     fn find_free(&self) -> Option<(usize, usize)> {
         for w in 0..W {
             let used = self.busy.get(w).copied().unwrap_or(u64::MAX);
+            // Records beyond N do not exist: treat their bits as used.
+            let valid = N.saturating_sub(w * 64);
+            let used = if valid >= 64 {
+                used
+            } else {
+                used | (u64::MAX << valid)
+            };
             if used != u64::MAX {
                 return Some((w, (!used).trailing_zeros() as usize));
             }
@@ -1050,7 +1059,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
         }
         // Retransmissions first, on any healthy path.
         if let Some((w, i)) = self.find_lost() {
-            let k = *self.pool.get(w)?.get(i)?;
+            let k = *self.pool.get(w * 64 + i)?;
             let st = self.stx.get(usize::from(k.stream()))?;
             let msn = st.msn_from_low(k.msn);
             let ssn = st.ssn_from_low(k.ssn);
@@ -1097,7 +1106,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             let t =
                 self.build_data(now, p, buf, s as u16, msn, ssn, off, len, &info, false, app)?;
             let last = off.saturating_add(u32::from(len)) >= info.len;
-            if let Some(k) = self.pool.get_mut(w).and_then(|b| b.get_mut(i)) {
+            if let Some(k) = self.pool.get_mut(w * 64 + i) {
                 *k = Pkt {
                     path: 0,
                     meta: (s as u8 & 0x0f) | if last { 0x10 } else { 0 },
@@ -1144,7 +1153,7 @@ impl<const P: usize, const W: usize, const S: usize> Connection<P, W, S> {
             t.rto_at = now.add_nanos(rto);
         }
         t.inflight = t.inflight.saturating_add(charge(len));
-        if let Some(k) = self.pool.get_mut(w).and_then(|b| b.get_mut(i)) {
+        if let Some(k) = self.pool.get_mut(w * 64 + i) {
             k.path = p as u8;
             k.psn = psn as u16;
         }

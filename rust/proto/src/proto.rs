@@ -25,5 +25,11 @@ pub mod stream;
 pub mod time;
 pub mod wire;
 
-/// Bytes of state of the connection type used for the 8-path budget (scenario 6).
-pub type DefaultConnection = conn::Connection<8, 1, 4>;
+/// The default connection: 8 paths, 4 streams, 64 in-flight packets (256 KiB at a
+/// 4 KiB MTU).
+pub type DefaultConnection = conn::Connection<8, 1, 4, 64>;
+
+/// A dense connection for nodes with very many connections: 8 paths, 4 streams, 32
+/// in-flight packets (128 KiB at a 4 KiB MTU, still above one 100 Gb/s x 10 µs
+/// bandwidth-delay product).
+pub type DenseConnection = conn::Connection<8, 1, 4, 32>;

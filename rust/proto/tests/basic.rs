@@ -71,3 +71,27 @@ fn lossy_stats_are_plausible() {
     let spurious = n.retx.len() as i64 - lost.len() as i64;
     eprintln!("spurious (upper bound) {spurious}");
 }
+
+#[test]
+fn dense_connection_fits_two_kib() {
+    assert!(std::mem::size_of::<metaroce_proto::DenseConnection>() <= 2048);
+}
+
+#[test]
+fn pool_size_bounds_packets_in_flight() {
+    use metaroce_proto::conn::Connection;
+    use metaroce_proto::time::Instant;
+    let mut cfg = config(1, 2, 8);
+    cfg.init_qwnd = u32::MAX; // only the pool may limit
+    let mut c: Connection<8, 1, 4, 3> = Connection::new(cfg);
+    let mut app = TestApp::default();
+    app.msgs[0] = vec![100_000];
+    let mut buf = [0u8; 2048];
+    let mut sent = 0;
+    for _ in 0..100 {
+        if c.poll_transmit(Instant(1), &mut buf, &mut app).is_some() {
+            sent += 1;
+        }
+    }
+    assert_eq!(sent, 3);
+}

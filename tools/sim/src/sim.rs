@@ -88,18 +88,18 @@ pub struct BaseEnd {
     pub pending: Option<BaseKind>,
 }
 
-pub enum Ep<const P: usize, const W: usize, const S: usize> {
-    Meta(Box<Connection<P, W, S>>, SimApp),
+pub enum Ep<const P: usize, const W: usize, const S: usize, const N: usize> {
+    Meta(Box<Connection<P, W, S, N>>, SimApp),
     Base(BaseEnd),
 }
 
-pub struct Slot<const P: usize, const W: usize, const S: usize> {
+pub struct Slot<const P: usize, const W: usize, const S: usize, const N: usize> {
     pub host: u32,
     pub peer_host: u32,
     pub peer: u32,
     pub timer_at: u64,
     pub ready: bool,
-    pub ep: Ep<P, W, S>,
+    pub ep: Ep<P, W, S, N>,
 }
 
 enum Ev {
@@ -145,10 +145,10 @@ pub struct Params {
     pub seed: u64,
 }
 
-pub struct Sim<const P: usize, const W: usize, const S: usize> {
+pub struct Sim<const P: usize, const W: usize, const S: usize, const N: usize> {
     pub now: u64,
     pub fabric: Fabric,
-    pub slots: Vec<Slot<P, W, S>>,
+    pub slots: Vec<Slot<P, W, S, N>>,
     pub fair: Vec<FairShare>,
     heap: BinaryHeap<Event>,
     seq: u64,
@@ -176,7 +176,7 @@ pub struct Sample {
     pub rate: Vec<f64>,
 }
 
-impl<const P: usize, const W: usize, const S: usize> Sim<P, W, S> {
+impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S, N> {
     pub fn new(topo: Topo, params: Params) -> Self {
         let fabric = Fabric::new(topo, params.seed);
         // Receivers hand out 95 % of their line rate so standing queues drain.
