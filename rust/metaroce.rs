@@ -7,16 +7,20 @@
 //! - [`ffi`]: the FFI skin — bindgen output for the RDMA core and net headers,
 //!   the C shim's entry points, and the safe wrappers on top. Every `unsafe`
 //!   block of the module lives there.
+//! - [`proto`]: the sans-I/O protocol core (`rust/proto`), the same source
+//!   the host tests, fuzzes and simulates.
 //! - [`verbs`]: the RDMA device metaroce registers (`rdma link add … type
 //!   metaroce`), safe Rust over [`ffi::rdma`].
 //! - the module itself (this file): parameters, load and unload.
 //!
-//! The protocol core (`rust/proto`), the transport glue and the verbs device
-//! join as their issues land; see `Documentation/`.
+//! The transport glue between them (UDP tunnel, softirq receive, timers)
+//! lands with the data path; see `Documentation/`.
 
 use kernel::prelude::*;
 
 mod ffi;
+#[path = "proto/src/proto.rs"]
+pub mod proto;
 mod selftest;
 mod verbs;
 

@@ -102,9 +102,16 @@ static void metaroce_test_param(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(metaroce_param_udp_port()), 0);
 }
 
+/* The protocol core, compiled into the kernel, passes its in-kernel checks. */
+static void metaroce_test_proto(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_proto_selftest(), 0);
+}
+
 static struct kunit_case metaroce_test_cases[] = {
 	KUNIT_CASE(metaroce_test_layout),
 	KUNIT_CASE(metaroce_test_param),
+	KUNIT_CASE(metaroce_test_proto),
 	{}
 };
 
