@@ -81,3 +81,25 @@ pub(crate) extern "C" fn metaroce_rust_proto_selftest() -> c_int {
     }
     0
 }
+
+/// Pure helpers of the RDMA skin: the node GUID from a MAC (RFC 4291 EUI-64)
+/// and the active IB MTU for a netdev MTU. Returns 0, or the failed check.
+#[no_mangle]
+pub(crate) extern "C" fn metaroce_rust_rdma_selftest() -> c_int {
+    use crate::ffi::rdma::{eui64_from_mac, ib_mtu_for};
+
+    let checks = [
+        eui64_from_mac([0x52, 0x54, 0x00, 0x6d, 0x72, 0x01])
+            == [0x50, 0x54, 0x00, 0xff, 0xfe, 0x6d, 0x72, 0x01],
+        ib_mtu_for(1500, 128) == Some((3, 1024)),
+        ib_mtu_for(9000, 128) == Some((5, 4096)),
+        ib_mtu_for(2176, 128) == Some((4, 2048)),
+        ib_mtu_for(384, 128) == Some((1, 256)),
+        ib_mtu_for(383, 128).is_none(),
+        ib_mtu_for(100, 128).is_none(),
+    ];
+    match checks.iter().position(|ok| !ok) {
+        Some(i) => i as c_int + 1,
+        None => 0,
+    }
+}

@@ -108,10 +108,17 @@ static void metaroce_test_proto(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, metaroce_rust_proto_selftest(), 0);
 }
 
+/* GUID from MAC and active MTU from netdev MTU, as the device reports them. */
+static void metaroce_test_rdma_helpers(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_rdma_selftest(), 0);
+}
+
 static struct kunit_case metaroce_test_cases[] = {
 	KUNIT_CASE(metaroce_test_layout),
 	KUNIT_CASE(metaroce_test_param),
 	KUNIT_CASE(metaroce_test_proto),
+	KUNIT_CASE(metaroce_test_rdma_helpers),
 	{}
 };
 

@@ -14,10 +14,13 @@ check "udp_port parameter reads 4792" bash -c "[[ \$(cat /sys/module/metaroce/pa
 # KUnit ran the suite when the module loaded; debugfs keeps the KTAP result.
 res=/sys/kernel/debug/kunit/metaroce/results
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-if [[ -r $res ]] && grep -Eq '^ok [0-9]+ metaroce' "$res" && ! grep -q '^ *not ok' "$res"; then
-  pass "KUnit suite metaroce: $(grep -Ec '^ +ok [0-9]+ ' "$res") cases ok"
+cases="metaroce_test_layout metaroce_test_param metaroce_test_proto metaroce_test_rdma_helpers"
+missing=""
+for c in $cases; do grep -Eq "^ +ok [0-9]+ $c\$" "$res" 2>/dev/null || missing+="$c "; done
+if [[ -r $res && -z $missing ]] && grep -Eq '^ok [0-9]+ metaroce' "$res" && ! grep -q '^ *not ok' "$res"; then
+  pass "KUnit suite metaroce: $(grep -Ec '^ +ok [0-9]+ ' "$res") cases ok ($cases)"
 else
-  fail "KUnit suite metaroce" "$(cat "$res" 2>&1)"
+  fail "KUnit suite metaroce (not ok or missing: $missing)" "$(cat "$res" 2>&1)"
 fi
 check "rmmod metaroce" rmmod metaroce
 
