@@ -9,7 +9,7 @@
 # LLVM=1 is required: the kernel's Rust support needs a clang-built kernel.
 
 KDIR ?= $(shell $(CURDIR)/qemu/build-kernel.sh)
-export PATH := $(HOME)/.cargo/bin:$(PATH)
+export PATH := $(or $(HOME),/root)/.cargo/bin:$(PATH)
 
 all: modules
 

@@ -18,7 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # runs cannot derail the running build.
 main() {
 
-  export PATH="$HOME/.cargo/bin:$PATH"
+  export PATH="${HOME:-/root}/.cargo/bin:$PATH"
   flavour=${METAROCE_KERNEL:-normal}
   cache=${METAROCE_CACHE:-/var/cache/metaroce}
   tarball=/usr/src/linux-source-6.12.tar.xz

@@ -5,6 +5,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+export HOME=${HOME:-/root}
 bash tools/setup.sh >&2
 KDIR=$(qemu/build-kernel.sh); export KDIR
 make -s KDIR="$KDIR" modules >&2

@@ -9,7 +9,7 @@
 #     perftest, iproute2 and friends.
 #   - rustup component rust-src for the active toolchain (the kernel's Rust needs it).
 #   - bindgen-cli from crates.io at a pinned version.
-#   - virtme-ng from PyPI at a pinned version.
+#   - virtme-ng from PyPI at a pinned version, in /opt/metaroce/venv.
 set -euo pipefail
 
 BINDGEN_VERSION=0.73.2
@@ -17,7 +17,7 @@ VIRTME_NG_VERSION=1.42
 
 log() { printf '[setup] %s\n' "$*"; }
 
-export PATH="$HOME/.cargo/bin:$PATH"
+export PATH="${HOME:-/root}/.cargo/bin:$PATH"
 
 DEB_PKGS=(
   linux-source-6.12
@@ -25,7 +25,7 @@ DEB_PKGS=(
   qemu-system-x86
   flex bison bc libelf-dev libssl-dev cpio busybox-static
   rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest libibverbs-dev librdmacm-dev
-  iproute2 iputils-ping ethtool iperf3 kmod xz-utils python3-pip
+  iproute2 iputils-ping ethtool iperf3 kmod xz-utils python3-venv
 )
 
 missing=()
@@ -55,11 +55,15 @@ else
   log "bindgen $BINDGEN_VERSION: present"
 fi
 
-if ! command -v vng >/dev/null || ! vng --version 2>/dev/null | grep -q "$VIRTME_NG_VERSION"; then
-  log "pip install virtme-ng==$VIRTME_NG_VERSION"
-  python3 -m pip install --quiet --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
+# virtme-ng in its own venv (Debian's python3), whatever python3 PATH finds first.
+venv=/opt/metaroce/venv
+if ! "$venv/bin/vng" --version 2>/dev/null | grep -q "$VIRTME_NG_VERSION"; then
+  log "virtme-ng==$VIRTME_NG_VERSION into $venv"
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
 else
-  log "virtme-ng $VIRTME_NG_VERSION: present"
+  log "virtme-ng $VIRTME_NG_VERSION: present ($venv)"
 fi
 
 log "done"
