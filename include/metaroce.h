@@ -29,6 +29,7 @@ struct ib_device;
 /* Static inlines and macros the Rust skin needs, as functions (helpers.c). */
 bool metaroce_netif_running(const struct net_device *dev);
 bool metaroce_netif_carrier_ok(const struct net_device *dev);
+void metaroce_dev_hold(struct net_device *dev);
 void metaroce_dev_put(struct net_device *dev);
 struct net_device *metaroce_netdev_notifier_info_to_dev(void *info);
 bool metaroce_ib_device_try_get(struct ib_device *dev);

@@ -37,6 +37,11 @@ bool metaroce_netif_carrier_ok(const struct net_device *dev)
 	return netif_carrier_ok(dev);
 }
 
+void metaroce_dev_hold(struct net_device *dev)
+{
+	dev_hold(dev);
+}
+
 void metaroce_dev_put(struct net_device *dev)
 {
 	dev_put(dev);

@@ -11,9 +11,17 @@
 //! removal on NETDEV_UNREGISTER), and removes every device when dropped.
 //!
 //! Devices report `driver_id = RDMA_DRIVER_RXE` and the rxe uverbs ABI version
-//! so that rdma-core's rxe provider binds to them. The RDMA core's
-//! `ib_unregister_driver()` works by driver id, and would therefore also remove
-//! real rxe devices: this module keeps its own list of devices instead.
+//! so that rdma-core's rxe provider binds to them. Everything in the kernel
+//! that selects devices by driver id would then mistake them for rxe's:
+//! `ib_unregister_driver()`, and `ib_device_get_by_netdev()`, through which
+//! rdma_rxe's netdev notifier and receive path find "their" device and cast it
+//! to `struct rxe_dev` (writing past the end of ours). So this module
+//! - keeps its own list of devices instead of `ib_unregister_driver()`, and
+//! - binds the netdev with the `get_netdev` callback (holding its own
+//!   reference) rather than `ib_device_set_netdev()`, which would enter the
+//!   device in the RDMA core's netdev hash that `ib_device_get_by_netdev()`
+//!   searches. The RDMA core's GID management and `rdma link` reach the netdev
+//!   through `ib_device_get_netdev()`, which calls `get_netdev`.
 //!
 //! # Invariants
 //!
@@ -194,6 +202,9 @@ pub(crate) fn ib_mtu_for(netdev_mtu: u32, overhead: u32) -> Option<(u32, u32)> {
 #[repr(C)]
 struct DeviceBox<D> {
     ib: b::ib_device,
+    /// The netdev of port 1, held (`dev_hold`) from `newlink` to
+    /// `dealloc_driver`.
+    netdev: *mut b::net_device,
     data: D,
 }
 
@@ -453,6 +464,8 @@ impl<T: Driver> Adapter<T> {
         // with `ib_device` at offset 0 (`repr(C)`); nobody else sees it yet.
         unsafe {
             ptr::write(ptr::addr_of_mut!((*dbox).data), data);
+            b::metaroce_dev_hold(netdev.0);
+            ptr::write(ptr::addr_of_mut!((*dbox).netdev), netdev.0);
             let dev = &mut *ib;
             dev.node_type = b::RDMA_NODE_IB_CA as u8;
             dev.phys_port_cnt = 1;
@@ -488,14 +501,9 @@ impl<T: Driver> Adapter<T> {
             unsafe { b::ib_dealloc_device(ib) };
             return Err(ENOSPC);
         }
-        // SAFETY: `ib` is valid and not yet registered; the netdev is held by
-        // the caller, and `ib_device_set_netdev` takes its own reference.
-        let ret = unsafe {
-            match b::ib_device_set_netdev(ib, netdev.0, 1) {
-                0 => b::ib_register_device(ib, name.as_char_ptr(), ptr::null_mut()),
-                err => err,
-            }
-        };
+        // SAFETY: `ib` is valid and not yet registered; `name` is a C string.
+        // The netdev is reached through `get_netdev` (see the module docs).
+        let ret = unsafe { b::ib_register_device(ib, name.as_char_ptr(), ptr::null_mut()) };
         if ret != 0 {
             pr_err!(
                 "registering {} on {} failed: {}\n",
@@ -529,6 +537,7 @@ impl<T: Driver> Adapter<T> {
         ops.get_port_immutable = Some(Self::get_port_immutable);
         ops.query_pkey = Some(Self::query_pkey);
         ops.get_link_layer = Some(Self::get_link_layer);
+        ops.get_netdev = Some(Self::get_netdev);
         ops.alloc_ucontext = Some(Self::alloc_ucontext);
         ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
         ops.alloc_pd = Some(Self::alloc_pd);
@@ -708,6 +717,26 @@ impl<T: Driver> Adapter<T> {
         0
     }
 
+    /// `ib_device_ops.get_netdev`: the port's netdev, with a reference for
+    /// the caller.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, with a live device created by
+    /// [`Self::newlink`].
+    unsafe extern "C" fn get_netdev(ib: *mut b::ib_device, port: u32) -> *mut b::net_device {
+        if port != 1 {
+            return ptr::null_mut();
+        }
+        // SAFETY: `ib` starts a `DeviceBox` whose `netdev` we hold until
+        // `dealloc_driver`; the caller gets its own reference.
+        unsafe {
+            let nd = (*ib.cast::<DeviceBox<T::Data>>()).netdev;
+            b::metaroce_dev_hold(nd);
+            nd
+        }
+    }
+
     /// `ib_device_ops.get_link_layer`.
     ///
     /// # Safety
@@ -778,9 +807,14 @@ impl<T: Driver> Adapter<T> {
                 }
             }
         }
-        // SAFETY: `ib` starts a `DeviceBox` whose data was written in
-        // `newlink` before any path that reaches `ib_dealloc_device`.
-        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*ib.cast::<DeviceBox<T::Data>>()).data)) };
+        // SAFETY: `ib` starts a `DeviceBox` whose data and netdev reference
+        // were set in `newlink` before any path that reaches
+        // `ib_dealloc_device`; nothing uses either after this call.
+        unsafe {
+            let dbox = ib.cast::<DeviceBox<T::Data>>();
+            ptr::drop_in_place(ptr::addr_of_mut!((*dbox).data));
+            b::metaroce_dev_put((*dbox).netdev);
+        }
     }
 }
 

@@ -90,6 +90,15 @@ ev=$(cat "$MR_RUNDIR/asyncwatch.out")
 grep -q PORT_ERR <<<"$ev" && grep -q PORT_ACTIVE <<<"$ev" \
   && pass "async events: PORT_ERR then PORT_ACTIVE" || fail "async events" "$ev"
 
+# rxe on the same netdev must not mistake mr0 for one of its own devices (both
+# report RDMA_DRIVER_RXE): rxe refuses a second device per netdev, so this add
+# fails if rxe finds mr0; and netdev events reach rxe with mr0 present.
+check "rdma link add rxe0 type rxe beside mr0 on $MR_IF" rdma link add rxe0 type rxe netdev "$MR_IF"
+ip link set "$MR_IF" mtu 4000; ip link set "$MR_IF" down; ip link set "$MR_IF" up; ip link set "$MR_IF" mtu 1500
+out=$(ibv_devinfo -d mr0 2>&1; ibv_devinfo -d rxe0 2>&1)
+[[ $(grep -c 'state:.*PORT_ACTIVE' <<<"$out") == 2 ]] && pass "mr0 and rxe0 both ACTIVE after netdev events" \
+  || fail "mr0 and rxe0 both ACTIVE after netdev events" "$out"
+
 out=$(rdma link add mr9 type metaroce netdev "$MR_IF" 2>&1) \
   && fail "second device on one netdev refused" "accepted: $out" \
   || pass "second device on one netdev refused: $out"
@@ -104,9 +113,8 @@ gone=0; for i in $(seq 20); do [[ -e /sys/class/infiniband/mr1 ]] || { gone=1; b
 check "rdma link delete mr0" rdma link delete mr0
 [[ ! -e /sys/class/infiniband/mr0 ]] && pass "mr0 gone after delete" || fail "mr0 gone after delete" "$(rdma dev)"
 
-# rxe beside metaroce on the same netdev; rmmod removes metaroce's only.
-check "rdma link add rxe0 type rxe beside metaroce" rdma link add rxe0 type rxe netdev "$MR_IF"
-check "rdma link add mr0 again" rdma link add mr0 type metaroce netdev "$MR_IF"
+# rmmod removes metaroce's devices only.
+check "rdma link add mr0 again, beside rxe0" rdma link add mr0 type metaroce netdev "$MR_IF"
 check "rmmod metaroce with mr0 present" rmmod metaroce
 [[ ! -e /sys/class/infiniband/mr0 && -e /sys/class/infiniband/rxe0 ]] \
   && pass "rmmod removed mr0 and left rxe0" || fail "rmmod removed mr0 only" "$(rdma dev)"
