@@ -7,7 +7,7 @@
 
 _tap_n=0
 _tap_failed=0
-diag() { echo "# $*"; }
+diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 pass() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1"; }
 fail() {
   _tap_n=$((_tap_n + 1)); _tap_failed=$((_tap_failed + 1))
