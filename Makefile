@@ -8,7 +8,7 @@
 #
 # LLVM=1 is required: the kernel's Rust support needs a clang-built kernel.
 
-KDIR ?= $(shell $(CURDIR)/qemu/build-kernel.sh)
+KDIR ?= $(shell "$(CURDIR)/qemu/build-kernel.sh")
 export PATH := $(or $(HOME),/root)/.cargo/bin:$(PATH)
 
 all: modules
@@ -18,7 +18,8 @@ modules:
 
 clean:
 	rm -f rust/ffi/bindings_generated.rs
-	rm -rf *.o *.ko *.mod *.mod.c .*.cmd rust/*.o rust/.*.cmd rust/ffi/*.o rust/ffi/.*.cmd \
-		rust/*.rmeta rust/*.d modules.order Module.symvers .tmp_versions
+	rm -rf *.o *.ko *.mod *.mod.c .*.cmd .*.o rust/*.o rust/.*.cmd rust/.*.d rust/ffi/*.o \
+		rust/ffi/.*.cmd rust/*.rmeta rust/*.d modules.order Module.symvers .tmp_versions
+	cd tests/modules/warn && rm -rf *.o *.ko *.mod *.mod.c .*.cmd .*.o modules.order Module.symvers
 
 .PHONY: all modules clean

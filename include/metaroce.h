@@ -33,6 +33,7 @@ void metaroce_dev_hold(struct net_device *dev);
 void metaroce_dev_put(struct net_device *dev);
 struct net_device *metaroce_netdev_notifier_info_to_dev(void *info);
 bool metaroce_ib_device_try_get(struct ib_device *dev);
+bool metaroce_netdev_is_registered(const struct net_device *dev);
 unsigned int metaroce_num_possible_cpus(void);
 
 /* Module parameters, owned by the C shim (module_param is a C macro). */
@@ -48,6 +49,14 @@ enum metaroce_layout_probe {
 	METAROCE_PROBE_SK_BUFF,
 	METAROCE_PROBE_NET_DEVICE,
 	METAROCE_PROBE_UDP_TUNNEL_SOCK_CFG,
+	METAROCE_PROBE_IB_PD,
+	METAROCE_PROBE_IB_UCONTEXT,
+	METAROCE_PROBE_IB_DEVICE_ATTR,
+	METAROCE_PROBE_IB_PORT_ATTR,
+	METAROCE_PROBE_IB_PORT_IMMUTABLE,
+	METAROCE_PROBE_IB_EVENT,
+	METAROCE_PROBE_RDMA_LINK_OPS,
+	METAROCE_PROBE_NOTIFIER_BLOCK,
 	METAROCE_PROBE_COUNT,
 };
 

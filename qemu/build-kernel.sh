@@ -46,6 +46,10 @@ main() {
   fi
 
   mkdir -p "$cache/src" "$cache/kernel"
+  # One build at a time per cache (two checkouts may share it).
+  exec 9>"$cache/.build.lock"
+  flock 9
+  if [[ -f $out/.metaroce-done ]]; then echo "$out"; exit 0; fi
   if [[ ! -f $src/.unpacked ]]; then
     echo "[kernel] unpacking $tarball" >&2
     rm -rf "$src" && mkdir -p "$src"

@@ -11,6 +11,8 @@
 #include <linux/skbuff.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_netlink.h>
+#include <linux/notifier.h>
 
 #include "metaroce.h"
 
@@ -52,6 +54,11 @@ struct net_device *metaroce_netdev_notifier_info_to_dev(void *info)
 	return netdev_notifier_info_to_dev(info);
 }
 
+bool metaroce_netdev_is_registered(const struct net_device *dev)
+{
+	return READ_ONCE(dev->reg_state) == NETREG_REGISTERED;
+}
+
 bool metaroce_ib_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);
@@ -74,6 +81,22 @@ size_t metaroce_c_sizeof(enum metaroce_layout_probe probe)
 	case METAROCE_PROBE_NET_DEVICE:		return sizeof(struct net_device);
 	case METAROCE_PROBE_UDP_TUNNEL_SOCK_CFG:
 		return sizeof(struct udp_tunnel_sock_cfg);
+	case METAROCE_PROBE_IB_PD:
+		return sizeof(struct ib_pd);
+	case METAROCE_PROBE_IB_UCONTEXT:
+		return sizeof(struct ib_ucontext);
+	case METAROCE_PROBE_IB_DEVICE_ATTR:
+		return sizeof(struct ib_device_attr);
+	case METAROCE_PROBE_IB_PORT_ATTR:
+		return sizeof(struct ib_port_attr);
+	case METAROCE_PROBE_IB_PORT_IMMUTABLE:
+		return sizeof(struct ib_port_immutable);
+	case METAROCE_PROBE_IB_EVENT:
+		return sizeof(struct ib_event);
+	case METAROCE_PROBE_RDMA_LINK_OPS:
+		return sizeof(struct rdma_link_ops);
+	case METAROCE_PROBE_NOTIFIER_BLOCK:
+		return sizeof(struct notifier_block);
 	default:				return 0;
 	}
 }

@@ -20,6 +20,16 @@ pub(crate) fn rust_sizeof(probe: b::metaroce_layout_probe) -> usize {
         b::metaroce_layout_probe_METAROCE_PROBE_UDP_TUNNEL_SOCK_CFG => {
             size_of::<b::udp_tunnel_sock_cfg>()
         }
+        b::metaroce_layout_probe_METAROCE_PROBE_IB_PD => size_of::<b::ib_pd>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_IB_UCONTEXT => size_of::<b::ib_ucontext>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_IB_DEVICE_ATTR => size_of::<b::ib_device_attr>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_IB_PORT_ATTR => size_of::<b::ib_port_attr>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_IB_PORT_IMMUTABLE => {
+            size_of::<b::ib_port_immutable>()
+        }
+        b::metaroce_layout_probe_METAROCE_PROBE_IB_EVENT => size_of::<b::ib_event>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_RDMA_LINK_OPS => size_of::<b::rdma_link_ops>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_NOTIFIER_BLOCK => size_of::<b::notifier_block>(),
         _ => 0,
     }
 }

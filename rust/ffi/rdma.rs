@@ -36,7 +36,7 @@ use super::bindings as b;
 use core::marker::PhantomData;
 use core::mem::size_of;
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::error::{from_result, to_result};
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
@@ -235,6 +235,8 @@ struct Registry {
     /// `Adapter::<T>::newlink`, so the non-generic C callback can reach `T`.
     newlink: fn(&Registry, &CStr, &NetDev) -> Result,
     owner: *mut b::module,
+    /// Set by `Drop` before it unregisters the netdev notifier.
+    unloading: AtomicBool,
 }
 
 // SAFETY: the raw pointers are the C registration records, which the RDMA core
@@ -266,6 +268,7 @@ impl<T: Driver> Registration<T> {
                 notifier: Opaque::uninit(),
                 newlink: Adapter::<T>::newlink,
                 owner: module.as_ptr().cast(),
+                unloading: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )?;
@@ -316,6 +319,9 @@ impl<T: Driver> Registration<T> {
 impl<T: Driver> Drop for Registration<T> {
     fn drop(&mut self) {
         let reg = &*self.registry;
+        // Unregistering the notifier replays DOWN/UNREGISTER for every netdev:
+        // ignore them, the devices are removed below.
+        reg.unloading.store(true, Ordering::Release);
         // SAFETY: both records were registered in `new`. After these return no
         // `newlink` runs (the core holds its link-ops lock across the call) and
         // no netdev event is delivered.
@@ -323,30 +329,29 @@ impl<T: Driver> Drop for Registration<T> {
             b::rdma_link_unregister(reg.link_ops.get());
             b::unregister_netdevice_notifier(reg.notifier.get());
         }
-        // Remove every device. One being removed by someone else (rdma link
-        // delete, NETDEV_UNREGISTER) refuses a new reference: wait for its
-        // `dealloc_driver` to take it off the list.
+        // Remove every device. `ib_unregister_device` takes the core's
+        // per-device unregistration lock, so for a device someone else is
+        // already removing (rdma link delete, NETDEV_UNREGISTER work) it waits
+        // until that removal, our `dealloc_driver` included, has returned. The
+        // `struct device` reference keeps the memory alive across the call.
         loop {
-            let mut taken = None;
-            let empty = {
+            let next = {
                 let devices = reg.devices.lock();
-                for e in devices.iter().flatten() {
+                devices.iter().flatten().next().map(|e| {
                     // SAFETY: listed devices are alive until `dealloc_driver`
-                    // removes them, which needs the lock we hold.
-                    if unsafe { b::metaroce_ib_device_try_get(e.ib) } {
-                        taken = Some(e.ib);
-                        break;
-                    }
-                }
-                devices.iter().all(Option::is_none)
+                    // unlists them, which needs the lock we hold.
+                    unsafe { b::get_device(ptr::addr_of_mut!((*e.ib).__bindgen_anon_1.dev)) };
+                    e.ib
+                })
             };
-            match taken {
-                // SAFETY: we hold a reference from `ib_device_try_get`, which
-                // `ib_unregister_device_and_put` consumes.
-                Some(ib) => unsafe { b::ib_unregister_device_and_put(ib) },
-                None if empty => break,
-                // SAFETY: `msleep` may sleep; module exit is process context.
-                None => unsafe { b::msleep(10) },
+            let Some(ib) = next else { break };
+            // (`__bindgen_anon_1.dev` is the `struct device` of the C union
+            // `{ struct device dev; struct ib_core_device coredev; }`.)
+            // SAFETY: `ib` is a registered device (no `newlink` can run any
+            // more) whose memory our `get_device` reference keeps.
+            unsafe {
+                b::ib_unregister_device(ib);
+                b::put_device(ptr::addr_of_mut!((*ib).__bindgen_anon_1.dev));
             }
         }
         REGISTRY.store(ptr::null_mut(), Ordering::Release);
@@ -391,6 +396,9 @@ unsafe extern "C" fn netdev_event_callback(
     let reg = unsafe {
         &*kernel::container_of!(nb.cast::<Opaque<b::notifier_block>>(), Registry, notifier)
     };
+    if reg.unloading.load(Ordering::Acquire) {
+        return b::NOTIFY_DONE as c_int;
+    }
     // SAFETY: the chain passes a `netdev_notifier_info` for netdev events.
     let ndev = unsafe { b::metaroce_netdev_notifier_info_to_dev(ptr) };
     let event = event as u32;
@@ -437,20 +445,6 @@ struct Adapter<T: Driver>(PhantomData<T>);
 impl<T: Driver> Adapter<T> {
     /// Creates, lists and registers a device named `name` on `netdev`.
     fn newlink(reg: &Registry, name: &CStr, netdev: &NetDev) -> Result {
-        if reg
-            .devices
-            .lock()
-            .iter()
-            .flatten()
-            .any(|e| e.netdev == netdev.0)
-        {
-            pr_err!(
-                "a {} device already runs on {}\n",
-                T::LINK_TYPE,
-                netdev.name()
-            );
-            return Err(EEXIST);
-        }
         let data = T::new_device(netdev)?;
 
         // SAFETY: `_ib_alloc_device` returns a zeroed, initialised `ib_device`
@@ -484,22 +478,36 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: `ib` is valid; `ib_set_device_ops` copies the table.
         unsafe { b::ib_set_device_ops(ib, &ops) };
 
-        let listed = match reg.devices.lock().iter_mut().find(|slot| slot.is_none()) {
-            Some(slot) => {
+        // Check for a device on this netdev and take a slot in one critical
+        // section: concurrent `rdma link add`s must not both succeed.
+        let listed = {
+            let mut devices = reg.devices.lock();
+            if devices.iter().flatten().any(|e| e.netdev == netdev.0) {
+                Err(EEXIST)
+            } else if let Some(slot) = devices.iter_mut().find(|slot| slot.is_none()) {
                 *slot = Some(Entry {
                     ib,
                     netdev: netdev.0,
                 });
-                true
+                Ok(())
+            } else {
+                Err(ENOSPC)
             }
-            None => false,
         };
-        if !listed {
-            pr_err!("{}: no room: {} devices at most\n", name, MAX_DEVICES);
+        if let Err(e) = listed {
+            if e == EEXIST {
+                pr_err!(
+                    "a {} device already runs on {}\n",
+                    T::LINK_TYPE,
+                    netdev.name()
+                );
+            } else {
+                pr_err!("{}: no room: {} devices at most\n", name, MAX_DEVICES);
+            }
             // SAFETY: not registered: the error unwind is ours; it calls our
-            // `dealloc_driver`, which drops the data.
+            // `dealloc_driver`, which drops the data and the netdev reference.
             unsafe { b::ib_dealloc_device(ib) };
-            return Err(ENOSPC);
+            return Err(e);
         }
         // SAFETY: `ib` is valid and not yet registered; `name` is a C string.
         // The netdev is reached through `get_netdev` (see the module docs).
@@ -515,6 +523,15 @@ impl<T: Driver> Adapter<T> {
             // `dealloc_driver` drops the data and unlists the device.
             unsafe { b::ib_dealloc_device(ib) };
             return to_result(ret);
+        }
+        // A netdev that began to unregister before the device was registered
+        // sent its NETDEV_UNREGISTER while the device could not be found: undo.
+        // SAFETY: the netdev is held by the caller.
+        if !unsafe { b::metaroce_netdev_is_registered(netdev.0) } {
+            // SAFETY: `ib` is registered and nobody else removes it: a
+            // NETDEV_UNREGISTER for this netdev has already been delivered.
+            unsafe { b::ib_unregister_device(ib) };
+            return Err(ENODEV);
         }
         pr_info!(
             "{}: added on {} (mtu {})\n",

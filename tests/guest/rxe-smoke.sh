@@ -6,7 +6,7 @@
 
 load_kmod udp_tunnel ip6_udp_tunnel rdma_rxe >/dev/null 2>&1
 check "rdma link add rxe0 type rxe netdev $MR_IF" rdma link add rxe0 type rxe netdev "$MR_IF"
-check "peer reachable over $MR_IF" retry 30 ping -q -c1 -W1 "$MR_PEER_IP4"
+check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
 if ! [[ -e /sys/class/infiniband/rxe0 ]]; then
   fail "rxe0 exists: the remaining checks need it" "$(lsmod; rdma link show 2>&1)"
   [[ -n ${MR_NESTED:-} ]] && return 1
