@@ -680,9 +680,12 @@ impl<T: Driver> Adapter<T> {
                     out.phys_state = b::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8;
                 }
             }
-            let ret = b::ib_get_eth_speed(ib, port, &mut out.active_speed, &mut out.active_width);
-            if ret != 0 {
-                return ret;
+            // A netdev on its way out answers ethtool with ENODEV: report the
+            // slowest link (SDR, 1X) for the port, which is DOWN by then,
+            // rather than failing the whole query (and the core's cache update).
+            if b::ib_get_eth_speed(ib, port, &mut out.active_speed, &mut out.active_width) != 0 {
+                out.active_speed = b::ib_port_speed_IB_SPEED_SDR as u16;
+                out.active_width = b::ib_port_width_IB_WIDTH_1X as u8;
             }
         }
         0
