@@ -56,3 +56,13 @@ gid_index() {
   done
   return 1
 }
+
+# On kernels with kmemleak (the debug flavour): scan twice and report as a test.
+check_kmemleak() {
+  local k=/sys/kernel/debug/kmemleak n
+  mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+  [[ -w $k ]] || return 0
+  echo scan > $k; sleep 2; echo scan > $k
+  n=$(grep -c unreferenced $k)
+  ((n == 0)) && pass "kmemleak: 0 unreferenced objects" || fail "kmemleak: $n unreferenced objects" "$(head -40 $k)"
+}

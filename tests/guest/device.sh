@@ -119,4 +119,5 @@ check "rmmod metaroce with mr0 present" rmmod metaroce
 [[ ! -e /sys/class/infiniband/mr0 && -e /sys/class/infiniband/rxe0 ]] \
   && pass "rmmod removed mr0 and left rxe0" || fail "rmmod removed mr0 only" "$(rdma dev)"
 check "insmod again, add, delete" bash -c "insmod $ko && rdma link add mr0 type metaroce netdev $MR_IF && rdma link delete mr0 && rmmod metaroce"
+check_kmemleak
 done_testing

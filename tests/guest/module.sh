@@ -54,8 +54,5 @@ growth=$((after - before))
 diag "slab+vmalloc+percpu before ${before} kB, after ${after} kB"
 if ((growth < 256)); then pass "no memory growth over 100 cycles (${growth} kB)"
 else fail "no memory growth over 100 cycles" "grew ${growth} kB"; fi
-if [[ -w /sys/kernel/debug/kmemleak ]]; then
-  echo scan > /sys/kernel/debug/kmemleak; sleep 1; echo scan > /sys/kernel/debug/kmemleak
-  diag "kmemleak: $(grep -c unreferenced /sys/kernel/debug/kmemleak) unreferenced objects"
-fi
+check_kmemleak
 done_testing
