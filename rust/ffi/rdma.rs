@@ -816,6 +816,16 @@ impl<T: Driver> Adapter<T> {
     /// Called only by the RDMA core, with a live device created by
     /// [`Self::newlink`].
     unsafe extern "C" fn dealloc_driver(ib: *mut b::ib_device) {
+        // SAFETY: `ib` starts a `DeviceBox` whose data and netdev reference
+        // were set in `newlink` before any path that reaches
+        // `ib_dealloc_device`; nothing uses either after this call.
+        unsafe {
+            let dbox = ib.cast::<DeviceBox<T::Data>>();
+            ptr::drop_in_place(ptr::addr_of_mut!((*dbox).data));
+            b::metaroce_dev_put((*dbox).netdev);
+        }
+        // Unlist last: module exit returns once the list is empty, so nothing
+        // of ours may run after this but the return itself.
         let reg = REGISTRY.load(Ordering::Acquire);
         if !reg.is_null() {
             // SAFETY: the registry outlives all its devices (`Drop` waits
@@ -826,14 +836,6 @@ impl<T: Driver> Adapter<T> {
                     *slot = None;
                 }
             }
-        }
-        // SAFETY: `ib` starts a `DeviceBox` whose data and netdev reference
-        // were set in `newlink` before any path that reaches
-        // `ib_dealloc_device`; nothing uses either after this call.
-        unsafe {
-            let dbox = ib.cast::<DeviceBox<T::Data>>();
-            ptr::drop_in_place(ptr::addr_of_mut!((*dbox).data));
-            b::metaroce_dev_put((*dbox).netdev);
         }
     }
 }
