@@ -83,6 +83,19 @@ struct Row {
     guard: Option<bool>,
 }
 
+/// Errors reported to the verbs layer by every endpoint of the run.
+fn total_errors<const P: usize, const W: usize, const S: usize, const N: usize>(
+    s: &Sim<P, W, S, N>,
+) -> u32 {
+    s.slots
+        .iter()
+        .map(|sl| match &sl.ep {
+            Ep::Meta(_, app) => app.errors,
+            Ep::Base(e) => e.errors,
+        })
+        .sum()
+}
+
 fn delivered_between<const P: usize, const W: usize, const S: usize, const N: usize>(
     s: &Sim<P, W, S, N>,
     t0: u64,
@@ -394,14 +407,7 @@ fn failure(tr: Transport, plane: bool, sc: Scale) -> Failure {
             break;
         }
     }
-    let errors = s
-        .slots
-        .iter()
-        .map(|sl| match &sl.ep {
-            Ep::Meta(_, app) => app.errors,
-            Ep::Base(e) => e.errors,
-        })
-        .sum();
+    let errors = total_errors(&s);
     // Flows that delivered nothing in the last sixth of the run are stalled (they will
     // end in a retry-exceeded error once their backoff runs out).
     let tail = delivered_between(&s, dur - dur / 6, dur);
@@ -475,14 +481,7 @@ fn many(tr: Transport, sc: Scale) -> (f64, u64, u64, u32) {
             Ep::Base(e) => u64::from(e.epsn) * u64::from(MTU) >= u64::from(s.params.msg_len),
         })
         .count() as u64;
-    let errors = s
-        .slots
-        .iter()
-        .map(|sl| match &sl.ep {
-            Ep::Meta(_, app) => app.errors,
-            Ep::Base(e) => e.errors,
-        })
-        .sum();
+    let errors = total_errors(&s);
     (wall.elapsed().as_secs_f64(), done, s.events, errors)
 }
 
