@@ -23,6 +23,8 @@ impl App for BenchApp {
                 len: 1 << 20,
             },
             imm: 0,
+            tag: 0,
+            solicited: false,
         })
     }
     fn payload(&mut self, _: u16, _: u32, _: u32, dst: &mut [u8]) {

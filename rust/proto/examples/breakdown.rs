@@ -13,6 +13,8 @@ impl App for A {
             len: 1 << 20,
             reth: Reth::default(),
             imm: 0,
+            tag: 0,
+            solicited: false,
         })
     }
     fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}

@@ -10,7 +10,7 @@ use super::time::Instant;
 use super::wire::{
     decode, decode_ack_packet, decode_data_packet, decode_probe_packet, AckHeader, DataHeader,
     DropReason, Op, ProbeHeader, Reth, AF_RNR, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH,
-    DF_RETX, MAX_DATA_HEADER,
+    DF_RETX, DF_SE, MAX_DATA_HEADER,
 };
 
 /// Largest number of paths a connection may have.
@@ -95,6 +95,10 @@ pub struct MsgInfo {
     pub reth: Reth,
     /// Immediate data, carried when `op.has_imm()`.
     pub imm: u32,
+    /// Opaque tag carried in every packet of the message ([`DataHeader::tag`]).
+    pub tag: u16,
+    /// Solicited event requested (`DF_SE` on the last packet).
+    pub solicited: bool,
 }
 
 /// Where received bytes go; handed to [`App::place`].
@@ -114,6 +118,10 @@ pub struct Placement<'a> {
     pub reth: Option<Reth>,
     /// Immediate data, if the packet carried it.
     pub imm: Option<u32>,
+    /// The message's tag.
+    pub tag: u16,
+    /// The packet is the last of a message that asked for a solicited event.
+    pub solicited: bool,
     /// Payload bytes.
     pub payload: &'a [u8],
 }
@@ -676,6 +684,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 op,
                 reth: (h.flags & DF_RETH != 0).then_some(h.reth),
                 imm: (h.flags & DF_IMM != 0).then_some(h.imm),
+                tag: h.tag,
+                solicited: h.flags & DF_SE != 0,
                 payload,
             };
             if let Err(Rnr(t)) = app.place(&pl) {
@@ -1195,6 +1205,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if info.op.has_imm() && last {
             flags |= DF_IMM;
         }
+        if info.solicited && last {
+            flags |= DF_SE;
+        }
         if retransmit {
             flags |= DF_RETX;
         }
@@ -1216,6 +1229,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             op: info.op as u8,
             flags,
             payload_len: len,
+            tag: info.tag,
             floor: t.base_psn,
             ssn,
             msn,

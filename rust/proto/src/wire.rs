@@ -216,7 +216,10 @@ pub const DF_IMM: u8 = 0x08;
 pub const DF_RETX: u8 = 0x10;
 /// Data flag: the sender asks for an immediate ACK.
 pub const DF_ACKREQ: u8 = 0x20;
-const DF_KNOWN: u8 = 0x3f;
+/// Data flag: solicited event (IBTA 9.2.4 SE bit); set on the last packet of a message
+/// whose work request asked for it.
+pub const DF_SE: u8 = 0x40;
+const DF_KNOWN: u8 = 0x7f;
 
 /// ACK flag: the RNR fields are valid.
 pub const AF_RNR: u8 = 0x01;
@@ -251,6 +254,9 @@ pub struct DataHeader {
     pub flags: u8,
     /// Payload bytes following the headers.
     pub payload_len: u16,
+    /// Message tag: 16 bits the application attaches to a message and the core carries
+    /// unchanged in every packet of it (the verbs layer: the receive sequence number).
+    pub tag: u16,
     /// Sender's path floor: every PSN below it is resolved and needs no ACK.
     pub floor: u32,
     /// Stream sequence number: the packet's position in its stream.
@@ -297,7 +303,7 @@ impl DataHeader {
         put_u8(b, 18, self.op);
         put_u8(b, 19, self.flags);
         put_u16(b, 20, self.payload_len);
-        put_u16(b, 22, 0);
+        put_u16(b, 22, self.tag);
         put_u32(b, 24, self.floor);
         put_u32(b, 28, self.ssn);
         put_u32(b, 32, self.msn);
@@ -532,7 +538,7 @@ fn decode_data(
     let op_raw = get_u8(buf, 18);
     let op = Op::from_u8(op_raw).ok_or(DropReason::UnknownOp)?;
     let flags = get_u8(buf, 19);
-    if flags & !DF_KNOWN != 0 || get_u16(buf, 22) != 0 {
+    if flags & !DF_KNOWN != 0 {
         return Err(DropReason::BadFlags);
     }
     let mut h = DataHeader {
@@ -544,6 +550,7 @@ fn decode_data(
         op: op_raw,
         flags,
         payload_len: get_u16(buf, 20),
+        tag: get_u16(buf, 22),
         floor: get_u32(buf, 24),
         ssn: get_u32(buf, 28),
         msn: get_u32(buf, 32),
@@ -590,6 +597,9 @@ fn decode_data(
         return Err(DropReason::BadFlags);
     }
     if (op.has_imm() && last) != (flags & DF_IMM != 0) {
+        return Err(DropReason::BadFlags);
+    }
+    if flags & DF_SE != 0 && !last {
         return Err(DropReason::BadFlags);
     }
     let payload = buf.get(hl..).ok_or(DropReason::Truncated)?;

@@ -90,7 +90,7 @@ proptest! {
         if opv.needs_reth() { flags |= DF_RETH; }
         if opv.has_imm() && last { flags |= DF_IMM; }
         let h = DataHeader {
-            path, dst_conn: conn, psn, stamp, stream, op, flags, payload_len: plen,
+            path, dst_conn: conn, psn, stamp, stream, op, flags, payload_len: plen, tag: psn as u16,
             floor: psn.wrapping_sub(floor_back), ssn, msn, offset, msg_len,
             reth: if flags & DF_RETH != 0 { Reth { va, rkey, len: msg_len } } else { Reth::default() },
             imm: if flags & DF_IMM != 0 { imm } else { 0 },

@@ -50,6 +50,8 @@ impl App for SimApp {
                 len: self.msg_len,
             },
             imm: 0,
+            tag: 0,
+            solicited: false,
         })
     }
     fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}

@@ -12,7 +12,7 @@ struct A {
 }
 impl App for A {
     fn message(&mut self, s: u16, msn: u32) -> Option<MsgInfo> {
-        (s < 2 && msn < 4).then_some(MsgInfo { op: Op::Write, len: 3000, reth: Reth::default(), imm: 0 })
+        (s < 2 && msn < 4).then_some(MsgInfo { op: Op::Write, len: 3000, reth: Reth::default(), imm: 0, tag: 0, solicited: false })
     }
     fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Rnr> {

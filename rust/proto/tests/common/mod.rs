@@ -68,6 +68,8 @@ impl App for TestApp {
                 len,
             },
             imm: msn,
+            tag: msn as u16,
+            solicited: msn % 3 == 0,
         })
     }
     fn payload(&mut self, stream: u16, msn: u32, offset: u32, dst: &mut [u8]) {
@@ -81,6 +83,13 @@ impl App for TestApp {
             return Err(Rnr(1));
         }
         let key = (p.stream, p.msn);
+        if p.tag != p.msn as u16 {
+            self.violations.push(format!("tag {} != msn {key:?}", p.tag));
+        }
+        let last = p.offset + p.payload.len() as u32 == p.msg_len;
+        if p.solicited != (last && p.msn % 3 == 0) {
+            self.violations.push(format!("solicited flag wrong {key:?} @{}", p.offset));
+        }
         if let Some(l) = self.expect_len.get(&key) {
             if *l != p.msg_len {
                 self.violations.push(format!("len mismatch {key:?}"));
