@@ -25,6 +25,13 @@
 
 struct net_device;
 struct ib_device;
+struct ib_udata;
+struct ib_ucontext;
+struct ib_umem;
+struct ib_cq;
+struct page;
+struct vm_area_struct;
+struct rdma_user_mmap_entry;
 
 /* Static inlines and macros the Rust skin needs, as functions (helpers.c). */
 bool metaroce_netif_running(const struct net_device *dev);
@@ -34,6 +41,20 @@ void metaroce_dev_put(struct net_device *dev);
 struct net_device *metaroce_netdev_notifier_info_to_dev(void *info);
 bool metaroce_ib_device_try_get(struct ib_device *dev);
 bool metaroce_netdev_is_registered(const struct net_device *dev);
+struct ib_ucontext *metaroce_udata_ucontext(struct ib_udata *udata);
+int metaroce_udata_write(struct ib_udata *udata, const void *src, size_t len);
+int metaroce_udata_read(void *dst, struct ib_udata *udata, size_t len);
+u64 metaroce_mmap_offset(struct rdma_user_mmap_entry *entry);
+void *metaroce_vmalloc_user(unsigned long size);
+void metaroce_vfree(void *addr);
+int metaroce_remap_vmalloc(struct vm_area_struct *vma, void *addr);
+unsigned long metaroce_umem_pages(struct ib_umem *umem, struct page **pages,
+				  unsigned long max);
+void metaroce_page_write(struct page *page, unsigned int off, const void *src,
+			 unsigned int len);
+void metaroce_page_read(struct page *page, unsigned int off, void *dst,
+			unsigned int len);
+void metaroce_cq_event(struct ib_cq *cq);
 unsigned int metaroce_num_possible_cpus(void);
 
 /* Module parameters, owned by the C shim (module_param is a C macro). */

@@ -17,8 +17,10 @@
 //! lands with the data path; see `Documentation/`.
 
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 mod ffi;
+mod net;
 #[path = "proto/src/proto.rs"]
 pub mod proto;
 mod selftest;
@@ -63,7 +65,8 @@ impl kernel::Module for Metaroce {
             );
             return Err(e);
         }
-        let devices = ffi::rdma::Registration::new(module)?;
+        let transport = Arc::new(net::Transport::new(port)?, GFP_KERNEL)?;
+        let devices = ffi::rdma::Registration::new(module, transport)?;
         pr_info!("metaroce {} loaded: udp_port={}\n", ffi::version(), port);
         Ok(Metaroce { devices })
     }

@@ -9,3 +9,10 @@ use kernel::error::Error;
 pub(crate) fn eaddrinuse() -> Error {
     Error::from_errno(-(bindings::EADDRINUSE as i32))
 }
+
+/// `EOPNOTSUPP`: the operation is not supported on this object (rxe's
+/// answer to, e.g., unknown create flags).
+#[allow(non_snake_case)]
+pub(crate) fn EOPNOTSUPP() -> Error {
+    Error::from_errno(-(bindings::EOPNOTSUPP as i32))
+}

@@ -13,8 +13,21 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <linux/notifier.h>
+#include <linux/vmalloc.h>
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
+#include <rdma/ib_umem.h>
+#include <rdma/uverbs_ioctl.h>
+#include <linux/timer.h>
+#include <linux/jiffies.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/route.h>
+#include <net/ipv6_stubs.h>
+#include <net/sock.h>
 
 #include "metaroce.h"
+#include "metaroce_net.h"
 
 MODULE_VERSION(METAROCE_VERSION);
 
@@ -59,6 +72,85 @@ bool metaroce_netdev_is_registered(const struct net_device *dev)
 	return READ_ONCE(dev->reg_state) == NETREG_REGISTERED;
 }
 
+/* --- verbs objects: user memory, shared queues, udata (rust/ffi/verbs.rs) --- */
+
+struct ib_ucontext *metaroce_udata_ucontext(struct ib_udata *udata)
+{
+	if (!udata)
+		return NULL;
+	return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context;
+}
+
+int metaroce_udata_write(struct ib_udata *udata, const void *src, size_t len)
+{
+	return ib_copy_to_udata(udata, src, len);
+}
+
+int metaroce_udata_read(void *dst, struct ib_udata *udata, size_t len)
+{
+	return ib_copy_from_udata(dst, udata, len);
+}
+
+u64 metaroce_mmap_offset(struct rdma_user_mmap_entry *entry)
+{
+	return rdma_user_mmap_get_offset(entry);
+}
+
+void *metaroce_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+void metaroce_vfree(void *addr)
+{
+	vfree(addr);
+}
+
+int metaroce_remap_vmalloc(struct vm_area_struct *vma, void *addr)
+{
+	return remap_vmalloc_range(vma, addr, 0);
+}
+
+/* Fills pages[] with the pinned pages of umem, in order; returns how many. */
+unsigned long metaroce_umem_pages(struct ib_umem *umem, struct page **pages,
+				  unsigned long max)
+{
+	struct sg_page_iter it;
+	unsigned long n = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
+		if (n == max)
+			break;
+		pages[n++] = sg_page_iter_page(&it);
+	}
+	return n;
+}
+
+void metaroce_page_write(struct page *page, unsigned int off, const void *src,
+			 unsigned int len)
+{
+	void *va = kmap_local_page(page);
+
+	memcpy(va + off, src, len);
+	kunmap_local(va);
+	flush_dcache_page(page);
+}
+
+void metaroce_page_read(struct page *page, unsigned int off, void *dst,
+			unsigned int len)
+{
+	void *va = kmap_local_page(page);
+
+	memcpy(dst, va + off, len);
+	kunmap_local(va);
+}
+
+void metaroce_cq_event(struct ib_cq *cq)
+{
+	if (cq->comp_handler)
+		cq->comp_handler(cq, cq->cq_context);
+}
+
 bool metaroce_ib_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);
@@ -99,6 +191,153 @@ size_t metaroce_c_sizeof(enum metaroce_layout_probe probe)
 		return sizeof(struct notifier_block);
 	default:				return 0;
 	}
+}
+
+/* --- UDP tunnel and timers: rust/ffi/net.rs, rust/ffi/timer.rs --- */
+
+int metaroce_udp_tunnel_open(bool ipv6, __be16 port, metaroce_encap_rcv_t rcv,
+			     void *user, struct socket **sockp)
+{
+	struct udp_port_cfg ucfg = { .local_udp_port = port };
+	struct udp_tunnel_sock_cfg tcfg = {
+		.sk_user_data = user,
+		.encap_type = 1,
+		.encap_rcv = rcv,
+	};
+	int err;
+
+	if (ipv6) {
+		ucfg.family = AF_INET6;
+		ucfg.ipv6_v6only = 1;
+	} else {
+		ucfg.family = AF_INET;
+	}
+	err = udp_sock_create(&init_net, &ucfg, sockp);
+	if (err)
+		return err;
+	setup_udp_tunnel_sock(&init_net, *sockp, &tcfg);
+	return 0;
+}
+
+void *metaroce_sk_user_data(struct sock *sk)
+{
+	return rcu_dereference_sk_user_data(sk);
+}
+
+struct dst_entry *metaroce_route4(struct socket *sock, __be32 saddr,
+				  __be32 daddr, __be16 sport, __be16 dport,
+				  u8 tos, int *err)
+{
+	struct flowi4 fl4 = {
+		.flowi4_proto = IPPROTO_UDP,
+		.flowi4_tos = tos & INET_DSCP_MASK,
+		.saddr = saddr,
+		.daddr = daddr,
+		.fl4_sport = sport,
+		.fl4_dport = dport,
+	};
+	struct rtable *rt = ip_route_output_key(sock_net(sock->sk), &fl4);
+
+	if (IS_ERR(rt)) {
+		*err = PTR_ERR(rt);
+		return NULL;
+	}
+	return &rt->dst;
+}
+
+struct dst_entry *metaroce_route6(struct socket *sock, const u8 *saddr,
+				  const u8 *daddr, __be16 sport, __be16 dport,
+				  u8 tclass, int *err)
+{
+	struct flowi6 fl6 = {
+		.flowi6_proto = IPPROTO_UDP,
+		.flowlabel = ip6_make_flowinfo(tclass, 0),
+		.fl6_sport = sport,
+		.fl6_dport = dport,
+	};
+	struct dst_entry *dst;
+
+	memcpy(&fl6.saddr, saddr, sizeof(fl6.saddr));
+	memcpy(&fl6.daddr, daddr, sizeof(fl6.daddr));
+	dst = ipv6_stub->ipv6_dst_lookup_flow(sock_net(sock->sk), sock->sk,
+					      &fl6, NULL);
+	if (IS_ERR(dst)) {
+		*err = PTR_ERR(dst);
+		return NULL;
+	}
+	if (dst->error) {
+		*err = dst->error;
+		dst_release(dst);
+		return NULL;
+	}
+	return dst;
+}
+
+struct sk_buff *metaroce_tx_skb_alloc(const struct dst_entry *dst,
+				      unsigned int len)
+{
+	unsigned int headroom = LL_RESERVED_SPACE(dst->dev) + dst->header_len +
+				sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	struct sk_buff *skb = alloc_skb(headroom + len, GFP_ATOMIC);
+
+	if (skb)
+		skb_reserve(skb, headroom);
+	return skb;
+}
+
+void metaroce_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+void metaroce_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+int metaroce_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+u8 *metaroce_skb_data(const struct sk_buff *skb)
+{
+	return skb->data;
+}
+
+unsigned int metaroce_skb_len(const struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+const u8 *metaroce_skb_network_header(const struct sk_buff *skb)
+{
+	return skb_network_header(skb);
+}
+
+void metaroce_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void metaroce_local_bh_enable(void)
+{
+	local_bh_enable();
+}
+
+void metaroce_timer_setup(struct timer_list *timer,
+			  void (*fn)(struct timer_list *))
+{
+	timer_setup(timer, fn, 0);
+}
+
+unsigned long metaroce_expires_after_ns(u64 delta_ns)
+{
+	u64 j = div_u64(min_t(u64, delta_ns, U64_MAX - TICK_NSEC) + TICK_NSEC - 1,
+			TICK_NSEC);
+
+	/* +1: the current jiffy may be about to end. */
+	return jiffies + min_t(u64, j + 1, MAX_JIFFY_OFFSET);
 }
 
 #if IS_ENABLED(CONFIG_KUNIT)
@@ -142,11 +381,32 @@ static void metaroce_test_rdma_helpers(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, metaroce_rust_rdma_selftest(), 0);
 }
 
+/* UDP tunnel: datagrams to 127.0.0.1 and ::1 arrive intact with their metadata. */
+static void metaroce_test_udp_loopback(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_udp_selftest(), 0);
+}
+
+/* UDP tunnel: a port already taken is refused with EADDRINUSE, and freed on drop. */
+static void metaroce_test_udp_port_busy(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_udp_busy_selftest(), 0);
+}
+
+/* Timers: fire once, not early; cancel, shutdown, drop while armed. */
+static void metaroce_test_timer(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_timer_selftest(), 0);
+}
+
 static struct kunit_case metaroce_test_cases[] = {
 	KUNIT_CASE(metaroce_test_layout),
 	KUNIT_CASE(metaroce_test_param),
 	KUNIT_CASE(metaroce_test_proto),
 	KUNIT_CASE(metaroce_test_rdma_helpers),
+	KUNIT_CASE(metaroce_test_udp_loopback),
+	KUNIT_CASE(metaroce_test_udp_port_busy),
+	KUNIT_CASE(metaroce_test_timer),
 	{}
 };
 

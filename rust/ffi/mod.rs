@@ -35,8 +35,11 @@ pub(crate) mod bindings {
 
 pub(crate) mod errno;
 pub(crate) mod layout;
+pub(crate) mod net;
 pub(crate) mod params;
 pub(crate) mod rdma;
+pub(crate) mod timer;
+pub(crate) mod verbs;
 
 use kernel::str::CStr;
 

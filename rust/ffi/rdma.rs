@@ -33,6 +33,7 @@
 //!   global).
 
 use super::bindings as b;
+use super::verbs::{self, CqEvents, MmInfo, QpAttr, QpInit, QpType, UContext, UData, UMem};
 use core::marker::PhantomData;
 use core::mem::size_of;
 use core::ptr;
@@ -41,7 +42,7 @@ use kernel::error::{from_result, to_result};
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 use kernel::types::Opaque;
 
 /// Device attributes (IBTA 11.2.1.2 Query HCA; `struct ib_device_attr`).
@@ -116,19 +117,78 @@ pub(crate) struct PortAttrs {
 }
 
 /// A software RDMA driver whose devices are created by `rdma link add`.
+///
+/// Verbs objects: the RDMA core allocates CQs and QPs with room for the
+/// driver's `Cq` / `Qp` value (`INIT_RDMA_OBJ_SIZE`); MRs are allocated here.
+/// Each `create_*` returns the value to keep, each `destroy_*` is called with
+/// it before it is dropped. Only user-space verbs are offered: the device is
+/// not a kernel verbs provider (`get_dma_mr` is not implemented), so kernel
+/// ULPs (ib_mad, ib_cm, NVMe-oF …) do not bind to it.
 pub(crate) trait Driver: 'static {
+    /// State shared by all devices (the transport), given to [`Registration::new`].
+    type Shared: Send + Sync;
     /// Per-device driver data.
     type Data: Send + Sync;
+    /// A completion queue.
+    type Cq: Send + Sync;
+    /// A queue pair.
+    type Qp: Send + Sync;
+    /// A memory region.
+    type Mr: Send + Sync;
     /// The link type: `rdma link add NAME type LINK_TYPE netdev DEV`.
     const LINK_TYPE: &'static CStr;
     /// The node description reported to consumers (`ibv_devinfo`).
     const NODE_DESC: &'static CStr;
     /// Creates the driver data of a new device on `netdev`.
-    fn new_device(netdev: &NetDev) -> Result<Self::Data>;
+    fn new_device(shared: &Arc<Self::Shared>, netdev: &NetDev) -> Result<Self::Data>;
     /// The device's attributes.
     fn device_attrs(data: &Self::Data) -> DeviceAttrs;
     /// Port 1's attributes.
     fn port_attrs(data: &Self::Data) -> PortAttrs;
+
+    /// `create_cq` (IBTA 11.2.7.1) for user space: a CQ of at least `cqe`
+    /// entries; returns it and where its ring is mapped.
+    fn create_cq(
+        dev: &Self::Data,
+        cqe: u32,
+        uc: &UContext,
+        events: CqEvents,
+    ) -> Result<(Self::Cq, MmInfo)>;
+    /// `destroy_cq`: no completion may be written after this returns.
+    fn destroy_cq(dev: &Self::Data, cq: &Self::Cq);
+    /// `req_notify_cq`: arm for the next (or next solicited) completion;
+    /// returns whether completions are already waiting (for
+    /// `IB_CQ_REPORT_MISSED_EVENTS`).
+    fn req_notify_cq(cq: &Self::Cq, solicited_only: bool) -> bool;
+    /// `create_qp` for user space: returns the QP, its QPN and where its RQ
+    /// and SQ rings are mapped; updates `init.caps` to the sizes granted.
+    fn create_qp(
+        dev: &Self::Data,
+        pd: usize,
+        init: &mut QpInit,
+        scq: &Self::Cq,
+        rcq: &Self::Cq,
+        uc: &UContext,
+    ) -> Result<(Self::Qp, u32, MmInfo, MmInfo)>;
+    /// `modify_qp` (IBTA 11.2.5.2).
+    fn modify_qp(dev: &Self::Data, qp: &Self::Qp, attr: &QpAttr) -> Result;
+    /// `query_qp` (IBTA 11.2.5.3).
+    fn query_qp(qp: &Self::Qp, attr: &mut QpAttr, init: &mut QpInit);
+    /// `destroy_qp`: flushes and detaches; no completion for it afterwards.
+    fn destroy_qp(dev: &Self::Data, qp: &Self::Qp);
+    /// The user SQ doorbell (`post_send` with no work requests).
+    fn post_send(dev: &Self::Data, qp: &Self::Qp) -> Result;
+    /// `reg_user_mr`: an MR over pinned user memory `mem`, addressed by
+    /// remote peers from `iova`; returns it with its lkey and rkey.
+    fn reg_user_mr(
+        dev: &Self::Data,
+        pd: usize,
+        mem: UMem,
+        iova: u64,
+        access: u32,
+    ) -> Result<(Self::Mr, u32, u32)>;
+    /// `dereg_mr`: after this returns the memory is no longer accessed.
+    fn dereg_mr(dev: &Self::Data, mr: Self::Mr);
 }
 
 /// A network device, borrowed for the duration of a callback.
@@ -234,6 +294,8 @@ struct Registry {
     notifier: Opaque<b::notifier_block>,
     /// `Adapter::<T>::newlink`, so the non-generic C callback can reach `T`.
     newlink: fn(&Registry, &CStr, &NetDev) -> Result,
+    /// `Arc::into_raw` of the driver's `Arc<T::Shared>`, released by `Drop`.
+    shared: *const c_void,
     owner: *mut b::module,
     /// Set by `Drop` before it unregisters the netdev notifier.
     unloading: AtomicBool,
@@ -260,13 +322,14 @@ impl<T: Driver> Registration<T> {
     /// Registers the link type `T::LINK_TYPE` and starts following netdevs.
     ///
     /// Returns `EBUSY` if another registration is live.
-    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+    pub(crate) fn new(module: &'static ThisModule, shared: Arc<T::Shared>) -> Result<Self> {
         let registry = KBox::pin_init(
             pin_init!(Registry {
                 devices <- kernel::new_mutex!([None; MAX_DEVICES]),
                 link_ops: Opaque::uninit(),
                 notifier: Opaque::uninit(),
                 newlink: Adapter::<T>::newlink,
+                shared: Arc::into_raw(shared).cast(),
                 owner: module.as_ptr().cast(),
                 unloading: AtomicBool::new(false),
             }),
@@ -355,6 +418,9 @@ impl<T: Driver> Drop for Registration<T> {
             }
         }
         REGISTRY.store(ptr::null_mut(), Ordering::Release);
+        // SAFETY: from `Arc::into_raw` in `new`; every device is gone, and
+        // with them every borrow of it.
+        drop(unsafe { Arc::from_raw(reg.shared.cast::<T::Shared>()) });
     }
 }
 
@@ -445,7 +511,13 @@ struct Adapter<T: Driver>(PhantomData<T>);
 impl<T: Driver> Adapter<T> {
     /// Creates, lists and registers a device named `name` on `netdev`.
     fn newlink(reg: &Registry, name: &CStr, netdev: &NetDev) -> Result {
-        let data = T::new_device(netdev)?;
+        // SAFETY: `reg.shared` came from `Arc::<T::Shared>::into_raw` and is
+        // released only after every device is gone. `ManuallyDrop`: this
+        // borrows the registry's reference.
+        let shared = core::mem::ManuallyDrop::new(unsafe {
+            Arc::from_raw(reg.shared.cast::<T::Shared>())
+        });
+        let data = T::new_device(&shared, netdev)?;
 
         // SAFETY: `_ib_alloc_device` returns a zeroed, initialised `ib_device`
         // at the start of an allocation of the size asked for, or null.
@@ -560,8 +632,24 @@ impl<T: Driver> Adapter<T> {
         ops.alloc_pd = Some(Self::alloc_pd);
         ops.dealloc_pd = Some(Self::dealloc_pd);
         ops.dealloc_driver = Some(Self::dealloc_driver);
+        ops.mmap = Some(verbs::mmap);
+        ops.mmap_free = Some(verbs::mmap_free);
+        ops.create_cq = Some(Self::create_cq);
+        ops.destroy_cq = Some(Self::destroy_cq);
+        ops.req_notify_cq = Some(Self::req_notify_cq);
+        ops.poll_cq = Some(Self::poll_cq);
+        ops.create_qp = Some(Self::create_qp);
+        ops.modify_qp = Some(Self::modify_qp);
+        ops.query_qp = Some(Self::query_qp);
+        ops.destroy_qp = Some(Self::destroy_qp);
+        ops.post_send = Some(Self::post_send);
+        ops.post_recv = Some(Self::post_recv);
+        ops.reg_user_mr = Some(Self::reg_user_mr);
+        ops.dereg_mr = Some(Self::dereg_mr);
         ops.size_ib_pd = size_of::<b::ib_pd>();
         ops.size_ib_ucontext = size_of::<b::ib_ucontext>();
+        ops.size_ib_cq = size_of::<Obj<b::ib_cq, CqData<T::Cq>>>();
+        ops.size_ib_qp = size_of::<Obj<b::ib_qp, T::Qp>>();
         ops
     }
 
@@ -847,5 +935,403 @@ impl Drop for HeldNetDev {
     fn drop(&mut self) {
         // SAFETY: the reference was taken by `ib_device_get_netdev`.
         unsafe { b::metaroce_dev_put(self.0 .0) };
+    }
+}
+
+/// A verbs object allocated by the RDMA core with room for driver data
+/// (`INIT_RDMA_OBJ_SIZE`): the core's structure first, then ours, which is
+/// valid once `init` is set (the memory comes zeroed).
+#[repr(C)]
+struct Obj<I, D> {
+    ib: I,
+    init: bool,
+    data: core::mem::MaybeUninit<D>,
+}
+
+impl<I, D> Obj<I, D> {
+    /// The driver data of an initialised object.
+    ///
+    /// # Safety
+    ///
+    /// `ib` starts a live `Obj<I, D>` whose `init` is set.
+    unsafe fn data<'a>(ib: *mut I) -> &'a D {
+        // SAFETY: by the caller's guarantee.
+        unsafe { (*ib.cast::<Self>()).data.assume_init_ref() }
+    }
+
+    /// Stores the driver data of a new object.
+    ///
+    /// # Safety
+    ///
+    /// `ib` starts a live, uninitialised `Obj<I, D>`.
+    unsafe fn set(ib: *mut I, d: D) {
+        // SAFETY: by the caller's guarantee.
+        unsafe {
+            let o = ib.cast::<Self>();
+            (*o).data.write(d);
+            (*o).init = true;
+        }
+    }
+
+    /// Drops the driver data.
+    ///
+    /// # Safety
+    ///
+    /// `ib` starts a live `Obj<I, D>` nobody uses any more.
+    unsafe fn drop_data(ib: *mut I) {
+        // SAFETY: by the caller's guarantee.
+        unsafe {
+            let o = ib.cast::<Self>();
+            if (*o).init {
+                (*o).init = false;
+                (*o).data.assume_init_drop();
+            }
+        }
+    }
+}
+
+/// What a CQ keeps: the driver's CQ and its event source.
+struct CqData<C> {
+    events: CqEvents,
+    cq: C,
+}
+
+/// An MR: allocated by the driver (the core only frees what it allocates).
+#[repr(C)]
+struct MrBox<D> {
+    ib: b::ib_mr,
+    data: D,
+}
+
+/// `ERR_PTR(e)`.
+fn err_ptr<P>(e: Error) -> *mut P {
+    e.to_errno() as isize as *mut P
+}
+
+impl<T: Driver> Adapter<T> {
+    /// `ib_device_ops.create_cq`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a zeroed CQ object of our size on a
+    /// live device, valid attributes and a null or valid attribute bundle.
+    unsafe extern "C" fn create_cq(
+        ibcq: *mut b::ib_cq,
+        attr: *const b::ib_cq_init_attr,
+        attrs: *mut b::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // `driver_udata` is the first field of the bundle.
+            let mut udata = UData(attrs.cast());
+            let uc = udata.ucontext().ok_or_else(super::errno::EOPNOTSUPP)?;
+            // SAFETY: the core passes valid attributes.
+            let (cqe, flags) = unsafe { ((*attr).cqe, (*attr).flags) };
+            if udata.outlen() < size_of::<b::rxe_create_cq_resp>() {
+                return Err(EINVAL);
+            }
+            if flags != 0 {
+                return Err(super::errno::EOPNOTSUPP());
+            }
+            // SAFETY: a live CQ on a device created by `newlink`.
+            let dev = unsafe { Self::data((*ibcq).device) };
+            let events = CqEvents::new(ibcq)?;
+            let (cq, mi) = T::create_cq(dev, cqe, &uc, events.clone())?;
+            if let Err(e) = udata.write(&mi.bytes()) {
+                T::destroy_cq(dev, &cq);
+                events.detach();
+                return Err(e);
+            }
+            // SAFETY: the core's CQ object, not yet visible to anyone else.
+            unsafe {
+                (*ibcq).cqe = cqe as c_int;
+                Obj::<b::ib_cq, CqData<T::Cq>>::set(ibcq, CqData { events, cq });
+            }
+            Ok(0)
+        })
+    }
+
+    /// `ib_device_ops.destroy_cq`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a CQ created by [`Self::create_cq`]
+    /// and no QP using it.
+    unsafe extern "C" fn destroy_cq(ibcq: *mut b::ib_cq, _udata: *mut b::ib_udata) -> c_int {
+        // SAFETY: a live CQ of ours; nothing uses it after this call.
+        unsafe {
+            let d = Obj::<b::ib_cq, CqData<T::Cq>>::data(ibcq);
+            T::destroy_cq(Self::data((*ibcq).device), &d.cq);
+            d.events.detach();
+            Obj::<b::ib_cq, CqData<T::Cq>>::drop_data(ibcq);
+        }
+        0
+    }
+
+    /// `ib_device_ops.req_notify_cq`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a CQ created by [`Self::create_cq`].
+    unsafe extern "C" fn req_notify_cq(ibcq: *mut b::ib_cq, flags: b::ib_cq_notify_flags) -> c_int {
+        let solicited = flags & b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == b::ib_cq_notify_flags_IB_CQ_SOLICITED;
+        // SAFETY: a live CQ of ours.
+        let d = unsafe { Obj::<b::ib_cq, CqData<T::Cq>>::data(ibcq) };
+        let waiting = T::req_notify_cq(&d.cq, solicited);
+        c_int::from(waiting && flags & b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0)
+    }
+
+    /// `ib_device_ops.poll_cq`: kernel consumers only, and the device offers
+    /// no kernel verbs (user space polls the shared ring).
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core.
+    unsafe extern "C" fn poll_cq(_cq: *mut b::ib_cq, _n: c_int, _wc: *mut b::ib_wc) -> c_int {
+        super::errno::EOPNOTSUPP().to_errno()
+    }
+
+    /// `ib_device_ops.create_qp`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a zeroed QP object of our size whose
+    /// `device` and `pd` are set, valid attributes with CQs of ours, and a
+    /// null or valid udata.
+    unsafe extern "C" fn create_qp(
+        ibqp: *mut b::ib_qp,
+        init: *mut b::ib_qp_init_attr,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            let mut udata = UData(udata);
+            let uc = udata.ucontext().ok_or_else(super::errno::EOPNOTSUPP)?;
+            // SAFETY: the core passes valid attributes and a QP whose device
+            // and PD are set.
+            let (ia, dev, pd) = unsafe { (&mut *init, Self::data((*ibqp).device), (*ibqp).pd) };
+            let qp_type = match ia.qp_type {
+                b::ib_qp_type_IB_QPT_RC => QpType::Rc,
+                b::ib_qp_type_IB_QPT_UD => QpType::Ud,
+                _ => return Err(super::errno::EOPNOTSUPP()),
+            };
+            if ia.create_flags != 0 || !ia.srq.is_null() {
+                return Err(super::errno::EOPNOTSUPP());
+            }
+            if udata.outlen() < size_of::<b::rxe_create_qp_resp>() {
+                return Err(EINVAL);
+            }
+            if ia.send_cq.is_null() || ia.recv_cq.is_null() {
+                return Err(EINVAL);
+            }
+            let mut qi = QpInit {
+                qp_type,
+                caps: verbs::QpCaps::from_c(&ia.cap),
+                sq_sig_all: ia.sq_sig_type == b::ib_sig_type_IB_SIGNAL_ALL_WR,
+                has_srq: false,
+                create_flags: ia.create_flags,
+            };
+            // SAFETY: CQs of this device (the core checked the uobjects), live
+            // while the QP holds them.
+            let (scq, rcq) = unsafe {
+                (
+                    &Obj::<b::ib_cq, CqData<T::Cq>>::data(ia.send_cq).cq,
+                    &Obj::<b::ib_cq, CqData<T::Cq>>::data(ia.recv_cq).cq,
+                )
+            };
+            let (qp, qpn, rq_mi, sq_mi) = T::create_qp(dev, pd as usize, &mut qi, scq, rcq, &uc)?;
+            let mut resp = [0u8; 32];
+            resp[..16].copy_from_slice(&rq_mi.bytes());
+            resp[16..].copy_from_slice(&sq_mi.bytes());
+            if let Err(e) = udata.write(&resp) {
+                T::destroy_qp(dev, &qp);
+                return Err(e);
+            }
+            qi.caps.to_c(&mut ia.cap);
+            // SAFETY: the core's QP object, not yet visible to anyone else.
+            unsafe {
+                (*ibqp).qp_num = qpn;
+                Obj::<b::ib_qp, T::Qp>::set(ibqp, qp);
+            }
+            Ok(0)
+        })
+    }
+
+    /// `ib_device_ops.modify_qp`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a QP created by [`Self::create_qp`]
+    /// and valid attributes.
+    unsafe extern "C" fn modify_qp(
+        ibqp: *mut b::ib_qp,
+        attr: *mut b::ib_qp_attr,
+        mask: c_int,
+        _udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            let mask = mask as u32;
+            if mask & !verbs::qp_mask::STANDARD != 0 {
+                return Err(super::errno::EOPNOTSUPP());
+            }
+            // SAFETY: valid attributes; a live QP of ours on a live device.
+            let (a, dev, qp) = unsafe {
+                (
+                    QpAttr::from_c(&*attr, mask)?,
+                    Self::data((*ibqp).device),
+                    Obj::<b::ib_qp, T::Qp>::data(ibqp),
+                )
+            };
+            T::modify_qp(dev, qp, &a)?;
+            Ok(0)
+        })
+    }
+
+    /// `ib_device_ops.query_qp`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a QP created by [`Self::create_qp`]
+    /// and buffers to fill.
+    unsafe extern "C" fn query_qp(
+        ibqp: *mut b::ib_qp,
+        attr: *mut b::ib_qp_attr,
+        _mask: c_int,
+        init: *mut b::ib_qp_init_attr,
+    ) -> c_int {
+        // SAFETY: a live QP of ours and two buffers from the core.
+        unsafe {
+            let qp = Obj::<b::ib_qp, T::Qp>::data(ibqp);
+            let mut a = QpAttr::default();
+            let mut qi = QpInit {
+                qp_type: QpType::Rc,
+                caps: verbs::QpCaps::default(),
+                sq_sig_all: false,
+                has_srq: false,
+                create_flags: 0,
+            };
+            T::query_qp(qp, &mut a, &mut qi);
+            *attr = core::mem::zeroed();
+            a.to_c(&mut *attr);
+            *init = core::mem::zeroed();
+            qi.caps.to_c(&mut (*init).cap);
+            (*init).qp_type = (*ibqp).qp_type;
+            (*init).send_cq = (*ibqp).send_cq;
+            (*init).recv_cq = (*ibqp).recv_cq;
+            (*init).sq_sig_type = if qi.sq_sig_all {
+                b::ib_sig_type_IB_SIGNAL_ALL_WR
+            } else {
+                b::ib_sig_type_IB_SIGNAL_REQ_WR
+            };
+        }
+        0
+    }
+
+    /// `ib_device_ops.destroy_qp`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a QP created by [`Self::create_qp`].
+    unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, _udata: *mut b::ib_udata) -> c_int {
+        // SAFETY: a live QP of ours; nothing uses it after this call.
+        unsafe {
+            T::destroy_qp(Self::data((*ibqp).device), Obj::<b::ib_qp, T::Qp>::data(ibqp));
+            Obj::<b::ib_qp, T::Qp>::drop_data(ibqp);
+        }
+        0
+    }
+
+    /// `ib_device_ops.post_send`: from user space this is the SQ doorbell
+    /// (no work requests: they are in the shared ring).
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a QP created by [`Self::create_qp`].
+    unsafe extern "C" fn post_send(
+        ibqp: *mut b::ib_qp,
+        wr: *const b::ib_send_wr,
+        bad: *mut *const b::ib_send_wr,
+    ) -> c_int {
+        if !wr.is_null() {
+            // SAFETY: the core passes a valid `bad` pointer.
+            unsafe { *bad = wr };
+            return super::errno::EOPNOTSUPP().to_errno();
+        }
+        // SAFETY: a live QP of ours on a live device.
+        let r = unsafe { T::post_send(Self::data((*ibqp).device), Obj::<b::ib_qp, T::Qp>::data(ibqp)) };
+        match r {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// `ib_device_ops.post_recv`: kernel consumers only (user space posts in
+    /// the shared ring), and the device offers no kernel verbs.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core.
+    unsafe extern "C" fn post_recv(
+        _ibqp: *mut b::ib_qp,
+        wr: *const b::ib_recv_wr,
+        bad: *mut *const b::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: the core passes a valid `bad` pointer.
+        unsafe { *bad = wr };
+        super::errno::EOPNOTSUPP().to_errno()
+    }
+
+    /// `ib_device_ops.reg_user_mr`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a live PD of ours, in the context of
+    /// the process whose memory is registered.
+    unsafe extern "C" fn reg_user_mr(
+        pd: *mut b::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        _udata: *mut b::ib_udata,
+    ) -> *mut b::ib_mr {
+        // SAFETY: a live PD on a live device of ours.
+        let (ib, dev) = unsafe { ((*pd).device, Self::data((*pd).device)) };
+        let r = (|| {
+            let mem = UMem::get(ib, start, length, access)?;
+            let (d, lkey, rkey) = T::reg_user_mr(dev, pd as usize, mem, iova, access as u32)?;
+            // SAFETY: all-zero is a valid `ib_mr` for the core to fill in.
+            let mut mb = KBox::new(MrBox { ib: unsafe { core::mem::zeroed() }, data: d }, GFP_KERNEL)
+                .map_err(|e| {
+                    let _ = e;
+                    ENOMEM
+                });
+            if let Ok(m) = mb.as_mut() {
+                m.ib.lkey = lkey;
+                m.ib.rkey = rkey;
+                m.ib.iova = iova;
+                m.ib.length = length;
+            }
+            mb
+        })();
+        match r {
+            Ok(m) => KBox::into_raw(m).cast::<b::ib_mr>(),
+            Err(e) => err_ptr(e),
+        }
+    }
+
+    /// `ib_device_ops.dereg_mr`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with an MR from [`Self::reg_user_mr`].
+    unsafe extern "C" fn dereg_mr(mr: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_int {
+        // SAFETY: `mr` starts a boxed `MrBox` of ours, given back once.
+        unsafe {
+            let dev = Self::data((*mr).device);
+            let m = KBox::from_raw(mr.cast::<MrBox<T::Mr>>());
+            let MrBox { data, .. } = KBox::into_inner(m);
+            T::dereg_mr(dev, data);
+        }
+        0
     }
 }

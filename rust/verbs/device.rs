@@ -7,10 +7,16 @@
 //! name only what is implemented now; they grow as the verbs objects and the
 //! data path land (see `Documentation/`).
 
+use super::cq::Cq;
+use super::mr::{Mr, MrTable};
+use super::qp::Qp;
 use crate::ffi::bindings as b;
 use crate::ffi::rdma::{DeviceAttrs, Driver, NetDev, PortAttrs};
+use crate::ffi::verbs::{CqEvents, MmInfo, QpAttr, QpInit, UContext, UMem};
+use crate::net::Transport;
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::Arc;
 
 /// rxe's `DEFAULT_MAX_VALUE`: 2^20 objects of a kind.
 const DEFAULT_MAX: u32 = 1 << 20;
@@ -23,24 +29,110 @@ const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
 /// The metaroce driver.
 pub(crate) struct Metaroce;
 
-/// Per-device state. Empty until the data path (issue 5) gives each device
-/// its UDP tunnel socket and QP table.
-pub(crate) struct DeviceData;
+/// What QPs, CQs and MRs of a device share: its limits, its MRs and the
+/// module's transport.
+#[pin_data]
+pub(crate) struct DevShared {
+    pub(crate) attrs: DeviceAttrs,
+    #[pin]
+    pub(crate) mrs: MrTable,
+    pub(crate) transport: Arc<Transport<Qp>>,
+}
+
+/// Per-device state.
+pub(crate) type DeviceData = Arc<DevShared>;
 
 impl Driver for Metaroce {
+    type Shared = Transport<Qp>;
     type Data = DeviceData;
+    type Cq = Arc<Cq>;
+    type Qp = Arc<Qp>;
+    type Mr = Mr;
     const LINK_TYPE: &'static CStr = kernel::c_str!("metaroce");
     const NODE_DESC: &'static CStr = kernel::c_str!("metaroce");
 
-    fn new_device(netdev: &NetDev) -> Result<DeviceData> {
+    fn new_device(shared: &Arc<Transport<Qp>>, netdev: &NetDev) -> Result<DeviceData> {
         if netdev.mac() == [0; 6] {
             pr_err!("{} has no Ethernet address\n", netdev.name());
             return Err(EINVAL);
         }
-        Ok(DeviceData)
+        let attrs = attrs();
+        Arc::pin_init(
+            pin_init!(DevShared {
+                attrs,
+                mrs <- MrTable::new(attrs.max_mr),
+                transport: shared.clone(),
+            }),
+            GFP_KERNEL,
+        )
     }
 
-    fn device_attrs(_data: &DeviceData) -> DeviceAttrs {
+    fn device_attrs(data: &DeviceData) -> DeviceAttrs {
+        data.attrs
+    }
+
+    fn port_attrs(_data: &DeviceData) -> PortAttrs {
+        PortAttrs {
+            gid_tbl_len: 1024,
+            port_cap_flags: b::ib_port_capability_mask_bits_IB_PORT_CM_SUP,
+            max_msg_sz: 1 << 31,
+            wire_overhead: WIRE_OVERHEAD,
+        }
+    }
+
+    fn create_cq(dev: &DeviceData, cqe: u32, uc: &UContext, events: CqEvents) -> Result<(Arc<Cq>, MmInfo)> {
+        Cq::new(cqe, dev.attrs.max_cqe, uc, events)
+    }
+
+    fn destroy_cq(_dev: &DeviceData, cq: &Arc<Cq>) {
+        cq.kill();
+    }
+
+    fn req_notify_cq(cq: &Arc<Cq>, solicited_only: bool) -> bool {
+        cq.arm(solicited_only)
+    }
+
+    fn create_qp(
+        dev: &DeviceData,
+        pd: usize,
+        init: &mut QpInit,
+        scq: &Arc<Cq>,
+        rcq: &Arc<Cq>,
+        uc: &UContext,
+    ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
+        Qp::create(dev, pd, init, scq, rcq, uc)
+    }
+
+    fn modify_qp(_dev: &DeviceData, qp: &Arc<Qp>, attr: &QpAttr) -> Result {
+        Qp::modify(qp, attr)
+    }
+
+    fn query_qp(qp: &Arc<Qp>, attr: &mut QpAttr, init: &mut QpInit) {
+        qp.query(attr, init)
+    }
+
+    fn destroy_qp(_dev: &DeviceData, qp: &Arc<Qp>) {
+        Qp::destroy(qp)
+    }
+
+    fn post_send(_dev: &DeviceData, qp: &Arc<Qp>) -> Result {
+        Qp::doorbell(qp)
+    }
+
+    fn reg_user_mr(dev: &DeviceData, pd: usize, mem: UMem, iova: u64, access: u32) -> Result<(Mr, u32, u32)> {
+        let mr = dev.mrs.insert(pd, access, iova, mem)?;
+        let key = mr.key;
+        Ok((mr, key, key))
+    }
+
+    fn dereg_mr(dev: &DeviceData, mr: Mr) {
+        // Dropped here, in process context: unpinning may sleep.
+        drop(dev.mrs.remove(mr.key));
+    }
+}
+
+/// The device's attributes: rxe's limits.
+fn attrs() -> DeviceAttrs {
         DeviceAttrs {
             max_mr_size: u64::MAX,
             page_size_cap: 0xffff_f000,
@@ -70,14 +162,4 @@ impl Driver for Metaroce {
             local_ca_ack_delay: 15,
             atomic_hca: true,
         }
-    }
-
-    fn port_attrs(_data: &DeviceData) -> PortAttrs {
-        PortAttrs {
-            gid_tbl_len: 1024,
-            port_cap_flags: b::ib_port_capability_mask_bits_IB_PORT_CM_SUP,
-            max_msg_sz: 1 << 31,
-            wire_overhead: WIRE_OVERHEAD,
-        }
-    }
 }

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The verbs device: what metaroce reports and does as an RDMA device.
-//! Safe Rust on top of [`crate::ffi::rdma`]; it knows nothing of packet formats.
+//! Safe Rust on top of [`crate::ffi`]; packets are the protocol core's
+//! business ([`crate::proto`]), sockets the transport glue's ([`crate::net`]).
 
+pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod mr;
+pub(crate) mod qp;

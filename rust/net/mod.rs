@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transport glue: the module's UDP tunnel and the table that maps a
+//! received packet's destination connection (its QPN) to the endpoint that
+//! runs the protocol core for it.
+//!
+//! Generic over the endpoint type, so this layer knows packets and
+//! addresses but nothing of verbs objects.
+
+use crate::ffi::net::{IpAddr, RxMeta, UdpReceiver, UdpTunnel};
+use crate::proto::wire::peek_dst_conn;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use kernel::prelude::*;
+use kernel::rbtree::{RBTree, RBTreeNode};
+use kernel::sync::{Arc, SpinLock};
+
+/// Something that takes the packets of one connection.
+pub(crate) trait Endpoint: Send + Sync + 'static {
+    /// A datagram for this endpoint (softirq).
+    fn receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta);
+}
+
+/// Lowest QPN handed out (0 and 1 are the special QPs of IBTA 10.2.4).
+const FIRST_QPN: u32 = 16;
+/// QPNs are 24 bits.
+const QPN_MASK: u32 = 0x00ff_ffff;
+
+/// The QPN → endpoint table, and the tunnel's receive hook.
+#[pin_data]
+pub(crate) struct Dispatch<P: Endpoint> {
+    #[pin]
+    table: SpinLock<RBTree<u32, Arc<P>>>,
+    next_qpn: AtomicU32,
+    /// Datagrams too short to name a connection, or for no known one.
+    pub(crate) unknown: AtomicU64,
+}
+
+impl<P: Endpoint> UdpReceiver for Dispatch<P> {
+    fn receive(&self, payload: &[u8], meta: &RxMeta) {
+        let Ok(qpn) = peek_dst_conn(payload) else {
+            self.unknown.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let ep = self.table.lock().get(&qpn).cloned();
+        match ep {
+            Some(ep) => P::receive(&ep, payload, meta),
+            None => {
+                self.unknown.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The module-wide transport: one UDP port, every QP of every device.
+pub(crate) struct Transport<P: Endpoint> {
+    dispatch: Arc<Dispatch<P>>,
+    tunnel: Pin<KBox<UdpTunnel<Dispatch<P>>>>,
+    port: u16,
+}
+
+impl<P: Endpoint> Transport<P> {
+    /// Opens the tunnel sockets on `port`.
+    pub(crate) fn new(port: u16) -> Result<Self> {
+        let dispatch = Arc::pin_init(
+            pin_init!(Dispatch {
+                table <- kernel::new_spinlock!(RBTree::new(), "metaroce_qps"),
+                next_qpn: AtomicU32::new(FIRST_QPN),
+                unknown: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )?;
+        let tunnel = UdpTunnel::new(port, dispatch.clone())?;
+        Ok(Transport {
+            dispatch,
+            tunnel,
+            port,
+        })
+    }
+
+    /// Enters an endpoint under a fresh QPN, which `make` builds it with.
+    pub(crate) fn insert(&self, make: impl FnOnce(u32) -> Result<Arc<P>>) -> Result<(u32, Arc<P>)> {
+        let qpn = loop {
+            let q = self.dispatch.next_qpn.fetch_add(1, Ordering::Relaxed) & QPN_MASK;
+            if q >= FIRST_QPN && self.dispatch.table.lock().get(&q).is_none() {
+                break q;
+            }
+        };
+        let ep = make(qpn)?;
+        let node = RBTreeNode::new(qpn, ep.clone(), GFP_KERNEL)?;
+        let mut t = self.dispatch.table.lock();
+        if t.get(&qpn).is_some() {
+            return Err(EBUSY);
+        }
+        t.insert(node);
+        Ok((qpn, ep))
+    }
+
+    /// Removes an endpoint; returns the table's reference (drop it outside
+    /// any lock of the endpoint).
+    pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<P>> {
+        let mut t = self.dispatch.table.lock();
+        t.remove(&qpn)
+    }
+
+    /// Sends one datagram to the peer's port (see [`UdpTunnel::send`]).
+    pub(crate) fn send(&self, src: &IpAddr, dst: &IpAddr, src_port: u16, ect: bool, data: &[u8]) -> Result {
+        self.tunnel.send(src, dst, src_port, self.port, ect, data.len(), |buf| {
+            let n = data.len().min(buf.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            n
+        })
+    }
+
+    /// Datagrams dropped before reaching a connection.
+    pub(crate) fn unknown(&self) -> u64 {
+        self.dispatch.unknown.load(Ordering::Relaxed) + self.tunnel.malformed()
+    }
+}

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues (IBTA 11.2.7, 11.4.2): a ring of `struct ib_uverbs_wc`
+//! shared with the rxe provider, which polls it without a system call.
+//! The kernel is the only producer; user space owns the consumer index.
+
+use crate::ffi::verbs::{CqEvents, MmInfo, Queue, UContext, Wc};
+use kernel::prelude::*;
+use kernel::sync::{Arc, SpinLock};
+
+/// Which completions raise the next event (`ib_req_notify_cq`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arm {
+    Off,
+    Next,
+    Solicited,
+}
+
+struct Inner {
+    ring: Queue,
+    /// Our producer index: the shared copy is written, never read back.
+    prod: u32,
+    arm: Arm,
+    /// Completions dropped because the ring was full (a CQ overrun, IBTA
+    /// 11.4.2.1: the CQ is in error from then on).
+    overrun: bool,
+    dead: bool,
+}
+
+/// A completion queue.
+#[pin_data]
+pub(crate) struct Cq {
+    events: CqEvents,
+    #[pin]
+    inner: SpinLock<Inner>,
+}
+
+impl Cq {
+    /// A CQ of at least `cqe` entries mapped into `uc`. `EINVAL` for 0 or
+    /// more than `max_cqe` (rxe's `rxe_cq_chk_attr`).
+    pub(crate) fn new(cqe: u32, max_cqe: u32, uc: &UContext, events: CqEvents) -> Result<(Arc<Cq>, MmInfo)> {
+        if cqe == 0 || cqe > max_cqe {
+            return Err(EINVAL);
+        }
+        let ring = Queue::new(Some(uc), cqe, Wc::SIZE)?;
+        let mi = ring.mminfo();
+        let cq = Arc::pin_init(
+            pin_init!(Cq {
+                events,
+                inner <- kernel::new_spinlock!(
+                    Inner { ring, prod: 0, arm: Arm::Off, overrun: false, dead: false },
+                    "metaroce_cq"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok((cq, mi))
+    }
+
+    /// Appends a completion; raises the CQ event if armed for it. Returns
+    /// `false` (and marks the CQ overrun) if the ring is full.
+    pub(crate) fn push(&self, wc: &Wc, solicited: bool) -> bool {
+        let fire = {
+            let mut g = self.inner.lock();
+            if g.dead {
+                return false;
+            }
+            let next = g.ring.advance(g.prod, 1);
+            if next == g.ring.consumer() {
+                g.overrun = true;
+                return false;
+            }
+            if g.ring.write(g.prod, 0, &wc.bytes()).is_err() {
+                return false;
+            }
+            g.prod = next;
+            g.ring.set_producer(next);
+            let fire = g.arm == Arm::Next || (g.arm == Arm::Solicited && (solicited || wc.status != 0));
+            if fire {
+                g.arm = Arm::Off;
+            }
+            fire
+        };
+        if fire {
+            self.events.fire();
+        }
+        true
+    }
+
+    /// Arms the CQ; returns whether completions are waiting.
+    pub(crate) fn arm(&self, solicited_only: bool) -> bool {
+        let mut g = self.inner.lock();
+        if g.arm != Arm::Next {
+            g.arm = if solicited_only { Arm::Solicited } else { Arm::Next };
+        }
+        g.ring.consumer() != g.prod
+    }
+
+    /// No completion is written after this.
+    pub(crate) fn kill(&self) {
+        self.inner.lock().dead = true;
+    }
+}

@@ -1,0 +1,863 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs (IBTA 10.2.4, 11.2.5): the state machine, the SQ/RQ rings
+//! shared with the rxe provider, and the glue between work requests and the
+//! MetaRoCE protocol core ([`crate::proto::conn::Connection`]).
+//!
+//! An RC QP in RTR or RTS owns one connection. Each send WQE becomes one
+//! message on stream 0 (verbs order); the core segments, sprays, acknowledges
+//! and retransmits it and asks this module, through [`App`], for payload
+//! bytes (gathered from the WQE's SGEs) and for where received bytes go
+//! (RETH address for RDMA WRITE, the posted receive's SGEs for SEND).
+//! Receive-consuming messages carry their receive sequence number (RSN) in
+//! the message tag, so even a packet that overtakes earlier messages is
+//! placed straight into its receive buffer. Completions are written in order
+//! when the core reports a message acknowledged (sender) or complete
+//! (receiver).
+
+use super::cq::Cq;
+use super::device::DevShared;
+use super::mr::access;
+use crate::ffi::net::{IpAddr, RxMeta};
+use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
+use crate::ffi::verbs::{
+    modify_qp_is_ok, qp_mask, send_flags, MmInfo, Queue, QpAttr, QpCaps, QpInit, QpState,
+    QpType, RecvWqe, SendWqe, Sge, UContext, Wc, SGE_SIZE,
+};
+use crate::net::Endpoint;
+use crate::proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr};
+use crate::proto::time::Instant;
+use crate::proto::wire::{Op, Reth};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::alloc::KVec;
+use kernel::prelude::*;
+use kernel::sync::{Arc, SpinLock};
+
+/// The protocol connection of one RC QP: 4 paths, 64 packets in flight.
+type Conn = Connection<4, 1, 1, 64>;
+/// Paths per connection.
+const PATHS: u8 = 4;
+/// Messages the receiver tracks ahead of the oldest incomplete one.
+const RX_TRACK: usize = 256;
+
+/// `IB_WR_*` opcodes (`enum ib_wr_opcode`).
+mod wr {
+    pub(super) const RDMA_WRITE: u32 = 0;
+    pub(super) const RDMA_WRITE_WITH_IMM: u32 = 1;
+    pub(super) const SEND: u32 = 2;
+    pub(super) const SEND_WITH_IMM: u32 = 3;
+}
+
+/// `IB_WC_*` status and opcode values (`enum ib_wc_status`, `ib_uverbs_wc`).
+mod wc {
+    pub(super) const SUCCESS: u32 = 0;
+    pub(super) const LOC_QP_OP_ERR: u32 = 2;
+    pub(super) const LOC_PROT_ERR: u32 = 4;
+    pub(super) const WR_FLUSH_ERR: u32 = 5;
+    pub(super) const RETRY_EXC_ERR: u32 = 12;
+    pub(super) const RNR_RETRY_EXC_ERR: u32 = 13;
+    pub(super) const OP_SEND: u32 = 0;
+    pub(super) const OP_RDMA_WRITE: u32 = 1;
+    pub(super) const OP_RECV: u32 = 128;
+    pub(super) const OP_RECV_RDMA_WITH_IMM: u32 = 129;
+    pub(super) const WITH_IMM: u32 = 2;
+}
+
+/// A send WQE turned into a message.
+#[derive(Clone, Copy, Default)]
+struct SendMsg {
+    wqe: SendWqe,
+    info: MsgInfo,
+    slot: u32,
+}
+
+/// What the receiver knows of a message from its packets.
+#[derive(Clone, Copy, Default)]
+struct RxMsg {
+    op: Op,
+    len: u32,
+    imm: u32,
+    rsn: u32,
+    solicited: bool,
+    valid: bool,
+}
+
+/// The QP state behind its lock, except the connection.
+struct Io {
+    attr: QpAttr,
+    caps: QpCaps,
+    sq: Option<Queue>,
+    rq: Option<Queue>,
+    /// SQ slot of the oldest WQE not yet completed.
+    sq_cons: u32,
+    /// MSN of that WQE.
+    sq_msn: u32,
+    /// WQEs turned into messages (MSN of the next one).
+    msns: u32,
+    /// Messages in flight, indexed by MSN modulo the SQ size.
+    sends: KVec<SendMsg>,
+    /// Receive-consuming messages sent (RSN of the next).
+    tx_rsn: u32,
+    /// RQ slot of the oldest posted receive not yet completed, and its RSN.
+    rq_cons: u32,
+    rx_rsn: u32,
+    rx: KVec<RxMsg>,
+    src: Option<IpAddr>,
+    dst: Option<IpAddr>,
+    /// The first failure of the QP, reported on its oldest WQE.
+    error: Option<u32>,
+    dead: bool,
+}
+
+struct Inner {
+    conn: Option<KBox<Conn>>,
+    io: Io,
+    /// One datagram being built.
+    scratch: KVec<u8>,
+}
+
+/// Per-QP counters.
+#[derive(Default)]
+pub(crate) struct QpStats {
+    pub(crate) tx_packets: AtomicU64,
+    pub(crate) rx_packets: AtomicU64,
+    pub(crate) rx_drops: AtomicU64,
+}
+
+/// A queue pair.
+#[pin_data]
+pub(crate) struct Qp {
+    qpn: u32,
+    qp_type: QpType,
+    pd: usize,
+    sq_sig_all: bool,
+    dev: Arc<DevShared>,
+    scq: Arc<Cq>,
+    rcq: Arc<Cq>,
+    stats: QpStats,
+    #[pin]
+    timer: Timer<Qp>,
+    #[pin]
+    inner: SpinLock<Inner>,
+}
+
+impl_has_timer! { impl HasTimer for Qp { self.timer } }
+
+impl TimerCallback for Qp {
+    fn fired(this: &Arc<Self>) {
+        {
+            let mut g = this.inner.lock();
+            let Inner { conn, io, .. } = &mut *g;
+            if let Some(c) = conn {
+                let mut app = Glue { qp: this, io };
+                c.handle_timeout(Instant(now_ns()), &mut app);
+            }
+        }
+        Qp::pump(this);
+    }
+}
+
+impl Endpoint for Qp {
+    fn receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
+        this.stats.rx_packets.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut g = this.inner.lock();
+            let Inner { conn, io, .. } = &mut *g;
+            let ok = matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd);
+            // Only the peer set by modify_qp may talk to this QP.
+            let (Some(c), true, true) = (conn, ok, io.dst == Some(meta.src)) else {
+                this.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                return;
+            };
+            let mut app = Glue { qp: this, io };
+            if c.handle_packet(Instant(now_ns()), payload, meta.ce, &mut app).is_err() {
+                this.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Qp::pump(this);
+    }
+}
+
+/// Bytes per SQ / RQ slot for the requested SGEs / inline data (rxe's sizing).
+fn sq_elem(caps: &QpCaps) -> usize {
+    SendWqe::HEADER + (caps.max_send_sge as usize * SGE_SIZE).max(caps.max_inline_data as usize)
+}
+
+impl Qp {
+    /// Creates an RC or UD QP with its rings mapped into `uc`.
+    pub(crate) fn create(
+        dev: &Arc<DevShared>,
+        pd: usize,
+        init: &mut QpInit,
+        scq: &Arc<Cq>,
+        rcq: &Arc<Cq>,
+        uc: &UContext,
+    ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
+        let a = dev.attrs;
+        let c = &mut init.caps;
+        // rxe_qp_chk_cap: every size within the device limits.
+        if c.max_send_wr > a.max_qp_wr
+            || c.max_send_sge > a.max_send_sge
+            || c.max_recv_wr > a.max_qp_wr
+            || c.max_recv_sge > a.max_recv_sge
+            || c.max_inline_data > MAX_INLINE
+        {
+            return Err(EINVAL);
+        }
+        c.max_send_wr = c.max_send_wr.max(1);
+        c.max_recv_wr = c.max_recv_wr.max(1);
+        c.max_send_sge = c.max_send_sge.max(1);
+        c.max_recv_sge = c.max_recv_sge.max(1);
+        // Inline room is what the SGE array occupies, as rxe reports it.
+        let room = (c.max_send_sge as usize * SGE_SIZE).max(c.max_inline_data as usize);
+        c.max_inline_data = room as u32;
+        c.max_send_sge = (room / SGE_SIZE) as u32;
+        let sq = Queue::new(Some(uc), c.max_send_wr, sq_elem(c))?;
+        let rq = Queue::new(
+            Some(uc),
+            c.max_recv_wr,
+            RecvWqe::HEADER + c.max_recv_sge as usize * SGE_SIZE,
+        )?;
+        // rxe reports the ring capacity back as the granted depth.
+        c.max_send_wr = sq.slots() - 1;
+        c.max_recv_wr = rq.slots() - 1;
+        let (sq_mi, rq_mi) = (sq.mminfo(), rq.mminfo());
+        let mut sends = KVec::new();
+        sends.extend_with(sq.slots() as usize, SendMsg::default(), GFP_KERNEL)?;
+        let mut rx = KVec::new();
+        rx.extend_with(RX_TRACK, RxMsg::default(), GFP_KERNEL)?;
+        let mut scratch = KVec::new();
+        scratch.extend_with(4096 + 256, 0u8, GFP_KERNEL)?;
+        let io = Io {
+            attr: QpAttr {
+                port: 1,
+                ..QpAttr::default()
+            },
+            caps: *c,
+            sq: Some(sq),
+            rq: Some(rq),
+            sq_cons: 0,
+            sq_msn: 0,
+            msns: 0,
+            sends,
+            tx_rsn: 0,
+            rq_cons: 0,
+            rx_rsn: 0,
+            rx,
+            src: None,
+            dst: None,
+            error: None,
+            dead: false,
+        };
+        let mut io = Some(io);
+        let mut scratch = Some(scratch);
+        let (qpn, qp) = dev.transport.insert(|qpn| {
+            let io = io.take().ok_or(EINVAL)?;
+            let scratch = scratch.take().ok_or(EINVAL)?;
+            Ok(Arc::pin_init(
+                pin_init!(Qp {
+                    qpn,
+                    qp_type: init.qp_type,
+                    pd,
+                    sq_sig_all: init.sq_sig_all,
+                    dev: dev.clone(),
+                    scq: scq.clone(),
+                    rcq: rcq.clone(),
+                    stats: QpStats::default(),
+                    timer <- Timer::new(),
+                    inner <- kernel::new_spinlock!(Inner { conn: None, io, scratch }, "metaroce_qp"),
+                }),
+                GFP_KERNEL,
+            )?)
+        })?;
+        Ok((qp, qpn, rq_mi, sq_mi))
+    }
+
+    /// `modify_qp`: validates like rxe (`rxe_qp_chk_attr`) and applies.
+    pub(crate) fn modify(this: &Arc<Self>, a: &QpAttr) -> Result {
+        let m = a.mask;
+        {
+            let mut g = this.inner.lock();
+            let Inner { conn, io, .. } = &mut *g;
+            if io.dead {
+                return Err(EINVAL);
+            }
+            let cur = if m & qp_mask::CUR_STATE != 0 { a.cur_state } else { io.attr.state };
+            let new = if m & qp_mask::STATE != 0 { a.state } else { cur };
+            if !modify_qp_is_ok(cur, new, this.qp_type, m) {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::PORT != 0 && a.port != 1 {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::PKEY_INDEX != 0 && a.pkey_index != 0 {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::PATH_MTU != 0 && !(1..=5).contains(&a.path_mtu) {
+                return Err(EINVAL);
+            }
+            let max_rd = this.dev.attrs.max_qp_rd_atom;
+            if (m & qp_mask::MAX_QP_RD_ATOMIC != 0 && u32::from(a.max_rd_atomic) > max_rd)
+                || (m & qp_mask::MAX_DEST_RD_ATOMIC != 0 && u32::from(a.max_dest_rd_atomic) > max_rd)
+            {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::TIMEOUT != 0 && a.timeout > 31 {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::CAP != 0
+                && (a.caps.max_send_wr > io.caps.max_send_wr
+                    || a.caps.max_recv_wr > io.caps.max_recv_wr
+                    || a.caps.max_send_sge > io.caps.max_send_sge
+                    || a.caps.max_recv_sge > io.caps.max_recv_sge)
+            {
+                return Err(EINVAL);
+            }
+            let t = &mut io.attr;
+            macro_rules! take {
+                ($bit:expr, $($f:ident),+) => { if m & $bit != 0 { $( t.$f = a.$f; )+ } };
+            }
+            take!(qp_mask::ACCESS_FLAGS, access);
+            take!(qp_mask::QKEY, qkey);
+            take!(qp_mask::PATH_MTU, path_mtu);
+            take!(qp_mask::RQ_PSN, rq_psn);
+            take!(qp_mask::SQ_PSN, sq_psn);
+            take!(qp_mask::DEST_QPN, dest_qpn);
+            take!(qp_mask::MIN_RNR_TIMER, min_rnr_timer);
+            take!(qp_mask::TIMEOUT, timeout);
+            take!(qp_mask::RETRY_CNT, retry_cnt);
+            take!(qp_mask::RNR_RETRY, rnr_retry);
+            take!(qp_mask::MAX_QP_RD_ATOMIC, max_rd_atomic);
+            take!(qp_mask::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+            take!(qp_mask::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+            if m & qp_mask::AV != 0 {
+                t.av = a.av;
+                if let Some(av) = a.av {
+                    io.src = Some(IpAddr::from_gid(&av.sgid));
+                    io.dst = Some(IpAddr::from_gid(&av.dgid));
+                }
+            }
+            if new != cur || m & qp_mask::STATE != 0 {
+                io.attr.state = new;
+                match new {
+                    QpState::Reset => {
+                        *conn = None;
+                        io.reset();
+                    }
+                    QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
+                        *conn = Some(KBox::new(Conn::new(this.config(io)), GFP_KERNEL)?);
+                    }
+                    QpState::Err => {
+                        let mut app = Glue { qp: this, io };
+                        app.flush();
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Self::pump(this);
+        Ok(())
+    }
+
+    fn config(&self, io: &Io) -> Config {
+        let mtu = 128u16 << io.attr.path_mtu.clamp(1, 5);
+        let t = &io.attr;
+        Config {
+            local_conn: self.qpn,
+            peer_conn: t.dest_qpn,
+            paths: PATHS,
+            mtu,
+            // ECMP entropy: a per-QP base in the dynamic port range.
+            base_src_port: 49152 + ((self.qpn.wrapping_mul(2_654_435_761) >> 16) as u16 & 0x3ff8),
+            // Guests under emulation have millisecond RTTs: a timer tick
+            // (jiffies) is the floor anyway.
+            init_rto_ns: 20_000_000,
+            min_rto_ns: 4_000_000,
+            max_rto_ns: 500_000_000,
+            retry_cnt: if t.retry_cnt == 0 { 7 } else { t.retry_cnt },
+            rnr_retry: if t.rnr_retry == 0 { 7 } else { t.rnr_retry },
+            ack_delay_ns: 0,
+            pacing: false,
+            ..Config::default()
+        }
+    }
+
+    /// `query_qp`.
+    pub(crate) fn query(&self, a: &mut QpAttr, init: &mut QpInit) {
+        let g = self.inner.lock();
+        *a = g.io.attr;
+        a.caps = g.io.caps;
+        init.caps = g.io.caps;
+        init.qp_type = self.qp_type;
+        init.sq_sig_all = self.sq_sig_all;
+    }
+
+    /// `destroy_qp`: unlists the QP, stops its timer, flushes its WQEs and
+    /// releases its rings (in process context, before the user context can
+    /// go away).
+    pub(crate) fn destroy(this: &Arc<Self>) {
+        let table_ref = this.dev.transport.remove(this.qpn);
+        this.timer.shutdown();
+        let (sq, rq, conn) = {
+            let mut g = this.inner.lock();
+            let Inner { conn, io, .. } = &mut *g;
+            let mut app = Glue { qp: this, io };
+            app.flush();
+            io.dead = true;
+            (io.sq.take(), io.rq.take(), conn.take())
+        };
+        drop((sq, rq, conn, table_ref));
+    }
+
+    /// The user doorbell: new WQEs are in the SQ ring.
+    pub(crate) fn doorbell(this: &Arc<Self>) -> Result {
+        {
+            let g = this.inner.lock();
+            if !matches!(g.io.attr.state, QpState::Rts | QpState::Sqd) {
+                return Err(EINVAL);
+            }
+            if this.qp_type != QpType::Rc {
+                return Err(crate::ffi::errno::EOPNOTSUPP());
+            }
+        }
+        Self::pump(this);
+        Ok(())
+    }
+
+    /// Sends whatever the core has to send (at most 256 datagrams per call),
+    /// then arms the timer for the core's next deadline.
+    fn pump(this: &Arc<Self>) {
+        let mut budget = 256;
+        loop {
+            let mut g = this.inner.lock();
+            let Inner { conn, io, scratch } = &mut *g;
+            let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), io.src, io.dst) else {
+                return;
+            };
+            let now = Instant(now_ns());
+            let mut app = Glue { qp: this, io };
+            let t = if budget > 0 { c.poll_transmit(now, scratch, &mut app) } else { None };
+            let Some(t) = t else {
+                let next = c.poll_timeout();
+                drop(g);
+                if let Some(at) = next {
+                    Timer::arm(this, at.as_nanos());
+                }
+                return;
+            };
+            budget -= 1;
+            let len = t.len.min(scratch.len());
+            // Sent under the QP lock: the tunnel transmits with bottom halves
+            // off, so a datagram to this host is received later, in softirq.
+            let res = this.dev.transport.send(&src, &dst, t.src_port, t.ect, &scratch[..len]);
+            drop(g);
+            if res.is_ok() {
+                this.stats.tx_packets.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Largest inline data per send WQE.
+const MAX_INLINE: u32 = 512;
+
+impl Io {
+    fn reset(&mut self) {
+        for q in [&self.sq, &self.rq].into_iter().flatten() {
+            q.set_producer(0);
+            q.set_consumer(0);
+        }
+        self.sq_cons = 0;
+        self.sq_msn = 0;
+        self.msns = 0;
+        self.tx_rsn = 0;
+        self.rq_cons = 0;
+        self.rx_rsn = 0;
+        self.error = None;
+        for r in self.rx.iter_mut() {
+            r.valid = false;
+        }
+    }
+}
+
+/// The verbs side of one connection, as the protocol core sees it.
+struct Glue<'a> {
+    qp: &'a Qp,
+    io: &'a mut Io,
+}
+
+impl Glue<'_> {
+    fn sq_slot_of(&self, msn: u32) -> u32 {
+        let sq = self.io.sq.as_ref();
+        let off = msn.wrapping_sub(self.io.sq_msn);
+        sq.map(|q| q.advance(self.io.sq_cons, off)).unwrap_or(0)
+    }
+
+    fn send_msg(&self, msn: u32) -> Option<SendMsg> {
+        let n = self.io.sends.len();
+        if n == 0 {
+            return None;
+        }
+        self.io.sends.get(msn as usize % n).copied()
+    }
+
+    /// Completes the oldest send WQE (in order).
+    fn complete_send(&mut self, status: u32) {
+        let Some(sq) = self.io.sq.as_ref() else { return };
+        if self.io.sq_msn == self.io.msns {
+            return;
+        }
+        let Some(m) = self.send_msg(self.io.sq_msn) else { return };
+        let signaled = self.qp.sq_sig_all || m.wqe.send_flags & send_flags::SIGNALED != 0;
+        if signaled || status != wc::SUCCESS {
+            let opcode = match m.wqe.opcode {
+                wr::RDMA_WRITE | wr::RDMA_WRITE_WITH_IMM => wc::OP_RDMA_WRITE,
+                _ => wc::OP_SEND,
+            };
+            self.qp.scq.push(
+                &Wc {
+                    wr_id: m.wqe.wr_id,
+                    status,
+                    opcode,
+                    byte_len: m.wqe.length,
+                    qp_num: self.qp.qpn,
+                    ..Wc::default()
+                },
+                false,
+            );
+        }
+        self.io.sq_cons = sq.advance(self.io.sq_cons, 1);
+        self.io.sq_msn = self.io.sq_msn.wrapping_add(1);
+        sq.set_consumer(self.io.sq_cons);
+    }
+
+    /// Moves the QP to the error state and completes every outstanding WQE:
+    /// the oldest send with the error (if any), the rest with
+    /// `IB_WC_WR_FLUSH_ERR` (IBTA 10.3.1, 11.4.2.3).
+    fn flush(&mut self) {
+        self.io.attr.state = QpState::Err;
+        // Sends that became messages, then those still only in the ring.
+        let mut first = self.io.error.take();
+        while self.io.sq_msn != self.io.msns {
+            self.complete_send(first.take().unwrap_or(wc::WR_FLUSH_ERR));
+        }
+        if let Some(sq) = self.io.sq.as_ref() {
+            let prod = sq.producer();
+            let mut i = self.io.sq_cons;
+            while i != prod {
+                if let Ok(w) = SendWqe::read(sq, i) {
+                    self.qp.scq.push(
+                        &Wc {
+                            wr_id: w.wr_id,
+                            status: wc::WR_FLUSH_ERR,
+                            opcode: wc::OP_SEND,
+                            qp_num: self.qp.qpn,
+                            ..Wc::default()
+                        },
+                        false,
+                    );
+                }
+                i = sq.advance(i, 1);
+            }
+            self.io.sq_cons = prod;
+            sq.set_consumer(prod);
+        }
+        if let Some(rq) = self.io.rq.as_ref() {
+            let prod = rq.producer();
+            let mut i = self.io.rq_cons;
+            while i != prod {
+                if let Ok(w) = RecvWqe::read(rq, i) {
+                    self.qp.rcq.push(
+                        &Wc {
+                            wr_id: w.wr_id,
+                            status: wc::WR_FLUSH_ERR,
+                            opcode: wc::OP_RECV,
+                            qp_num: self.qp.qpn,
+                            ..Wc::default()
+                        },
+                        false,
+                    );
+                }
+                i = rq.advance(i, 1);
+            }
+            self.io.rq_cons = prod;
+            rq.set_consumer(prod);
+        }
+        self.io.msns = self.io.sq_msn;
+    }
+
+    /// Copies `dst.len()` bytes at `offset` of the WQE's data into `dst`.
+    fn gather(&self, m: &SendMsg, offset: u32, dst: &mut [u8]) -> Result {
+        let sq = self.io.sq.as_ref().ok_or(EINVAL)?;
+        if m.wqe.send_flags & send_flags::INLINE != 0 {
+            return SendWqe::inline_data(sq, m.slot, offset as usize, dst);
+        }
+        let mut skip = offset as usize;
+        let mut done = 0;
+        for n in 0..m.wqe.num_sge {
+            if done == dst.len() {
+                break;
+            }
+            let s: Sge = SendWqe::sge(sq, m.slot, n)?;
+            let len = s.length as usize;
+            if skip >= len {
+                skip -= len;
+                continue;
+            }
+            let take = (len - skip).min(dst.len() - done);
+            let va = s.addr.checked_add(skip as u64).ok_or(EFAULT)?;
+            let out = &mut dst[done..done + take];
+            self.qp.dev.mrs.with(s.lkey, |e| {
+                let off = e.check(self.qp.pd, va, take, 0)?;
+                e.read(off, out)
+            })?;
+            done += take;
+            skip = 0;
+        }
+        if done == dst.len() {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+
+    /// Scatters `data` at `offset` of the message into receive WQE `slot`.
+    fn scatter(&self, slot: u32, offset: u32, data: &[u8]) -> Result {
+        let rq = self.io.rq.as_ref().ok_or(EINVAL)?;
+        let w = RecvWqe::read(rq, slot)?;
+        let mut skip = offset as usize;
+        let mut done = 0;
+        for n in 0..w.num_sge.min(self.io.caps.max_recv_sge) {
+            if done == data.len() {
+                break;
+            }
+            let s = RecvWqe::sge(rq, slot, n)?;
+            let len = s.length as usize;
+            if skip >= len {
+                skip -= len;
+                continue;
+            }
+            let take = (len - skip).min(data.len() - done);
+            let va = s.addr.checked_add(skip as u64).ok_or(EFAULT)?;
+            let src = &data[done..done + take];
+            self.qp.dev.mrs.with(s.lkey, |e| {
+                let off = e.check(self.qp.pd, va, take, access::LOCAL_WRITE)?;
+                e.write(off, src)
+            })?;
+            done += take;
+            skip = 0;
+        }
+        if done == data.len() {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+
+    fn rx_slot(&mut self, msn: u32) -> Option<&mut RxMsg> {
+        self.io.rx.get_mut(msn as usize % RX_TRACK)
+    }
+}
+
+fn consumes_recv(op: Op) -> bool {
+    matches!(op, Op::Send | Op::SendImm | Op::WriteImm)
+}
+
+impl App for Glue<'_> {
+    fn message(&mut self, _stream: u16, msn: u32) -> Option<MsgInfo> {
+        if msn.wrapping_sub(self.io.sq_msn) < self.io.msns.wrapping_sub(self.io.sq_msn) {
+            return self.send_msg(msn).map(|m| m.info);
+        }
+        if msn != self.io.msns || self.io.error.is_some() {
+            return None;
+        }
+        if !matches!(self.io.attr.state, QpState::Rts) {
+            return None;
+        }
+        let sq = self.io.sq.as_ref()?;
+        let slot = self.sq_slot_of(msn);
+        if slot == sq.producer() {
+            return None;
+        }
+        let Ok(w) = SendWqe::read(sq, slot) else { return None };
+        let (op, reth) = match w.opcode {
+            wr::SEND => (Op::Send, Reth::default()),
+            wr::SEND_WITH_IMM => (Op::SendImm, Reth::default()),
+            wr::RDMA_WRITE | wr::RDMA_WRITE_WITH_IMM => (
+                if w.opcode == wr::RDMA_WRITE { Op::Write } else { Op::WriteImm },
+                Reth { va: w.remote_addr, rkey: w.rkey, len: w.length },
+            ),
+            _ => {
+                // Not carried yet (READ, atomics, local operations): the
+                // WQE completes with a local QP operation error.
+                self.io.error = Some(wc::LOC_QP_OP_ERR);
+                self.io.msns = self.io.msns.wrapping_add(1);
+                let n = self.io.sends.len();
+                if let Some(s) = self.io.sends.get_mut(msn as usize % n) {
+                    *s = SendMsg { wqe: w, info: MsgInfo::default(), slot };
+                }
+                self.flush();
+                return None;
+            }
+        };
+        let inline = w.send_flags & send_flags::INLINE != 0;
+        if w.num_sge > self.io.caps.max_send_sge
+            || (inline && w.length > self.io.caps.max_inline_data)
+            || w.length > (1 << 31)
+        {
+            self.io.error = Some(wc::LOC_QP_OP_ERR);
+            self.io.msns = self.io.msns.wrapping_add(1);
+            let n = self.io.sends.len();
+            if let Some(s) = self.io.sends.get_mut(msn as usize % n) {
+                *s = SendMsg { wqe: w, info: MsgInfo::default(), slot };
+            }
+            self.flush();
+            return None;
+        }
+        let tag = if consumes_recv(op) {
+            let t = self.io.tx_rsn as u16;
+            self.io.tx_rsn = self.io.tx_rsn.wrapping_add(1);
+            t
+        } else {
+            0
+        };
+        let info = MsgInfo {
+            op,
+            len: w.length,
+            reth,
+            imm: u32::from_be(w.ex),
+            tag,
+            solicited: w.send_flags & send_flags::SOLICITED != 0,
+        };
+        let n = self.io.sends.len();
+        if let Some(s) = self.io.sends.get_mut(msn as usize % n) {
+            *s = SendMsg { wqe: w, info, slot };
+        }
+        self.io.msns = self.io.msns.wrapping_add(1);
+        Some(info)
+    }
+
+    fn payload(&mut self, _stream: u16, msn: u32, offset: u32, dst: &mut [u8]) {
+        let Some(m) = self.send_msg(msn) else {
+            dst.fill(0);
+            return;
+        };
+        if self.gather(&m, offset, dst).is_err() {
+            // A bad lkey or a region the WQE's PD cannot read: the data is
+            // zeroed and the WQE will complete with a protection error.
+            dst.fill(0);
+            if self.io.error.is_none() {
+                self.io.error = Some(wc::LOC_PROT_ERR);
+            }
+        }
+    }
+
+    fn place(&mut self, p: &Placement<'_>) -> core::result::Result<(), Rnr> {
+        let min_rnr = self.io.attr.min_rnr_timer;
+        let rsn = if consumes_recv(p.op) {
+            // The RSN's low 16 bits are in the tag; rebuild it against the
+            // oldest receive not yet completed.
+            let base = self.io.rx_rsn;
+            let rsn = base.wrapping_add(u32::from(p.tag.wrapping_sub(base as u16)));
+            let Some(rq) = self.io.rq.as_ref() else { return Err(Rnr(min_rnr)) };
+            let posted = rq.distance(self.io.rq_cons, rq.producer());
+            let ahead = rsn.wrapping_sub(base);
+            if ahead >= posted {
+                return Err(Rnr(min_rnr));
+            }
+            let slot = rq.advance(self.io.rq_cons, ahead);
+            if p.op != Op::WriteImm && self.scatter(slot, p.offset, p.payload).is_err() {
+                self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+            }
+            rsn
+        } else {
+            0
+        };
+        if matches!(p.op, Op::Write | Op::WriteImm) {
+            let ok = p.reth.is_some_and(|r| {
+                let va = r.va.wrapping_add(u64::from(p.offset));
+                self.io.attr.access & access::REMOTE_WRITE != 0
+                    && self
+                        .qp
+                        .dev
+                        .mrs
+                        .with(r.rkey, |e| {
+                            let off = e.check(self.qp.pd, va, p.payload.len(), access::REMOTE_WRITE)?;
+                            e.write(off, p.payload)
+                        })
+                        .is_ok()
+            });
+            if !ok {
+                self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let imm = p.imm;
+        let (op, len, solicited) = (p.op, p.msg_len, p.solicited);
+        if let Some(r) = self.rx_slot(p.msn) {
+            if !r.valid {
+                *r = RxMsg { op, len, imm: 0, rsn, solicited: false, valid: true };
+            }
+            if let Some(i) = imm {
+                r.imm = i;
+            }
+            r.solicited |= solicited;
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, _stream: u16, msn: u32) {
+        let Some(r) = self.rx_slot(msn).map(|r| {
+            let v = *r;
+            r.valid = false;
+            v
+        }) else {
+            return;
+        };
+        if !r.valid || !consumes_recv(r.op) {
+            return;
+        }
+        let Some(rq) = self.io.rq.as_ref() else { return };
+        let Ok(w) = RecvWqe::read(rq, self.io.rq_cons) else { return };
+        let (opcode, flags, ex) = match r.op {
+            Op::Send => (wc::OP_RECV, 0, 0),
+            Op::SendImm => (wc::OP_RECV, wc::WITH_IMM, r.imm.to_be()),
+            _ => (wc::OP_RECV_RDMA_WITH_IMM, wc::WITH_IMM, r.imm.to_be()),
+        };
+        self.qp.rcq.push(
+            &Wc {
+                wr_id: w.wr_id,
+                status: wc::SUCCESS,
+                opcode,
+                byte_len: r.len,
+                ex,
+                qp_num: self.qp.qpn,
+                src_qp: self.io.attr.dest_qpn,
+                wc_flags: flags,
+            },
+            r.solicited,
+        );
+        self.io.rq_cons = rq.advance(self.io.rq_cons, 1);
+        self.io.rx_rsn = self.io.rx_rsn.wrapping_add(1);
+        rq.set_consumer(self.io.rq_cons);
+    }
+
+    fn acked(&mut self, _stream: u16, msn: u32) {
+        if msn != self.io.sq_msn {
+            return;
+        }
+        let status = self.io.error.take().unwrap_or(wc::SUCCESS);
+        self.complete_send(status);
+        if status != wc::SUCCESS {
+            self.flush();
+        }
+    }
+
+    fn error(&mut self, e: ConnError) {
+        self.io.error = Some(match e {
+            ConnError::RetryExceeded => wc::RETRY_EXC_ERR,
+            ConnError::RnrRetryExceeded => wc::RNR_RETRY_EXC_ERR,
+            ConnError::MessageVanished => wc::LOC_QP_OP_ERR,
+        });
+        self.flush();
+    }
+}
