@@ -19,4 +19,9 @@
 #include <rdma/uverbs_ioctl.h>
 #include <uapi/rdma/rdma_user_rxe.h>
 
+#include <linux/timer.h>
+#include <linux/ktime.h>
+#include <net/ip.h>
+
 #include "metaroce.h"
+#include "metaroce_net.h"

@@ -13,8 +13,16 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <linux/notifier.h>
+#include <linux/timer.h>
+#include <linux/jiffies.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/route.h>
+#include <net/ipv6_stubs.h>
+#include <net/sock.h>
 
 #include "metaroce.h"
+#include "metaroce_net.h"
 
 MODULE_VERSION(METAROCE_VERSION);
 
@@ -101,6 +109,153 @@ size_t metaroce_c_sizeof(enum metaroce_layout_probe probe)
 	}
 }
 
+/* --- UDP tunnel and timers: rust/ffi/net.rs, rust/ffi/timer.rs --- */
+
+int metaroce_udp_tunnel_open(bool ipv6, __be16 port, metaroce_encap_rcv_t rcv,
+			     void *user, struct socket **sockp)
+{
+	struct udp_port_cfg ucfg = { .local_udp_port = port };
+	struct udp_tunnel_sock_cfg tcfg = {
+		.sk_user_data = user,
+		.encap_type = 1,
+		.encap_rcv = rcv,
+	};
+	int err;
+
+	if (ipv6) {
+		ucfg.family = AF_INET6;
+		ucfg.ipv6_v6only = 1;
+	} else {
+		ucfg.family = AF_INET;
+	}
+	err = udp_sock_create(&init_net, &ucfg, sockp);
+	if (err)
+		return err;
+	setup_udp_tunnel_sock(&init_net, *sockp, &tcfg);
+	return 0;
+}
+
+void *metaroce_sk_user_data(struct sock *sk)
+{
+	return rcu_dereference_sk_user_data(sk);
+}
+
+struct dst_entry *metaroce_route4(struct socket *sock, __be32 saddr,
+				  __be32 daddr, __be16 sport, __be16 dport,
+				  u8 tos, int *err)
+{
+	struct flowi4 fl4 = {
+		.flowi4_proto = IPPROTO_UDP,
+		.flowi4_tos = tos & INET_DSCP_MASK,
+		.saddr = saddr,
+		.daddr = daddr,
+		.fl4_sport = sport,
+		.fl4_dport = dport,
+	};
+	struct rtable *rt = ip_route_output_key(sock_net(sock->sk), &fl4);
+
+	if (IS_ERR(rt)) {
+		*err = PTR_ERR(rt);
+		return NULL;
+	}
+	return &rt->dst;
+}
+
+struct dst_entry *metaroce_route6(struct socket *sock, const u8 *saddr,
+				  const u8 *daddr, __be16 sport, __be16 dport,
+				  u8 tclass, int *err)
+{
+	struct flowi6 fl6 = {
+		.flowi6_proto = IPPROTO_UDP,
+		.flowlabel = ip6_make_flowinfo(tclass, 0),
+		.fl6_sport = sport,
+		.fl6_dport = dport,
+	};
+	struct dst_entry *dst;
+
+	memcpy(&fl6.saddr, saddr, sizeof(fl6.saddr));
+	memcpy(&fl6.daddr, daddr, sizeof(fl6.daddr));
+	dst = ipv6_stub->ipv6_dst_lookup_flow(sock_net(sock->sk), sock->sk,
+					      &fl6, NULL);
+	if (IS_ERR(dst)) {
+		*err = PTR_ERR(dst);
+		return NULL;
+	}
+	if (dst->error) {
+		*err = dst->error;
+		dst_release(dst);
+		return NULL;
+	}
+	return dst;
+}
+
+struct sk_buff *metaroce_tx_skb_alloc(const struct dst_entry *dst,
+				      unsigned int len)
+{
+	unsigned int headroom = LL_RESERVED_SPACE(dst->dev) + dst->header_len +
+				sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	struct sk_buff *skb = alloc_skb(headroom + len, GFP_ATOMIC);
+
+	if (skb)
+		skb_reserve(skb, headroom);
+	return skb;
+}
+
+void metaroce_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+void metaroce_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+int metaroce_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+u8 *metaroce_skb_data(const struct sk_buff *skb)
+{
+	return skb->data;
+}
+
+unsigned int metaroce_skb_len(const struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+const u8 *metaroce_skb_network_header(const struct sk_buff *skb)
+{
+	return skb_network_header(skb);
+}
+
+void metaroce_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void metaroce_local_bh_enable(void)
+{
+	local_bh_enable();
+}
+
+void metaroce_timer_setup(struct timer_list *timer,
+			  void (*fn)(struct timer_list *))
+{
+	timer_setup(timer, fn, 0);
+}
+
+unsigned long metaroce_expires_after_ns(u64 delta_ns)
+{
+	u64 j = div_u64(min_t(u64, delta_ns, U64_MAX - TICK_NSEC) + TICK_NSEC - 1,
+			TICK_NSEC);
+
+	/* +1: the current jiffy may be about to end. */
+	return jiffies + min_t(u64, j + 1, MAX_JIFFY_OFFSET);
+}
+
 #if IS_ENABLED(CONFIG_KUNIT)
 #include <kunit/test.h>
 
@@ -142,11 +297,32 @@ static void metaroce_test_rdma_helpers(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, metaroce_rust_rdma_selftest(), 0);
 }
 
+/* UDP tunnel: datagrams to 127.0.0.1 and ::1 arrive intact with their metadata. */
+static void metaroce_test_udp_loopback(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_udp_selftest(), 0);
+}
+
+/* UDP tunnel: a port already taken is refused with EADDRINUSE, and freed on drop. */
+static void metaroce_test_udp_port_busy(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_udp_busy_selftest(), 0);
+}
+
+/* Timers: fire once, not early; cancel, shutdown, drop while armed. */
+static void metaroce_test_timer(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_timer_selftest(), 0);
+}
+
 static struct kunit_case metaroce_test_cases[] = {
 	KUNIT_CASE(metaroce_test_layout),
 	KUNIT_CASE(metaroce_test_param),
 	KUNIT_CASE(metaroce_test_proto),
 	KUNIT_CASE(metaroce_test_rdma_helpers),
+	KUNIT_CASE(metaroce_test_udp_loopback),
+	KUNIT_CASE(metaroce_test_udp_port_busy),
+	KUNIT_CASE(metaroce_test_timer),
 	{}
 };
 

@@ -35,8 +35,10 @@ pub(crate) mod bindings {
 
 pub(crate) mod errno;
 pub(crate) mod layout;
+pub(crate) mod net;
 pub(crate) mod params;
 pub(crate) mod rdma;
+pub(crate) mod timer;
 
 use kernel::str::CStr;
 

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * metaroce: the C shim's net and timer helpers (rust/ffi/helpers.c), for the
+ * safe wrappers in rust/ffi/net.rs and rust/ffi/timer.rs. Static inlines and
+ * macros (struct initialisers, routing lookups, skb accessors, timer_setup)
+ * turned into functions; no logic beyond that.
+ */
+#ifndef METAROCE_NET_H
+#define METAROCE_NET_H
+
+#include <linux/types.h>
+
+struct sock;
+struct socket;
+struct sk_buff;
+struct dst_entry;
+struct timer_list;
+
+/* encap_rcv hook of a UDP tunnel socket (struct udp_tunnel_sock_cfg). */
+typedef int (*metaroce_encap_rcv_t)(struct sock *sk, struct sk_buff *skb);
+
+/*
+ * A kernel UDP socket in init_net bound to the wildcard address and `port`
+ * (network order), IPv6-only if `ipv6`, set up as a UDP tunnel whose
+ * sk_user_data is `user` and whose encap_rcv is `rcv`. 0 or a negative errno.
+ */
+int metaroce_udp_tunnel_open(bool ipv6, __be16 port, metaroce_encap_rcv_t rcv,
+			     void *user, struct socket **sockp);
+/* rcu_dereference_sk_user_data(); called under the receive path's RCU lock. */
+void *metaroce_sk_user_data(struct sock *sk);
+
+/*
+ * Output routes for a UDP datagram from the socket's namespace: a held dst
+ * (release with dst_release, or hand it to udp_tunnel{,6}_xmit_skb) or NULL,
+ * with the errno in *err. Addresses in network order.
+ */
+struct dst_entry *metaroce_route4(struct socket *sock, __be32 saddr,
+				  __be32 daddr, __be16 sport, __be16 dport,
+				  u8 tos, int *err);
+struct dst_entry *metaroce_route6(struct socket *sock, const u8 *saddr,
+				  const u8 *daddr, __be16 sport, __be16 dport,
+				  u8 tclass, int *err);
+/*
+ * An skb (GFP_ATOMIC) with room for `len` bytes of UDP payload after headroom
+ * for the link-layer, IP (v4 or v6) and UDP headers of `dst`; NULL if none.
+ */
+struct sk_buff *metaroce_tx_skb_alloc(const struct dst_entry *dst,
+				      unsigned int len);
+void metaroce_kfree_skb(struct sk_buff *skb);
+void metaroce_consume_skb(struct sk_buff *skb);
+int metaroce_skb_linearize(struct sk_buff *skb);
+/* skb->data, skb->len, skb_network_header(). */
+u8 *metaroce_skb_data(const struct sk_buff *skb);
+unsigned int metaroce_skb_len(const struct sk_buff *skb);
+const u8 *metaroce_skb_network_header(const struct sk_buff *skb);
+void metaroce_local_bh_disable(void);
+void metaroce_local_bh_enable(void);
+
+/* timer_setup(timer, fn, 0). */
+void metaroce_timer_setup(struct timer_list *timer,
+			  void (*fn)(struct timer_list *));
+/*
+ * The jiffies value to arm a timer with so that it fires no earlier than
+ * `delta_ns` from now (rounded up to a whole jiffy, plus the partial current
+ * one), capped at the timer wheel's horizon.
+ */
+unsigned long metaroce_expires_after_ns(u64 delta_ns);
+
+/* In-kernel self-tests of the net and timer skin (KUnit); 0 = pass. */
+int metaroce_rust_udp_selftest(void);
+int metaroce_rust_udp_busy_selftest(void);
+int metaroce_rust_timer_selftest(void);
+
+#endif /* METAROCE_NET_H */

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel UDP tunnel sockets: the transport's datagrams in and out.
+//!
+//! [`UdpTunnel`] binds an IPv4 and an IPv6 (v6-only) kernel UDP socket to
+//! one port in `init_net` and sets them up as UDP tunnel sockets
+//! (`setup_udp_tunnel_sock`), the way `rdma_rxe` and the kernel's UDP
+//! encapsulations do: the UDP layer checks the checksum and hands every
+//! datagram to the socket's `encap_rcv` hook in softirq, which here calls
+//! [`UdpReceiver::receive`] with the payload and always consumes the skb.
+//! [`UdpTunnel::send`] routes, builds an skb, and hands it to
+//! `udp_tunnel_xmit_skb` / `udp_tunnel6_xmit_skb`, which add the UDP and IP
+//! headers (and the checksum, offloaded when the egress netdev can).
+//!
+//! # Invariants
+//!
+//! - The `sk_user_data` of both sockets points to the tunnel's [`Shared`],
+//!   a heap allocation that outlives the sockets: [`UdpTunnel`]'s `Drop`
+//!   releases them (`udp_tunnel_sock_release` clears `sk_user_data` and waits
+//!   for an RCU grace period) and waits for one more grace period before the
+//!   allocation is freed. The receive path runs inside an RCU read-side
+//!   critical section, so no `encap_rcv` call is running or can start once
+//!   `Drop` returns.
+
+use super::bindings as b;
+use core::ptr;
+use core::slice;
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::error::Error;
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// An IP address, as bytes in network order.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum IpAddr {
+    /// An IPv4 address.
+    V4([u8; 4]),
+    /// An IPv6 address.
+    V6([u8; 16]),
+}
+
+impl IpAddr {
+    /// The address of a RoCE v2 GID: an IPv4-mapped IPv6 address
+    /// (`::ffff:a.b.c.d`) is IPv4, anything else IPv6 (as `rdma_gid2ip`).
+    pub(crate) fn from_gid(gid: &[u8; 16]) -> IpAddr {
+        match *gid {
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d] => IpAddr::V4([a, b, c, d]),
+            _ => IpAddr::V6(*gid),
+        }
+    }
+
+    /// The RoCE v2 GID of the address: IPv4 as `::ffff:a.b.c.d`.
+    pub(crate) fn to_gid(self) -> [u8; 16] {
+        match self {
+            IpAddr::V4([a, b, c, d]) => [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d],
+            IpAddr::V6(gid) => gid,
+        }
+    }
+}
+
+/// IP ECN codepoints (RFC 3168), the low two bits of the TOS / traffic class.
+pub(crate) mod ecn {
+    /// Not ECN-capable transport.
+    pub(crate) const NOT_ECT: u8 = 0;
+    /// ECN-capable transport, ECT(0): what [`super::UdpTunnel::send`] marks.
+    pub(crate) const ECT0: u8 = 2;
+    /// Congestion experienced.
+    pub(crate) const CE: u8 = 3;
+}
+
+/// What the IP and UDP headers of a received datagram said.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct RxMeta {
+    /// Source address.
+    pub(crate) src: IpAddr,
+    /// Destination address (one of ours).
+    pub(crate) dst: IpAddr,
+    /// UDP source port.
+    pub(crate) src_port: u16,
+    /// The IP ECN field is CE (congestion experienced).
+    pub(crate) ce: bool,
+    /// The IP ECN field, 0..=3 (see [`ecn`]).
+    pub(crate) ecn: u8,
+}
+
+/// Receive hook of a [`UdpTunnel`].
+pub(crate) trait UdpReceiver: Send + Sync + 'static {
+    /// Called in softirq, inside an RCU read-side critical section, for every
+    /// datagram to the tunnel's port, with the UDP payload as one linear
+    /// slice (which lives for the call only). Must not sleep.
+    fn receive(&self, payload: &[u8], meta: &RxMeta);
+}
+
+/// What the sockets' `sk_user_data` points to (see the module invariants).
+struct Shared<R> {
+    receiver: Arc<R>,
+    /// Datagrams dropped before the receiver: UDP length inconsistent with
+    /// the skb, an IP header we cannot read, or no memory to linearize.
+    malformed: AtomicU64,
+}
+
+/// Kernel UDP tunnel sockets bound to one port in `init_net`, IPv4 and (if
+/// the kernel has IPv6 enabled) IPv6. Dropping it closes both and guarantees
+/// that no receive callback runs afterwards; it sleeps, so drop it in process
+/// context.
+///
+/// # Invariants
+///
+/// `sock4` is a live UDP tunnel socket owned by this object; `sock6` is one
+/// too, or null when IPv6 is unavailable. Both carry `shared` as
+/// `sk_user_data` and `encap_rcv::<R>` as their hook.
+pub(crate) struct UdpTunnel<R: UdpReceiver> {
+    shared: KBox<Shared<R>>,
+    sock4: *mut b::socket,
+    sock6: *mut b::socket,
+    port: u16,
+}
+
+// SAFETY: the sockets are kernel objects usable from any thread (the xmit
+// functions and release take their own locks); `Shared<R>` is `Send + Sync`
+// because `R` is.
+unsafe impl<R: UdpReceiver> Send for UdpTunnel<R> {}
+// SAFETY: see `Send`; `&UdpTunnel` only sends datagrams and reads counters.
+unsafe impl<R: UdpReceiver> Sync for UdpTunnel<R> {}
+
+/// A negative errno from C as an [`Error`].
+fn errno(e: c_int) -> Error {
+    Error::from_errno(e)
+}
+
+/// `-code` for a positive errno constant of the bindings.
+fn neg(code: u32) -> c_int {
+    -(code as c_int)
+}
+
+impl<R: UdpReceiver> UdpTunnel<R> {
+    /// Opens the sockets on `port`. Sleeps (process context only).
+    ///
+    /// Errors: `EADDRINUSE` if the port is taken (for IPv4 or IPv6), `ENOMEM`,
+    /// or another errno from socket creation. The IPv6 socket is skipped, not
+    /// an error, when the kernel runs without IPv6.
+    pub(crate) fn new(port: u16, receiver: Arc<R>) -> Result<Pin<KBox<Self>>> {
+        let shared = KBox::new(
+            Shared {
+                receiver,
+                malformed: AtomicU64::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let mut tunnel = UdpTunnel {
+            shared,
+            sock4: ptr::null_mut(),
+            sock6: ptr::null_mut(),
+            port,
+        };
+        // From here on, an early return drops `tunnel`, which releases the
+        // sockets opened so far.
+        tunnel.sock4 = tunnel.open(false)?;
+        match tunnel.open(true) {
+            Ok(sock) => tunnel.sock6 = sock,
+            Err(e)
+                if e.to_errno() == neg(b::EAFNOSUPPORT) || e.to_errno() == neg(b::EPFNOSUPPORT) =>
+            {
+                pr_info!("udp port {}: no IPv6 in this kernel, IPv4 only\n", port);
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(KBox::pin(tunnel, GFP_KERNEL)?)
+    }
+
+    /// One tunnel socket on `self.port`, carrying `self.shared`.
+    fn open(&self, ipv6: bool) -> Result<*mut b::socket> {
+        let user = ptr::from_ref::<Shared<R>>(&self.shared).cast_mut();
+        let mut sock = ptr::null_mut();
+        // SAFETY: `user` points to the heap allocation of `self.shared`,
+        // which stays put and outlives the socket (module invariants);
+        // `encap_rcv::<R>` expects exactly that as `sk_user_data`. `sock` is
+        // a valid out-pointer.
+        let ret = unsafe {
+            b::metaroce_udp_tunnel_open(
+                ipv6,
+                self.port.to_be(),
+                Some(encap_rcv::<R>),
+                user.cast::<c_void>(),
+                &mut sock,
+            )
+        };
+        if ret != 0 {
+            return Err(errno(ret));
+        }
+        Ok(sock)
+    }
+
+    /// The UDP port the sockets are bound to.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Whether the IPv6 socket exists (the kernel has IPv6).
+    pub(crate) fn has_ipv6(&self) -> bool {
+        !self.sock6.is_null()
+    }
+
+    /// Datagrams dropped before reaching the receiver: malformed (UDP length
+    /// inconsistent, unreadable IP header) or not linearizable (no memory).
+    pub(crate) fn malformed(&self) -> u64 {
+        self.shared.malformed.load(Ordering::Relaxed)
+    }
+
+    /// Sends one datagram from `src` to `dst`:`dst_port` with UDP source port
+    /// `src_port`.
+    ///
+    /// Routes first (source address `src`), then allocates an skb (atomic)
+    /// with headroom for every header and calls `fill` with a zeroed buffer
+    /// of `max_len` bytes for the UDP payload; `fill` returns how many bytes
+    /// it wrote (at most `max_len`; 0 sends nothing and returns `Ok`). The IP
+    /// header carries ECT(0) when `ect`, TTL / hop limit 64 and (IPv4) DF;
+    /// the UDP checksum is valid, offloaded when the route's netdev can.
+    ///
+    /// Never sleeps: runs with bottom halves disabled, so it is callable in
+    /// softirq and in process context, and so is `fill`. A receive callback
+    /// of a datagram sent to this host may run before `send` returns.
+    ///
+    /// Errors: `EHOSTUNREACH` when there is no route (or `src` is not usable
+    /// for `dst`), `ENOMEM`, `EINVAL` for mixed address families,
+    /// `EAFNOSUPPORT` for IPv6 without an IPv6 socket, `EMSGSIZE` when
+    /// `max_len` exceeds a UDP datagram. `Ok` means the datagram was handed
+    /// to the IP layer, which may still drop it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send(
+        &self,
+        src: &IpAddr,
+        dst: &IpAddr,
+        src_port: u16,
+        dst_port: u16,
+        ect: bool,
+        max_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Result {
+        const TTL: u8 = 64;
+        // The largest UDP payload behind an IPv4 header.
+        if max_len > 65535 - 20 - 8 {
+            return Err(errno(neg(b::EMSGSIZE)));
+        }
+        let tos = if ect { ecn::ECT0 } else { ecn::NOT_ECT };
+        let (sport, dport) = (src_port.to_be(), dst_port.to_be());
+        let _bh = BhDisabled::new();
+        match (*src, *dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                let (s, d) = (u32::from_ne_bytes(s), u32::from_ne_bytes(d));
+                let mut err = 0;
+                // SAFETY: `sock4` is live (type invariant); `err` is a valid
+                // out-pointer.
+                let dst =
+                    unsafe { b::metaroce_route4(self.sock4, s, d, sport, dport, tos, &mut err) };
+                let route = Route::new(dst)?;
+                let Some(skb) = TxSkb::filled(&route, max_len, fill)? else {
+                    return Ok(());
+                };
+                // SAFETY: `sock4` is live; the route is an IPv4 `rtable`
+                // (`dst` is its first field) and its reference, like the skb,
+                // passes to `udp_tunnel_xmit_skb`, which consumes both.
+                // Bottom halves are disabled, as the xmit path requires.
+                unsafe {
+                    b::udp_tunnel_xmit_skb(
+                        route.into_raw().cast::<b::rtable>(),
+                        (*self.sock4).sk,
+                        skb.into_raw(),
+                        s,
+                        d,
+                        tos,
+                        TTL,
+                        (b::IP_DF as u16).to_be(),
+                        sport,
+                        dport,
+                        false,
+                        false,
+                    )
+                };
+                Ok(())
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                if self.sock6.is_null() {
+                    return Err(errno(neg(b::EAFNOSUPPORT)));
+                }
+                let mut err = 0;
+                // SAFETY: `sock6` is live (type invariant, checked non-null);
+                // the addresses are 16 readable bytes; `err` is valid.
+                let dst = unsafe {
+                    b::metaroce_route6(
+                        self.sock6,
+                        s.as_ptr(),
+                        d.as_ptr(),
+                        sport,
+                        dport,
+                        tos,
+                        &mut err,
+                    )
+                };
+                let route = Route::new(dst)?;
+                let Some(skb) = TxSkb::filled(&route, max_len, fill)? else {
+                    return Ok(());
+                };
+                let (s6, d6) = (in6(s), in6(d));
+                // SAFETY: `sock6` is live; the route reference and the skb
+                // pass to `udp_tunnel6_xmit_skb`, which consumes both; the
+                // addresses are read during the call. No tunnel netdev (null)
+                // to count statistics on. Bottom halves are disabled.
+                unsafe {
+                    b::udp_tunnel6_xmit_skb(
+                        route.into_raw(),
+                        (*self.sock6).sk,
+                        skb.into_raw(),
+                        ptr::null_mut(),
+                        &s6,
+                        &d6,
+                        tos,
+                        TTL,
+                        0,
+                        sport,
+                        dport,
+                        false,
+                    )
+                };
+                Ok(())
+            }
+            _ => Err(EINVAL),
+        }
+    }
+}
+
+impl<R: UdpReceiver> Drop for UdpTunnel<R> {
+    fn drop(&mut self) {
+        for sock in [self.sock6, self.sock4] {
+            if !sock.is_null() {
+                // SAFETY: the socket is live and ours (type invariant); it is
+                // released once. Dropping sleeps: process context.
+                unsafe { b::udp_tunnel_sock_release(sock) };
+            }
+        }
+        // A receive that found a socket before its release may still be in
+        // `encap_rcv` (it read `sk_user_data` as null, or as `shared`, in an
+        // RCU read-side section): wait for it before `shared` and the
+        // module's code can go.
+        // SAFETY: process context, no locks held.
+        unsafe { b::synchronize_rcu() };
+    }
+}
+
+/// An IPv6 address as the C type.
+fn in6(addr: [u8; 16]) -> b::in6_addr {
+    b::in6_addr {
+        in6_u: b::in6_addr__bindgen_ty_1 { u6_addr8: addr },
+    }
+}
+
+/// Bottom halves disabled (`local_bh_disable`) while this lives.
+struct BhDisabled(());
+
+impl BhDisabled {
+    fn new() -> Self {
+        // SAFETY: nests; paired with `local_bh_enable` in `drop`, on this CPU
+        // and in this context (the guard is neither `Send` nor leaked).
+        unsafe { b::metaroce_local_bh_disable() };
+        BhDisabled(())
+    }
+}
+
+impl Drop for BhDisabled {
+    fn drop(&mut self) {
+        // SAFETY: paired with the `local_bh_disable` of `new`.
+        unsafe { b::metaroce_local_bh_enable() };
+    }
+}
+
+/// A held output route.
+///
+/// # Invariants
+///
+/// The pointer is a non-null `dst_entry` we hold a reference to.
+struct Route(*mut b::dst_entry);
+
+impl Route {
+    /// The result of a `metaroce_route*` lookup: `EHOSTUNREACH` for none.
+    fn new(dst: *mut b::dst_entry) -> Result<Self> {
+        if dst.is_null() {
+            Err(errno(neg(b::EHOSTUNREACH)))
+        } else {
+            Ok(Route(dst))
+        }
+    }
+
+    /// Gives the reference away.
+    fn into_raw(self) -> *mut b::dst_entry {
+        let dst = self.0;
+        core::mem::forget(self);
+        dst
+    }
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        // SAFETY: we hold a reference (type invariant); released once.
+        unsafe { b::dst_release(self.0) };
+    }
+}
+
+/// An skb being built for transmission.
+///
+/// # Invariants
+///
+/// The pointer is a non-null skb we own.
+struct TxSkb(*mut b::sk_buff);
+
+impl TxSkb {
+    /// An skb for `route` with `max_len` bytes of payload written by `fill`
+    /// and trimmed to what it wrote; `None` if it wrote nothing.
+    fn filled(
+        route: &Route,
+        max_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Result<Option<Self>> {
+        // `send` checked that `max_len` fits in a UDP datagram.
+        let len = max_len as u32;
+        // SAFETY: the route is held (its invariant).
+        let skb = unsafe { b::metaroce_tx_skb_alloc(route.0, len) };
+        if skb.is_null() {
+            return Err(ENOMEM);
+        }
+        let skb = TxSkb(skb);
+        // SAFETY: the skb is ours and has `len` bytes of tailroom
+        // (allocated for it above); `skb_put` returns their address.
+        let data = unsafe { b::skb_put(skb.0, len) }.cast::<u8>();
+        // SAFETY: `data` points to `max_len` bytes of the skb's buffer, which
+        // nobody else sees until `into_raw`; zeroed first, so they are
+        // initialized `u8`s. The slice dies before the skb is trimmed.
+        let n = unsafe {
+            ptr::write_bytes(data, 0, max_len);
+            fill(slice::from_raw_parts_mut(data, max_len))
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        // SAFETY: the skb is ours; `n` is at most `len` after `min`.
+        unsafe { b::skb_trim(skb.0, n.min(max_len) as u32) };
+        Ok(Some(skb))
+    }
+
+    /// Gives the skb away.
+    fn into_raw(self) -> *mut b::sk_buff {
+        let skb = self.0;
+        core::mem::forget(self);
+        skb
+    }
+}
+
+impl Drop for TxSkb {
+    fn drop(&mut self) {
+        // SAFETY: we own the skb (type invariant).
+        unsafe { b::metaroce_kfree_skb(self.0) };
+    }
+}
+
+/// The payload and headers of a received datagram, passed to `f`.
+///
+/// Returns `None` (and `f` is not called) if the datagram is malformed or
+/// cannot be linearized.
+///
+/// # Safety
+///
+/// `skb` is a received UDP datagram owned by the caller, with `data` at the
+/// UDP header and the network header set, as `encap_rcv` gets it.
+unsafe fn with_datagram<T>(skb: *mut b::sk_buff, f: impl FnOnce(&[u8], &RxMeta) -> T) -> Option<T> {
+    // SAFETY: the caller owns the skb; linearizing may reallocate its head
+    // (keeping the header offsets), so the pointers are read after it.
+    if unsafe { b::metaroce_skb_linearize(skb) } != 0 {
+        return None;
+    }
+    // SAFETY: a linear skb has `len` readable bytes at `data`.
+    let (data, len) = unsafe { (b::metaroce_skb_data(skb), b::metaroce_skb_len(skb) as usize) };
+    // SAFETY: as above: `data` and `len` describe the linear payload.
+    let udp = unsafe { slice::from_raw_parts(data, len) };
+    // SAFETY: the caller guarantees the network header is set.
+    let nh = unsafe { b::metaroce_skb_network_header(skb) };
+    let ip_len = (data as usize).checked_sub(nh as usize)?;
+    // SAFETY: the IP header (and any extension headers) lie in the skb's
+    // linear head, from the network header up to the UDP header at `data`.
+    let ip = unsafe { slice::from_raw_parts(nh, ip_len) };
+
+    let ulen = usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?]));
+    if !(8..=len).contains(&ulen) {
+        return None;
+    }
+    let src_port = u16::from_be_bytes([udp[0], udp[1]]);
+    let (src, dst, dsfield) = match ip.first()? >> 4 {
+        4 if ip.len() >= 20 => (
+            IpAddr::V4(ip[12..16].try_into().ok()?),
+            IpAddr::V4(ip[16..20].try_into().ok()?),
+            ip[1],
+        ),
+        6 if ip.len() >= 40 => (
+            IpAddr::V6(ip[8..24].try_into().ok()?),
+            IpAddr::V6(ip[24..40].try_into().ok()?),
+            (ip[0] << 4) | (ip[1] >> 4),
+        ),
+        _ => return None,
+    };
+    let ecn = dsfield & 3;
+    let meta = RxMeta {
+        src,
+        dst,
+        src_port,
+        ce: ecn == ecn::CE,
+        ecn,
+    };
+    Some(f(&udp[8..ulen], &meta))
+}
+
+/// `encap_rcv` of the tunnel sockets: hand the datagram to the receiver and
+/// consume the skb.
+///
+/// # Safety
+///
+/// Called only by the UDP layer, in softirq under `rcu_read_lock`, for a
+/// socket opened by [`UdpTunnel::open`] with the same `R`, with an skb it
+/// passes to us (the UDP header at `data`, checksum verified).
+unsafe extern "C" fn encap_rcv<R: UdpReceiver>(sk: *mut b::sock, skb: *mut b::sk_buff) -> c_int {
+    // SAFETY: `sk` is the live socket the datagram arrived on.
+    let user = unsafe { b::metaroce_sk_user_data(sk) };
+    if user.is_null() {
+        // The tunnel is being dropped.
+        // SAFETY: the skb is ours to consume.
+        unsafe { b::metaroce_kfree_skb(skb) };
+        return 0;
+    }
+    // SAFETY: a non-null `sk_user_data` is the tunnel's `Shared<R>`, alive
+    // until a grace period after it was cleared (module invariants), and we
+    // are inside the receive path's RCU read-side critical section.
+    let shared = unsafe { &*user.cast::<Shared<R>>() };
+    // SAFETY: the skb is as `with_datagram` requires (our caller's contract).
+    let delivered = unsafe { with_datagram(skb, |p, m| shared.receiver.receive(p, m)) };
+    if delivered.is_some() {
+        // SAFETY: the skb is ours; the payload slice died with the callback.
+        unsafe { b::metaroce_consume_skb(skb) };
+    } else {
+        shared.malformed.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the skb is ours.
+        unsafe { b::metaroce_kfree_skb(skb) };
+    }
+    0
+}
