@@ -5,6 +5,7 @@
 //! C-ABI wrapper around the Rust code under test; the assertions are KUnit's.
 
 use kernel::ffi::{c_int, c_uint};
+use kernel::prelude::*;
 
 /// `sizeof` of a probed C type as the Rust bindings lay it out; 0 for an
 /// unknown probe. Compared against the C compiler's answer by the suite.
@@ -102,4 +103,360 @@ pub(crate) extern "C" fn metaroce_rust_rdma_selftest() -> c_int {
         Some(i) => i as c_int + 1,
         None => 0,
     }
+}
+
+/// UDP port of the tunnel self-tests (nothing else uses it in the guests).
+const TEST_UDP_PORT: u16 = 47920;
+/// UDP source ports the self-test sends from, per family.
+const TEST_SRC_PORT4: u16 = 50001;
+const TEST_SRC_PORT6: u16 = 50002;
+const LO4: crate::ffi::net::IpAddr = crate::ffi::net::IpAddr::V4([127, 0, 0, 1]);
+const LO6: crate::ffi::net::IpAddr =
+    crate::ffi::net::IpAddr::V6([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+
+/// The self-test payload of a family: `len` bytes of a pattern.
+fn test_payload_len(v6: bool) -> usize {
+    if v6 {
+        1200
+    } else {
+        1000
+    }
+}
+
+fn test_payload_byte(v6: bool, i: usize) -> u8 {
+    (i * 7 + usize::from(v6) * 3) as u8
+}
+
+/// What arrived for one address family.
+#[derive(Default)]
+struct RxSlot {
+    count: core::sync::atomic::AtomicU32,
+    /// Bit mask of failed checks (see `TestRx::receive`).
+    bad: core::sync::atomic::AtomicU32,
+}
+
+/// A receiver that checks each datagram against what the test sent.
+#[derive(Default)]
+struct TestRx {
+    v4: RxSlot,
+    v6: RxSlot,
+}
+
+impl crate::ffi::net::UdpReceiver for TestRx {
+    fn receive(&self, payload: &[u8], meta: &crate::ffi::net::RxMeta) {
+        use crate::ffi::net::{ecn, IpAddr};
+        use core::sync::atomic::Ordering::SeqCst;
+
+        let v6 = matches!(meta.src, IpAddr::V6(_));
+        let (slot, lo, port) = if v6 {
+            (&self.v6, LO6, TEST_SRC_PORT6)
+        } else {
+            (&self.v4, LO4, TEST_SRC_PORT4)
+        };
+        let mut bad = 0;
+        if payload.len() != test_payload_len(v6) {
+            bad |= 1;
+        }
+        if payload
+            .iter()
+            .enumerate()
+            .any(|(i, &b)| b != test_payload_byte(v6, i))
+        {
+            bad |= 2;
+        }
+        if meta.src != lo || meta.dst != lo {
+            bad |= 4;
+        }
+        if meta.src_port != port {
+            bad |= 8;
+        }
+        if meta.ecn != ecn::ECT0 || meta.ce {
+            bad |= 16;
+        }
+        slot.bad.fetch_or(bad, SeqCst);
+        slot.count.fetch_add(1, SeqCst);
+    }
+}
+
+/// The UDP tunnel over loopback: one datagram to 127.0.0.1 and one to ::1
+/// (ECT set, 1000 and 1200 bytes of a pattern) arrive once each through the
+/// receive hook with their payload, addresses, source port and ECN field; a
+/// `fill` that writes nothing sends nothing; mixed families are refused with
+/// EINVAL and an unroutable destination with EHOSTUNREACH. Returns 0, or the
+/// number of the first failed check.
+#[no_mangle]
+pub(crate) extern "C" fn metaroce_rust_udp_selftest() -> c_int {
+    use crate::ffi::net::{IpAddr, UdpTunnel};
+    use crate::ffi::timer::msleep;
+    use core::sync::atomic::Ordering::SeqCst;
+    use kernel::sync::Arc;
+
+    // GIDs: IPv4-mapped is IPv4 (as `rdma_gid2ip`), and back.
+    let mapped = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1];
+    if IpAddr::from_gid(&mapped) != LO4
+        || LO4.to_gid() != mapped
+        || IpAddr::from_gid(&LO6.to_gid()) != LO6
+    {
+        return 1;
+    }
+    let Ok(rx) = Arc::new(TestRx::default(), GFP_KERNEL) else {
+        return 1;
+    };
+    let tunnel = match UdpTunnel::new(TEST_UDP_PORT, rx.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            pr_err!("selftest: UdpTunnel::new({}): {:?}\n", TEST_UDP_PORT, e);
+            return 2;
+        }
+    };
+    if tunnel.port() != TEST_UDP_PORT || !tunnel.has_ipv6() {
+        return 3;
+    }
+    let fill = |v6: bool| {
+        move |buf: &mut [u8]| {
+            let n = test_payload_len(v6);
+            for (i, b) in buf.iter_mut().take(n).enumerate() {
+                *b = test_payload_byte(v6, i);
+            }
+            n
+        }
+    };
+    let r4 = tunnel.send(
+        &LO4,
+        &LO4,
+        TEST_SRC_PORT4,
+        TEST_UDP_PORT,
+        true,
+        1500,
+        fill(false),
+    );
+    let r6 = tunnel.send(
+        &LO6,
+        &LO6,
+        TEST_SRC_PORT6,
+        TEST_UDP_PORT,
+        true,
+        1500,
+        fill(true),
+    );
+    if r4.is_err() || r6.is_err() {
+        pr_err!("selftest: send: v4 {:?}, v6 {:?}\n", r4, r6);
+        return 4;
+    }
+    // Nothing to send: no datagram, no error.
+    if tunnel
+        .send(&LO4, &LO4, TEST_SRC_PORT4, TEST_UDP_PORT, true, 64, |_| 0)
+        .is_err()
+    {
+        return 5;
+    }
+    if tunnel.send(&LO4, &LO6, 1, TEST_UDP_PORT, false, 64, |_| 1) != Err(EINVAL) {
+        return 6;
+    }
+    // TEST-NET-1 from a loopback source: no route, whatever the guest's routes.
+    let unreachable = IpAddr::V4([192, 0, 2, 1]);
+    match tunnel.send(&LO4, &unreachable, 1, TEST_UDP_PORT, false, 64, |_| 1) {
+        Err(e) if e.to_errno() == -(crate::ffi::bindings::EHOSTUNREACH as i32) => {}
+        other => {
+            pr_err!("selftest: send to 192.0.2.1: {:?}\n", other);
+            return 7;
+        }
+    }
+    for _ in 0..200 {
+        if rx.v4.count.load(SeqCst) >= 1 && rx.v6.count.load(SeqCst) >= 1 {
+            break;
+        }
+        msleep(5);
+    }
+    // Long enough for a duplicate, or the empty send, to show up.
+    msleep(20);
+    let (n4, n6) = (rx.v4.count.load(SeqCst), rx.v6.count.load(SeqCst));
+    let (bad4, bad6) = (rx.v4.bad.load(SeqCst), rx.v6.bad.load(SeqCst));
+    if n4 != 1 || n6 != 1 || bad4 != 0 || bad6 != 0 || tunnel.malformed() != 0 {
+        pr_err!(
+            "selftest: received v4 {} (bad {:#x}), v6 {} (bad {:#x}), malformed {}\n",
+            n4,
+            bad4,
+            n6,
+            bad6,
+            tunnel.malformed()
+        );
+        return 8;
+    }
+    0
+}
+
+/// A UDP port that is taken is refused with EADDRINUSE; dropping the tunnel
+/// frees it for a new one. Returns 0, or the number of the failed check.
+#[no_mangle]
+pub(crate) extern "C" fn metaroce_rust_udp_busy_selftest() -> c_int {
+    use crate::ffi::net::UdpTunnel;
+    use kernel::sync::Arc;
+
+    let Ok(rx) = Arc::new(TestRx::default(), GFP_KERNEL) else {
+        return 1;
+    };
+    let Ok(first) = UdpTunnel::new(TEST_UDP_PORT, rx.clone()) else {
+        return 2;
+    };
+    match UdpTunnel::new(TEST_UDP_PORT, rx.clone()) {
+        Err(e) if e == crate::ffi::errno::eaddrinuse() => {}
+        Err(e) => {
+            pr_err!("selftest: second UdpTunnel::new: {:?}\n", e);
+            return 3;
+        }
+        Ok(_) => return 4,
+    }
+    drop(first);
+    if UdpTunnel::new(TEST_UDP_PORT, rx).is_err() {
+        return 5;
+    }
+    0
+}
+
+/// Owners of the self-test timers dropped so far.
+static TIMER_DROPS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// Counts its drop in [`TIMER_DROPS`].
+struct DropCount;
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        TIMER_DROPS.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The owner of a self-test timer: counts and stamps its callbacks.
+#[pin_data]
+struct TestTimer {
+    #[pin]
+    timer: crate::ffi::timer::Timer<TestTimer>,
+    fired: core::sync::atomic::AtomicU32,
+    fired_at: core::sync::atomic::AtomicU64,
+    _drop: DropCount,
+}
+
+crate::ffi::timer::impl_has_timer! { impl HasTimer for TestTimer { self.timer } }
+
+impl crate::ffi::timer::TimerCallback for TestTimer {
+    fn fired(this: &kernel::sync::Arc<Self>) {
+        use core::sync::atomic::Ordering::SeqCst;
+        this.fired_at.store(crate::ffi::timer::now_ns(), SeqCst);
+        this.fired.fetch_add(1, SeqCst);
+    }
+}
+
+impl TestTimer {
+    fn new() -> Result<kernel::sync::Arc<Self>> {
+        use core::sync::atomic::{AtomicU32, AtomicU64};
+        kernel::sync::Arc::pin_init(
+            pin_init!(TestTimer {
+                timer <- crate::ffi::timer::Timer::new(),
+                fired: AtomicU32::new(0),
+                fired_at: AtomicU64::new(0),
+                _drop: DropCount,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Polls for up to a second until `cond` holds.
+    fn wait(cond: impl Fn() -> bool) -> bool {
+        for _ in 0..500 {
+            if cond() {
+                return true;
+            }
+            crate::ffi::timer::msleep(2);
+        }
+        cond()
+    }
+}
+
+/// Timers: one armed 10 ms out fires once, not before its deadline; a
+/// cancelled one does not fire; an owner dropped while armed is freed by the
+/// expiry (in softirq); a shut-down timer ignores `arm` and releases its
+/// owner; re-arming moves the deadline. Returns 0, or the failed check.
+#[no_mangle]
+pub(crate) extern "C" fn metaroce_rust_timer_selftest() -> c_int {
+    use crate::ffi::timer::{msleep, now_ns, HasTimer, Timer};
+    use core::sync::atomic::Ordering::SeqCst;
+    const MS: u64 = 1_000_000;
+
+    let drops0 = TIMER_DROPS.load(SeqCst);
+    let t0 = now_ns();
+    msleep(1);
+    if now_ns() <= t0 {
+        return 1;
+    }
+
+    // Fires once, at or after its deadline.
+    let Ok(a) = TestTimer::new() else { return 2 };
+    let deadline = now_ns() + 10 * MS;
+    Timer::arm(&a, deadline);
+    if !TestTimer::wait(|| a.fired.load(SeqCst) > 0) {
+        return 3;
+    }
+    msleep(30);
+    if a.fired.load(SeqCst) != 1 || a.fired_at.load(SeqCst) < deadline {
+        return 4;
+    }
+    if a.timer().cancel() {
+        return 5;
+    }
+    drop(a);
+    if TIMER_DROPS.load(SeqCst) != drops0 + 1 {
+        return 6;
+    }
+
+    // Cancelled: never fires.
+    let Ok(b) = TestTimer::new() else { return 7 };
+    Timer::arm(&b, now_ns() + 20 * MS);
+    if !b.timer.cancel() || b.timer.cancel() {
+        return 8;
+    }
+    msleep(50);
+    if b.fired.load(SeqCst) != 0 {
+        return 9;
+    }
+    drop(b);
+
+    // Dropped while armed: the expiry drops the last reference.
+    let Ok(c) = TestTimer::new() else { return 10 };
+    Timer::arm(&c, now_ns() + 10 * MS);
+    drop(c);
+    if !TestTimer::wait(|| TIMER_DROPS.load(SeqCst) == drops0 + 3) {
+        return 11;
+    }
+
+    // Shut down while armed far out: no callback, `arm` ignored, the owner
+    // freed as soon as the last reference goes.
+    let Ok(e) = TestTimer::new() else { return 12 };
+    Timer::arm(&e, now_ns() + 10_000 * MS);
+    e.timer.shutdown();
+    Timer::arm(&e, now_ns());
+    msleep(20);
+    if e.fired.load(SeqCst) != 0 || !e.timer.is_shut_down() {
+        return 13;
+    }
+    drop(e);
+    if TIMER_DROPS.load(SeqCst) != drops0 + 4 {
+        return 14;
+    }
+
+    // Re-armed from 10 s to 10 ms: fires soon, once.
+    let Ok(f) = TestTimer::new() else { return 15 };
+    Timer::arm(&f, now_ns() + 10_000 * MS);
+    Timer::arm(&f, now_ns() + 10 * MS);
+    if !TestTimer::wait(|| f.fired.load(SeqCst) > 0) {
+        return 16;
+    }
+    msleep(20);
+    if f.fired.load(SeqCst) != 1 || f.timer.cancel() {
+        return 17;
+    }
+    drop(f);
+    if TIMER_DROPS.load(SeqCst) != drops0 + 5 {
+        return 18;
+    }
+    0
 }
