@@ -83,7 +83,7 @@ struct ib_ucontext *metaroce_udata_ucontext(struct ib_udata *udata)
 
 int metaroce_udata_write(struct ib_udata *udata, const void *src, size_t len)
 {
-	return ib_copy_to_udata(udata, src, len);
+	return ib_copy_to_udata(udata, (void *)src, len);
 }
 
 int metaroce_udata_read(void *dst, struct ib_udata *udata, size_t len)

@@ -514,9 +514,8 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: `reg.shared` came from `Arc::<T::Shared>::into_raw` and is
         // released only after every device is gone. `ManuallyDrop`: this
         // borrows the registry's reference.
-        let shared = core::mem::ManuallyDrop::new(unsafe {
-            Arc::from_raw(reg.shared.cast::<T::Shared>())
-        });
+        let shared =
+            core::mem::ManuallyDrop::new(unsafe { Arc::from_raw(reg.shared.cast::<T::Shared>()) });
         let data = T::new_device(&shared, netdev)?;
 
         // SAFETY: `_ib_alloc_device` returns a zeroed, initialised `ib_device`
@@ -538,6 +537,10 @@ impl<T: Driver> Adapter<T> {
             dev.num_comp_vectors = b::metaroce_num_possible_cpus() as c_int;
             dev.local_dma_lkey = 0;
             dev.node_guid = u64::from_ne_bytes(eui64_from_mac(netdev.mac()));
+            // The user-space SQ doorbell and CQ arming are plain commands
+            // (the core enables the rest by default), as for rxe.
+            dev.uverbs_cmd_mask |= 1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND
+                | 1u64 << b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
             let desc = T::NODE_DESC.as_bytes_with_nul();
             let n = desc.len().min(dev.node_desc.len());
             ptr::copy_nonoverlapping(
@@ -1127,8 +1130,6 @@ impl<T: Driver> Adapter<T> {
                 qp_type,
                 caps: verbs::QpCaps::from_c(&ia.cap),
                 sq_sig_all: ia.sq_sig_type == b::ib_sig_type_IB_SIGNAL_ALL_WR,
-                has_srq: false,
-                create_flags: ia.create_flags,
             };
             // SAFETY: CQs of this device (the core checked the uobjects), live
             // while the QP holds them.
@@ -1206,8 +1207,6 @@ impl<T: Driver> Adapter<T> {
                 qp_type: QpType::Rc,
                 caps: verbs::QpCaps::default(),
                 sq_sig_all: false,
-                has_srq: false,
-                create_flags: 0,
             };
             T::query_qp(qp, &mut a, &mut qi);
             *attr = core::mem::zeroed();
@@ -1234,7 +1233,10 @@ impl<T: Driver> Adapter<T> {
     unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, _udata: *mut b::ib_udata) -> c_int {
         // SAFETY: a live QP of ours; nothing uses it after this call.
         unsafe {
-            T::destroy_qp(Self::data((*ibqp).device), Obj::<b::ib_qp, T::Qp>::data(ibqp));
+            T::destroy_qp(
+                Self::data((*ibqp).device),
+                Obj::<b::ib_qp, T::Qp>::data(ibqp),
+            );
             Obj::<b::ib_qp, T::Qp>::drop_data(ibqp);
         }
         0
@@ -1257,7 +1259,12 @@ impl<T: Driver> Adapter<T> {
             return super::errno::EOPNOTSUPP().to_errno();
         }
         // SAFETY: a live QP of ours on a live device.
-        let r = unsafe { T::post_send(Self::data((*ibqp).device), Obj::<b::ib_qp, T::Qp>::data(ibqp)) };
+        let r = unsafe {
+            T::post_send(
+                Self::data((*ibqp).device),
+                Obj::<b::ib_qp, T::Qp>::data(ibqp),
+            )
+        };
         match r {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -1300,11 +1307,11 @@ impl<T: Driver> Adapter<T> {
             let mem = UMem::get(ib, start, length, access)?;
             let (d, lkey, rkey) = T::reg_user_mr(dev, pd as usize, mem, iova, access as u32)?;
             // SAFETY: all-zero is a valid `ib_mr` for the core to fill in.
-            let mut mb = KBox::new(MrBox { ib: unsafe { core::mem::zeroed() }, data: d }, GFP_KERNEL)
-                .map_err(|e| {
-                    let _ = e;
-                    ENOMEM
-                });
+            let zero: b::ib_mr = unsafe { core::mem::zeroed() };
+            let mut mb = KBox::new(MrBox { ib: zero, data: d }, GFP_KERNEL).map_err(|e| {
+                let _ = e;
+                ENOMEM
+            });
             if let Ok(m) = mb.as_mut() {
                 m.ib.lkey = lkey;
                 m.ib.rkey = rkey;

@@ -37,20 +37,6 @@ pub(crate) struct UContext(*mut b::ib_ucontext);
 pub(crate) struct UData(pub(super) *mut b::ib_udata);
 
 impl UData {
-    /// Whether the verb came from user space.
-    pub(crate) fn is_user(&self) -> bool {
-        !self.0.is_null()
-    }
-
-    /// Bytes of command extension user space passed in.
-    pub(crate) fn inlen(&self) -> usize {
-        if self.0.is_null() {
-            return 0;
-        }
-        // SAFETY: by the type invariant a non-null pointer is valid.
-        unsafe { (*self.0).inlen }
-    }
-
     /// Bytes of response extension user space has room for.
     pub(crate) fn outlen(&self) -> usize {
         if self.0.is_null() {
@@ -189,7 +175,10 @@ impl Queue {
             .checked_add(1)
             .and_then(u32::checked_next_power_of_two)
             .ok_or(EINVAL)?;
-        let elem = elem_size.max(16).checked_next_power_of_two().ok_or(EINVAL)?;
+        let elem = elem_size
+            .max(16)
+            .checked_next_power_of_two()
+            .ok_or(EINVAL)?;
         let bytes = (slots as usize)
             .checked_mul(elem)
             .and_then(|d| d.checked_add(QUEUE_HDR))
@@ -276,12 +265,14 @@ impl Queue {
 
     /// Publishes a new producer index (release: slot contents first).
     pub(crate) fn set_producer(&self, v: u32) {
-        self.index(QUEUE_PROD).store(v & self.mask, Ordering::Release)
+        self.index(QUEUE_PROD)
+            .store(v & self.mask, Ordering::Release)
     }
 
     /// Publishes a new consumer index.
     pub(crate) fn set_consumer(&self, v: u32) {
-        self.index(QUEUE_CONS).store(v & self.mask, Ordering::Release)
+        self.index(QUEUE_CONS)
+            .store(v & self.mask, Ordering::Release)
     }
 
     /// Entries between `from` and `to` (both slot numbers).
@@ -370,9 +361,7 @@ impl UMem {
         // SAFETY: `ib` is a live device; errors come back as ERR_PTR.
         let umem = from_err_ptr(unsafe { b::ib_umem_get(ib, start as _, len_us, access) })?;
         // SAFETY: `umem` is pinned; `pages` has room for `npages` entries.
-        let n = unsafe {
-            b::metaroce_umem_pages(umem, pages.as_mut_ptr(), npages as _) as usize
-        };
+        let n = unsafe { b::metaroce_umem_pages(umem, pages.as_mut_ptr(), npages as _) as usize };
         if n != npages {
             // SAFETY: `umem` came from `ib_umem_get`.
             unsafe { b::ib_umem_release(umem) };
@@ -423,7 +412,12 @@ impl UMem {
         self.pieces(off, data.len(), |page, at, r| {
             // SAFETY: `page` is pinned (invariant), `at + r.len() <= PAGE_SIZE`.
             unsafe {
-                b::metaroce_page_write(page, at as u32, data[r.clone()].as_ptr().cast(), r.len() as u32)
+                b::metaroce_page_write(
+                    page,
+                    at as u32,
+                    data[r.clone()].as_ptr().cast(),
+                    r.len() as u32,
+                )
             }
         })
     }
@@ -487,8 +481,6 @@ pub(crate) enum QpType {
     Rc,
     /// Unreliable datagram.
     Ud,
-    /// QP1 (general services), a UD QP created by the kernel's MAD layer.
-    Gsi,
 }
 
 /// Work queue sizes of a QP (`struct ib_qp_cap`).
@@ -529,10 +521,6 @@ pub(crate) struct QpInit {
     pub(crate) caps: QpCaps,
     /// Every send WR completes with a CQE (`IB_SIGNAL_ALL_WR`).
     pub(crate) sq_sig_all: bool,
-    /// Receives come from an SRQ.
-    pub(crate) has_srq: bool,
-    /// `IB_QP_CREATE_*` flags.
-    pub(crate) create_flags: u32,
 }
 
 /// QP states (IBTA 10.3.1; `enum ib_qp_state`).
@@ -570,7 +558,6 @@ pub(crate) fn modify_qp_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask
     let t = match qp_type {
         QpType::Rc => b::ib_qp_type_IB_QPT_RC,
         QpType::Ud => b::ib_qp_type_IB_QPT_UD,
-        QpType::Gsi => b::ib_qp_type_IB_QPT_GSI,
     };
     // SAFETY: pure function of its arguments.
     unsafe { b::ib_modify_qp_is_ok(cur as u32, next as u32, t, mask) }
@@ -615,7 +602,7 @@ impl Av {
         })
     }
 
-    pub(super) fn to_c(&self, a: &mut b::rdma_ah_attr) {
+    pub(super) fn to_c(self, a: &mut b::rdma_ah_attr) {
         a.type_ = b::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
         a.ah_flags = b::ib_ah_flags_IB_AH_GRH as u8;
         a.port_num = 1;
@@ -646,11 +633,9 @@ pub(crate) mod qp_mask {
     pub(crate) const RNR_RETRY: u32 = b::ib_qp_attr_mask_IB_QP_RNR_RETRY;
     pub(crate) const RQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_RQ_PSN;
     pub(crate) const MAX_QP_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-    pub(crate) const ALT_PATH: u32 = b::ib_qp_attr_mask_IB_QP_ALT_PATH;
     pub(crate) const MIN_RNR_TIMER: u32 = b::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
     pub(crate) const SQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_SQ_PSN;
     pub(crate) const MAX_DEST_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
-    pub(crate) const PATH_MIG_STATE: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
     pub(crate) const CAP: u32 = b::ib_qp_attr_mask_IB_QP_CAP;
     pub(crate) const DEST_QPN: u32 = b::ib_qp_attr_mask_IB_QP_DEST_QPN;
     /// Every bit `ib_modify_qp` may pass to a driver.
@@ -692,7 +677,11 @@ impl QpAttr {
         let st = |v: u32| QpState::from_c(v).ok_or(EINVAL);
         Ok(QpAttr {
             mask,
-            state: if mask & qp_mask::STATE != 0 { st(a.qp_state)? } else { QpState::Reset },
+            state: if mask & qp_mask::STATE != 0 {
+                st(a.qp_state)?
+            } else {
+                QpState::Reset
+            },
             cur_state: if mask & qp_mask::CUR_STATE != 0 {
                 st(a.cur_qp_state)?
             } else {
@@ -705,7 +694,11 @@ impl QpAttr {
             dest_qpn: a.dest_qp_num,
             access: a.qp_access_flags as u32,
             caps: QpCaps::from_c(&a.cap),
-            av: if mask & qp_mask::AV != 0 { Some(Av::from_c(&a.ah_attr)?) } else { None },
+            av: if mask & qp_mask::AV != 0 {
+                Some(Av::from_c(&a.ah_attr)?)
+            } else {
+                None
+            },
             pkey_index: a.pkey_index,
             en_sqd_async_notify: a.en_sqd_async_notify != 0,
             sq_draining: false,
@@ -719,7 +712,7 @@ impl QpAttr {
         })
     }
 
-    pub(super) fn to_c(&self, a: &mut b::ib_qp_attr) {
+    pub(super) fn to_c(self, a: &mut b::ib_qp_attr) {
         a.qp_state = self.state as u32;
         a.cur_qp_state = self.state as u32;
         a.path_mtu = self.path_mtu;
@@ -796,7 +789,6 @@ pub(crate) struct Sge {
 
 /// `IB_SEND_*` flags.
 pub(crate) mod send_flags {
-    pub(crate) const FENCE: u32 = 1;
     pub(crate) const SIGNALED: u32 = 2;
     pub(crate) const SOLICITED: u32 = 4;
     pub(crate) const INLINE: u32 = 8;

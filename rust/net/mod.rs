@@ -103,16 +103,19 @@ impl<P: Endpoint> Transport<P> {
     }
 
     /// Sends one datagram to the peer's port (see [`UdpTunnel::send`]).
-    pub(crate) fn send(&self, src: &IpAddr, dst: &IpAddr, src_port: u16, ect: bool, data: &[u8]) -> Result {
-        self.tunnel.send(src, dst, src_port, self.port, ect, data.len(), |buf| {
-            let n = data.len().min(buf.len());
-            buf[..n].copy_from_slice(&data[..n]);
-            n
-        })
-    }
-
-    /// Datagrams dropped before reaching a connection.
-    pub(crate) fn unknown(&self) -> u64 {
-        self.dispatch.unknown.load(Ordering::Relaxed) + self.tunnel.malformed()
+    pub(crate) fn send(
+        &self,
+        src: &IpAddr,
+        dst: &IpAddr,
+        src_port: u16,
+        ect: bool,
+        data: &[u8],
+    ) -> Result {
+        self.tunnel
+            .send(src, dst, src_port, self.port, ect, data.len(), |buf| {
+                let n = data.len().min(buf.len());
+                buf[..n].copy_from_slice(&data[..n]);
+                n
+            })
     }
 }

@@ -38,7 +38,12 @@ pub(crate) struct Cq {
 impl Cq {
     /// A CQ of at least `cqe` entries mapped into `uc`. `EINVAL` for 0 or
     /// more than `max_cqe` (rxe's `rxe_cq_chk_attr`).
-    pub(crate) fn new(cqe: u32, max_cqe: u32, uc: &UContext, events: CqEvents) -> Result<(Arc<Cq>, MmInfo)> {
+    pub(crate) fn new(
+        cqe: u32,
+        max_cqe: u32,
+        uc: &UContext,
+        events: CqEvents,
+    ) -> Result<(Arc<Cq>, MmInfo)> {
         if cqe == 0 || cqe > max_cqe {
             return Err(EINVAL);
         }
@@ -75,7 +80,8 @@ impl Cq {
             }
             g.prod = next;
             g.ring.set_producer(next);
-            let fire = g.arm == Arm::Next || (g.arm == Arm::Solicited && (solicited || wc.status != 0));
+            let fire =
+                g.arm == Arm::Next || (g.arm == Arm::Solicited && (solicited || wc.status != 0));
             if fire {
                 g.arm = Arm::Off;
             }
@@ -91,7 +97,11 @@ impl Cq {
     pub(crate) fn arm(&self, solicited_only: bool) -> bool {
         let mut g = self.inner.lock();
         if g.arm != Arm::Next {
-            g.arm = if solicited_only { Arm::Solicited } else { Arm::Next };
+            g.arm = if solicited_only {
+                Arm::Solicited
+            } else {
+                Arm::Next
+            };
         }
         g.ring.consumer() != g.prod
     }

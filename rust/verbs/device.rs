@@ -80,7 +80,12 @@ impl Driver for Metaroce {
         }
     }
 
-    fn create_cq(dev: &DeviceData, cqe: u32, uc: &UContext, events: CqEvents) -> Result<(Arc<Cq>, MmInfo)> {
+    fn create_cq(
+        dev: &DeviceData,
+        cqe: u32,
+        uc: &UContext,
+        events: CqEvents,
+    ) -> Result<(Arc<Cq>, MmInfo)> {
         Cq::new(cqe, dev.attrs.max_cqe, uc, events)
     }
 
@@ -119,7 +124,13 @@ impl Driver for Metaroce {
         Qp::doorbell(qp)
     }
 
-    fn reg_user_mr(dev: &DeviceData, pd: usize, mem: UMem, iova: u64, access: u32) -> Result<(Mr, u32, u32)> {
+    fn reg_user_mr(
+        dev: &DeviceData,
+        pd: usize,
+        mem: UMem,
+        iova: u64,
+        access: u32,
+    ) -> Result<(Mr, u32, u32)> {
         let mr = dev.mrs.insert(pd, access, iova, mem)?;
         let key = mr.key;
         Ok((mr, key, key))
@@ -133,33 +144,32 @@ impl Driver for Metaroce {
 
 /// The device's attributes: rxe's limits.
 fn attrs() -> DeviceAttrs {
-        DeviceAttrs {
-            max_mr_size: u64::MAX,
-            page_size_cap: 0xffff_f000,
-            vendor_id: 0xff_ffff,
-            device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-                | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID)
-                as u64,
-            max_qp: DEFAULT_MAX - 16,
-            max_qp_wr: DEFAULT_MAX,
-            max_send_sge: 32,
-            max_recv_sge: 32,
-            max_sge_rd: 32,
-            max_cq: DEFAULT_MAX,
-            max_cqe: (1 << 15) - 1,
-            max_mr: (DEFAULT_MAX >> 1) - 1,
-            max_mw: DEFAULT_MAX - ((DEFAULT_MAX >> 1) + 1),
-            max_pd: DEFAULT_MAX,
-            max_qp_rd_atom: 128,
-            max_qp_init_rd_atom: 128,
-            max_res_rd_atom: 0x3f000,
-            max_srq: DEFAULT_MAX - 0x0002_0001,
-            max_srq_wr: DEFAULT_MAX,
-            max_srq_sge: 27,
-            max_ah: (1 << 15) - 1,
-            max_fast_reg_page_list_len: 512,
-            max_pkeys: 64,
-            local_ca_ack_delay: 15,
-            atomic_hca: true,
-        }
+    DeviceAttrs {
+        max_mr_size: u64::MAX,
+        page_size_cap: 0xffff_f000,
+        vendor_id: 0xff_ffff,
+        device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
+            | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID) as u64,
+        max_qp: DEFAULT_MAX - 16,
+        max_qp_wr: DEFAULT_MAX,
+        max_send_sge: 32,
+        max_recv_sge: 32,
+        max_sge_rd: 32,
+        max_cq: DEFAULT_MAX,
+        max_cqe: (1 << 15) - 1,
+        max_mr: (DEFAULT_MAX >> 1) - 1,
+        max_mw: DEFAULT_MAX - ((DEFAULT_MAX >> 1) + 1),
+        max_pd: DEFAULT_MAX,
+        max_qp_rd_atom: 128,
+        max_qp_init_rd_atom: 128,
+        max_res_rd_atom: 0x3f000,
+        max_srq: DEFAULT_MAX - 0x0002_0001,
+        max_srq_wr: DEFAULT_MAX,
+        max_srq_sge: 27,
+        max_ah: (1 << 15) - 1,
+        max_fast_reg_page_list_len: 512,
+        max_pkeys: 64,
+        local_ca_ack_delay: 15,
+        atomic_hca: true,
+    }
 }

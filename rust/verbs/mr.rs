@@ -18,8 +18,6 @@ use kernel::sync::SpinLock;
 pub(crate) mod access {
     pub(crate) const LOCAL_WRITE: u32 = 1;
     pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
-    pub(crate) const REMOTE_READ: u32 = 1 << 2;
-    pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
 }
 
 /// One registered region.
@@ -105,7 +103,16 @@ impl MrTable {
         t.next_index = (index + 1) & 0x00ff_ffff;
         t.key_byte = t.key_byte.wrapping_add(1);
         let key = index << 8 | u32::from(t.key_byte);
-        t.tree.insert(res.into_node(index, MrEntry { key, pd, access, iova, mem }));
+        t.tree.insert(res.into_node(
+            index,
+            MrEntry {
+                key,
+                pd,
+                access,
+                iova,
+                mem,
+            },
+        ));
         Ok(Mr { key })
     }
 

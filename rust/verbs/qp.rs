@@ -21,8 +21,8 @@ use super::mr::access;
 use crate::ffi::net::{IpAddr, RxMeta};
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::verbs::{
-    modify_qp_is_ok, qp_mask, send_flags, MmInfo, Queue, QpAttr, QpCaps, QpInit, QpState,
-    QpType, RecvWqe, SendWqe, Sge, UContext, Wc, SGE_SIZE,
+    modify_qp_is_ok, qp_mask, send_flags, MmInfo, QpAttr, QpCaps, QpInit, QpState, QpType, Queue,
+    RecvWqe, SendWqe, Sge, UContext, Wc, SGE_SIZE,
 };
 use crate::net::Endpoint;
 use crate::proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr};
@@ -77,7 +77,6 @@ struct RxMsg {
     op: Op,
     len: u32,
     imm: u32,
-    rsn: u32,
     solicited: bool,
     valid: bool,
 }
@@ -170,7 +169,9 @@ impl Endpoint for Qp {
                 return;
             };
             let mut app = Glue { qp: this, io };
-            if c.handle_packet(Instant(now_ns()), payload, meta.ce, &mut app).is_err() {
+            if c.handle_packet(Instant(now_ns()), payload, meta.ce, &mut app)
+                .is_err()
+            {
                 this.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -254,7 +255,7 @@ impl Qp {
         let (qpn, qp) = dev.transport.insert(|qpn| {
             let io = io.take().ok_or(EINVAL)?;
             let scratch = scratch.take().ok_or(EINVAL)?;
-            Ok(Arc::pin_init(
+            Arc::pin_init(
                 pin_init!(Qp {
                     qpn,
                     qp_type: init.qp_type,
@@ -268,7 +269,7 @@ impl Qp {
                     inner <- kernel::new_spinlock!(Inner { conn: None, io, scratch }, "metaroce_qp"),
                 }),
                 GFP_KERNEL,
-            )?)
+            )
         })?;
         Ok((qp, qpn, rq_mi, sq_mi))
     }
@@ -282,8 +283,16 @@ impl Qp {
             if io.dead {
                 return Err(EINVAL);
             }
-            let cur = if m & qp_mask::CUR_STATE != 0 { a.cur_state } else { io.attr.state };
-            let new = if m & qp_mask::STATE != 0 { a.state } else { cur };
+            let cur = if m & qp_mask::CUR_STATE != 0 {
+                a.cur_state
+            } else {
+                io.attr.state
+            };
+            let new = if m & qp_mask::STATE != 0 {
+                a.state
+            } else {
+                cur
+            };
             if !modify_qp_is_ok(cur, new, this.qp_type, m) {
                 return Err(EINVAL);
             }
@@ -298,7 +307,8 @@ impl Qp {
             }
             let max_rd = this.dev.attrs.max_qp_rd_atom;
             if (m & qp_mask::MAX_QP_RD_ATOMIC != 0 && u32::from(a.max_rd_atomic) > max_rd)
-                || (m & qp_mask::MAX_DEST_RD_ATOMIC != 0 && u32::from(a.max_dest_rd_atomic) > max_rd)
+                || (m & qp_mask::MAX_DEST_RD_ATOMIC != 0
+                    && u32::from(a.max_dest_rd_atomic) > max_rd)
             {
                 return Err(EINVAL);
             }
@@ -436,7 +446,11 @@ impl Qp {
             };
             let now = Instant(now_ns());
             let mut app = Glue { qp: this, io };
-            let t = if budget > 0 { c.poll_transmit(now, scratch, &mut app) } else { None };
+            let t = if budget > 0 {
+                c.poll_transmit(now, scratch, &mut app)
+            } else {
+                None
+            };
             let Some(t) = t else {
                 let next = c.poll_timeout();
                 drop(g);
@@ -449,7 +463,10 @@ impl Qp {
             let len = t.len.min(scratch.len());
             // Sent under the QP lock: the tunnel transmits with bottom halves
             // off, so a datagram to this host is received later, in softirq.
-            let res = this.dev.transport.send(&src, &dst, t.src_port, t.ect, &scratch[..len]);
+            let res = this
+                .dev
+                .transport
+                .send(&src, &dst, t.src_port, t.ect, &scratch[..len]);
             drop(g);
             if res.is_ok() {
                 this.stats.tx_packets.fetch_add(1, Ordering::Relaxed);
@@ -494,20 +511,29 @@ impl Glue<'_> {
     }
 
     fn send_msg(&self, msn: u32) -> Option<SendMsg> {
-        let n = self.io.sends.len();
-        if n == 0 {
-            return None;
+        let i = (msn as usize).checked_rem(self.io.sends.len())?;
+        self.io.sends.get(i).copied()
+    }
+
+    fn record(&mut self, msn: u32, m: SendMsg) {
+        if let Some(i) = (msn as usize).checked_rem(self.io.sends.len()) {
+            if let Some(s) = self.io.sends.get_mut(i) {
+                *s = m;
+            }
         }
-        self.io.sends.get(msn as usize % n).copied()
     }
 
     /// Completes the oldest send WQE (in order).
     fn complete_send(&mut self, status: u32) {
-        let Some(sq) = self.io.sq.as_ref() else { return };
+        let Some(sq) = self.io.sq.as_ref() else {
+            return;
+        };
         if self.io.sq_msn == self.io.msns {
             return;
         }
-        let Some(m) = self.send_msg(self.io.sq_msn) else { return };
+        let Some(m) = self.send_msg(self.io.sq_msn) else {
+            return;
+        };
         let signaled = self.qp.sq_sig_all || m.wqe.send_flags & send_flags::SIGNALED != 0;
         if signaled || status != wc::SUCCESS {
             let opcode = match m.wqe.opcode {
@@ -679,23 +705,37 @@ impl App for Glue<'_> {
         if slot == sq.producer() {
             return None;
         }
-        let Ok(w) = SendWqe::read(sq, slot) else { return None };
+        let Ok(w) = SendWqe::read(sq, slot) else {
+            return None;
+        };
         let (op, reth) = match w.opcode {
             wr::SEND => (Op::Send, Reth::default()),
             wr::SEND_WITH_IMM => (Op::SendImm, Reth::default()),
             wr::RDMA_WRITE | wr::RDMA_WRITE_WITH_IMM => (
-                if w.opcode == wr::RDMA_WRITE { Op::Write } else { Op::WriteImm },
-                Reth { va: w.remote_addr, rkey: w.rkey, len: w.length },
+                if w.opcode == wr::RDMA_WRITE {
+                    Op::Write
+                } else {
+                    Op::WriteImm
+                },
+                Reth {
+                    va: w.remote_addr,
+                    rkey: w.rkey,
+                    len: w.length,
+                },
             ),
             _ => {
                 // Not carried yet (READ, atomics, local operations): the
                 // WQE completes with a local QP operation error.
                 self.io.error = Some(wc::LOC_QP_OP_ERR);
                 self.io.msns = self.io.msns.wrapping_add(1);
-                let n = self.io.sends.len();
-                if let Some(s) = self.io.sends.get_mut(msn as usize % n) {
-                    *s = SendMsg { wqe: w, info: MsgInfo::default(), slot };
-                }
+                self.record(
+                    msn,
+                    SendMsg {
+                        wqe: w,
+                        info: MsgInfo::default(),
+                        slot,
+                    },
+                );
                 self.flush();
                 return None;
             }
@@ -707,10 +747,14 @@ impl App for Glue<'_> {
         {
             self.io.error = Some(wc::LOC_QP_OP_ERR);
             self.io.msns = self.io.msns.wrapping_add(1);
-            let n = self.io.sends.len();
-            if let Some(s) = self.io.sends.get_mut(msn as usize % n) {
-                *s = SendMsg { wqe: w, info: MsgInfo::default(), slot };
-            }
+            self.record(
+                msn,
+                SendMsg {
+                    wqe: w,
+                    info: MsgInfo::default(),
+                    slot,
+                },
+            );
             self.flush();
             return None;
         }
@@ -729,10 +773,7 @@ impl App for Glue<'_> {
             tag,
             solicited: w.send_flags & send_flags::SOLICITED != 0,
         };
-        let n = self.io.sends.len();
-        if let Some(s) = self.io.sends.get_mut(msn as usize % n) {
-            *s = SendMsg { wqe: w, info, slot };
-        }
+        self.record(msn, SendMsg { wqe: w, info, slot });
         self.io.msns = self.io.msns.wrapping_add(1);
         Some(info)
     }
@@ -754,12 +795,14 @@ impl App for Glue<'_> {
 
     fn place(&mut self, p: &Placement<'_>) -> core::result::Result<(), Rnr> {
         let min_rnr = self.io.attr.min_rnr_timer;
-        let rsn = if consumes_recv(p.op) {
+        if consumes_recv(p.op) {
             // The RSN's low 16 bits are in the tag; rebuild it against the
             // oldest receive not yet completed.
             let base = self.io.rx_rsn;
             let rsn = base.wrapping_add(u32::from(p.tag.wrapping_sub(base as u16)));
-            let Some(rq) = self.io.rq.as_ref() else { return Err(Rnr(min_rnr)) };
+            let Some(rq) = self.io.rq.as_ref() else {
+                return Err(Rnr(min_rnr));
+            };
             let posted = rq.distance(self.io.rq_cons, rq.producer());
             let ahead = rsn.wrapping_sub(base);
             if ahead >= posted {
@@ -769,10 +812,7 @@ impl App for Glue<'_> {
             if p.op != Op::WriteImm && self.scatter(slot, p.offset, p.payload).is_err() {
                 self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
             }
-            rsn
-        } else {
-            0
-        };
+        }
         if matches!(p.op, Op::Write | Op::WriteImm) {
             let ok = p.reth.is_some_and(|r| {
                 let va = r.va.wrapping_add(u64::from(p.offset));
@@ -782,7 +822,8 @@ impl App for Glue<'_> {
                         .dev
                         .mrs
                         .with(r.rkey, |e| {
-                            let off = e.check(self.qp.pd, va, p.payload.len(), access::REMOTE_WRITE)?;
+                            let off =
+                                e.check(self.qp.pd, va, p.payload.len(), access::REMOTE_WRITE)?;
                             e.write(off, p.payload)
                         })
                         .is_ok()
@@ -795,7 +836,13 @@ impl App for Glue<'_> {
         let (op, len, solicited) = (p.op, p.msg_len, p.solicited);
         if let Some(r) = self.rx_slot(p.msn) {
             if !r.valid {
-                *r = RxMsg { op, len, imm: 0, rsn, solicited: false, valid: true };
+                *r = RxMsg {
+                    op,
+                    len,
+                    imm: 0,
+                    solicited: false,
+                    valid: true,
+                };
             }
             if let Some(i) = imm {
                 r.imm = i;
@@ -816,8 +863,12 @@ impl App for Glue<'_> {
         if !r.valid || !consumes_recv(r.op) {
             return;
         }
-        let Some(rq) = self.io.rq.as_ref() else { return };
-        let Ok(w) = RecvWqe::read(rq, self.io.rq_cons) else { return };
+        let Some(rq) = self.io.rq.as_ref() else {
+            return;
+        };
+        let Ok(w) = RecvWqe::read(rq, self.io.rq_cons) else {
+            return;
+        };
         let (opcode, flags, ex) = match r.op {
             Op::Send => (wc::OP_RECV, 0, 0),
             Op::SendImm => (wc::OP_RECV, wc::WITH_IMM, r.imm.to_be()),
