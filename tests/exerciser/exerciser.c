@@ -1,0 +1,1764 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * exerciser - the project's verbs exerciser (libibverbs only).
+ *
+ *   exerciser -d DEVICE [-n ITER] [-g GID_INDEX] [-v]   run the checks, TAP-like
+ *   exerciser -d DEVICE -H                               hold: create PD/MR/CQ/QPs/
+ *                                                         SRQ, print READY, sleep
+ *
+ * metaroce must behave exactly like soft-RoCE (rdma_rxe) towards unmodified
+ * rdma-core, so rxe is the oracle: every expected errno below was observed on
+ * rxe (Linux 6.12.117 Debian, rdma-core 44) and is recorded next to the check
+ * with where rxe/ib_core produces it.  Where rxe's behaviour contradicts IBTA
+ * the check still encodes what rxe does (metaroce must match it), is marked
+ * "[rxe quirk]" in its description and explained in a QUIRK comment.
+ *
+ * Sections:
+ *   1. create/destroy every object type ITER times
+ *   2. every legal RC/UD QP transition with the required masks, checked with
+ *      ibv_query_qp; the matrix of illegal transitions and wrong masks
+ *   3. errno of invalid calls
+ *   4. posting and polling through the shared rings without a peer: RQ full,
+ *      SQ posting outside RTS, flush completions on ERR, MW bind/invalidate.
+ *      The only packets are loopback ones to the device itself: RC sends to
+ *      our own GID and a QPN nobody has (never acked, flushed on ERR), and
+ *      one UD send (completes at once; the UD SQ flush is therefore not
+ *      checked).
+ *
+ * Output: "ok N - ..." / "not ok N - ... (got errno X, want Y)", "# ..." diag
+ * lines, a final "1..N" plan; exit status 1 if any check failed, 2 on a setup
+ * error that prevents running the checks.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <infiniband/verbs.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------- */
+/* TAP helpers                                                               */
+
+static int n_tests, n_failed, verbose;
+
+static void vresult(int ok, const char *detail, const char *fmt, va_list ap)
+{
+	n_tests++;
+	if (!ok)
+		n_failed++;
+	printf("%sok %d - ", ok ? "" : "not ", n_tests);
+	vprintf(fmt, ap);
+	if (detail && *detail && strcmp(detail, "0 (success)"))
+		printf(" (%s)", detail);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void __attribute__((format(printf, 2, 3))) check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vresult(ok, NULL, fmt, ap);
+	va_end(ap);
+}
+
+static void __attribute__((format(printf, 3, 4))) checkd(int ok, const char *detail, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vresult(ok, detail, fmt, ap);
+	va_end(ap);
+}
+
+static const char *ename(int e)
+{
+	static char buf[8][32];
+	static int k;
+	const char *n;
+
+	if (e == 0)
+		return "0 (success)";
+	n = strerrorname_np(e);
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s", n ? n : "?");
+	if (!n)
+		snprintf(buf[k], sizeof(buf[k]), "%d", e);
+	return buf[k];
+}
+
+/* got: 0 for success, else the errno; want likewise. */
+static void __attribute__((format(printf, 3, 4))) expect_err(int got, int want, const char *fmt, ...)
+{
+	char detail[96];
+	va_list ap;
+
+	if (got == want)
+		snprintf(detail, sizeof(detail), "%s", want ? ename(got) : "");
+	else
+		snprintf(detail, sizeof(detail), "got errno %s, want %s", ename(got), ename(want));
+	va_start(ap, fmt);
+	vresult(got == want, detail, fmt, ap);
+	va_end(ap);
+}
+
+static void __attribute__((format(printf, 1, 2))) diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+/* Verbs that return an errno directly: libibverbs promises a positive errno,
+ * tolerate a provider returning it negated (and say so). */
+static int rcerr(int rc)
+{
+	if (rc < 0) {
+		if (verbose)
+			diag("provider returned negative errno %d", rc);
+		return -rc;
+	}
+	return rc;
+}
+
+/* Verbs that return a pointer: NULL and errno. */
+#define PERR(p) ((p) ? 0 : (errno ? errno : -1))
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Expected errnos, as observed on rxe.                                      */
+
+/* ib_core ib_modify_qp_is_ok() via rxe __qp_chk_state(): illegal transition
+ * or missing/extra attribute mask bits. */
+#define WANT_BAD_TRANSITION	EINVAL
+/* rxe_cq_chk_attr(): cqe <= 0 or cqe > max_cqe, also for resize. */
+#define WANT_CQ_BAD_CQE		EINVAL
+/* rxe_qp_chk_cap()/rxe_qp_chk_init(): caps above the device's limits. */
+#define WANT_QP_BAD_CAP		EINVAL
+/* ib_check_mr_access(): REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE. */
+#define WANT_MR_BAD_ACCESS	EINVAL
+/* ib_umem_get(): length 0 / address + length wraps. */
+#define WANT_MR_ZERO_LEN	EINVAL
+#define WANT_MR_WRAP		EINVAL
+/* ib_umem_get(): pin_user_pages_fast() on an unmapped range. */
+#define WANT_MR_UNMAPPED	EFAULT
+/* rxe_srq_chk_init()/rxe_srq_chk_attr(). */
+#define WANT_SRQ_BAD		EINVAL
+/* ib_uverbs destroy of an object still in use: uverbs_destroy_uobject()
+ * -> the usecnt checks in ib_dealloc_pd_user/ib_destroy_cq_user/... */
+#define WANT_BUSY		EBUSY
+/* rxe_qp_chk_attr() / uverbs modify_qp() port checks. */
+#define WANT_QP_BAD_ATTR	EINVAL
+/* rdma-core rxe provider: rxe_post_one_recv() queue_full(). */
+#define WANT_RQ_FULL		ENOMEM
+/* kernel rxe_post_send() (the doorbell): qp_state < RTS. */
+#define WANT_SEND_NOT_RTS	EINVAL
+
+/* ------------------------------------------------------------------------- */
+/* Device state                                                              */
+
+static struct ibv_context *ctx;
+static struct ibv_device_attr_ex dattr;
+static struct ibv_port_attr pattr;
+static union ibv_gid gid;
+static int gid_index = -1;
+static int iters = 1000;
+
+static void *buf;		/* page-aligned scratch, BUF_SIZE */
+#define BUF_SIZE (64 * 1024)
+
+static const char *qpt_name(enum ibv_qp_type t) { return t == IBV_QPT_RC ? "RC" : "UD"; }
+
+static const char *qps_name(enum ibv_qp_state s)
+{
+	static const char *n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return (unsigned)s < 7 ? n[s] : "?";
+}
+
+static int find_gid(int want)
+{
+	struct ibv_gid_entry e;
+	int i, any = -1;
+
+	if (want >= 0) {
+		if (ibv_query_gid(ctx, 1, want, &gid))
+			return -1;
+		return want;
+	}
+	for (i = 0; i < pattr.gid_tbl_len && i < 64; i++) {
+		if (ibv_query_gid_ex(ctx, 1, i, &e, 0))
+			continue;
+		if (e.gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		/* Prefer IPv4-mapped (::ffff:a.b.c.d): loopback routing is simplest. */
+		if (!memcmp(e.gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
+			gid = e.gid;
+			return i;
+		}
+		if (any < 0)
+			any = i;
+	}
+	if (any >= 0 && !ibv_query_gid(ctx, 1, any, &gid))
+		return any;
+	return -1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* QP helpers                                                                */
+
+#define DUMMY_QPN 0xabcde	/* no QP has it: sends to it are never acked */
+
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
+			      enum ibv_qp_type t, struct ibv_srq *srq, struct ibv_qp_init_attr *out)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = scq, .recv_cq = rcq, .srq = srq, .qp_type = t,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	if (out)
+		*out = ia;
+	return qp;
+}
+
+/*
+ * Fill attr and return the mask IBTA requires for from -> to (IBTA 10.3.1,
+ * Table 92 / ib_core's qp_state_table), setting recognisable values.  For an
+ * illegal pair return the required mask of the natural legal way into `to`,
+ * so the failure is due to the state pair, not to a missing attribute.
+ */
+static int req_attrs(enum ibv_qp_type t, enum ibv_qp_state from, enum ibv_qp_state to,
+		     struct ibv_qp_attr *a)
+{
+	int m = IBV_QP_STATE;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = to;
+	switch (to) {
+	case IBV_QPS_INIT:
+		if (from == IBV_QPS_INIT) /* INIT->INIT: all optional */
+			break;
+		a->pkey_index = 0;
+		a->port_num = 1;
+		m |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (t == IBV_QPT_RC) {
+			a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+			m |= IBV_QP_ACCESS_FLAGS;
+		} else {
+			a->qkey = 0x11111111;
+			m |= IBV_QP_QKEY;
+		}
+		break;
+	case IBV_QPS_RTR:
+		if (t == IBV_QPT_RC) {
+			a->path_mtu = IBV_MTU_1024;
+			a->dest_qp_num = DUMMY_QPN;
+			a->rq_psn = 0x123456;
+			a->max_dest_rd_atomic = 4;
+			a->min_rnr_timer = 12;
+			a->ah_attr.is_global = 1;
+			a->ah_attr.grh.dgid = gid;
+			a->ah_attr.grh.sgid_index = gid_index;
+			a->ah_attr.grh.hop_limit = 64;
+			a->ah_attr.port_num = 1;
+			m |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+		break;
+	case IBV_QPS_RTS:
+		if (from == IBV_QPS_RTS || from == IBV_QPS_SQD)
+			break; /* RTS->RTS, SQD->RTS: all optional */
+		a->sq_psn = 0x654321;
+		m |= IBV_QP_SQ_PSN;
+		if (t == IBV_QPT_RC) {
+			/* 4.096us * 2^31: a lost send never times out during the test */
+			a->timeout = 31;
+			a->retry_cnt = 7;
+			a->rnr_retry = 7;
+			a->max_rd_atomic = 4;
+			m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		break;
+	default: /* RESET, SQD, ERR: state only */
+		break;
+	}
+	return m;
+}
+
+/* IBTA 10.3.1 / ib_core qp_state_table: any state -> RESET; any state but
+ * RESET -> ERR (RESET->ERR is not a transition: rxe says EINVAL). */
+static int legal(enum ibv_qp_state from, enum ibv_qp_state to)
+{
+	if (to == IBV_QPS_RESET)
+		return 1;
+	if (to == IBV_QPS_ERR)
+		return from != IBV_QPS_RESET;
+	switch (from) {
+	case IBV_QPS_RESET: return to == IBV_QPS_INIT;
+	case IBV_QPS_INIT: return to == IBV_QPS_INIT || to == IBV_QPS_RTR;
+	case IBV_QPS_RTR: return to == IBV_QPS_RTS;
+	case IBV_QPS_RTS: return to == IBV_QPS_RTS || to == IBV_QPS_SQD;
+	case IBV_QPS_SQD: return to == IBV_QPS_RTS || to == IBV_QPS_SQD;
+	default: return 0;
+	}
+}
+
+static int qp_state(struct ibv_qp *qp, struct ibv_qp_attr *a)
+{
+	struct ibv_qp_attr tmp;
+	struct ibv_qp_init_attr ia;
+
+	if (!a)
+		a = &tmp;
+	if (ibv_query_qp(qp, a, IBV_QP_STATE | IBV_QP_CUR_STATE, &ia))
+		return -1;
+	return a->qp_state;
+}
+
+/* After RTS->SQD rxe drains the (empty) SQ in its send task; attributes may
+ * only be modified once the drain is complete (IBTA 10.3.1: SQ Drained), so
+ * wait for sq_draining to clear, as a consumer waiting for the SQ_DRAINED
+ * event would. */
+static int wait_drained(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	double end = now() + 10;
+
+	do {
+		if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+			return errno;
+		if (a.qp_state != IBV_QPS_SQD || !a.sq_draining)
+			return 0;
+		usleep(1000);
+	} while (now() < end);
+	return ETIMEDOUT;
+}
+
+static int step(struct ibv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to)
+{
+	struct ibv_qp_attr a;
+	int m = req_attrs(qp->qp_type, from, to, &a);
+	int rc = rcerr(ibv_modify_qp(qp, &a, m));
+
+	if (!rc && to == IBV_QPS_SQD)
+		rc = wait_drained(qp);
+	return rc;
+}
+
+/* Bring a fresh QP from RESET to state s along the legal path. */
+static int bring_to(struct ibv_qp *qp, enum ibv_qp_state s)
+{
+	static const enum ibv_qp_state path[] = { IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR,
+						  IBV_QPS_RTS, IBV_QPS_SQD };
+	int i, rc;
+
+	if (s == IBV_QPS_RESET)
+		return 0;
+	if (s == IBV_QPS_ERR) {
+		rc = bring_to(qp, IBV_QPS_RTS);
+		return rc ? rc : step(qp, IBV_QPS_RTS, IBV_QPS_ERR);
+	}
+	for (i = 1; i < 5; i++) {
+		rc = step(qp, path[i - 1], path[i]);
+		if (rc || path[i] == s)
+			return rc;
+	}
+	return EINVAL;
+}
+
+/* Poll cq until n completions or timeout; returns the number polled. */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, double timeout)
+{
+	double end = now() + timeout;
+	int got = 0, r;
+
+	while (got < n) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return r;
+		got += r;
+		if (got < n) {
+			if (now() > end)
+				break;
+			usleep(500);
+		}
+	}
+	return got;
+}
+
+/* Poll briefly for anything extra. */
+static int poll_extra(struct ibv_cq *cq, double secs)
+{
+	struct ibv_wc wc[16];
+	double end = now() + secs;
+	int extra = 0, r;
+
+	do {
+		r = ibv_poll_cq(cq, 16, wc);
+		if (r > 0)
+			extra += r;
+		usleep(1000);
+	} while (now() < end);
+	return extra;
+}
+
+/* ------------------------------------------------------------------------- */
+/* 1. create/destroy loops                                                   */
+
+static const int mr_bits[] = { IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE,
+			       IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_ATOMIC,
+			       IBV_ACCESS_MW_BIND, IBV_ACCESS_RELAXED_ORDERING };
+#define N_MR_BITS 6
+
+static int access_of(int combo)
+{
+	int i, f = 0;
+
+	for (i = 0; i < N_MR_BITS; i++)
+		if (combo & (1 << i))
+			f |= mr_bits[i];
+	return f;
+}
+
+static int access_legal(int f)
+{
+	return !((f & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+		 !(f & IBV_ACCESS_LOCAL_WRITE));
+}
+
+static int mw_types(void)
+{
+	int t = 0;
+
+	if (dattr.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW)
+		t |= 1;
+	if (dattr.orig_attr.device_cap_flags &
+	    (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B))
+		t |= 2;
+	return t;
+}
+
+/* Each loop fills why[] with the first failure and returns; on a failure the
+ * objects of that iteration may leak: the run has failed anyway. */
+#define WHY_LEN 200
+#define FAIL(...) do { snprintf(why, WHY_LEN, __VA_ARGS__); return; } while (0)
+
+static void loop_pd(char *why)
+{
+	for (int i = 0; i < iters; i++) {
+		struct ibv_pd *pd = ibv_alloc_pd(ctx);
+		int e;
+
+		if (!pd)
+			FAIL("alloc_pd #%d: %s", i, ename(errno));
+		if ((e = ibv_dealloc_pd(pd)))
+			FAIL("dealloc_pd #%d: %s", i, ename(e));
+	}
+}
+
+static int legal_combos[1 << N_MR_BITS], n_legal_combos;
+
+static void loop_mr(char *why, struct ibv_pd *pd, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int f = access_of(legal_combos[i % n_legal_combos]), e;
+		size_t len = 4096 + (i % 4) * 4096;
+		struct ibv_mr *mr = ibv_reg_mr(pd, buf, len, f);
+
+		if (!mr)
+			FAIL("reg_mr access %#x #%d: %s", f, i, ename(errno));
+		if (mr->addr != buf || mr->length != len || mr->pd != pd || mr->context != ctx)
+			FAIL("reg_mr %#x: addr/length/pd not as registered", f);
+		if ((e = ibv_dereg_mr(mr)))
+			FAIL("dereg_mr #%d: %s", i, ename(e));
+	}
+}
+
+static void mr_illegal(char *why, struct ibv_pd *pd)
+{
+	for (int c = 0; c < 1 << N_MR_BITS; c++) {
+		int f = access_of(c), e;
+		struct ibv_mr *mr;
+
+		if (access_legal(f))
+			continue;
+		errno = 0;
+		mr = ibv_reg_mr(pd, buf, 4096, f);
+		e = PERR(mr);
+		if (mr)
+			ibv_dereg_mr(mr);
+		if (e != WANT_MR_BAD_ACCESS)
+			FAIL("access %#x: got errno %s, want %s", f, ename(e), ename(WANT_MR_BAD_ACCESS));
+	}
+}
+
+static void loop_cq(char *why)
+{
+	for (int i = 0; i < iters; i++) {
+		int c = 1 + i % 64, e;
+		struct ibv_cq *cq = ibv_create_cq(ctx, c, NULL, NULL, 0);
+
+		if (!cq)
+			FAIL("create_cq cqe %d #%d: %s", c, i, ename(errno));
+		if (cq->cqe < c)
+			FAIL("create_cq cqe %d: cq->cqe %d", c, cq->cqe);
+		if ((e = rcerr(ibv_resize_cq(cq, 4 * c))) || cq->cqe < 4 * c)
+			FAIL("resize_cq %d -> %d: %s, cq->cqe %d", c, 4 * c, ename(e), cq->cqe);
+		if ((e = rcerr(ibv_resize_cq(cq, c))) || cq->cqe < c)
+			FAIL("resize_cq %d -> %d: %s, cq->cqe %d", 4 * c, c, ename(e), cq->cqe);
+		if ((e = ibv_destroy_cq(cq)))
+			FAIL("destroy_cq #%d: %s", i, ename(e));
+	}
+}
+
+static void loop_channel(char *why)
+{
+	for (int i = 0; i < iters; i++) {
+		struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+		struct ibv_cq *cq;
+		int e;
+
+		if (!ch)
+			FAIL("create_comp_channel #%d: %s", i, ename(errno));
+		cq = ibv_create_cq(ctx, 16, NULL, ch, 0);
+		if (!cq)
+			FAIL("create_cq on a channel #%d: %s", i, ename(errno));
+		if (cq->channel != ch)
+			FAIL("cq->channel is not the channel");
+		if ((e = rcerr(ibv_req_notify_cq(cq, i & 1))))
+			FAIL("req_notify_cq #%d: %s", i, ename(e));
+		if ((e = ibv_destroy_cq(cq)))
+			FAIL("destroy_cq #%d: %s", i, ename(e));
+		if ((e = ibv_destroy_comp_channel(ch)))
+			FAIL("destroy_comp_channel #%d: %s", i, ename(e));
+	}
+}
+
+static void loop_qp(char *why, struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type t,
+		    struct ibv_srq *s)
+{
+	for (int i = 0; i < iters; i++) {
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp *qp = make_qp(pd, cq, cq, t, s, &ia);
+		int e;
+
+		if (!qp)
+			FAIL("create_qp #%d: %s", i, ename(errno));
+		if (qp->qp_type != t || qp->qp_num == 0 || qp->state != IBV_QPS_RESET ||
+		    ia.cap.max_send_wr < 16 || ia.cap.max_send_sge < 2 ||
+		    ia.cap.max_inline_data < 64 ||
+		    (!s && (ia.cap.max_recv_wr < 16 || ia.cap.max_recv_sge < 2)))
+			FAIL("create_qp: type/qpn/state/caps wrong: qpn %u caps %u/%u/%u/%u/%u",
+			     qp->qp_num, ia.cap.max_send_wr, ia.cap.max_recv_wr,
+			     ia.cap.max_send_sge, ia.cap.max_recv_sge, ia.cap.max_inline_data);
+		/* every 16th goes to RTS before it is destroyed */
+		if (i % 16 == 0 && (e = bring_to(qp, IBV_QPS_RTS)))
+			FAIL("bring to RTS #%d: %s", i, ename(e));
+		if ((e = ibv_destroy_qp(qp)))
+			FAIL("destroy_qp #%d: %s", i, ename(e));
+	}
+}
+
+static void loop_srq(char *why, struct ibv_pd *pd)
+{
+	for (int i = 0; i < iters; i++) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16 + i % 16, .max_sge = 1 + i % 2 } };
+		struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+		struct ibv_srq_attr a = { .srq_limit = 4 };
+		int e;
+
+		if (!srq)
+			FAIL("create_srq #%d: %s", i, ename(errno));
+		if ((e = rcerr(ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT))))
+			FAIL("modify_srq limit 4 #%d: %s", i, ename(e));
+		memset(&a, 0, sizeof(a));
+		if ((e = rcerr(ibv_query_srq(srq, &a))) || a.srq_limit != 4 || a.max_wr < 16 + (unsigned)i % 16)
+			FAIL("query_srq #%d: %s limit %u max_wr %u", i, ename(e), a.srq_limit, a.max_wr);
+		if ((e = ibv_destroy_srq(srq)))
+			FAIL("destroy_srq #%d: %s", i, ename(e));
+	}
+}
+
+static void loop_ah(char *why, struct ibv_pd *pd)
+{
+	for (int i = 0; i < iters; i++) {
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = gid, .sgid_index = gid_index, .hop_limit = 64 },
+		};
+		struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+		int e;
+
+		if (!ah)
+			FAIL("create_ah #%d (sgid_index %d): %s", i, gid_index, ename(errno));
+		if ((e = ibv_destroy_ah(ah)))
+			FAIL("destroy_ah #%d: %s", i, ename(e));
+	}
+}
+
+static void loop_mw(char *why, struct ibv_pd *pd, enum ibv_mw_type t)
+{
+	for (int i = 0; i < iters; i++) {
+		struct ibv_mw *mw = ibv_alloc_mw(pd, t);
+		int e;
+
+		if (!mw)
+			FAIL("alloc_mw #%d: %s", i, ename(errno));
+		if (mw->type != t || mw->pd != pd)
+			FAIL("alloc_mw: type %d pd %p", mw->type, (void *)mw->pd);
+		if ((e = ibv_dealloc_mw(mw)))
+			FAIL("dealloc_mw #%d: %s", i, ename(e));
+	}
+}
+
+static void test_objects(struct ibv_pd *pd)
+{
+	char why[WHY_LEN];
+	double t0;
+	int n, cnt = 0;
+
+#define RUN(call, ...) do { why[0] = 0; t0 = now(); call; \
+		checkd(!why[0], why, __VA_ARGS__); } while (0)
+	RUN(loop_pd(why), "PD: alloc/dealloc x%d (%.1fs)", iters, now() - t0);
+
+	for (int c = 0; c < 1 << N_MR_BITS; c++)
+		if (access_legal(access_of(c)))
+			legal_combos[n_legal_combos++] = c;
+	n = iters > n_legal_combos ? iters : n_legal_combos;
+	RUN(loop_mr(why, pd, n),
+	    "MR: reg/dereg x%d over all %d legal combinations of LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC|MW_BIND|RELAXED_ORDERING (%.1fs)",
+	    n, n_legal_combos, now() - t0);
+	cnt = (1 << N_MR_BITS) - n_legal_combos;
+	RUN(mr_illegal(why, pd),
+	    "MR: the %d illegal combinations (REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE) fail with %s",
+	    cnt, ename(WANT_MR_BAD_ACCESS));
+	RUN(loop_cq(why), "CQ: create/resize up/resize down/destroy x%d (%.1fs)", iters, now() - t0);
+	RUN(loop_channel(why), "comp channel + CQ on it + req_notify: x%d (%.1fs)", iters, now() - t0);
+	{
+		struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+		struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+
+		if (!cq || !srq) {
+			checkd(0, ename(errno), "QP loops: create_cq/create_srq");
+		} else {
+			RUN(loop_qp(why, pd, cq, IBV_QPT_RC, NULL), "RC QP: create/destroy x%d, every 16th through RTS (%.1fs)", iters, now() - t0);
+			RUN(loop_qp(why, pd, cq, IBV_QPT_UD, NULL), "UD QP: create/destroy x%d, every 16th through RTS (%.1fs)", iters, now() - t0);
+			RUN(loop_qp(why, pd, cq, IBV_QPT_RC, srq), "RC QP on an SRQ: create/destroy x%d (%.1fs)", iters, now() - t0);
+			RUN(loop_qp(why, pd, cq, IBV_QPT_UD, srq), "UD QP on an SRQ: create/destroy x%d (%.1fs)", iters, now() - t0);
+		}
+		if (srq)
+			ibv_destroy_srq(srq);
+		if (cq)
+			ibv_destroy_cq(cq);
+	}
+	RUN(loop_srq(why, pd), "SRQ: create/modify limit/query/destroy x%d (%.1fs)", iters, now() - t0);
+	RUN(loop_ah(why, pd), "AH (RoCE v2 GID index %d): create/destroy x%d (%.1fs)", gid_index, iters, now() - t0);
+	for (int k = 1; k <= 2; k++) {
+		if (!(mw_types() & k)) {
+			printf("ok %d - MW type %d # SKIP device does not report it\n", ++n_tests, k);
+			continue;
+		}
+		RUN(loop_mw(why, pd, k == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2),
+		    "MW type %d: alloc/dealloc x%d (%.1fs)", k, iters, now() - t0);
+	}
+#undef RUN
+}
+
+/* ------------------------------------------------------------------------- */
+/* 2. QP state machine                                                       */
+
+static const enum ibv_qp_state states[] = { IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR,
+					    IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_ERR };
+
+/* Query every attribute the transitions set and compare with what was set. */
+static void check_query(struct ibv_qp *qp, enum ibv_qp_state s, const char *what)
+{
+	struct ibv_qp_attr a, want;
+	struct ibv_qp_init_attr ia;
+	enum ibv_qp_type t = qp->qp_type;
+	char bad[200] = "";
+	int e;
+
+	e = ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			 IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY | IBV_QP_AV | IBV_QP_PATH_MTU |
+			 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+			 IBV_QP_CAP, &ia);
+	if (e) {
+		checkd(0, ename(e), "%s %s: query_qp", qpt_name(t), what);
+		return;
+	}
+#define QCHK(field, fmt) do { if (a.field != want.field) \
+	snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad), #field " " fmt "!=" fmt " ", \
+		 a.field, want.field); } while (0)
+	if (a.qp_state != s)
+		snprintf(bad, sizeof(bad), "state %s ", qps_name(a.qp_state));
+	if (s >= IBV_QPS_INIT && s <= IBV_QPS_SQD) {
+		req_attrs(t, IBV_QPS_RESET, IBV_QPS_INIT, &want);
+		QCHK(pkey_index, "%u");
+		QCHK(port_num, "%u");
+		if (t == IBV_QPT_RC)
+			QCHK(qp_access_flags, "%#x");
+		else
+			QCHK(qkey, "%#x");
+	}
+	if (s >= IBV_QPS_RTR && s <= IBV_QPS_SQD && t == IBV_QPT_RC) {
+		req_attrs(t, IBV_QPS_INIT, IBV_QPS_RTR, &want);
+		QCHK(path_mtu, "%u");
+		QCHK(dest_qp_num, "%#x");
+		QCHK(rq_psn, "%#x");
+		QCHK(max_dest_rd_atomic, "%u");
+		QCHK(min_rnr_timer, "%u");
+		QCHK(ah_attr.grh.sgid_index, "%u");
+		QCHK(ah_attr.grh.hop_limit, "%u");
+		QCHK(ah_attr.port_num, "%u");
+		QCHK(ah_attr.is_global, "%u");
+		if (memcmp(&a.ah_attr.grh.dgid, &want.ah_attr.grh.dgid, 16))
+			strcat(bad, "dgid ");
+	}
+	if (s >= IBV_QPS_RTS && s <= IBV_QPS_SQD) {
+		req_attrs(t, IBV_QPS_RTR, IBV_QPS_RTS, &want);
+		QCHK(sq_psn, "%#x");
+		if (t == IBV_QPT_RC) {
+			QCHK(timeout, "%u");
+			QCHK(retry_cnt, "%u");
+			QCHK(rnr_retry, "%u");
+			QCHK(max_rd_atomic, "%u");
+		}
+	}
+	if (ia.qp_type != t || ia.cap.max_send_wr < 16 || ia.cap.max_send_sge < 2)
+		strcat(bad, "init_attr ");
+	checkd(!bad[0], bad, "%s %s: query_qp reports state %s and the attributes set",
+	       qpt_name(t), what, qps_name(s));
+}
+
+static void test_transitions(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UD };
+	int ti, i, j, e;
+
+	for (ti = 0; ti < 2; ti++) {
+		enum ibv_qp_type t = types[ti];
+		struct ibv_qp *qp = make_qp(pd, cq, cq, t, NULL, NULL);
+		struct ibv_qp_attr a;
+		int m;
+
+		if (!qp) {
+			checkd(0, ename(errno), "%s: create_qp", qpt_name(t));
+			continue;
+		}
+		/* The full legal walk on one QP, query after each step. */
+		static const enum ibv_qp_state walk[] = {
+			IBV_QPS_RESET, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_INIT, IBV_QPS_RTR,
+			IBV_QPS_RTS, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQD, IBV_QPS_RTS,
+			IBV_QPS_ERR, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RESET,
+			IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR,
+			IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_ERR, IBV_QPS_RESET,
+		};
+		for (i = 1; i < (int)(sizeof(walk) / sizeof(walk[0])); i++) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "%s->%s", qps_name(walk[i - 1]), qps_name(walk[i]));
+			e = step(qp, walk[i - 1], walk[i]);
+			expect_err(e, 0, "%s %s with the required mask", qpt_name(t), what);
+			check_query(qp, walk[i], what);
+			if (qp->state != walk[i])
+				checkd(0, qps_name(qp->state), "%s %s: ibv_qp->state", qpt_name(t), what);
+		}
+		/* Optional attributes change in place: INIT->INIT, RTS->RTS, SQD->SQD. */
+		{
+			struct ibv_qp_attr q;
+			struct ibv_qp_init_attr ia;
+
+			bring_to(qp, IBV_QPS_INIT);
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_INIT;
+			a.qp_access_flags = IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_READ;
+			a.qkey = 0x22222222;
+			m = IBV_QP_STATE | (t == IBV_QPT_RC ? IBV_QP_ACCESS_FLAGS : IBV_QP_QKEY);
+			e = rcerr(ibv_modify_qp(qp, &a, m));
+			ibv_query_qp(qp, &q, IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY, &ia);
+			checkd(!e && (t == IBV_QPT_RC ? q.qp_access_flags == a.qp_access_flags : q.qkey == a.qkey),
+			       ename(e), "%s INIT->INIT changes %s", qpt_name(t),
+			       t == IBV_QPT_RC ? "qp_access_flags" : "qkey");
+			step(qp, IBV_QPS_INIT, IBV_QPS_RTR);
+			step(qp, IBV_QPS_RTR, IBV_QPS_RTS);
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_RTS;
+			a.min_rnr_timer = 20;
+			a.qkey = 0x33333333;
+			m = IBV_QP_STATE | (t == IBV_QPT_RC ? IBV_QP_MIN_RNR_TIMER : IBV_QP_QKEY);
+			e = rcerr(ibv_modify_qp(qp, &a, m));
+			ibv_query_qp(qp, &q, IBV_QP_MIN_RNR_TIMER | IBV_QP_QKEY, &ia);
+			checkd(!e && (t == IBV_QPT_RC ? q.min_rnr_timer == 20 : q.qkey == a.qkey),
+			       ename(e), "%s RTS->RTS changes %s", qpt_name(t),
+			       t == IBV_QPT_RC ? "min_rnr_timer" : "qkey");
+			step(qp, IBV_QPS_RTS, IBV_QPS_SQD);
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_SQD;
+			a.timeout = 20;
+			a.qkey = 0x44444444;
+			m = IBV_QP_STATE | (t == IBV_QPT_RC ? IBV_QP_TIMEOUT : IBV_QP_QKEY);
+			e = rcerr(ibv_modify_qp(qp, &a, m));
+			/* QUIRK (harmless): rxe treats SQD->SQD like RTS->SQD and
+			 * starts another drain (rxe_qp_sqd() sets sq_draining), so
+			 * SQD->RTS fails with EINVAL until the send task has run:
+			 * wait for sq_draining to clear as after RTS->SQD. */
+			wait_drained(qp);
+			ibv_query_qp(qp, &q, IBV_QP_TIMEOUT | IBV_QP_QKEY | IBV_QP_STATE, &ia);
+			checkd(!e && q.qp_state == IBV_QPS_SQD &&
+			       (t == IBV_QPT_RC ? q.timeout == 20 : q.qkey == a.qkey),
+			       ename(e), "%s SQD->SQD changes %s", qpt_name(t),
+			       t == IBV_QPT_RC ? "timeout" : "qkey");
+			memset(&a, 0, sizeof(a));
+			a.qp_state = IBV_QPS_RTS;
+			a.en_sqd_async_notify = 1;
+			e = rcerr(ibv_modify_qp(qp, &a, IBV_QP_STATE));
+			expect_err(e, 0, "%s SQD->RTS", qpt_name(t));
+			a.qp_state = IBV_QPS_SQD;
+			e = rcerr(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY));
+			expect_err(e, 0, "%s RTS->SQD with EN_SQD_ASYNC_NOTIFY", qpt_name(t));
+			wait_drained(qp);
+		}
+		ibv_destroy_qp(qp);
+
+		/* Matrix: every (from, to) pair on a fresh QP. */
+		{
+			int nleg = 0, nill = 0;
+			char bad[600] = "";
+
+			for (i = 0; i < 6; i++) {
+				for (j = 0; j < 6; j++) {
+					enum ibv_qp_state from = states[i], to = states[j];
+					int want = legal(from, to) ? 0 : WANT_BAD_TRANSITION;
+					int s;
+
+					qp = make_qp(pd, cq, cq, t, NULL, NULL);
+					if (!qp || (e = bring_to(qp, from))) {
+						snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad),
+							 "setup %s: %s; ", qps_name(from), ename(qp ? e : errno));
+						if (qp)
+							ibv_destroy_qp(qp);
+						continue;
+					}
+					m = req_attrs(t, from, to, &a);
+					e = rcerr(ibv_modify_qp(qp, &a, m));
+					if (!e && to == IBV_QPS_SQD)
+						wait_drained(qp);
+					s = qp_state(qp, NULL);
+					if (e != want || s != (int)(want ? from : to))
+						snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad),
+							 "%s->%s: %s state %s; ", qps_name(from), qps_name(to),
+							 ename(e), qps_name(s));
+					if (want)
+						nill++;
+					else
+						nleg++;
+					ibv_destroy_qp(qp);
+				}
+			}
+			checkd(!bad[0], bad, "%s transition matrix: %d legal pairs succeed, %d illegal fail with %s and leave the state",
+			       qpt_name(t), nleg, nill, ename(WANT_BAD_TRANSITION));
+		}
+
+		/* Wrong masks: drop each required bit; add a bit not allowed. */
+		{
+			static const enum ibv_qp_state pairs[][2] = {
+				{ IBV_QPS_RESET, IBV_QPS_INIT }, { IBV_QPS_INIT, IBV_QPS_RTR },
+				{ IBV_QPS_RTR, IBV_QPS_RTS },
+			};
+			int p, b, cnt = 0;
+			char bad[400] = "";
+
+			for (p = 0; p < 3; p++) {
+				enum ibv_qp_state from = pairs[p][0], to = pairs[p][1];
+				int req = req_attrs(t, from, to, &a) & ~IBV_QP_STATE;
+
+				for (b = 0; b < 31; b++) {
+					if (!(req & (1 << b)))
+						continue;
+					qp = make_qp(pd, cq, cq, t, NULL, NULL);
+					if (!qp || bring_to(qp, from)) {
+						strcat(bad, "setup; ");
+						if (qp)
+							ibv_destroy_qp(qp);
+						continue;
+					}
+					m = req_attrs(t, from, to, &a);
+					e = rcerr(ibv_modify_qp(qp, &a, m & ~(1 << b)));
+					if (e != WANT_BAD_TRANSITION || qp_state(qp, NULL) != (int)from)
+						snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad),
+							 "%s->%s without mask bit %#x: %s; ", qps_name(from),
+							 qps_name(to), 1 << b, ename(e));
+					cnt++;
+					ibv_destroy_qp(qp);
+				}
+			}
+			checkd(!bad[0], bad, "%s: %d transitions each missing one required mask bit fail with %s",
+			       qpt_name(t), cnt, ename(WANT_BAD_TRANSITION));
+
+			/* Extra bits the transition does not allow (not in its optional set). */
+			struct { enum ibv_qp_state from, to; int extra; const char *name; } ex[] = {
+				{ IBV_QPS_RESET, IBV_QPS_INIT, t == IBV_QPT_RC ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS,
+				  t == IBV_QPT_RC ? "QKEY" : "ACCESS_FLAGS" },
+				{ IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_SQ_PSN, "SQ_PSN" },
+				{ IBV_QPS_INIT, IBV_QPS_RTR, IBV_QP_SQ_PSN, "SQ_PSN" },
+				{ IBV_QPS_INIT, IBV_QPS_RTR, IBV_QP_CUR_STATE, "CUR_STATE (not allowed from INIT)" },
+				{ IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_PATH_MTU, "PATH_MTU" },
+				{ IBV_QPS_RTS, IBV_QPS_SQD, IBV_QP_PORT, "PORT" },
+				{ IBV_QPS_RTS, IBV_QPS_RTS, IBV_QP_RQ_PSN, "RQ_PSN" },
+				{ IBV_QPS_RESET, IBV_QPS_ERR, IBV_QP_PKEY_INDEX, "PKEY_INDEX" },
+			};
+			for (p = 0; p < (int)(sizeof(ex) / sizeof(ex[0])); p++) {
+				qp = make_qp(pd, cq, cq, t, NULL, NULL);
+				if (!qp || bring_to(qp, ex[p].from)) {
+					checkd(0, "setup", "%s %s->%s + %s", qpt_name(t), qps_name(ex[p].from),
+					       qps_name(ex[p].to), ex[p].name);
+					if (qp)
+						ibv_destroy_qp(qp);
+					continue;
+				}
+				m = req_attrs(t, ex[p].from, ex[p].to, &a);
+				a.sq_psn = 1; a.rq_psn = 1; a.path_mtu = IBV_MTU_1024; a.port_num = 1;
+				a.cur_qp_state = ex[p].from;
+				e = rcerr(ibv_modify_qp(qp, &a, m | ex[p].extra));
+				expect_err(e, WANT_BAD_TRANSITION, "%s %s->%s with extra mask bit %s", qpt_name(t),
+					   qps_name(ex[p].from), qps_name(ex[p].to), ex[p].name);
+				ibv_destroy_qp(qp);
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* 3. errno of invalid calls                                                 */
+
+/* Try RESET->...->from, then one modify with an out-of-range value. */
+static int bad_modify(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type t,
+		      enum ibv_qp_state from, enum ibv_qp_state to,
+		      void (*mut)(struct ibv_qp_attr *), int extra_mask, int *state_after)
+{
+	struct ibv_qp *qp = make_qp(pd, cq, cq, t, NULL, NULL);
+	struct ibv_qp_attr a;
+	int m, e;
+
+	if (!qp)
+		return -1;
+	if (bring_to(qp, from)) {
+		ibv_destroy_qp(qp);
+		return -1;
+	}
+	m = req_attrs(t, from, to, &a);
+	mut(&a);
+	e = rcerr(ibv_modify_qp(qp, &a, m | extra_mask));
+	if (state_after)
+		*state_after = qp_state(qp, NULL);
+	ibv_destroy_qp(qp);
+	return e;
+}
+
+static void m_port2(struct ibv_qp_attr *a) { a->port_num = 2; }
+static void m_port0(struct ibv_qp_attr *a) { a->port_num = 0; }
+static void m_pkey1(struct ibv_qp_attr *a) { a->pkey_index = 1; }
+static void m_pkey64(struct ibv_qp_attr *a) { a->pkey_index = 64; }
+static void m_mtu6(struct ibv_qp_attr *a) { a->path_mtu = 6; }
+static void m_mtu0(struct ibv_qp_attr *a) { a->path_mtu = 0; }
+static void m_mtu_big(struct ibv_qp_attr *a) { a->path_mtu = IBV_MTU_4096 + 1; }
+static void m_av_port2(struct ibv_qp_attr *a) { a->ah_attr.port_num = 2; }
+static void m_av_sgid(struct ibv_qp_attr *a) { a->ah_attr.grh.sgid_index = 200; }
+static void m_av_sgid_big(struct ibv_qp_attr *a) { a->ah_attr.grh.sgid_index = 255; }
+static void m_av_nogrh(struct ibv_qp_attr *a) { a->ah_attr.is_global = 0; a->ah_attr.dlid = 1; }
+static void m_dqpn(struct ibv_qp_attr *a) { a->dest_qp_num = 0x1000000; }
+static void m_rqpsn(struct ibv_qp_attr *a) { a->rq_psn = 0x1000000; }
+static void m_sqpsn(struct ibv_qp_attr *a) { a->sq_psn = 0x1000000; }
+static void m_timeout(struct ibv_qp_attr *a) { a->timeout = 32; }
+static void m_retry(struct ibv_qp_attr *a) { a->retry_cnt = 8; }
+static void m_rnr(struct ibv_qp_attr *a) { a->rnr_retry = 8; }
+static void m_rnrtimer(struct ibv_qp_attr *a) { a->min_rnr_timer = 32; }
+static void m_rdatomic(struct ibv_qp_attr *a) { a->max_rd_atomic = 255; }
+static void m_dest_rdatomic(struct ibv_qp_attr *a) { a->max_dest_rd_atomic = 255; }
+static void m_access(struct ibv_qp_attr *a) { a->qp_access_flags = 1 << 30; }
+static void m_access_ro(struct ibv_qp_attr *a) { a->qp_access_flags = IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_LOCAL_WRITE; }
+static void m_none(struct ibv_qp_attr *a) { (void)a; }
+
+/* CQ sizes, MR, SRQ, AH. cq may be NULL (a device without CQs yet). */
+static void test_invalid(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_device_attr *d = &dattr.orig_attr;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+	struct ibv_cq *c;
+	struct ibv_mr *mr;
+	struct ibv_srq *srq;
+	int e;
+
+	/* CQ sizes */
+	errno = 0; c = ibv_create_cq(ctx, 0, NULL, NULL, 0); e = PERR(c); if (c) ibv_destroy_cq(c);
+	expect_err(e, WANT_CQ_BAD_CQE, "create_cq cqe 0");
+	errno = 0; c = ibv_create_cq(ctx, -1, NULL, NULL, 0); e = PERR(c); if (c) ibv_destroy_cq(c);
+	expect_err(e, WANT_CQ_BAD_CQE, "create_cq cqe -1");
+	errno = 0; c = ibv_create_cq(ctx, d->max_cqe + 1, NULL, NULL, 0); e = PERR(c); if (c) ibv_destroy_cq(c);
+	expect_err(e, WANT_CQ_BAD_CQE, "create_cq cqe max_cqe+1 (%d)", d->max_cqe + 1);
+	errno = 0; c = ibv_create_cq(ctx, d->max_cqe, NULL, NULL, 0); e = PERR(c);
+	expect_err(e, 0, "create_cq cqe max_cqe (%d)", d->max_cqe);
+	if (c)
+		ibv_destroy_cq(c);
+	c = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (c) {
+		expect_err(rcerr(ibv_resize_cq(c, 0)), WANT_CQ_BAD_CQE, "resize_cq to 0");
+		expect_err(rcerr(ibv_resize_cq(c, d->max_cqe + 1)), WANT_CQ_BAD_CQE, "resize_cq to max_cqe+1");
+		check(c->cqe >= 16, "failed resizes leave cq->cqe (%d)", c->cqe);
+		ibv_destroy_cq(c);
+	}
+
+	/* MR */
+	errno = 0; mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_WRITE); e = PERR(mr); if (mr) ibv_dereg_mr(mr);
+	expect_err(e, WANT_MR_BAD_ACCESS, "reg_mr REMOTE_WRITE without LOCAL_WRITE");
+	errno = 0; mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_READ); e = PERR(mr); if (mr) ibv_dereg_mr(mr);
+	expect_err(e, WANT_MR_BAD_ACCESS, "reg_mr REMOTE_ATOMIC without LOCAL_WRITE");
+	errno = 0; mr = ibv_reg_mr(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE); e = PERR(mr); if (mr) ibv_dereg_mr(mr);
+	expect_err(e, WANT_MR_ZERO_LEN, "reg_mr length 0");
+	errno = 0; mr = ibv_reg_mr(pd, (void *)(uintptr_t)0xfffffffffffff000ull, 0x2000, IBV_ACCESS_LOCAL_WRITE);
+	e = PERR(mr); if (mr) ibv_dereg_mr(mr);
+	expect_err(e, WANT_MR_WRAP, "reg_mr address+length wraps around");
+	{
+		void *p = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		munmap((char *)p + 4096, 4096); /* a hole in the middle */
+		errno = 0; mr = ibv_reg_mr(pd, p, 3 * 4096, IBV_ACCESS_LOCAL_WRITE); e = PERR(mr); if (mr) ibv_dereg_mr(mr);
+		expect_err(e, WANT_MR_UNMAPPED, "reg_mr over an unmapped page");
+		munmap(p, 3 * 4096);
+	}
+	errno = 0; mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
+	e = PERR(mr); if (mr) ibv_dereg_mr(mr);
+	/* ib_check_mr_access(): ON_DEMAND without IBK_ON_DEMAND_PAGING. */
+	expect_err(e, (dattr.odp_caps.general_caps & IBV_ODP_SUPPORT) ? 0 : EOPNOTSUPP,
+		   "reg_mr ON_DEMAND (device %s ODP)",
+		   (dattr.odp_caps.general_caps & IBV_ODP_SUPPORT) ? "reports" : "does not report");
+
+	/* SRQ */
+	{
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = d->max_srq_wr + 1, .max_sge = 1 } };
+
+		errno = 0; srq = ibv_create_srq(pd, &sa); e = PERR(srq); if (srq) ibv_destroy_srq(srq);
+		expect_err(e, WANT_SRQ_BAD, "create_srq max_wr = max_srq_wr+1 (%d)", d->max_srq_wr + 1);
+		sa.attr.max_wr = 16; sa.attr.max_sge = d->max_srq_sge + 1;
+		errno = 0; srq = ibv_create_srq(pd, &sa); e = PERR(srq); if (srq) ibv_destroy_srq(srq);
+		expect_err(e, WANT_SRQ_BAD, "create_srq max_sge = max_srq_sge+1 (%d)", d->max_srq_sge + 1);
+		sa.attr.max_wr = 0; sa.attr.max_sge = 1;
+		errno = 0; srq = ibv_create_srq(pd, &sa); e = PERR(srq); if (srq) ibv_destroy_srq(srq);
+		expect_err(e, WANT_SRQ_BAD, "create_srq max_wr 0");
+		sa.attr.max_wr = 16;
+		srq = ibv_create_srq(pd, &sa);
+		if (srq) {
+			struct ibv_srq_attr a = { .srq_limit = 0 };
+			struct ibv_srq_attr q;
+
+			ibv_query_srq(srq, &q);
+			a.srq_limit = q.max_wr + 1;
+			expect_err(rcerr(ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT)), WANT_SRQ_BAD,
+				   "modify_srq limit above the SRQ's max_wr (%u > %u)", a.srq_limit, q.max_wr);
+			a.max_wr = d->max_srq_wr + 1;
+			expect_err(rcerr(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR)), WANT_SRQ_BAD,
+				   "modify_srq max_wr = max_srq_wr+1");
+			a.srq_limit = 8;
+			expect_err(rcerr(ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT)), 0, "modify_srq limit 8");
+			a.max_wr = 4;
+			expect_err(rcerr(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR)), WANT_SRQ_BAD,
+				   "modify_srq max_wr 4 below the armed limit 8");
+			ibv_query_srq(srq, &q);
+			check(q.srq_limit == 8 && q.max_wr >= 16, "failed modify_srq leaves limit %u max_wr %u",
+			      q.srq_limit, q.max_wr);
+			/* SRQ resize (IBV_SRQ_MAX_WR) needs IBV_DEVICE_SRQ_RESIZE; rxe sets it. */
+			if (d->device_cap_flags & IBV_DEVICE_SRQ_RESIZE) {
+				a.max_wr = 64;
+				e = rcerr(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR));
+				ibv_query_srq(srq, &q);
+				checkd(!e && q.max_wr >= 64, ename(e), "modify_srq max_wr 16 -> 64 (device has SRQ_RESIZE): max_wr %u", q.max_wr);
+			}
+			/* SRQ in use by a QP cannot be destroyed. */
+			memset(&ia, 0, sizeof(ia));
+			ia.send_cq = ia.recv_cq = cq; ia.srq = srq; ia.qp_type = IBV_QPT_RC;
+			ia.cap = (struct ibv_qp_cap){ .max_send_wr = 1, .max_send_sge = 1 };
+			qp = cq ? ibv_create_qp(pd, &ia) : NULL;
+			if (qp) {
+				expect_err(ibv_destroy_srq(srq), WANT_BUSY, "destroy_srq while a QP uses it");
+				ibv_destroy_qp(qp);
+			} else {
+				checkd(0, ename(errno), "create RC QP on an SRQ");
+			}
+			expect_err(ibv_destroy_srq(srq), 0, "destroy_srq once the QP is gone");
+		}
+	}
+
+	/* AH */
+	{
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = gid, .sgid_index = 200, .hop_limit = 64 },
+		};
+		struct ibv_ah *ah;
+
+		/* An unpopulated GID index inside the table (sgid_index is a u8,
+		 * gid_tbl_len 1024: no index past the table can be expressed).
+		 * ib_core rdma_get_gid_attr() of an empty entry: ENODATA. */
+		errno = 0; ah = ibv_create_ah(pd, &aa); e = PERR(ah); if (ah) ibv_destroy_ah(ah);
+		expect_err(e, ENODATA, "create_ah with unpopulated sgid_index 200");
+		aa.grh.sgid_index = 255;
+		errno = 0; ah = ibv_create_ah(pd, &aa); e = PERR(ah); if (ah) ibv_destroy_ah(ah);
+		expect_err(e, ENODATA, "create_ah with unpopulated sgid_index 255");
+		aa.grh.sgid_index = gid_index; aa.port_num = 2;
+		errno = 0; ah = ibv_create_ah(pd, &aa); e = PERR(ah); if (ah) ibv_destroy_ah(ah);
+		expect_err(e, EINVAL, "create_ah on port 2");
+		aa.port_num = 1; aa.is_global = 0; aa.dlid = 1;
+		errno = 0; ah = ibv_create_ah(pd, &aa); e = PERR(ah); if (ah) ibv_destroy_ah(ah);
+		/* RoCE needs a GRH: ib_core rdma_check_ah_attr() */
+		expect_err(e, EINVAL, "create_ah without GRH on a RoCE port");
+	}
+
+}
+
+/* QP caps above the device limits, unsupported QP types. */
+static void invalid_qp_caps(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_device_attr *d = &dattr.orig_attr;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	int e;
+
+	(void)d; (void)mr;
+
+	/* QP caps above the device limits */
+	struct { const char *name; struct ibv_qp_cap cap; } caps[] = {
+		{ "max_send_wr = max_qp_wr+1", { .max_send_wr = d->max_qp_wr + 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } },
+		{ "max_recv_wr = max_qp_wr+1", { .max_send_wr = 1, .max_recv_wr = d->max_qp_wr + 1, .max_send_sge = 1, .max_recv_sge = 1 } },
+		{ "max_send_sge = max_sge+1", { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = d->max_sge + 1, .max_recv_sge = 1 } },
+		{ "max_recv_sge = max_sge+1", { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = d->max_sge + 1 } },
+		{ "max_inline_data = 64 KiB", { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 65536 } },
+	};
+	for (int k = 0; k < (int)(sizeof(caps) / sizeof(caps[0])); k++) {
+		for (int ti = 0; ti < 2; ti++) {
+			memset(&ia, 0, sizeof(ia));
+			ia.send_cq = ia.recv_cq = cq;
+			ia.qp_type = ti ? IBV_QPT_UD : IBV_QPT_RC;
+			ia.cap = caps[k].cap;
+			errno = 0;
+			qp = ibv_create_qp(pd, &ia);
+			e = PERR(qp);
+			if (qp)
+				ibv_destroy_qp(qp);
+			expect_err(e, WANT_QP_BAD_CAP, "create %s QP with %s", ti ? "UD" : "RC", caps[k].name);
+		}
+	}
+	/* The limits themselves are accepted (max_qp_wr is large: RC only). */
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap = (struct ibv_qp_cap){ .max_send_wr = 1, .max_recv_wr = 1,
+				      .max_send_sge = d->max_sge, .max_recv_sge = d->max_sge };
+	errno = 0; qp = ibv_create_qp(pd, &ia); e = PERR(qp);
+	expect_err(e, 0, "create RC QP with max_send_sge = max_recv_sge = max_sge (%d)", d->max_sge);
+	if (qp)
+		ibv_destroy_qp(qp);
+	/* Unsupported QP types: UC is supported by rxe, XRC/RAW_PACKET are not. */
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RAW_PACKET;
+	ia.cap = (struct ibv_qp_cap){ .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 };
+	errno = 0; qp = ibv_create_qp(pd, &ia); e = PERR(qp);
+	if (qp)
+		ibv_destroy_qp(qp);
+	/* RAW_PACKET needs CAP_NET_RAW first (we are root), then rxe_qp_chk_init()
+	 * rejects the type. */
+	expect_err(e, EOPNOTSUPP, "create RAW_PACKET QP");
+
+}
+
+/* modify_qp with out-of-range values. */
+static void invalid_qp_modify(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_device_attr *d = &dattr.orig_attr;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	int e;
+
+	(void)d; (void)mr;
+
+	/* modify_qp with out-of-range values */
+	struct {
+		enum ibv_qp_type t; enum ibv_qp_state from, to;
+		void (*mut)(struct ibv_qp_attr *); int extra; int want; const char *name;
+	} bm[] = {
+		/* uverbs modify_qp(): !rdma_is_port_valid() */
+		{ IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, m_port2, 0, EINVAL, "port 2" },
+		{ IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, m_port0, 0, EINVAL, "port 0" },
+		{ IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT, m_port2, 0, EINVAL, "port 2" },
+		/* QUIRK: pkey_tbl_len is 1, IBTA makes a P_Key index past the table
+		 * invalid; neither rxe nor ib_core (without
+		 * CONFIG_SECURITY_INFINIBAND) checks it: rxe accepts. */
+		{ IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, m_pkey1, 0, 0, "pkey_index 1 (table has 1 entry) [rxe quirk]" },
+		{ IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT, m_pkey64, 0, 0, "pkey_index 64 [rxe quirk]" },
+		/* rxe_qp_chk_attr(): access bits outside RXE_ACCESS_SUPPORTED_QP;
+		 * the optional range (bits 20-29, e.g. RELAXED_ORDERING) is accepted. */
+		{ IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, m_access, 0, EINVAL, "qp_access_flags bit 30" },
+		{ IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, m_access_ro, 0, 0, "qp_access_flags RELAXED_ORDERING (optional bit 20)" },
+		/* rxe_qp_chk_attr(): path_mtu > port max_mtu */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_mtu6, 0, EINVAL, "path_mtu 6 (not an MTU)" },
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_mtu_big, 0, EINVAL, "path_mtu 4096+1 enum" },
+		/* QUIRK: path_mtu 0 is not an IBV_MTU value; rxe only checks
+		 * mtu > max_mtu, so 0 passes and qp->mtu becomes
+		 * ib_mtu_enum_to_int(0) = -1. */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_mtu0, 0, 0, "path_mtu 0 (not an MTU) [rxe quirk]" },
+		/* uverbs modify_qp(): AV port */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_av_port2, 0, EINVAL, "ah_attr.port_num 2" },
+		/* ib_core rdma_fill_sgid_attr() -> rdma_get_gid_attr() of an empty entry */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_av_sgid, 0, ENODATA, "ah_attr sgid_index 200 (unpopulated)" },
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_av_sgid_big, 0, ENODATA, "ah_attr sgid_index 255 (unpopulated)" },
+		/* ib_core modify_qp: RoCE AV needs a GRH */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_av_nogrh, 0, EINVAL, "ah_attr without GRH" },
+		/* QUIRK: dest_qp_num is 24 bits (IBTA); rxe stores 0x1000000 unchecked. */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_dqpn, 0, 0, "dest_qp_num 0x1000000 (> 24 bits) [rxe quirk]" },
+		/* ib_core _ib_modify_qp(): PSNs wider than 24 bits are masked to
+		 * 24 bits with a dev_warn, not refused (checked by query below). */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_rqpsn, 0, 0, "rq_psn 0x1000000 (masked by ib_core)" },
+		{ IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, m_sqpsn, 0, 0, "sq_psn 0x1000000 (masked by ib_core)" },
+		{ IBV_QPT_UD, IBV_QPS_RTR, IBV_QPS_RTS, m_sqpsn, 0, 0, "sq_psn 0x1000000 (masked by ib_core)" },
+		/* rxe_qp_chk_attr(): timeout > 31 */
+		{ IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, m_timeout, 0, EINVAL, "timeout 32" },
+		/* QUIRK: retry_cnt and rnr_retry are 3-bit fields, min_rnr_timer 5 bits
+		 * (IBTA 9.7.5.2.8, 9.7.5.2.9, 10.2.4); rxe accepts 8 / 32 unchecked. */
+		{ IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, m_retry, 0, 0, "retry_cnt 8 (> 3 bits) [rxe quirk]" },
+		{ IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, m_rnr, 0, 0, "rnr_retry 8 (> 3 bits) [rxe quirk]" },
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_rnrtimer, 0, 0, "min_rnr_timer 32 (> 5 bits) [rxe quirk]" },
+		/* rxe_qp_chk_attr(): max_rd_atomic > max_qp_rd_atom */
+		{ IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, m_rdatomic, 0, EINVAL, "max_rd_atomic 255 (> max_qp_rd_atom)" },
+		/* QUIRK: max_dest_rd_atomic is not checked against
+		 * max_qp_init_rd_atom; rxe accepts 255 (and rounds it up to 256). */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_dest_rdatomic, 0, 0, "max_dest_rd_atomic 255 (> max_qp_init_rd_atom) [rxe quirk]" },
+		/* a mask bit that is not a standard attribute: rxe_modify_qp() */
+		{ IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, m_none, 1 << 30, EOPNOTSUPP, "attr_mask bit 30" },
+	};
+	for (int k = 0; k < (int)(sizeof(bm) / sizeof(bm[0])); k++) {
+		int s = -1;
+
+		e = bad_modify(pd, cq, bm[k].t, bm[k].from, bm[k].to, bm[k].mut, bm[k].extra, &s);
+		if (e < 0) {
+			checkd(0, "setup failed", "%s modify_qp %s->%s with %s", qpt_name(bm[k].t),
+			       qps_name(bm[k].from), qps_name(bm[k].to), bm[k].name);
+			continue;
+		}
+		expect_err(e, bm[k].want, "%s modify_qp %s->%s with %s%s", qpt_name(bm[k].t),
+			   qps_name(bm[k].from), qps_name(bm[k].to), bm[k].name,
+			   bm[k].want ? "" : " is accepted");
+		if (bm[k].want && s != (int)bm[k].from)
+			checkd(0, qps_name(s), "%s modify_qp %s->%s with %s: state unchanged",
+			       qpt_name(bm[k].t), qps_name(bm[k].from), qps_name(bm[k].to), bm[k].name);
+	}
+
+	/* The masking of wide PSNs, seen through query_qp. */
+	qp = make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL);
+	if (qp && !bring_to(qp, IBV_QPS_INIT)) {
+		struct ibv_qp_attr a, q;
+		int m = req_attrs(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, &a);
+
+		a.rq_psn = 0xc123456;
+		e = rcerr(ibv_modify_qp(qp, &a, m));
+		m = req_attrs(IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, &a);
+		a.sq_psn = 0x7f654321;
+		e = e ? e : rcerr(ibv_modify_qp(qp, &a, m));
+		memset(&q, 0, sizeof(q));
+		ibv_query_qp(qp, &q, IBV_QP_RQ_PSN | IBV_QP_SQ_PSN, &ia);
+		checkd(!e && q.rq_psn == 0x123456 && q.sq_psn == 0x654321, ename(e),
+		       "RC rq_psn 0xc123456 / sq_psn 0x7f654321 read back masked to 24 bits: %#x / %#x",
+		       q.rq_psn, q.sq_psn);
+	} else {
+		checkd(0, ename(errno), "PSN masking: setup");
+	}
+	if (qp)
+		ibv_destroy_qp(qp);
+
+}
+
+/* Destroy of objects still in use. */
+static void invalid_busy(void)
+{
+	struct ibv_device_attr *d = &dattr.orig_attr;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	int e;
+
+	(void)d; (void)mr; (void)e;
+
+	/* Destroy of objects still in use: EBUSY. */
+	{
+		struct ibv_pd *p = ibv_alloc_pd(ctx);
+		struct ibv_cq *c2 = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+		struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+		struct ibv_cq *c3 = ch ? ibv_create_cq(ctx, 4, NULL, ch, 0) : NULL;
+
+		if (!p || !c2 || !ch || !c3) {
+			checkd(0, ename(errno), "setup PD/CQ/channel for the EBUSY checks");
+		} else {
+			mr = ibv_reg_mr(p, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+			if (mr) {
+				expect_err(ibv_dealloc_pd(p), WANT_BUSY, "dealloc_pd with an MR registered");
+				ibv_dereg_mr(mr);
+			}
+			memset(&ia, 0, sizeof(ia));
+			ia.send_cq = ia.recv_cq = c2; ia.qp_type = IBV_QPT_RC;
+			ia.cap = (struct ibv_qp_cap){ .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 };
+			qp = ibv_create_qp(p, &ia);
+			if (qp) {
+				expect_err(ibv_dealloc_pd(p), WANT_BUSY, "dealloc_pd with a QP");
+				expect_err(ibv_destroy_cq(c2), WANT_BUSY, "destroy_cq while a QP uses it");
+				ibv_destroy_qp(qp);
+			} else {
+				checkd(0, ename(errno), "create QP for the EBUSY checks");
+			}
+			if (mw_types() & 1) {
+				struct ibv_mw *mw = ibv_alloc_mw(p, IBV_MW_TYPE_1);
+
+				if (mw) {
+					expect_err(ibv_dealloc_pd(p), WANT_BUSY, "dealloc_pd with an MW");
+					ibv_dealloc_mw(mw);
+				}
+			}
+			expect_err(ibv_destroy_comp_channel(ch), WANT_BUSY, "destroy_comp_channel with a CQ on it");
+			expect_err(ibv_destroy_cq(c3), 0, "destroy_cq on the channel");
+			expect_err(ibv_destroy_comp_channel(ch), 0, "destroy_comp_channel once empty");
+			ch = NULL;
+			expect_err(ibv_destroy_cq(c2), 0, "destroy_cq once the QP is gone");
+			c2 = NULL;
+			expect_err(ibv_dealloc_pd(p), 0, "dealloc_pd once empty");
+			p = NULL;
+		}
+		if (c3 && ch)
+			ibv_destroy_cq(c3);
+		if (ch)
+			ibv_destroy_comp_channel(ch);
+		if (c2)
+			ibv_destroy_cq(c2);
+		if (p)
+			ibv_dealloc_pd(p);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* 4. rings without traffic                                                  */
+
+static void check_flush(struct ibv_cq *cq, struct ibv_qp *qp, int n, uint64_t base,
+			const char *what)
+{
+	struct ibv_wc *wc = calloc(n + 1, sizeof(*wc));
+	char bad[200] = "";
+	int got, i, extra;
+
+	got = poll_n(cq, wc, n, 10);
+	for (i = 0; i < got && !bad[0]; i++) {
+		if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
+			snprintf(bad, sizeof(bad), "wc %d status %s", i, ibv_wc_status_str(wc[i].status));
+		else if (wc[i].wr_id != base + i)
+			snprintf(bad, sizeof(bad), "wc %d wr_id %#llx, want %#llx", i,
+				 (unsigned long long)wc[i].wr_id, (unsigned long long)(base + i));
+		else if (wc[i].qp_num != qp->qp_num)
+			snprintf(bad, sizeof(bad), "wc %d qp_num %u, want %u", i, wc[i].qp_num, qp->qp_num);
+	}
+	extra = poll_extra(cq, 0.2);
+	if (!bad[0] && (got != n || extra))
+		snprintf(bad, sizeof(bad), "%d completions, want %d", got + extra, n);
+	checkd(!bad[0], bad, "%s: %d WR_FLUSH_ERR completions, wr_ids in order", what, n);
+	free(wc);
+}
+
+static void test_rings(struct ibv_pd *pd)
+{
+	struct ibv_cq *scq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				       IBV_ACCESS_MW_BIND);
+	struct ibv_qp_init_attr ia;
+	struct ibv_recv_wr rwr, *bad_r;
+	struct ibv_send_wr swr, *bad_s;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 64 };
+	struct ibv_qp *qp;
+	int e, i, ti;
+
+	if (!scq || !rcq || !mr) {
+		checkd(0, ename(errno), "rings: setup CQs and MR");
+		return;
+	}
+	sge.lkey = mr->lkey;
+
+	for (ti = 0; ti < 2; ti++) {
+		enum ibv_qp_type t = ti ? IBV_QPT_UD : IBV_QPT_RC;
+		int nr;
+
+		qp = make_qp(pd, scq, rcq, t, NULL, &ia);
+		if (!qp) {
+			checkd(0, ename(errno), "%s: create_qp", qpt_name(t));
+			continue;
+		}
+		nr = ia.cap.max_recv_wr;
+		memset(&rwr, 0, sizeof(rwr));
+		rwr.sg_list = &sge; rwr.num_sge = 1;
+		memset(&swr, 0, sizeof(swr));
+		swr.sg_list = &sge; swr.num_sge = 1; swr.opcode = IBV_WR_SEND;
+		swr.send_flags = IBV_SEND_SIGNALED;
+
+		/* IBTA C10-97.2.1: posting to the RQ in RESET is an immediate
+		 * error; the rdma-core rxe provider checks ibv_qp->state. */
+		rwr.wr_id = 0xdead;
+		e = rcerr(ibv_post_recv(qp, &rwr, &bad_r));
+		expect_err(e, EINVAL, "%s post_recv in RESET", qpt_name(t));
+		/* post_send in RESET: the provider queues the WQE, the kernel
+		 * doorbell (rxe_post_send) fails with qp_state < RTS. */
+		swr.wr_id = 0xbeef;
+		if (t == IBV_QPT_UD) {
+			struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				.grh = { .dgid = gid, .sgid_index = gid_index, .hop_limit = 64 } };
+
+			swr.wr.ud.ah = ibv_create_ah(pd, &aa);
+			swr.wr.ud.remote_qpn = DUMMY_QPN;
+			swr.wr.ud.remote_qkey = 0x11111111;
+		}
+		e = rcerr(ibv_post_send(qp, &swr, &bad_s));
+		expect_err(e, WANT_SEND_NOT_RTS, "%s post_send in RESET", qpt_name(t));
+		/* Back through RESET so whatever the failed posts left behind is reset. */
+		ibv_modify_qp(qp, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET }, IBV_QP_STATE);
+		e = step(qp, IBV_QPS_RESET, IBV_QPS_INIT);
+		expect_err(e, 0, "%s RESET->INIT", qpt_name(t));
+
+		for (i = 0, e = 0; i < nr && !e; i++) {
+			rwr.wr_id = 0x1000 + i;
+			e = rcerr(ibv_post_recv(qp, &rwr, &bad_r));
+		}
+		checkd(!e && i == nr, ename(e), "%s post_recv in INIT: %d (the created max_recv_wr) accepted", qpt_name(t), i);
+		rwr.wr_id = 0x1000 + nr;
+		e = rcerr(ibv_post_recv(qp, &rwr, &bad_r));
+		expect_err(e, WANT_RQ_FULL, "%s post_recv number %d (max_recv_wr + 1)", qpt_name(t), nr + 1);
+		check(bad_r == &rwr, "%s post_recv overflow sets bad_wr", qpt_name(t));
+		/* provider validate: num_sge > max_recv_sge */
+		rwr.num_sge = ia.cap.max_recv_sge + 1;
+		e = rcerr(ibv_post_recv(qp, &rwr, &bad_r));
+		rwr.num_sge = 1;
+		/* The ring is full: the provider checks queue_full() before num_sge. */
+		expect_err(e, WANT_RQ_FULL, "%s post_recv with num_sge > max_recv_sge on a full RQ", qpt_name(t));
+
+		swr.wr_id = 0xbeef;
+		e = rcerr(ibv_post_send(qp, &swr, &bad_s));
+		expect_err(e, WANT_SEND_NOT_RTS, "%s post_send in INIT", qpt_name(t));
+		/* provider validate_send_wr(): num_sge / inline length */
+		swr.num_sge = ia.cap.max_send_sge + 1;
+		e = rcerr(ibv_post_send(qp, &swr, &bad_s));
+		swr.num_sge = 1;
+		expect_err(e, EINVAL, "%s post_send num_sge > max_send_sge", qpt_name(t));
+		{
+			struct ibv_sge big = sge;
+
+			big.length = ia.cap.max_inline_data + 1;
+			swr.sg_list = &big;
+			swr.send_flags |= IBV_SEND_INLINE;
+			e = rcerr(ibv_post_send(qp, &swr, &bad_s));
+			swr.sg_list = &sge;
+			swr.send_flags &= ~IBV_SEND_INLINE;
+			expect_err(e, EINVAL, "%s post_send inline %u bytes > max_inline_data", qpt_name(t),
+				   big.length);
+		}
+
+		/* INIT -> ERR flushes the posted receives. */
+		e = step(qp, IBV_QPS_INIT, IBV_QPS_ERR);
+		expect_err(e, 0, "%s INIT->ERR with %d receives posted", qpt_name(t), nr);
+		check_flush(rcq, qp, nr, 0x1000, t == IBV_QPT_RC ? "RC RQ flushed on ERR" : "UD RQ flushed on ERR");
+		/* QUIRK: the send WQE whose post failed in INIT (the doorbell said
+		 * EINVAL) stays in the shared SQ ring and is flushed on ERR with
+		 * its wr_id: a post that failed produces a completion. */
+		{
+			struct ibv_wc wc[4];
+			int n = poll_n(scq, wc, 4, 0.5);
+			n += poll_extra(scq, 0.1);
+
+			check(n == 1 && wc[0].wr_id == 0xbeef && wc[0].status == IBV_WC_WR_FLUSH_ERR,
+			      "%s the send that failed in INIT is flushed on ERR anyway: %d completion(s) [rxe quirk]",
+			      qpt_name(t), n);
+		}
+		/* QUIRK: IBTA (10.3.1, Error state) completes a WR posted in ERR
+		 * with a flush error. The rxe provider writes user receives into
+		 * the shared ring without a syscall, so the kernel never learns
+		 * of it: no completion appears until something makes rxe run its
+		 * flush again, e.g. another modify to ERR (rxe_qp_error()). */
+		rwr.wr_id = 0x2000;
+		e = rcerr(ibv_post_recv(qp, &rwr, &bad_r));
+		expect_err(e, 0, "%s post_recv in ERR", qpt_name(t));
+		e = poll_extra(rcq, 0.3);
+		check(e == 0, "%s recv posted in ERR is not completed by itself: %d completions [rxe quirk]",
+		      qpt_name(t), e);
+		e = step(qp, IBV_QPS_ERR, IBV_QPS_ERR);
+		expect_err(e, 0, "%s ERR->ERR", qpt_name(t));
+		check_flush(rcq, qp, 1, 0x2000, t == IBV_QPT_RC ? "RC recv posted in ERR, after ERR->ERR" : "UD recv posted in ERR, after ERR->ERR");
+
+		/* The SQ: RTS towards ourselves (our own GID, a QPN nobody has),
+		 * post sends that are never acked (RC; timeout 31 = hours), then ERR.
+		 * The only packets are loopback ones to our own device. UD sends
+		 * complete at once, so UD checks the post in RTS only. */
+		ibv_modify_qp(qp, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET }, IBV_QP_STATE);
+		e = bring_to(qp, IBV_QPS_RTS);
+		expect_err(e, 0, "%s RESET->INIT->RTR->RTS after ERR", qpt_name(t));
+		if (t == IBV_QPT_RC) {
+			int ns = 8;
+
+			for (i = 0, e = 0; i < ns && !e; i++) {
+				swr.wr_id = 0x3000 + i;
+				e = rcerr(ibv_post_send(qp, &swr, &bad_s));
+			}
+			checkd(!e, ename(e), "RC post_send x%d in RTS to a QPN nobody has", ns);
+			usleep(100000);
+			e = poll_extra(scq, 0.05);
+			check(e == 0, "RC sends to nowhere do not complete (%d completions)", e);
+			e = step(qp, IBV_QPS_RTS, IBV_QPS_ERR);
+			expect_err(e, 0, "RC RTS->ERR with %d sends outstanding", ns);
+			check_flush(scq, qp, ns, 0x3000, "RC SQ flushed on ERR");
+		} else {
+			struct ibv_wc wc[2];
+			int n;
+
+			swr.wr_id = 0x3000;
+			e = rcerr(ibv_post_send(qp, &swr, &bad_s));
+			expect_err(e, 0, "UD post_send in RTS (to our own GID, a QPN nobody has)");
+			n = poll_n(scq, wc, 1, 10);
+			check(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 0x3000 &&
+			      wc[0].opcode == IBV_WC_SEND,
+			      "UD send completes successfully without a receiver (%d, %s)", n,
+			      n ? ibv_wc_status_str(wc[0].status) : "-");
+			ibv_destroy_ah(swr.wr.ud.ah);
+		}
+		ibv_destroy_qp(qp);
+	}
+
+	/* SRQ ring: full at its max_wr; flushed receives stay in the SRQ. */
+	{
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+		struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+		struct ibv_srq_attr q;
+		struct ibv_recv_wr *bad;
+
+		if (srq && !ibv_query_srq(srq, &q)) {
+			memset(&rwr, 0, sizeof(rwr));
+			rwr.sg_list = &sge; rwr.num_sge = 1;
+			for (i = 0, e = 0; i < (int)q.max_wr && !e; i++) {
+				rwr.wr_id = 0x4000 + i;
+				e = rcerr(ibv_post_srq_recv(srq, &rwr, &bad));
+			}
+			checkd(!e && i == (int)q.max_wr, ename(e), "post_srq_recv: %d (max_wr) accepted", i);
+			e = rcerr(ibv_post_srq_recv(srq, &rwr, &bad));
+			expect_err(e, WANT_RQ_FULL, "post_srq_recv number %u (max_wr + 1)", q.max_wr + 1);
+			ibv_destroy_srq(srq);
+		} else {
+			checkd(0, ename(errno), "create_srq for the ring check");
+		}
+	}
+
+	/* MW bind and invalidate: local operations on an RC QP in RTS. */
+	if (mw_types()) {
+		struct ibv_wc wc[2];
+		int n;
+
+		qp = make_qp(pd, scq, rcq, IBV_QPT_RC, NULL, &ia);
+		if (!qp || bring_to(qp, IBV_QPS_RTS)) {
+			checkd(0, ename(errno), "MW: RC QP in RTS");
+			goto out;
+		}
+		if (mw_types() & 1) {
+			struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+			struct ibv_mw_bind bind = {
+				.wr_id = 0x5001, .send_flags = IBV_SEND_SIGNALED,
+				.bind_info = { .mr = mr, .addr = (uintptr_t)buf, .length = 4096,
+					       .mw_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE },
+			};
+			uint32_t old = mw ? mw->rkey : 0;
+
+			e = mw ? rcerr(ibv_bind_mw(qp, mw, &bind)) : errno;
+			n = e ? 0 : poll_n(scq, wc, 1, 10);
+			checkd(!e && n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_BIND_MW &&
+			       wc[0].wr_id == 0x5001 && mw->rkey != old, ename(e),
+			       "MW type 1: ibv_bind_mw completes with IBV_WC_BIND_MW and a new rkey");
+			/* IBTA allows deallocating a bound type 1 window (it is invalidated). */
+			if (mw)
+				expect_err(ibv_dealloc_mw(mw), 0, "MW type 1: dealloc while bound");
+		}
+		if (mw_types() & 2) {
+			struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+			struct ibv_send_wr w = { .wr_id = 0x5002, .opcode = IBV_WR_BIND_MW,
+						 .send_flags = IBV_SEND_SIGNALED };
+
+			if (mw) {
+				w.bind_mw.mw = mw;
+				w.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+				w.bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf,
+					.length = 4096, .mw_access_flags = IBV_ACCESS_REMOTE_READ };
+				e = rcerr(ibv_post_send(qp, &w, &bad_s));
+				n = e ? 0 : poll_n(scq, wc, 1, 10);
+				checkd(!e && n == 1 && wc[0].status == IBV_WC_SUCCESS &&
+				       wc[0].opcode == IBV_WC_BIND_MW && wc[0].wr_id == 0x5002, ename(e),
+				       "MW type 2: post_send BIND_MW completes with IBV_WC_BIND_MW (%s)",
+				       n ? ibv_wc_status_str(wc[0].status) : "no completion");
+				memset(&w, 0, sizeof(w));
+				w.wr_id = 0x5003; w.opcode = IBV_WR_LOCAL_INV; w.send_flags = IBV_SEND_SIGNALED;
+				w.invalidate_rkey = ibv_inc_rkey(mw->rkey);
+				e = rcerr(ibv_post_send(qp, &w, &bad_s));
+				n = e ? 0 : poll_n(scq, wc, 1, 10);
+				checkd(!e && n == 1 && wc[0].status == IBV_WC_SUCCESS &&
+				       wc[0].opcode == IBV_WC_LOCAL_INV && wc[0].wr_id == 0x5003, ename(e),
+				       "MW type 2: LOCAL_INV of the bound rkey completes (%s)",
+				       n ? ibv_wc_status_str(wc[0].status) : "no completion");
+				expect_err(ibv_dealloc_mw(mw), 0, "MW type 2: dealloc after invalidate");
+			}
+		}
+		ibv_destroy_qp(qp);
+	}
+out:
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(scq);
+	ibv_destroy_cq(rcq);
+}
+
+/* ------------------------------------------------------------------------- */
+
+static int hold(void)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq *srq = pd ? ibv_create_srq(pd, &sa) : NULL;
+	struct ibv_qp *rc = pd && cq ? make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL) : NULL;
+	struct ibv_qp *ud = pd && cq ? make_qp(pd, cq, cq, IBV_QPT_UD, NULL, NULL) : NULL;
+
+	if (rc)
+		bring_to(rc, IBV_QPS_RTS);
+	printf("READY pd=%d mr=%d cq=%d srq=%d rc=%d ud=%d\n", !!pd, !!mr, !!cq, !!srq, !!rc, !!ud);
+	fflush(stdout);
+	for (;;)
+		pause();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = NULL;
+	struct ibv_device **list;
+	int o, i, n, want_gid = -1, hold_mode = 0;
+	double t0 = now();
+
+	while ((o = getopt(argc, argv, "d:n:g:vH")) != -1) {
+		switch (o) {
+		case 'd': dev = optarg; break;
+		case 'n': iters = atoi(optarg); break;
+		case 'g': want_gid = atoi(optarg); break;
+		case 'v': verbose = 1; break;
+		case 'H': hold_mode = 1; break;
+		default:
+			fprintf(stderr, "usage: %s -d DEVICE [-n ITER] [-g GID_INDEX] [-v] [-H]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (!dev || iters < 1) {
+		fprintf(stderr, "usage: %s -d DEVICE [-n ITER] [-g GID_INDEX] [-v] [-H]\n", argv[0]);
+		return 2;
+	}
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev))
+			break;
+	if (!list || i == n) {
+		printf("not ok 1 - device %s not found\n1..1\n", dev);
+		return 2;
+	}
+	ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		printf("not ok 1 - ibv_open_device %s: %s\n1..1\n", dev, ename(errno));
+		return 2;
+	}
+	if (ibv_query_device_ex(ctx, NULL, &dattr) || ibv_query_port(ctx, 1, &pattr)) {
+		printf("not ok 1 - query_device_ex/query_port: %s\n1..1\n", ename(errno));
+		return 2;
+	}
+	buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	gid_index = find_gid(want_gid);
+	if (gid_index < 0) {
+		printf("not ok 1 - no RoCE v2 GID on %s port 1\n1..1\n", dev);
+		return 2;
+	}
+	if (hold_mode)
+		return hold();
+	diag("%s: max_qp_wr %d max_sge %d max_cqe %d max_srq_wr %d max_srq_sge %d max_qp_rd_atom %d, GID[%d] %02x%02x:..:%02x%02x, %d iterations",
+	     dev, dattr.orig_attr.max_qp_wr, dattr.orig_attr.max_sge, dattr.orig_attr.max_cqe,
+	     dattr.orig_attr.max_srq_wr, dattr.orig_attr.max_srq_sge, dattr.orig_attr.max_qp_rd_atom,
+	     gid_index, gid.raw[0], gid.raw[1], gid.raw[14], gid.raw[15], iters);
+
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq;
+
+	if (!pd) {
+		printf("not ok 1 - alloc_pd: %s\n1..1\n", ename(errno));
+		return 2;
+	}
+	/* Without a CQ the QP sections cannot run: one failure says so and
+	 * the sections that need no QP still run. */
+	errno = 0;
+	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	expect_err(PERR(cq), 0, "create the shared CQ (the QP sections need it)");
+	diag("1. create/destroy");
+	test_objects(pd);
+	if (cq) {
+		diag("2. QP state machine");
+		test_transitions(pd, cq);
+	}
+	diag("3. invalid calls");
+	test_invalid(pd, cq);
+	if (cq) {
+		invalid_qp_caps(pd, cq);
+		invalid_qp_modify(pd, cq);
+	}
+	invalid_busy();
+	diag("4. rings");
+	test_rings(pd);
+
+	if (cq)
+		expect_err(ibv_destroy_cq(cq), 0, "destroy the shared CQ");
+	expect_err(ibv_dealloc_pd(pd), 0, "dealloc the shared PD (nothing left on it)");
+	expect_err(ibv_close_device(ctx), 0, "close_device");
+	ibv_free_device_list(list);
+	diag("%d checks, %d failed, %.1fs", n_tests, n_failed, now() - t0);
+	printf("1..%d\n", n_tests);
+	return n_failed ? 1 : 0;
+}
