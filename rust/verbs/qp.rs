@@ -315,6 +315,20 @@ impl Qp {
             if m & qp_mask::TIMEOUT != 0 && a.timeout > 31 {
                 return Err(EINVAL);
             }
+            // Field widths of IBTA 9.7.5.2.8-9 and 10.2.4 (rxe does not check
+            // these; the exerciser holds metaroce to IBTA).
+            if (m & qp_mask::DEST_QPN != 0 && a.dest_qpn > 0x00ff_ffff)
+                || (m & qp_mask::RETRY_CNT != 0 && a.retry_cnt > 7)
+                || (m & qp_mask::RNR_RETRY != 0 && a.rnr_retry > 7)
+                || (m & qp_mask::MIN_RNR_TIMER != 0 && a.min_rnr_timer > 31)
+            {
+                return Err(EINVAL);
+            }
+            // Access bits: the standard ones and the optional range
+            // (IB_ACCESS_OPTIONAL, bits 20-29), as rxe_qp_chk_attr allows.
+            if m & qp_mask::ACCESS_FLAGS != 0 && a.access & !(0xff | 0x3ff0_0000) != 0 {
+                return Err(EINVAL);
+            }
             if m & qp_mask::CAP != 0
                 && (a.caps.max_send_wr > io.caps.max_send_wr
                     || a.caps.max_recv_wr > io.caps.max_recv_wr

@@ -47,15 +47,28 @@
 
 static int n_tests, n_failed, verbose;
 
+/*
+ * -S (strict, for devices other than rxe): where rxe accepts what IBTA
+ * forbids ("[rxe quirk]" rows of the modify_qp table) the device must refuse
+ * with EINVAL; and a check that failed only because the device answered
+ * EOPNOTSUPP (an object kind it does not implement yet) is reported as a TAP
+ * SKIP naming that, not as a pass.
+ */
+static int strict;
+
 static void vresult(int ok, const char *detail, const char *fmt, va_list ap)
 {
+	int skip = !ok && strict && detail && strstr(detail, "EOPNOTSUPP");
+
 	n_tests++;
-	if (!ok)
+	if (!ok && !skip)
 		n_failed++;
-	printf("%sok %d - ", ok ? "" : "not ", n_tests);
+	printf("%sok %d - ", ok || skip ? "" : "not ", n_tests);
 	vprintf(fmt, ap);
 	if (detail && *detail && strcmp(detail, "0 (success)"))
 		printf(" (%s)", detail);
+	if (skip)
+		printf(" # SKIP not implemented by this device (EOPNOTSUPP)");
 	putchar('\n');
 	fflush(stdout);
 }
@@ -1269,6 +1282,9 @@ static void invalid_qp_modify(struct ibv_pd *pd, struct ibv_cq *cq)
 	for (int k = 0; k < (int)(sizeof(bm) / sizeof(bm[0])); k++) {
 		int s = -1;
 
+		if (strict && strstr(bm[k].name, "[rxe quirk]"))
+			bm[k].want = EINVAL;
+
 		e = bad_modify(pd, cq, bm[k].t, bm[k].from, bm[k].to, bm[k].mut, bm[k].extra, &s);
 		if (e < 0) {
 			checkd(0, "setup failed", "%s modify_qp %s->%s with %s", qpt_name(bm[k].t),
@@ -1448,6 +1464,11 @@ static void test_rings(struct ibv_pd *pd)
 				.grh = { .dgid = gid, .sgid_index = gid_index, .hop_limit = 64 } };
 
 			swr.wr.ud.ah = ibv_create_ah(pd, &aa);
+			if (!swr.wr.ud.ah) {
+				checkd(0, ename(errno), "%s: create_ah for the send tests", qpt_name(t));
+				ibv_destroy_qp(qp);
+				continue;
+			}
 			swr.wr.ud.remote_qpn = DUMMY_QPN;
 			swr.wr.ud.remote_qkey = 0x11111111;
 		}
@@ -1679,13 +1700,14 @@ int main(int argc, char **argv)
 	int o, i, n, want_gid = -1, hold_mode = 0;
 	double t0 = now();
 
-	while ((o = getopt(argc, argv, "d:n:g:vH")) != -1) {
+	while ((o = getopt(argc, argv, "d:n:g:vHS")) != -1) {
 		switch (o) {
 		case 'd': dev = optarg; break;
 		case 'n': iters = atoi(optarg); break;
 		case 'g': want_gid = atoi(optarg); break;
 		case 'v': verbose = 1; break;
 		case 'H': hold_mode = 1; break;
+		case 'S': strict = 1; break;
 		default:
 			fprintf(stderr, "usage: %s -d DEVICE [-n ITER] [-g GID_INDEX] [-v] [-H]\n", argv[0]);
 			return 2;
