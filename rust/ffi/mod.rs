@@ -38,6 +38,7 @@ pub(crate) mod layout;
 pub(crate) mod net;
 pub(crate) mod params;
 pub(crate) mod rdma;
+pub(crate) mod sync;
 pub(crate) mod timer;
 pub(crate) mod verbs;
 

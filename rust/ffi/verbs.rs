@@ -15,7 +15,7 @@ use kernel::alloc::{KBox, KVVec};
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::c_void;
 use kernel::prelude::*;
-use kernel::sync::{Arc, SpinLock};
+use kernel::sync::Arc;
 
 /// Page size of the kernel.
 const PAGE_SIZE: usize = 4096;
@@ -448,12 +448,12 @@ unsafe impl Send for RawCq {}
 /// channel for user CQs, the consumer's handler for kernel CQs). Outlives the
 /// CQ safely: after the CQ is destroyed, [`CqEvents::fire`] does nothing.
 #[derive(Clone)]
-pub(crate) struct CqEvents(Arc<SpinLock<RawCq>>);
+pub(crate) struct CqEvents(Arc<crate::ffi::sync::BhLock<RawCq>>);
 
 impl CqEvents {
     pub(super) fn new(cq: *mut b::ib_cq) -> Result<Self> {
         Ok(CqEvents(Arc::pin_init(
-            kernel::new_spinlock!(RawCq(cq), "metaroce_cq_events"),
+            crate::ffi::sync::new_bh_lock!(RawCq(cq), "metaroce_cq_events"),
             GFP_KERNEL,
         )?))
     }

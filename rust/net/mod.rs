@@ -12,7 +12,7 @@ use crate::proto::wire::peek_dst_conn;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
-use kernel::sync::{Arc, SpinLock};
+use kernel::sync::Arc;
 
 /// Something that takes the packets of one connection.
 pub(crate) trait Endpoint: Send + Sync + 'static {
@@ -29,7 +29,7 @@ const QPN_MASK: u32 = 0x00ff_ffff;
 #[pin_data]
 pub(crate) struct Dispatch<P: Endpoint> {
     #[pin]
-    table: SpinLock<RBTree<u32, Arc<P>>>,
+    table: crate::ffi::sync::BhLock<RBTree<u32, Arc<P>>>,
     next_qpn: AtomicU32,
     /// Datagrams too short to name a connection, or for no known one.
     pub(crate) unknown: AtomicU64,
@@ -63,7 +63,7 @@ impl<P: Endpoint> Transport<P> {
     pub(crate) fn new(port: u16) -> Result<Self> {
         let dispatch = Arc::pin_init(
             pin_init!(Dispatch {
-                table <- kernel::new_spinlock!(RBTree::new(), "metaroce_qps"),
+                table <- crate::ffi::sync::new_bh_lock!(RBTree::new(), "metaroce_qps"),
                 next_qpn: AtomicU32::new(FIRST_QPN),
                 unknown: AtomicU64::new(0),
             }),

@@ -6,7 +6,7 @@
 
 use crate::ffi::verbs::{CqEvents, MmInfo, Queue, UContext, Wc};
 use kernel::prelude::*;
-use kernel::sync::{Arc, SpinLock};
+use kernel::sync::Arc;
 
 /// Which completions raise the next event (`ib_req_notify_cq`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -32,7 +32,7 @@ struct Inner {
 pub(crate) struct Cq {
     events: CqEvents,
     #[pin]
-    inner: SpinLock<Inner>,
+    inner: crate::ffi::sync::BhLock<Inner>,
 }
 
 impl Cq {
@@ -52,7 +52,7 @@ impl Cq {
         let cq = Arc::pin_init(
             pin_init!(Cq {
                 events,
-                inner <- kernel::new_spinlock!(
+                inner <- crate::ffi::sync::new_bh_lock!(
                     Inner { ring, prod: 0, arm: Arm::Off, overrun: false, dead: false },
                     "metaroce_cq"
                 ),

@@ -12,7 +12,6 @@
 use crate::ffi::verbs::UMem;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
-use kernel::sync::SpinLock;
 
 /// `IB_ACCESS_*` bits (`enum ib_access_flags`).
 pub(crate) mod access {
@@ -67,7 +66,7 @@ struct Table {
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]
-    inner: SpinLock<Table>,
+    inner: crate::ffi::sync::BhLock<Table>,
     max: u32,
 }
 
@@ -80,7 +79,7 @@ impl MrTable {
     /// A table of at most `max` regions.
     pub(crate) fn new(max: u32) -> impl PinInit<Self> {
         pin_init!(MrTable {
-            inner <- kernel::new_spinlock!(
+            inner <- crate::ffi::sync::new_bh_lock!(
                 Table { tree: RBTree::new(), next_index: 1, key_byte: 0 },
                 "metaroce_mrs"
             ),

@@ -31,7 +31,7 @@ use crate::proto::wire::{Op, Reth};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
-use kernel::sync::{Arc, SpinLock};
+use kernel::sync::Arc;
 
 /// The protocol connection of one RC QP: 4 paths, 64 packets in flight.
 type Conn = Connection<4, 1, 1, 64>;
@@ -137,7 +137,7 @@ pub(crate) struct Qp {
     #[pin]
     timer: Timer<Qp>,
     #[pin]
-    inner: SpinLock<Inner>,
+    inner: crate::ffi::sync::BhLock<Inner>,
 }
 
 impl_has_timer! { impl HasTimer for Qp { self.timer } }
@@ -266,7 +266,7 @@ impl Qp {
                     rcq: rcq.clone(),
                     stats: QpStats::default(),
                     timer <- Timer::new(),
-                    inner <- kernel::new_spinlock!(Inner { conn: None, io, scratch }, "metaroce_qp"),
+                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, io, scratch }, "metaroce_qp"),
                 }),
                 GFP_KERNEL,
             )

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A spinlock safe against the network softirq (`spin_lock_bh`): the
+//! receive path takes QP, CQ and MR locks in softirq context, so process
+//! context must hold them with bottom halves disabled, or a softirq that runs
+//! on the same CPU while the lock is held (e.g. when a transmit re-enables
+//! bottom halves) spins on it forever.
+
+use super::bindings as b;
+use core::ops::{Deref, DerefMut};
+use kernel::prelude::*;
+use kernel::sync::lock::{spinlock::SpinLockBackend, Guard};
+use kernel::sync::SpinLock;
+
+/// Bottom halves disabled (`local_bh_disable`) while this lives.
+pub(crate) struct BhDisabled(core::marker::PhantomData<*mut ()>);
+
+impl BhDisabled {
+    /// Disables bottom halves on this CPU (nests).
+    pub(crate) fn new() -> Self {
+        // SAFETY: paired with `local_bh_enable` in `drop`, on this CPU and
+        // in this context: the guard is `!Send` and never leaked by us.
+        unsafe { b::metaroce_local_bh_disable() };
+        BhDisabled(core::marker::PhantomData)
+    }
+}
+
+impl Drop for BhDisabled {
+    fn drop(&mut self) {
+        // SAFETY: paired with the `local_bh_disable` of `new`.
+        unsafe { b::metaroce_local_bh_enable() };
+    }
+}
+
+/// A spinlock taken with bottom halves disabled. Create it with
+/// [`new_bh_lock!`].
+#[pin_data]
+pub(crate) struct BhLock<T> {
+    #[pin]
+    inner: SpinLock<T>,
+}
+
+/// The guard of a [`BhLock`]: unlocks, then re-enables bottom halves.
+pub(crate) struct BhGuard<'a, T> {
+    // Field order is drop order: unlock before enabling bottom halves.
+    guard: Guard<'a, T, SpinLockBackend>,
+    _bh: BhDisabled,
+}
+
+impl<T> BhLock<T> {
+    /// Wraps a spinlock initialiser (from `kernel::new_spinlock!`, which
+    /// gives it its lockdep class).
+    pub(crate) fn new(inner: impl PinInit<SpinLock<T>>) -> impl PinInit<Self> {
+        pin_init!(BhLock { inner <- inner })
+    }
+
+    /// Disables bottom halves, then locks.
+    pub(crate) fn lock(&self) -> BhGuard<'_, T> {
+        let bh = BhDisabled::new();
+        BhGuard {
+            guard: self.inner.lock(),
+            _bh: bh,
+        }
+    }
+}
+
+impl<T> Deref for BhGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> DerefMut for BhGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+/// `new_bh_lock!(value, "name")`: a [`BhLock`] initialiser.
+macro_rules! new_bh_lock {
+    ($t:expr, $name:literal) => {
+        $crate::ffi::sync::BhLock::new(kernel::new_spinlock!($t, $name))
+    };
+}
+pub(crate) use new_bh_lock;
