@@ -171,7 +171,7 @@ impl<R: UdpReceiver> UdpTunnel<R> {
 
     /// One tunnel socket on `self.port`, carrying `self.shared`.
     fn open(&self, ipv6: bool) -> Result<*mut b::socket> {
-        let user = ptr::from_ref::<Shared<R>>(&self.shared).cast_mut();
+        let user = ptr::from_ref::<Shared<R>>(&*self.shared).cast_mut();
         let mut sock = ptr::null_mut();
         // SAFETY: `user` points to the heap allocation of `self.shared`,
         // which stays put and outlives the socket (module invariants);

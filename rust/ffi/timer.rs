@@ -78,14 +78,6 @@ pub(crate) trait TimerCallback: Send + Sync + Sized + 'static {
 pub(crate) unsafe trait HasTimer: TimerCallback {
     /// Offset of the `Timer<Self>` field.
     const OFFSET: usize;
-
-    /// The timer field.
-    fn timer(&self) -> &Timer<Self> {
-        let owner = core::ptr::from_ref::<Self>(self).cast::<u8>();
-        // SAFETY: by the trait's safety contract a `Timer<Self>` lives at
-        // `OFFSET` inside `*self`, borrowed as long as `self`.
-        unsafe { &*owner.add(Self::OFFSET).cast::<Timer<Self>>() }
-    }
 }
 
 /// Implements [`HasTimer`] for a type with a `Timer<Self>` field.
@@ -127,6 +119,14 @@ unsafe impl<T: TimerCallback> Send for Timer<T> {}
 unsafe impl<T: TimerCallback> Sync for Timer<T> {}
 
 impl<T: HasTimer> Timer<T> {
+    /// The timer field of `owner`.
+    fn of(owner: &T) -> &Self {
+        let owner = core::ptr::from_ref::<T>(owner).cast::<u8>();
+        // SAFETY: by the safety contract of `HasTimer` a `Timer<T>` lives at
+        // `OFFSET` inside `*owner`, borrowed as long as `owner`.
+        unsafe { &*owner.add(T::OFFSET).cast::<Self>() }
+    }
+
     /// An inactive timer, to be placed in a field of `T` (in an `Arc<T>`).
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
@@ -169,7 +169,7 @@ impl<T: HasTimer> Timer<T> {
     /// moved, earlier or later. Does nothing after [`Timer::shutdown`].
     /// Any context.
     pub(crate) fn arm(owner: &Arc<T>, deadline_ns: u64) {
-        let timer = owner.timer();
+        let timer = Self::of(owner);
         if timer.shut.load(Ordering::Acquire) {
             return;
         }
@@ -256,7 +256,7 @@ unsafe extern "C" fn expired<T: HasTimer>(t: *mut b::timer_list) {
     // hold the reference the pending timer owned, taken by `arm` from
     // `Arc::into_raw` of the `Arc` holding this owner.
     let owner = unsafe { Arc::from_raw(timer.cast::<u8>().sub(T::OFFSET).cast::<T>()) };
-    if !owner.timer().shut.load(Ordering::SeqCst) {
+    if !Timer::of(&*owner).shut.load(Ordering::SeqCst) {
         T::fired(&owner);
     }
     // May be the last reference: drops the owner and the timer with it,
