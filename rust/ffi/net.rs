@@ -23,6 +23,7 @@
 //!   `Drop` returns.
 
 use super::bindings as b;
+use super::sync::BhDisabled;
 use core::ptr;
 use core::slice;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -352,25 +353,6 @@ impl<R: UdpReceiver> Drop for UdpTunnel<R> {
 fn in6(addr: [u8; 16]) -> b::in6_addr {
     b::in6_addr {
         in6_u: b::in6_addr__bindgen_ty_1 { u6_addr8: addr },
-    }
-}
-
-/// Bottom halves disabled (`local_bh_disable`) while this lives.
-struct BhDisabled(());
-
-impl BhDisabled {
-    fn new() -> Self {
-        // SAFETY: nests; paired with `local_bh_enable` in `drop`, on this CPU
-        // and in this context (the guard is neither `Send` nor leaked).
-        unsafe { b::metaroce_local_bh_disable() };
-        BhDisabled(())
-    }
-}
-
-impl Drop for BhDisabled {
-    fn drop(&mut self) {
-        // SAFETY: paired with the `local_bh_disable` of `new`.
-        unsafe { b::metaroce_local_bh_enable() };
     }
 }
 
