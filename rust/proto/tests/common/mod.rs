@@ -69,7 +69,7 @@ impl App for TestApp {
             },
             imm: msn,
             tag: msn as u16,
-            solicited: msn % 3 == 0,
+            solicited: msn.is_multiple_of(3),
         })
     }
     fn payload(&mut self, stream: u16, msn: u32, offset: u32, dst: &mut [u8]) {
@@ -84,11 +84,13 @@ impl App for TestApp {
         }
         let key = (p.stream, p.msn);
         if p.tag != p.msn as u16 {
-            self.violations.push(format!("tag {} != msn {key:?}", p.tag));
+            self.violations
+                .push(format!("tag {} != msn {key:?}", p.tag));
         }
         let last = p.offset + p.payload.len() as u32 == p.msg_len;
-        if p.solicited != (last && p.msn % 3 == 0) {
-            self.violations.push(format!("solicited flag wrong {key:?} @{}", p.offset));
+        if p.solicited != (last && p.msn.is_multiple_of(3)) {
+            self.violations
+                .push(format!("solicited flag wrong {key:?} @{}", p.offset));
         }
         if let Some(l) = self.expect_len.get(&key) {
             if *l != p.msg_len {
