@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Benchmark (not a pass/fail test), in each of two guests: rxe0 (the kernel's
+# rxe) and mr0 (metaroce) side by side on the same netdev; iperf3 TCP as the
+# ceiling, then perftest latency and bandwidth over each device. Guest 1 serves,
+# guest 2 connects. Every result becomes one machine-readable TAP comment,
+#   # BENCH side=server dev=mr0 test=write_bw size=65536 value=4.31 unit=MiB/s
+# (value=fail when the run failed); tools/bench.sh turns guest 1's lines
+# into a table. A failed run is recorded and the bench goes on: nothing here
+# prints "not ok" for a measurement.
+#   bench.sh   (run by: qemu/vm-run -n 2 -t 1800 tests/guest/bench.sh)
+. "$MR_REPO/tests/lib.sh"
+
+# Messages per bandwidth run: 16 MiB each, a few seconds at the 2-5 MiB/s of
+# TCG guests.
+declare -A iters=([4096]=4096 [65536]=256 [1048576]=16)
+devs=(rxe0 mr0)
+run_timeout=90       # per perftest run, each side
+connect_window=150   # how long the client keeps trying to reach the server
+
+server() { ((MR_ID == 1)); }
+side() { server && echo server || echo client; }
+bench() { diag "BENCH side=$(side) dev=$1 test=$2 size=$3 value=$4 unit=$5"; }
+
+load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
+load_kmod rdma_rxe >/dev/null 2>&1
+check "rdma link add rxe0 type rxe netdev $MR_IF" rdma link add rxe0 type rxe netdev "$MR_IF"
+check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
+check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
+check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
+declare -A gid
+for d in "${devs[@]}"; do
+  gid[$d]=$(retry 10 gid_index "$d" "$MR_IP4") || gid[$d]=""
+  if [[ -n ${gid[$d]} ]]; then pass "$d: RoCE v2 GID for $MR_IP4 at index ${gid[$d]}"
+  else fail "$d: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; fi
+done
+
+# perf TIMEOUT PORT CMD...: the server runs CMD once; the client reruns it
+# while it only fails to connect (server not listening yet), until the
+# connect window closes. Each run uses its own TCP port (-p), so a side that
+# fell behind cannot meet a later run's peer.
+connect_err='Unable to open file descriptor|Couldn.t connect|Failed to exchange data|Failed to connect'
+perf() {
+  local t=$1 port=$2; shift 2
+  if server; then timeout "$t" "$@" -p "$port" 2>&1; return; fi
+  local end=$((SECONDS + connect_window)) out rc
+  while :; do
+    out=$(timeout "$t" "$@" -p "$port" "$MR_PEER_IP4" 2>&1); rc=$?
+    if ((rc == 0)) || ! grep -Eq "$connect_err" <<<"$out" || ((SECONDS >= end)); then
+      printf '%s\n' "$out"; return $rc
+    fi
+    sleep 1
+  done
+}
+
+# TCP ceiling over the same link (no RDMA), first: a device that wedges a
+# guest later cannot take it with it. Guest 1 serves one test (-1) and reports
+# what it received, the perftest runs' direction (guest 2 -> guest 1).
+if ! command -v iperf3 >/dev/null; then
+  diag "iperf3: not installed"
+  bench tcp iperf3 0 na MiB/s
+else
+  if server; then
+    out=$(timeout 90 iperf3 -s -1 -J -p 5301 2>&1); rc=$?
+  else
+    out=""; rc=1
+    end=$((SECONDS + 60))
+    while ((SECONDS < end)); do
+      out=$(timeout 60 iperf3 -c "$MR_PEER_IP4" -p 5301 -t 10 -J 2>&1); rc=$?
+      ((rc == 0)) && break
+      sleep 1
+    done
+  fi
+  v=$(python3 -c 'import json,sys
+d = json.loads(sys.stdin.read())
+print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 8 / 2**20))' <<<"$out" 2>/dev/null)
+  if ((rc == 0)) && [[ -n $v ]]; then bench tcp iperf3 0 "$v" MiB/s
+  else bench tcp iperf3 0 fail MiB/s; diag "iperf3: rc=$rc"; diag "$(tail -5 <<<"$out")"; fi
+fi
+
+# Per device: latency first, then bandwidth from the largest message (fewest
+# messages in flight) down. After two runs in a row that hit the timeout, the
+# device's remaining runs are recorded as failed without running (a wedged
+# peer would only eat the time limit); both guests apply the same rule.
+port=18600
+runs=("write_lat 64")
+for t in write_bw send_bw; do for s in 1048576 65536 4096; do runs+=("$t $s"); done; done
+for d in "${devs[@]}"; do
+  timeouts=0
+  for r in "${runs[@]}"; do
+    read -r t s <<<"$r"
+    port=$((port + 1))
+    if [[ $t == write_lat ]]; then n=200 unit=usec; else n=${iters[$s]} unit=MiB/s; fi
+    if [[ -z ${gid[$d]} ]]; then bench "$d" "$t" "$s" fail "$unit"; continue; fi
+    if ((timeouts >= 2)); then
+      bench "$d" "$t" "$s" fail "$unit"; diag "$d ib_$t -s $s: skipped after 2 timeouts in a row"; continue
+    fi
+    t0=$SECONDS
+    out=$(perf "$run_timeout" "$port" "ib_$t" -d "$d" -x "${gid[$d]}" -s "$s" -n "$n" -F); rc=$?
+    if [[ $t == write_lat ]]; then
+      # "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
+      v=$(awk -v s="$s" '$1 == s && NF >= 6 { v = $6 } END { print v }' <<<"$out")
+    else
+      # "#bytes #iterations BW_peak BW_average MsgRate": BW in MiB/s.
+      v=$(awk -v s="$s" '$1 == s && NF >= 4 { v = $4 } END { print v }' <<<"$out")
+    fi
+    if ((rc == 0)) && [[ -n $v ]]; then
+      bench "$d" "$t" "$s" "$v" "$unit"; timeouts=0
+    else
+      bench "$d" "$t" "$s" fail "$unit"
+      diag "$d ib_$t -s $s -n $n: rc=$rc after $((SECONDS - t0)) s"
+      [[ -n $out ]] && diag "$(tail -8 <<<"$out")"
+      if ((rc == 124)); then timeouts=$((timeouts + 1)); else timeouts=0; fi
+    fi
+  done
+done
+
+# No teardown: the guest is discarded, and unload is tests/guest/traffic.sh's job.
+pass "bench finished"
+done_testing

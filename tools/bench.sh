@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Benchmark (not part of the pass/fail tests): one two-guest run in which
+# rxe0 (the kernel's soft-RoCE) and mr0 (metaroce) sit on the same netdev and
+# each carries ib_write_bw and ib_send_bw (4 KiB, 64 KiB, 1 MiB) and
+# ib_write_lat (64 B); iperf3 TCP over the same link is the ceiling. Prints
+# one table: rxe, metaroce and the ratio metaroce/rxe. A failed run shows as
+# "fail" and the bench goes on. See Documentation/bench.rst.
+#
+#   bash tools/bench.sh          (several minutes under TCG)
+#
+# The guests' script is tests/guest/bench.sh; its raw output and the vm-run
+# logs stay in out/ (the "logs" path printed by vm-run).
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+export HOME=${HOME:-/root}
+export PATH="$HOME/.cargo/bin:$PATH"
+
+KDIR=${KDIR:-$(qemu/build-kernel.sh)} || { echo "bench: no test kernel" >&2; exit 1; }
+export KDIR
+# Rebuild the module when it is missing or older than its sources.
+if [[ ! -f metaroce.ko ]] ||
+   [[ -n $(find rust include Kbuild Makefile -newer metaroce.ko -type f \
+             \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild -o -name Makefile \) \
+             ! -name bindings_generated.rs -print -quit) ]]; then
+  echo "[bench] building metaroce.ko" >&2
+  if ! make -s KDIR="$KDIR" modules >&2; then
+    [[ -f metaroce.ko ]] || { echo "bench: module build failed" >&2; exit 1; }
+    echo "[bench] module build failed: benchmarking the existing metaroce.ko" >&2
+  fi
+fi
+
+mkdir -p out
+log=out/bench-$(date +%Y%m%d-%H%M%S).log
+echo "[bench] two guests, rxe0 and mr0; full output in $log" >&2
+start=$SECONDS
+qemu/vm-run -n 2 -t 1800 tests/guest/bench.sh >"$log" 2>&1 &
+vm=$!
+trap 'kill -TERM "$vm" 2>/dev/null; wait "$vm"; exit 130' INT TERM
+# Follow guest 1's results as they come; once guest 1 is done, give guest 2
+# a minute, then stop the run (a guest wedged by a kernel bug would otherwise
+# hold it to the time limit). The results are read from guest 1's TAP file.
+rundir="" shown=0 g1done=""
+while kill -0 "$vm" 2>/dev/null; do
+  sleep 5
+  [[ -n $rundir ]] || rundir=$(sed -n 's/^\[vm-run\] bench: .* logs \(.*\)$/\1/p' "$log")
+  [[ -n $rundir && -f $rundir/tap.1 ]] || continue
+  n=$(grep -c '^# BENCH' "$rundir/tap.1")
+  if ((n > shown)); then
+    grep '^# BENCH' "$rundir/tap.1" | tail -n +$((shown + 1)) | sed 's/^# /[bench] /' >&2; shown=$n
+  fi
+  if [[ -f $rundir/rc.1 && ! -f $rundir/rc.2 ]]; then
+    g1done=${g1done:-$SECONDS}
+    if ((SECONDS - g1done > 60)); then
+      echo "[bench] guest 1 finished, guest 2 did not within 60 s: stopping the run" >&2
+      kill -TERM "$vm"
+    fi
+  fi
+done
+wait "$vm"; vmrc=$?
+grep '^\[vm-run\]' "$log" >&2
+elapsed=$((SECONDS - start))
+
+# guest 1's TAP: # BENCH side=server dev=mr0 test=write_bw size=65536 value=4.31 unit=MiB/s
+sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="$(date '+%Y-%m-%d %H:%M')" -v secs="$elapsed" '
+  function kv(s,   a, i, n, p) {
+    delete f; n = split(s, a, " ")
+    for (i = 1; i <= n; i++) { p = index(a[i], "="); f[substr(a[i], 1, p - 1)] = substr(a[i], p + 1) }
+  }
+  function hsize(s) {
+    if (s >= 1048576 && s % 1048576 == 0) return s / 1048576 " MiB"
+    if (s >= 1024 && s % 1024 == 0) return s / 1024 " KiB"
+    return s " B"
+  }
+  function row(test, size, unit,   r, m, ratio) {
+    r = (test SUBSEP size SUBSEP "rxe0") in val ? val[test, size, "rxe0"] : "-"
+    m = (test SUBSEP size SUBSEP "mr0") in val ? val[test, size, "mr0"] : "-"
+    ratio = (r ~ /^[0-9.]+$/ && m ~ /^[0-9.]+$/ && r + 0 > 0) ? sprintf("%.2f", m / r) : "-"
+    printf "%-10s %-8s %-7s %10s %10s %10s\n", test, hsize(size), unit, r, m, ratio
+    if (r == "fail" || m == "fail") nfail++
+  }
+  { kv($0); val[f["test"], f["size"], f["dev"]] = f["value"]; unit[f["test"]] = f["unit"] }
+  END {
+    printf "\nmetaroce bench, %s (two QEMU guests, %d s)\n\n", when, secs
+    printf "%-10s %-8s %-7s %10s %10s %10s\n", "test", "size", "unit", "rxe", "metaroce", "mr/rxe"
+    printf "%-10s %-8s %-7s %10s %10s %10s\n", "----", "----", "----", "---", "--------", "------"
+    n = split("write_bw send_bw", tests, " ")
+    for (i = 1; i <= n; i++) {
+      row(tests[i], 4096, "MiB/s"); row(tests[i], 65536, "MiB/s"); row(tests[i], 1048576, "MiB/s")
+    }
+    row("write_lat", 64, "usec")
+    t = ("iperf3" SUBSEP 0 SUBSEP "tcp") in val ? val["iperf3", 0, "tcp"] : "-"
+    if (t == "na") print "\niperf3: not installed"
+    else printf "\nceiling: iperf3 TCP guest 2 -> guest 1, same link: %s MiB/s\n", t
+    print "bandwidth in MiB/s (perftest\047s MB/sec), higher is better: mr/rxe < 1 means metaroce is slower;"
+    print "write_lat is t_avg, lower is better: mr/rxe > 1 means metaroce is slower."
+    print "loss rows (netem): not possible, the test kernel has no sch_netem."
+    print "guests run under TCG emulation: only the ratio within one run means anything."
+    if (NR == 0) print "\nno BENCH lines from guest 1: the run broke early, see the log"
+    else if (nfail) printf "%d row(s) with a failed run; details in the log (# lines after each fail)\n", nfail
+  }'
+if [[ -n $rundir ]]; then
+  k=$(grep -hE -m3 'soft lockup|BUG:|WARNING:|Oops|KASAN|UBSAN|blocked for more than' "$rundir"/console.* 2>/dev/null)
+  [[ -n $k ]] && { echo "kernel problems on the guest consoles (first lines):"; sed 's/^/    /' <<<"$k"; }
+fi
+if ((vmrc != 0)); then
+  echo "[bench] vm-run exit $vmrc: see $log and ${rundir:-out/}" >&2
+fi
+echo "[bench] full output: $log; guest logs: ${rundir:-none}"
