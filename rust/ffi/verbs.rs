@@ -822,6 +822,11 @@ pub(crate) struct SendWqe {
     /// Total length (`dma.length`).
     pub(crate) length: u32,
     pub(crate) num_sge: u32,
+    /// Atomics: `wr.atomic.compare_add`, `swap` and `rkey` (the remote
+    /// address is `remote_addr`, shared with `wr.rdma`).
+    pub(crate) compare_add: u64,
+    pub(crate) swap: u64,
+    pub(crate) atomic_rkey: u32,
 }
 
 const WR: usize = core::mem::offset_of!(b::rxe_send_wqe, wr);
@@ -849,6 +854,9 @@ impl SendWqe {
             rkey: rd_u32(q, i, WR + RDMA_OFF + 8)?,
             length: rd_u32(q, i, SDMA + DMA_LEN)?,
             num_sge: rd_u32(q, i, SDMA + DMA_NSGE)?,
+            compare_add: rd_u64(q, i, WR + RDMA_OFF + 8)?,
+            swap: rd_u64(q, i, WR + RDMA_OFF + 16)?,
+            atomic_rkey: rd_u32(q, i, WR + RDMA_OFF + 24)?,
         })
     }
 

@@ -17,6 +17,8 @@ use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 pub(crate) mod access {
     pub(crate) const LOCAL_WRITE: u32 = 1;
     pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
+    pub(crate) const REMOTE_READ: u32 = 1 << 2;
+    pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
 }
 
 /// One registered region.

@@ -14,10 +14,18 @@
 //! placed straight into its receive buffer. Completions are written in order
 //! when the core reports a message acknowledged (sender) or complete
 //! (receiver).
+//!
+//! RDMA READ and atomics: the request is a message on stream 0; the responder
+//! answers, once the request is complete (so exactly once), with a response
+//! message on stream 1 (READ data from its MR, or the atomic's original
+//! value). The requester matches the k-th response to its k-th READ/atomic
+//! WQE, places the data straight into that WQE's SGEs, and completes the WQE
+//! (in SQ order) when both its request is acknowledged and its response is
+//! whole.
 
 use super::cq::Cq;
 use super::device::DevShared;
-use super::mr::access;
+use super::mr::{access, MrEntry};
 use crate::ffi::net::{IpAddr, RxMeta};
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::verbs::{
@@ -33,8 +41,15 @@ use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// The protocol connection of one RC QP: 4 paths, 64 packets in flight.
-type Conn = Connection<4, 1, 1, 64>;
+/// The protocol connection of one RC QP: 4 paths, 2 streams (requests;
+/// READ/atomic responses), 64 packets in flight.
+type Conn = Connection<4, 1, 2, 64>;
+/// Stream of requests (the SQ's messages).
+const REQ: u16 = 0;
+/// Stream of READ and atomic responses.
+const RESP: u16 = 1;
+/// READ/atomic requests a responder holds answers for at once.
+const RESP_SLOTS: usize = 256;
 /// Paths per connection.
 const PATHS: u8 = 4;
 /// Messages the receiver tracks ahead of the oldest incomplete one.
@@ -46,6 +61,9 @@ mod wr {
     pub(super) const RDMA_WRITE_WITH_IMM: u32 = 1;
     pub(super) const SEND: u32 = 2;
     pub(super) const SEND_WITH_IMM: u32 = 3;
+    pub(super) const RDMA_READ: u32 = 4;
+    pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
+    pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
 }
 
 /// `IB_WC_*` status and opcode values (`enum ib_wc_status`, `ib_uverbs_wc`).
@@ -58,6 +76,9 @@ mod wc {
     pub(super) const RNR_RETRY_EXC_ERR: u32 = 13;
     pub(super) const OP_SEND: u32 = 0;
     pub(super) const OP_RDMA_WRITE: u32 = 1;
+    pub(super) const OP_RDMA_READ: u32 = 2;
+    pub(super) const OP_COMP_SWAP: u32 = 3;
+    pub(super) const OP_FETCH_ADD: u32 = 4;
     pub(super) const OP_RECV: u32 = 128;
     pub(super) const OP_RECV_RDMA_WITH_IMM: u32 = 129;
     pub(super) const WITH_IMM: u32 = 2;
@@ -69,6 +90,22 @@ struct SendMsg {
     wqe: SendWqe,
     info: MsgInfo,
     slot: u32,
+    /// The request is acknowledged.
+    acked: bool,
+    /// A READ or atomic: completes only once its response is whole.
+    needs_resp: bool,
+    resp_done: bool,
+}
+
+/// A READ or atomic response the responder owes, in request order.
+#[derive(Clone, Copy, Default)]
+struct Resp {
+    op: Op,
+    va: u64,
+    rkey: u32,
+    len: u32,
+    /// Atomic: the original value, big-endian as carried.
+    data: [u8; 8],
 }
 
 /// What the receiver knows of a message from its packets.
@@ -79,6 +116,9 @@ struct RxMsg {
     imm: u32,
     solicited: bool,
     valid: bool,
+    /// READ/atomic requests: the remote buffer, and an atomic's operands.
+    reth: Reth,
+    operands: [u8; 16],
 }
 
 /// The QP state behind its lock, except the connection.
@@ -101,6 +141,14 @@ struct Io {
     rq_cons: u32,
     rx_rsn: u32,
     rx: KVec<RxMsg>,
+    /// Requester: READ/atomic WQEs sent (number of the next), and the MSN of
+    /// each, by number modulo the SQ size.
+    tx_reads: u32,
+    reads: KVec<u32>,
+    /// Responder: responses owed (`resp_next` - `resp_acked` of them).
+    resps: KVec<Resp>,
+    resp_next: u32,
+    resp_acked: u32,
     src: Option<IpAddr>,
     dst: Option<IpAddr>,
     /// The first failure of the QP, reported on its oldest WQE.
@@ -227,6 +275,10 @@ impl Qp {
         sends.extend_with(sq.slots() as usize, SendMsg::default(), GFP_KERNEL)?;
         let mut rx = KVec::new();
         rx.extend_with(RX_TRACK, RxMsg::default(), GFP_KERNEL)?;
+        let mut reads = KVec::new();
+        reads.extend_with(sends.len(), 0u32, GFP_KERNEL)?;
+        let mut resps = KVec::new();
+        resps.extend_with(RESP_SLOTS, Resp::default(), GFP_KERNEL)?;
         let mut scratch = KVec::new();
         scratch.extend_with(4096 + 256, 0u8, GFP_KERNEL)?;
         let io = Io {
@@ -245,6 +297,11 @@ impl Qp {
             rq_cons: 0,
             rx_rsn: 0,
             rx,
+            tx_reads: 0,
+            reads,
+            resps,
+            resp_next: 0,
+            resp_acked: 0,
             src: None,
             dst: None,
             error: None,
@@ -371,6 +428,12 @@ impl Qp {
                     QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
                         *conn = Some(KBox::new(Conn::new(this.config(io)), GFP_KERNEL)?);
                     }
+                    QpState::Rts => {
+                        if let Some(c) = conn.as_mut() {
+                            let t = &io.attr;
+                            c.set_retry_limits(retry_cnt(t), rnr_retry(t), give_up_ns(t));
+                        }
+                    }
                     QpState::Err => {
                         let mut app = Glue { qp: this, io };
                         app.flush();
@@ -398,8 +461,9 @@ impl Qp {
             init_rto_ns: 20_000_000,
             min_rto_ns: 4_000_000,
             max_rto_ns: 500_000_000,
-            retry_cnt: if t.retry_cnt == 0 { 7 } else { t.retry_cnt },
-            rnr_retry: if t.rnr_retry == 0 { 7 } else { t.rnr_retry },
+            retry_cnt: retry_cnt(t),
+            rnr_retry: rnr_retry(t),
+            give_up_ns: give_up_ns(t),
             ack_delay_ns: 0,
             pacing: false,
             ..Config::default()
@@ -489,6 +553,27 @@ impl Qp {
     }
 }
 
+/// The connection's per-path timeout budget: verbs `retry_cnt` (at least
+/// 1, so one lost packet never ends a connection whose peer is alive).
+fn retry_cnt(t: &QpAttr) -> u8 {
+    t.retry_cnt.max(1)
+}
+
+/// Verbs `rnr_retry` (7 means unlimited, as in IBTA).
+fn rnr_retry(t: &QpAttr) -> u8 {
+    t.rnr_retry
+}
+
+/// How long a connection without progress keeps retrying before its WQE
+/// completes with `IBV_WC_RETRY_EXC_ERR`: `retry_cnt` local ACK timeouts of
+/// 4.096 us * 2^`timeout` (IBTA 9.7.6.1.3), `timeout` 0 meaning forever.
+fn give_up_ns(t: &QpAttr) -> u64 {
+    if t.timeout == 0 {
+        return u64::MAX;
+    }
+    u64::from(retry_cnt(t)).saturating_mul(4096u64 << t.timeout.min(31))
+}
+
 /// Largest inline data per send WQE.
 const MAX_INLINE: u32 = 512;
 
@@ -504,6 +589,9 @@ impl Io {
         self.tx_rsn = 0;
         self.rq_cons = 0;
         self.rx_rsn = 0;
+        self.tx_reads = 0;
+        self.resp_next = 0;
+        self.resp_acked = 0;
         self.error = None;
         for r in self.rx.iter_mut() {
             r.valid = false;
@@ -552,6 +640,9 @@ impl Glue<'_> {
         if signaled || status != wc::SUCCESS {
             let opcode = match m.wqe.opcode {
                 wr::RDMA_WRITE | wr::RDMA_WRITE_WITH_IMM => wc::OP_RDMA_WRITE,
+                wr::RDMA_READ => wc::OP_RDMA_READ,
+                wr::ATOMIC_CMP_AND_SWP => wc::OP_COMP_SWAP,
+                wr::ATOMIC_FETCH_AND_ADD => wc::OP_FETCH_ADD,
                 _ => wc::OP_SEND,
             };
             self.qp.scq.push(
@@ -632,62 +723,82 @@ impl Glue<'_> {
         if m.wqe.send_flags & send_flags::INLINE != 0 {
             return SendWqe::inline_data(sq, m.slot, offset as usize, dst);
         }
-        let mut skip = offset as usize;
-        let mut done = 0;
-        for n in 0..m.wqe.num_sge {
-            if done == dst.len() {
-                break;
-            }
-            let s: Sge = SendWqe::sge(sq, m.slot, n)?;
-            let len = s.length as usize;
-            if skip >= len {
-                skip -= len;
-                continue;
-            }
-            let take = (len - skip).min(dst.len() - done);
-            let va = s.addr.checked_add(skip as u64).ok_or(EFAULT)?;
-            let out = &mut dst[done..done + take];
-            self.qp.dev.mrs.with(s.lkey, |e| {
-                let off = e.check(self.qp.pd, va, take, 0)?;
-                e.read(off, out)
-            })?;
-            done += take;
-            skip = 0;
-        }
-        if done == dst.len() {
-            Ok(())
-        } else {
-            Err(EFAULT)
-        }
+        let n = m.wqe.num_sge.min(self.io.caps.max_send_sge);
+        self.walk_sges(
+            n,
+            |i| SendWqe::sge(sq, m.slot, i),
+            offset,
+            dst.len(),
+            |e, off, r| e.read(off, &mut dst[r]),
+            0,
+        )
     }
 
     /// Scatters `data` at `offset` of the message into receive WQE `slot`.
     fn scatter(&self, slot: u32, offset: u32, data: &[u8]) -> Result {
         let rq = self.io.rq.as_ref().ok_or(EINVAL)?;
         let w = RecvWqe::read(rq, slot)?;
+        let n = w.num_sge.min(self.io.caps.max_recv_sge);
+        self.walk_sges(
+            n,
+            |i| RecvWqe::sge(rq, slot, i),
+            offset,
+            data.len(),
+            |e, off, r| e.write(off, &data[r]),
+            access::LOCAL_WRITE,
+        )
+    }
+
+    /// Scatters response data (READ, atomic) into the SGEs of send WQE `m`.
+    fn scatter_send(&self, m: &SendMsg, offset: u32, data: &[u8]) -> Result {
+        let sq = self.io.sq.as_ref().ok_or(EINVAL)?;
+        let n = m.wqe.num_sge.min(self.io.caps.max_send_sge);
+        self.walk_sges(
+            n,
+            |i| SendWqe::sge(sq, m.slot, i),
+            offset,
+            data.len(),
+            |e, off, r| e.write(off, &data[r]),
+            access::LOCAL_WRITE,
+        )
+    }
+
+    /// Maps bytes `[offset, offset + len)` of a WQE's data onto its `n`
+    /// SGEs (`sge(i)`), and calls `f(region, offset_in_region, range)` for
+    /// each piece under the MR table lock, after checking the lkey, the PD
+    /// and `need` access. `EFAULT` if the SGEs are shorter than the data.
+    fn walk_sges(
+        &self,
+        n: u32,
+        sge: impl Fn(u32) -> Result<Sge>,
+        offset: u32,
+        len: usize,
+        mut f: impl FnMut(&MrEntry, usize, core::ops::Range<usize>) -> Result,
+        need: u32,
+    ) -> Result {
         let mut skip = offset as usize;
         let mut done = 0;
-        for n in 0..w.num_sge.min(self.io.caps.max_recv_sge) {
-            if done == data.len() {
+        for i in 0..n {
+            if done == len {
                 break;
             }
-            let s = RecvWqe::sge(rq, slot, n)?;
-            let len = s.length as usize;
-            if skip >= len {
-                skip -= len;
+            let s = sge(i)?;
+            let sl = s.length as usize;
+            if skip >= sl {
+                skip -= sl;
                 continue;
             }
-            let take = (len - skip).min(data.len() - done);
+            let take = (sl - skip).min(len - done);
             let va = s.addr.checked_add(skip as u64).ok_or(EFAULT)?;
-            let src = &data[done..done + take];
+            let pd = self.qp.pd;
             self.qp.dev.mrs.with(s.lkey, |e| {
-                let off = e.check(self.qp.pd, va, take, access::LOCAL_WRITE)?;
-                e.write(off, src)
+                let off = e.check(pd, va, take, need)?;
+                f(e, off, done..done + take)
             })?;
             done += take;
             skip = 0;
         }
-        if done == data.len() {
+        if done == len {
             Ok(())
         } else {
             Err(EFAULT)
@@ -703,8 +814,9 @@ fn consumes_recv(op: Op) -> bool {
     matches!(op, Op::Send | Op::SendImm | Op::WriteImm)
 }
 
-impl App for Glue<'_> {
-    fn message(&mut self, _stream: u16, msn: u32) -> Option<MsgInfo> {
+impl Glue<'_> {
+    /// The SQ's next WQE as the message `msn` of stream 0, if posted.
+    fn next_request(&mut self, msn: u32) -> Option<MsgInfo> {
         if msn.wrapping_sub(self.io.sq_msn) < self.io.msns.wrapping_sub(self.io.sq_msn) {
             return self.send_msg(msn).map(|m| m.info);
         }
@@ -719,58 +831,37 @@ impl App for Glue<'_> {
         if slot == sq.producer() {
             return None;
         }
-        let Ok(w) = SendWqe::read(sq, slot) else {
-            return None;
+        let w = SendWqe::read(sq, slot).ok()?;
+        let rdma = Reth {
+            va: w.remote_addr,
+            rkey: w.rkey,
+            len: w.length,
         };
-        let (op, reth) = match w.opcode {
-            wr::SEND => (Op::Send, Reth::default()),
-            wr::SEND_WITH_IMM => (Op::SendImm, Reth::default()),
-            wr::RDMA_WRITE | wr::RDMA_WRITE_WITH_IMM => (
-                if w.opcode == wr::RDMA_WRITE {
-                    Op::Write
-                } else {
-                    Op::WriteImm
-                },
-                Reth {
-                    va: w.remote_addr,
-                    rkey: w.rkey,
-                    len: w.length,
-                },
-            ),
-            _ => {
-                // Not carried yet (READ, atomics, local operations): the
-                // WQE completes with a local QP operation error.
-                self.io.error = Some(wc::LOC_QP_OP_ERR);
-                self.io.msns = self.io.msns.wrapping_add(1);
-                self.record(
-                    msn,
-                    SendMsg {
-                        wqe: w,
-                        info: MsgInfo::default(),
-                        slot,
-                    },
-                );
-                self.flush();
-                return None;
-            }
+        let atomic = Reth {
+            va: w.remote_addr,
+            rkey: w.atomic_rkey,
+            len: 8,
+        };
+        let (op, reth, len) = match w.opcode {
+            wr::SEND => (Op::Send, Reth::default(), w.length),
+            wr::SEND_WITH_IMM => (Op::SendImm, Reth::default(), w.length),
+            wr::RDMA_WRITE => (Op::Write, rdma, w.length),
+            wr::RDMA_WRITE_WITH_IMM => (Op::WriteImm, rdma, w.length),
+            wr::RDMA_READ => (Op::ReadReq, rdma, 0),
+            wr::ATOMIC_CMP_AND_SWP => (Op::AtomicCmpSwap, atomic, 16),
+            wr::ATOMIC_FETCH_AND_ADD => (Op::AtomicFetchAdd, atomic, 8),
+            // Local operations (LOCAL_INV, BIND_MW, REG_MR) and SEND_WITH_INV
+            // are not carried yet.
+            _ => return self.refuse(msn, w, slot),
         };
         let inline = w.send_flags & send_flags::INLINE != 0;
+        let is_atomic = matches!(op, Op::AtomicCmpSwap | Op::AtomicFetchAdd);
         if w.num_sge > self.io.caps.max_send_sge
             || (inline && w.length > self.io.caps.max_inline_data)
             || w.length > (1 << 31)
+            || (is_atomic && (w.remote_addr % 8 != 0 || w.length < 8))
         {
-            self.io.error = Some(wc::LOC_QP_OP_ERR);
-            self.io.msns = self.io.msns.wrapping_add(1);
-            self.record(
-                msn,
-                SendMsg {
-                    wqe: w,
-                    info: MsgInfo::default(),
-                    slot,
-                },
-            );
-            self.flush();
-            return None;
+            return self.refuse(msn, w, slot);
         }
         let tag = if consumes_recv(op) {
             let t = self.io.tx_rsn as u16;
@@ -779,25 +870,211 @@ impl App for Glue<'_> {
         } else {
             0
         };
+        let needs_resp = matches!(op, Op::ReadReq) || is_atomic;
+        if needs_resp {
+            let k = self.io.tx_reads;
+            self.io.tx_reads = k.wrapping_add(1);
+            if let Some(i) = (k as usize).checked_rem(self.io.reads.len()) {
+                if let Some(r) = self.io.reads.get_mut(i) {
+                    *r = msn;
+                }
+            }
+        }
         let info = MsgInfo {
             op,
-            len: w.length,
+            len,
             reth,
             imm: u32::from_be(w.ex),
             tag,
             solicited: w.send_flags & send_flags::SOLICITED != 0,
         };
-        self.record(msn, SendMsg { wqe: w, info, slot });
+        self.record(
+            msn,
+            SendMsg {
+                wqe: w,
+                info,
+                slot,
+                acked: false,
+                needs_resp,
+                resp_done: false,
+            },
+        );
         self.io.msns = self.io.msns.wrapping_add(1);
         Some(info)
     }
 
-    fn payload(&mut self, _stream: u16, msn: u32, offset: u32, dst: &mut [u8]) {
+    /// A WQE the device cannot carry: it completes with a local QP
+    /// operation error and the QP goes to the error state.
+    fn refuse(&mut self, msn: u32, w: SendWqe, slot: u32) -> Option<MsgInfo> {
+        self.io.error = Some(wc::LOC_QP_OP_ERR);
+        self.io.msns = self.io.msns.wrapping_add(1);
+        self.record(
+            msn,
+            SendMsg {
+                wqe: w,
+                slot,
+                ..SendMsg::default()
+            },
+        );
+        self.flush();
+        None
+    }
+
+    /// Completes, in SQ order, every WQE whose request is acknowledged and
+    /// whose response (READ, atomic) is whole.
+    fn complete_sends(&mut self) {
+        while self.io.sq_msn != self.io.msns {
+            let Some(m) = self.send_msg(self.io.sq_msn) else {
+                return;
+            };
+            if !m.acked || (m.needs_resp && !m.resp_done) {
+                return;
+            }
+            self.complete_send(wc::SUCCESS);
+        }
+    }
+
+    /// The send message a response number `k` answers.
+    fn read_msn(&self, k: u32) -> Option<u32> {
+        let i = (k as usize).checked_rem(self.io.reads.len())?;
+        self.io.reads.get(i).copied()
+    }
+
+    fn resp(&self, k: u32) -> Option<Resp> {
+        let i = (k as usize).checked_rem(RESP_SLOTS)?;
+        self.io.resps.get(i).copied()
+    }
+
+    /// Responder: a READ or atomic request is complete (exactly once):
+    /// queue its response, executing an atomic now.
+    fn answer(&mut self, r: &RxMsg) {
+        let k = self.io.resp_next;
+        let mut resp = Resp {
+            op: Op::ReadResp,
+            va: r.reth.va,
+            rkey: r.reth.rkey,
+            len: r.reth.len,
+            data: [0; 8],
+        };
+        if r.op != Op::ReadReq {
+            resp.op = Op::AtomicResp;
+            resp.len = 8;
+            let ok = self.io.attr.access & access::REMOTE_ATOMIC != 0;
+            let (pd, ops) = (self.qp.pd, r.operands);
+            let cas = r.op == Op::AtomicCmpSwap;
+            let res = self.qp.dev.mrs.with(r.reth.rkey, |e| {
+                if !ok {
+                    return Err(EACCES);
+                }
+                let off = e.check(pd, r.reth.va, 8, access::REMOTE_ATOMIC)?;
+                let mut cur = [0u8; 8];
+                e.read(off, &mut cur)?;
+                let old = u64::from_ne_bytes(cur);
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&ops[..8]);
+                let first = u64::from_be_bytes(a);
+                let new = if cas {
+                    let mut c = [0u8; 8];
+                    c.copy_from_slice(&ops[8..]);
+                    // Payload: swap, then compare.
+                    if old == u64::from_be_bytes(c) {
+                        first
+                    } else {
+                        old
+                    }
+                } else {
+                    old.wrapping_add(first)
+                };
+                e.write(off, &new.to_ne_bytes())?;
+                Ok(old)
+            });
+            match res {
+                Ok(old) => resp.data = old.to_be_bytes(),
+                Err(_) => {
+                    self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        if let Some(i) = (k as usize).checked_rem(RESP_SLOTS) {
+            if let Some(slot) = self.io.resps.get_mut(i) {
+                *slot = resp;
+            }
+        }
+        self.io.resp_next = k.wrapping_add(1);
+    }
+}
+
+impl App for Glue<'_> {
+    fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
+        if stream == REQ {
+            return self.next_request(msn);
+        }
+        if msn.wrapping_sub(self.io.resp_acked)
+            >= self.io.resp_next.wrapping_sub(self.io.resp_acked)
+        {
+            return None;
+        }
+        let r = self.resp(msn)?;
+        Some(MsgInfo {
+            op: r.op,
+            len: r.len,
+            ..MsgInfo::default()
+        })
+    }
+
+    fn payload(&mut self, stream: u16, msn: u32, offset: u32, dst: &mut [u8]) {
+        if stream == RESP {
+            let Some(r) = self.resp(msn) else {
+                dst.fill(0);
+                return;
+            };
+            if r.op == Op::AtomicResp {
+                let o = (offset as usize).min(8);
+                let n = dst.len().min(8 - o);
+                dst[..n].copy_from_slice(&r.data[o..o + n]);
+                return;
+            }
+            let ok = self.io.attr.access & access::REMOTE_READ != 0;
+            let va = r.va.wrapping_add(u64::from(offset));
+            let pd = self.qp.pd;
+            let res = self.qp.dev.mrs.with(r.rkey, |e| {
+                if !ok {
+                    return Err(EACCES);
+                }
+                let off = e.check(pd, va, dst.len(), access::REMOTE_READ)?;
+                e.read(off, dst)
+            });
+            if res.is_err() {
+                // No NAK on the wire yet for a READ the responder may not
+                // serve: the requester gets zeros (counted here).
+                dst.fill(0);
+                self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+            }
+            return;
+        }
         let Some(m) = self.send_msg(msn) else {
             dst.fill(0);
             return;
         };
-        if self.gather(&m, offset, dst).is_err() {
+        let res = match m.info.op {
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd => {
+                // Payload: swap (or addend), then compare, big-endian.
+                let (first, second) = if m.info.op == Op::AtomicCmpSwap {
+                    (m.wqe.swap, m.wqe.compare_add)
+                } else {
+                    (m.wqe.compare_add, 0)
+                };
+                let mut b = [0u8; 16];
+                b[..8].copy_from_slice(&first.to_be_bytes());
+                b[8..].copy_from_slice(&second.to_be_bytes());
+                let o = (offset as usize).min(16);
+                let n = dst.len().min(16 - o);
+                dst[..n].copy_from_slice(&b[o..o + n]);
+                Ok(())
+            }
+            _ => self.gather(&m, offset, dst),
+        };
+        if res.is_err() {
             // A bad lkey or a region the WQE's PD cannot read: the data is
             // zeroed and the WQE will complete with a protection error.
             dst.fill(0);
@@ -809,6 +1086,32 @@ impl App for Glue<'_> {
 
     fn place(&mut self, p: &Placement<'_>) -> core::result::Result<(), Rnr> {
         let min_rnr = self.io.attr.min_rnr_timer;
+        if p.stream == RESP {
+            // Requester: READ data or an atomic's original value, for the
+            // WQE this response answers.
+            let Some(msn) = self.read_msn(p.msn) else {
+                return Ok(());
+            };
+            let Some(m) = self.send_msg(msn) else {
+                return Ok(());
+            };
+            let len = if p.op == Op::AtomicResp {
+                8
+            } else {
+                m.wqe.length
+            };
+            if p.offset as usize + p.payload.len() > len as usize
+                || self.scatter_send(&m, p.offset, p.payload).is_err()
+            {
+                self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+            }
+            return Ok(());
+        }
+        if matches!(p.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd)
+            && self.io.resp_next.wrapping_sub(self.io.resp_acked) as usize >= RESP_SLOTS
+        {
+            return Err(Rnr(min_rnr));
+        }
         if consumes_recv(p.op) {
             // The RSN's low 16 bits are in the tag; rebuild it against the
             // oldest receive not yet completed.
@@ -848,6 +1151,13 @@ impl App for Glue<'_> {
         }
         let imm = p.imm;
         let (op, len, solicited) = (p.op, p.msg_len, p.solicited);
+        let reth = p.reth.unwrap_or_default();
+        let mut operands = [0u8; 16];
+        if matches!(op, Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
+            let o = (p.offset as usize).min(16);
+            let n = p.payload.len().min(16 - o);
+            operands[o..o + n].copy_from_slice(&p.payload[..n]);
+        }
         if let Some(r) = self.rx_slot(p.msn) {
             if !r.valid {
                 *r = RxMsg {
@@ -856,17 +1166,33 @@ impl App for Glue<'_> {
                     imm: 0,
                     solicited: false,
                     valid: true,
+                    reth,
+                    operands: [0; 16],
                 };
             }
             if let Some(i) = imm {
                 r.imm = i;
+            }
+            for (d, s) in r.operands.iter_mut().zip(operands) {
+                *d |= s;
             }
             r.solicited |= solicited;
         }
         Ok(())
     }
 
-    fn complete(&mut self, _stream: u16, msn: u32) {
+    fn complete(&mut self, stream: u16, msn: u32) {
+        if stream == RESP {
+            if let Some(m) = self.read_msn(msn) {
+                if let Some(i) = (m as usize).checked_rem(self.io.sends.len()) {
+                    if let Some(s) = self.io.sends.get_mut(i) {
+                        s.resp_done = true;
+                    }
+                }
+            }
+            self.complete_sends();
+            return;
+        }
         let Some(r) = self.rx_slot(msn).map(|r| {
             let v = *r;
             r.valid = false;
@@ -874,7 +1200,14 @@ impl App for Glue<'_> {
         }) else {
             return;
         };
-        if !r.valid || !consumes_recv(r.op) {
+        if !r.valid {
+            return;
+        }
+        if matches!(r.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
+            self.answer(&r);
+            return;
+        }
+        if !consumes_recv(r.op) {
             return;
         }
         let Some(rq) = self.io.rq.as_ref() else {
@@ -906,15 +1239,26 @@ impl App for Glue<'_> {
         rq.set_consumer(self.io.rq_cons);
     }
 
-    fn acked(&mut self, _stream: u16, msn: u32) {
-        if msn != self.io.sq_msn {
+    fn acked(&mut self, stream: u16, msn: u32) {
+        if stream == RESP {
+            if msn == self.io.resp_acked {
+                self.io.resp_acked = self.io.resp_acked.wrapping_add(1);
+            }
             return;
         }
-        let status = self.io.error.take().unwrap_or(wc::SUCCESS);
-        self.complete_send(status);
-        if status != wc::SUCCESS {
+        if let Some(status) = self.io.error.take() {
+            if msn == self.io.sq_msn {
+                self.complete_send(status);
+            }
             self.flush();
+            return;
         }
+        if let Some(i) = (msn as usize).checked_rem(self.io.sends.len()) {
+            if let Some(s) = self.io.sends.get_mut(i) {
+                s.acked = true;
+            }
+        }
+        self.complete_sends();
     }
 
     fn error(&mut self, e: ConnError) {

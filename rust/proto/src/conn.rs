@@ -40,6 +40,12 @@ pub struct Config {
     pub max_rto_ns: u32,
     /// Verbs `retry_cnt`: consecutive path timeouts without progress tolerated, per path.
     pub retry_cnt: u8,
+    /// Verbs local ACK timeout (IBTA 9.7.6.1.3: 4.096 us * 2^`timeout`) times
+    /// `retry_cnt`, in ns: the connection fails on timeouts only once no
+    /// progress was made for this long as well (0: the count alone decides).
+    /// The transport retransmits long before; this is the application's
+    /// patience, which IBTA expresses as `timeout` and `retry_cnt`.
+    pub give_up_ns: u64,
     /// Verbs `rnr_retry`: RNR refusals tolerated per packet (7 = unlimited).
     pub rnr_retry: u8,
     /// Consecutive probe timeouts before a path moves to a new source port.
@@ -72,6 +78,7 @@ impl Default for Config {
             min_rto_ns: 100_000,
             max_rto_ns: 100_000_000,
             retry_cnt: 7,
+            give_up_ns: 0,
             rnr_retry: 7,
             move_after: 1,
             hint_headroom: 1536,
@@ -308,6 +315,8 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     min_rtt: u32,
     fair_epoch: u32,
     stall: u16,
+    /// When acknowledged data last made progress (or the connection began).
+    progress_at: Instant,
     rr_path: u8,
     rr_stream: u8,
     paced: bool,
@@ -361,6 +370,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             min_rtt: 0,
             fair_epoch: 0,
             stall: 0,
+            progress_at: Instant::NEVER,
             rr_path: 0,
             rr_stream: 0,
             paced: false,
@@ -378,6 +388,15 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// Sets the verbs retry limits (`retry_cnt`, `rnr_retry`, and the
+    /// patience [`Config::give_up_ns`]), which verbs fixes only when the QP
+    /// moves to RTS, after the connection exists.
+    pub fn set_retry_limits(&mut self, retry_cnt: u8, rnr_retry: u8, give_up_ns: u64) {
+        self.cfg.retry_cnt = retry_cnt;
+        self.cfg.rnr_retry = rnr_retry;
+        self.cfg.give_up_ns = give_up_ns;
     }
 
     /// Connection state.
@@ -506,7 +525,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         for p in 0..usize::from(self.cfg.paths).min(P) {
             let due = self.tx.get(p).map(|t| t.rto_at <= now).unwrap_or(false);
             if due {
-                self.path_timeout(p, app);
+                self.path_timeout(now, p, app);
             }
         }
     }
@@ -518,12 +537,16 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
     }
 
-    fn path_timeout<A: App>(&mut self, p: usize, app: &mut A) {
+    fn path_timeout<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
         self.stats.timeouts = self.stats.timeouts.wrapping_add(1);
         self.abandon_path(p);
         self.stall = self.stall.saturating_add(1);
+        if self.progress_at == Instant::NEVER {
+            self.progress_at = now;
+        }
         let limit = u16::from(self.cfg.retry_cnt).saturating_mul(u16::from(self.cfg.paths));
-        if self.stall > limit {
+        let patient = now.nanos_since(self.progress_at) < self.cfg.give_up_ns;
+        if self.stall > limit && !patient {
             self.fail(ConnError::RetryExceeded, app);
         }
         let move_after = self.cfg.move_after;
@@ -900,6 +923,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         if acked_bytes > 0 {
             self.stall = 0;
+            self.progress_at = now;
             self.ramp = self.ramp.saturating_add(acked_bytes);
         }
         if rnr_fail {

@@ -181,6 +181,9 @@ pub struct Net {
     pub min_pwnd_seen: u32,
     pub retx: Vec<(u8, u32, u16, u32, u32)>,
     pub dropped: u64,
+    /// Chance that a packet skips its path's delay and FIFO order (netem
+    /// `reorder`): it then overtakes earlier packets of the same path.
+    pub reorder: f64,
 }
 
 pub fn config(local: u32, peer: u32, paths: u8) -> Config {
@@ -223,6 +226,7 @@ impl Net {
             min_pwnd_seen: u32::MAX,
             retx: Vec::new(),
             dropped: 0,
+            reorder: 0.0,
         }
     }
 
@@ -268,8 +272,13 @@ impl Net {
             }
             // FIFO per (direction, path): never deliver before the previous one on the path.
             let dir = if from_a { 0 } else { 1 };
-            let at = (self.now + self.path_delay[p]).max(self.path_busy[dir][p] + 1);
-            self.path_busy[dir][p] = at;
+            let at = if self.rng.chance(self.reorder) {
+                self.now + 1
+            } else {
+                let at = (self.now + self.path_delay[p]).max(self.path_busy[dir][p] + 1);
+                self.path_busy[dir][p] = at;
+                at
+            };
             let bytes = buf[..t.len].to_vec();
             self.seq += 1;
             self.q.insert((at, self.seq), (from_a, bytes.clone()));

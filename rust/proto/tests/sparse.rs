@@ -1,0 +1,93 @@
+//! Sparse, one-message-at-a-time traffic (verbs ping-pong) over a lossy,
+//! duplicating link with the kernel module's configuration: every loss is a
+//! tail loss that only the RTO can repair. No connection may fail.
+
+mod common;
+use common::*;
+use metaroce_proto::conn::{Config, Connection};
+
+fn kernel_config(local: u32, peer: u32) -> Config {
+    // As rust/verbs/qp.rs configures an RC QP's connection.
+    Config {
+        local_conn: local,
+        peer_conn: peer,
+        paths: 4,
+        mtu: 1024,
+        init_rto_ns: 20_000_000,
+        min_rto_ns: 4_000_000,
+        max_rto_ns: 500_000_000,
+        retry_cnt: 7,
+        // timeout 14 (67 ms) x retry_cnt 7, as ibv_rc_pingpong asks.
+        give_up_ns: 7 * 4096 * (1 << 14),
+        rnr_retry: 7,
+        ack_delay_ns: 0,
+        pacing: false,
+        ..Config::default()
+    }
+}
+
+fn pingpong(seed: u64, loss: f64, dup: f64, reorder: f64, msgs: u32) -> Result<u64, String> {
+    let mut net = Net::new(seed, 4, loss);
+    net.reorder = reorder;
+    net.a = Connection::new(kernel_config(1, 2));
+    net.b = Connection::new(kernel_config(2, 1));
+    net.dup = dup;
+    for d in net.path_delay.iter_mut() {
+        *d = 500_000 + *d * 100; // TCG-like: ~0.7-1.3 ms one way
+    }
+    for i in 0..msgs {
+        net.app_a.msgs[0].push(4096);
+        let until = net.now + 60_000_000_000;
+        if !net.run(until) {
+            return Err(format!("seed {seed}: message {i} not acknowledged in 60 s"));
+        }
+        if !net.app_a.errors.is_empty() {
+            return Err(format!(
+                "seed {seed}: message {i}: {:?} (a stats {:?})",
+                net.app_a.errors,
+                net.a.stats()
+            ));
+        }
+    }
+    if !net.app_a.violations.is_empty() || !net.app_b.violations.is_empty() {
+        return Err(format!(
+            "seed {seed}: {:?} {:?}",
+            net.app_a.violations, net.app_b.violations
+        ));
+    }
+    Ok(net.now)
+}
+
+#[test]
+fn pingpong_survives_one_percent_loss_and_duplication() {
+    let mut failures = Vec::new();
+    for seed in 1..=20u64 {
+        if let Err(e) = pingpong(seed * 7919, 0.01, 0.01, 0.0, 300) {
+            failures.push(e);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 20 runs failed: {:#?}",
+        failures.len(),
+        failures
+    );
+}
+
+#[test]
+fn pingpong_survives_netem_like_reordering() {
+    // netem `loss 1% duplicate 1% delay 1ms reorder 25%`: a quarter of the
+    // packets skip the delay and overtake earlier ones on the same path.
+    let mut failures = Vec::new();
+    for seed in 1..=20u64 {
+        if let Err(e) = pingpong(seed * 104_729, 0.01, 0.01, 0.25, 300) {
+            failures.push(e);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 20 runs failed: {:#?}",
+        failures.len(),
+        failures
+    );
+}
