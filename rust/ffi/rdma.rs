@@ -33,7 +33,7 @@
 //!   global).
 
 use super::bindings as b;
-use super::verbs::{self, CqEvents, MmInfo, QpAttr, QpInit, QpType, UContext, UData, UMem};
+use super::verbs::{self, Av, CqEvents, MmInfo, QpAttr, QpInit, QpType, UContext, UData, UMem};
 use core::marker::PhantomData;
 use core::mem::size_of;
 use core::ptr;
@@ -135,6 +135,8 @@ pub(crate) trait Driver: 'static {
     type Qp: Send + Sync;
     /// A memory region.
     type Mr: Send + Sync;
+    /// An address handle.
+    type Ah: Send + Sync;
     /// The link type: `rdma link add NAME type LINK_TYPE netdev DEV`.
     const LINK_TYPE: &'static CStr;
     /// The node description reported to consumers (`ibv_devinfo`).
@@ -156,6 +158,14 @@ pub(crate) trait Driver: 'static {
     ) -> Result<(Self::Cq, MmInfo)>;
     /// `destroy_cq`: no completion may be written after this returns.
     fn destroy_cq(dev: &Self::Data, cq: &Self::Cq);
+    /// `resize_cq` (IBTA 11.2.7.3): at least `cqe` entries, keeping those
+    /// waiting; returns where the new ring is mapped.
+    fn resize_cq(dev: &Self::Data, cq: &Self::Cq, cqe: u32, uc: &UContext) -> Result<MmInfo>;
+    /// `create_ah` (IBTA 11.2.2.1) on `pd`; returns it and its number (the
+    /// rxe ABI's `ah_num`, by which UD work requests name it).
+    fn create_ah(dev: &Self::Data, pd: usize, av: &Av) -> Result<(Self::Ah, u32)>;
+    /// `destroy_ah`.
+    fn destroy_ah(dev: &Self::Data, ah: &Self::Ah);
     /// `req_notify_cq`: arm for the next (or next solicited) completion;
     /// returns whether completions are already waiting (for
     /// `IB_CQ_REPORT_MISSED_EVENTS`).
@@ -640,6 +650,11 @@ impl<T: Driver> Adapter<T> {
         ops.create_cq = Some(Self::create_cq);
         ops.destroy_cq = Some(Self::destroy_cq);
         ops.req_notify_cq = Some(Self::req_notify_cq);
+        ops.resize_cq = Some(Self::resize_cq);
+        ops.create_ah = Some(Self::create_ah);
+        ops.create_user_ah = Some(Self::create_ah);
+        ops.destroy_ah = Some(Self::destroy_ah);
+        ops.size_ib_ah = size_of::<Obj<b::ib_ah, T::Ah>>();
         ops.poll_cq = Some(Self::poll_cq);
         ops.create_qp = Some(Self::create_qp);
         ops.modify_qp = Some(Self::modify_qp);
@@ -1066,6 +1081,91 @@ impl<T: Driver> Adapter<T> {
             T::destroy_cq(Self::data((*ibcq).device), &d.cq);
             d.events.detach();
             Obj::<b::ib_cq, CqData<T::Cq>>::drop_data(ibcq);
+        }
+        0
+    }
+
+    /// `ib_device_ops.resize_cq`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a CQ created by [`Self::create_cq`].
+    unsafe extern "C" fn resize_cq(
+        ibcq: *mut b::ib_cq,
+        cqe: c_int,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            let mut udata = UData(udata);
+            let uc = udata.ucontext().ok_or_else(super::errno::EOPNOTSUPP)?;
+            if udata.outlen() < size_of::<b::rxe_resize_cq_resp>() {
+                return Err(EINVAL);
+            }
+            let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
+            // SAFETY: a live CQ of ours on a live device.
+            let (dev, d) = unsafe {
+                (
+                    Self::data((*ibcq).device),
+                    Obj::<b::ib_cq, CqData<T::Cq>>::data(ibcq),
+                )
+            };
+            let mi = T::resize_cq(dev, &d.cq, cqe, &uc)?;
+            udata.write(&mi.bytes())?;
+            // SAFETY: the core serialises verbs on one CQ object.
+            unsafe { (*ibcq).cqe = cqe as c_int };
+            Ok(0)
+        })
+    }
+
+    /// `ib_device_ops.create_ah` and `create_user_ah`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a zeroed AH object of our size whose
+    /// `device` and `pd` are set, valid attributes, and a null or valid udata.
+    unsafe extern "C" fn create_ah(
+        ibah: *mut b::ib_ah,
+        init: *mut b::rdma_ah_init_attr,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            let mut udata = UData(udata);
+            // SAFETY: the core passes valid attributes and a live AH object.
+            let (av, dev, pd) = unsafe {
+                (
+                    Av::from_c(&*(*init).ah_attr)?,
+                    Self::data((*ibah).device),
+                    (*ibah).pd,
+                )
+            };
+            let (ah, num) = T::create_ah(dev, pd as usize, &av)?;
+            if udata.outlen() >= size_of::<b::rxe_create_ah_resp>() {
+                let mut resp = [0u8; 8];
+                resp[..4].copy_from_slice(&num.to_ne_bytes());
+                if let Err(e) = udata.write(&resp) {
+                    T::destroy_ah(dev, &ah);
+                    return Err(e);
+                }
+            }
+            // SAFETY: the core's AH object, not yet visible to anyone else.
+            unsafe { Obj::<b::ib_ah, T::Ah>::set(ibah, ah) };
+            Ok(0)
+        })
+    }
+
+    /// `ib_device_ops.destroy_ah`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with an AH created by [`Self::create_ah`].
+    unsafe extern "C" fn destroy_ah(ibah: *mut b::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: a live AH of ours; nothing uses it after this call.
+        unsafe {
+            T::destroy_ah(
+                Self::data((*ibah).device),
+                Obj::<b::ib_ah, T::Ah>::data(ibah),
+            );
+            Obj::<b::ib_ah, T::Ah>::drop_data(ibah);
         }
         0
     }

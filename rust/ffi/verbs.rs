@@ -827,6 +827,10 @@ pub(crate) struct SendWqe {
     pub(crate) compare_add: u64,
     pub(crate) swap: u64,
     pub(crate) atomic_rkey: u32,
+    /// UD: `wr.ud.remote_qpn`, `remote_qkey` and `ah_num`.
+    pub(crate) ud_qpn: u32,
+    pub(crate) ud_qkey: u32,
+    pub(crate) ah_num: u32,
 }
 
 const WR: usize = core::mem::offset_of!(b::rxe_send_wqe, wr);
@@ -857,6 +861,9 @@ impl SendWqe {
             compare_add: rd_u64(q, i, WR + RDMA_OFF + 8)?,
             swap: rd_u64(q, i, WR + RDMA_OFF + 16)?,
             atomic_rkey: rd_u32(q, i, WR + RDMA_OFF + 24)?,
+            ud_qpn: rd_u32(q, i, WR + RDMA_OFF)?,
+            ud_qkey: rd_u32(q, i, WR + RDMA_OFF + 4)?,
+            ah_num: rd_u32(q, i, WR + RDMA_OFF + 12)?,
         })
     }
 

@@ -106,6 +106,38 @@ impl Cq {
         g.ring.consumer() != g.prod
     }
 
+    /// Replaces the ring by one of at least `cqe` entries mapped into `uc`,
+    /// moving the completions waiting in it (rxe_cq_resize_queue). `EINVAL`
+    /// for 0, more than `max_cqe`, or fewer than are waiting.
+    pub(crate) fn resize(&self, cqe: u32, max_cqe: u32, uc: &UContext) -> Result<MmInfo> {
+        if cqe == 0 || cqe > max_cqe {
+            return Err(EINVAL);
+        }
+        let new = Queue::new(Some(uc), cqe, Wc::SIZE)?;
+        let old = {
+            let mut g = self.inner.lock();
+            let cons = g.ring.consumer();
+            let waiting = g.ring.distance(cons, g.prod);
+            if waiting > new.slots() - 1 {
+                return Err(EINVAL);
+            }
+            let mut wc = [0u8; Wc::SIZE];
+            for i in 0..waiting {
+                g.ring.read(g.ring.advance(cons, i), 0, &mut wc)?;
+                new.write(i, 0, &wc)?;
+            }
+            new.set_consumer(0);
+            new.set_producer(waiting);
+            g.prod = waiting;
+            core::mem::replace(&mut g.ring, new)
+        };
+        let mi = self.inner.lock().ring.mminfo();
+        // The old ring leaves the mmap table here; pages user space still
+        // maps stay until it unmaps them.
+        drop(old);
+        Ok(mi)
+    }
+
     /// No completion is written after this.
     pub(crate) fn kill(&self) {
         self.inner.lock().dead = true;

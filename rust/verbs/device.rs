@@ -7,12 +7,13 @@
 //! name only what is implemented now; they grow as the verbs objects and the
 //! data path land (see `Documentation/`).
 
+use super::ah::{Ah, AhTable};
 use super::cq::Cq;
 use super::mr::{Mr, MrTable};
 use super::qp::Qp;
 use crate::ffi::bindings as b;
 use crate::ffi::rdma::{DeviceAttrs, Driver, NetDev, PortAttrs};
-use crate::ffi::verbs::{CqEvents, MmInfo, QpAttr, QpInit, UContext, UMem};
+use crate::ffi::verbs::{Av, CqEvents, MmInfo, QpAttr, QpInit, UContext, UMem};
 use crate::net::Transport;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -36,6 +37,8 @@ pub(crate) struct DevShared {
     pub(crate) attrs: DeviceAttrs,
     #[pin]
     pub(crate) mrs: MrTable,
+    #[pin]
+    pub(crate) ahs: AhTable,
     pub(crate) transport: Arc<Transport<Qp>>,
 }
 
@@ -48,6 +51,7 @@ impl Driver for Metaroce {
     type Cq = Arc<Cq>;
     type Qp = Arc<Qp>;
     type Mr = Mr;
+    type Ah = Ah;
     const LINK_TYPE: &'static CStr = kernel::c_str!("metaroce");
     const NODE_DESC: &'static CStr = kernel::c_str!("metaroce");
 
@@ -61,6 +65,7 @@ impl Driver for Metaroce {
             pin_init!(DevShared {
                 attrs,
                 mrs <- MrTable::new(attrs.max_mr),
+                ahs <- AhTable::new(attrs.max_ah),
                 transport: shared.clone(),
             }),
             GFP_KERNEL,
@@ -91,6 +96,20 @@ impl Driver for Metaroce {
 
     fn destroy_cq(_dev: &DeviceData, cq: &Arc<Cq>) {
         cq.kill();
+    }
+
+    fn resize_cq(dev: &DeviceData, cq: &Arc<Cq>, cqe: u32, uc: &UContext) -> Result<MmInfo> {
+        cq.resize(cqe, dev.attrs.max_cqe, uc)
+    }
+
+    fn create_ah(dev: &DeviceData, pd: usize, av: &Av) -> Result<(Ah, u32)> {
+        let ah = dev.ahs.insert(pd, *av)?;
+        let num = ah.num;
+        Ok((ah, num))
+    }
+
+    fn destroy_ah(dev: &DeviceData, ah: &Ah) {
+        dev.ahs.remove(ah.num);
     }
 
     fn req_notify_cq(cq: &Arc<Cq>, solicited_only: bool) -> bool {

@@ -4,6 +4,7 @@
 //! Safe Rust on top of [`crate::ffi`]; packets are the protocol core's
 //! business ([`crate::proto`]), sockets the transport glue's ([`crate::net`]).
 
+pub(crate) mod ah;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod mr;

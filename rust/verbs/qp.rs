@@ -207,6 +207,15 @@ impl TimerCallback for Qp {
 impl Endpoint for Qp {
     fn receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
         this.stats.rx_packets.fetch_add(1, Ordering::Relaxed);
+        if this.qp_type == QpType::Ud {
+            let mut g = this.inner.lock();
+            let Inner { io, .. } = &mut *g;
+            let mut app = Glue { qp: this, io };
+            if app.datagram_in(payload, meta).is_err() {
+                this.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+            }
+            return;
+        }
         {
             let mut g = this.inner.lock();
             let Inner { conn, io, .. } = &mut *g;
@@ -500,12 +509,15 @@ impl Qp {
     /// The user doorbell: new WQEs are in the SQ ring.
     pub(crate) fn doorbell(this: &Arc<Self>) -> Result {
         {
-            let g = this.inner.lock();
+            let mut g = this.inner.lock();
             if !matches!(g.io.attr.state, QpState::Rts | QpState::Sqd) {
                 return Err(EINVAL);
             }
-            if this.qp_type != QpType::Rc {
-                return Err(crate::ffi::errno::EOPNOTSUPP());
+            if this.qp_type == QpType::Ud {
+                let Inner { io, scratch, .. } = &mut *g;
+                let mut app = Glue { qp: this, io };
+                app.datagrams_out(scratch);
+                return Ok(());
             }
         }
         Self::pump(this);
@@ -1003,6 +1015,177 @@ impl Glue<'_> {
         self.io.resp_next = k.wrapping_add(1);
     }
 }
+
+/// Bytes of the GRH area at the start of every UD receive buffer (IBTA
+/// 11.4.1.1: 40 bytes, the IPv4 header in its last 20 for RoCE v2 over IPv4).
+const GRH_LEN: usize = 40;
+
+impl Glue<'_> {
+    /// UD: sends every new WQE of the SQ as one DATAGRAM packet and
+    /// completes it (UD is unreliable: at once).
+    fn datagrams_out(&mut self, scratch: &mut [u8]) {
+        use crate::proto::wire::{DatagramHeader, DATAGRAM_LEN, GF_IMM, GF_SE};
+        loop {
+            let Some(sq) = self.io.sq.as_ref() else {
+                return;
+            };
+            let slot = self.io.sq_cons;
+            if slot == sq.producer() {
+                return;
+            }
+            let Ok(w) = SendWqe::read(sq, slot) else {
+                return;
+            };
+            let mut status = wc::SUCCESS;
+            let ah = self.qp.dev.ahs.get(w.ah_num).filter(|a| a.pd == self.qp.pd);
+            let len = w.length as usize;
+            let room = scratch
+                .len()
+                .saturating_sub(DATAGRAM_LEN)
+                .min(UD_MAX_PAYLOAD);
+            let imm = w.opcode == wr::SEND_WITH_IMM;
+            match ah {
+                _ if w.opcode != wr::SEND && !imm => status = wc::LOC_QP_OP_ERR,
+                _ if len > room || w.num_sge > self.io.caps.max_send_sge => status = LOC_LEN_ERR,
+                None => status = wc::LOC_QP_OP_ERR,
+                Some(ah) => {
+                    let qkey = if w.ud_qkey & 0x8000_0000 != 0 {
+                        self.io.attr.qkey
+                    } else {
+                        w.ud_qkey
+                    };
+                    let h = DatagramHeader {
+                        dst_qpn: w.ud_qpn & 0x00ff_ffff,
+                        src_qpn: self.qp.qpn,
+                        qkey,
+                        flags: if imm { GF_IMM } else { 0 }
+                            | if w.send_flags & send_flags::SOLICITED != 0 {
+                                GF_SE
+                            } else {
+                                0
+                            },
+                        payload_len: len as u16,
+                        imm: u32::from_be(w.ex),
+                        stamp: now_ns() as u32,
+                    };
+                    let m = SendMsg {
+                        wqe: w,
+                        slot,
+                        ..SendMsg::default()
+                    };
+                    let ok = h.encode(scratch).is_some()
+                        && self
+                            .gather(&m, 0, &mut scratch[DATAGRAM_LEN..DATAGRAM_LEN + len])
+                            .is_ok();
+                    if !ok {
+                        status = wc::LOC_PROT_ERR;
+                    } else {
+                        let (src, dst) =
+                            (IpAddr::from_gid(&ah.av.sgid), IpAddr::from_gid(&ah.av.dgid));
+                        let sport = 49152 + (self.qp.qpn & 0x3fff) as u16;
+                        if self
+                            .qp
+                            .dev
+                            .transport
+                            .send(&src, &dst, sport, true, &scratch[..DATAGRAM_LEN + len])
+                            .is_ok()
+                        {
+                            self.qp.stats.tx_packets.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+            let signaled = self.qp.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
+            if signaled || status != wc::SUCCESS {
+                self.qp.scq.push(
+                    &Wc {
+                        wr_id: w.wr_id,
+                        status,
+                        opcode: wc::OP_SEND,
+                        byte_len: w.length,
+                        qp_num: self.qp.qpn,
+                        ..Wc::default()
+                    },
+                    false,
+                );
+            }
+            self.io.sq_cons = sq.advance(slot, 1);
+            sq.set_consumer(self.io.sq_cons);
+            if status != wc::SUCCESS {
+                self.flush();
+                return;
+            }
+        }
+    }
+
+    /// UD: one received DATAGRAM into the next posted receive, after the
+    /// 40-byte GRH area (IBTA 11.4.1.1).
+    fn datagram_in(&mut self, pkt: &[u8], meta: &RxMeta) -> Result {
+        let (h, payload) = crate::proto::wire::decode_datagram(pkt).map_err(|_| EINVAL)?;
+        if !matches!(
+            self.io.attr.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd
+        ) || h.qkey != self.io.attr.qkey
+        {
+            return Err(EINVAL);
+        }
+        let rq = self.io.rq.as_ref().ok_or(EINVAL)?;
+        let slot = self.io.rq_cons;
+        if slot == rq.producer() {
+            // No receive posted: UD drops (IBTA 10.7.2.2).
+            return Err(ENOMEM);
+        }
+        let w = RecvWqe::read(rq, slot)?;
+        let mut grh = [0u8; GRH_LEN];
+        match (meta.src, meta.dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                // The IPv4 header, as RoCE v2 receivers see it.
+                let total = (20 + 8 + pkt.len()) as u16;
+                grh[20] = 0x45;
+                grh[22..24].copy_from_slice(&total.to_be_bytes());
+                grh[28] = 64;
+                grh[29] = 17;
+                grh[32..36].copy_from_slice(&s);
+                grh[36..40].copy_from_slice(&d);
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                grh[0] = 0x60;
+                grh[4..6].copy_from_slice(&((8 + pkt.len()) as u16).to_be_bytes());
+                grh[6] = 17;
+                grh[7] = 64;
+                grh[8..24].copy_from_slice(&s);
+                grh[24..40].copy_from_slice(&d);
+            }
+            _ => {}
+        }
+        let fits = self.scatter(slot, 0, &grh).is_ok()
+            && self.scatter(slot, GRH_LEN as u32, payload).is_ok();
+        let imm = h.flags & crate::proto::wire::GF_IMM != 0;
+        self.qp.rcq.push(
+            &Wc {
+                wr_id: w.wr_id,
+                status: if fits { wc::SUCCESS } else { LOC_LEN_ERR },
+                opcode: wc::OP_RECV,
+                byte_len: (GRH_LEN + payload.len()) as u32,
+                ex: if imm { h.imm.to_be() } else { 0 },
+                qp_num: self.qp.qpn,
+                src_qp: h.src_qpn,
+                wc_flags: WC_GRH | if imm { wc::WITH_IMM } else { 0 },
+            },
+            h.flags & crate::proto::wire::GF_SE != 0,
+        );
+        self.io.rq_cons = rq.advance(slot, 1);
+        rq.set_consumer(self.io.rq_cons);
+        Ok(())
+    }
+}
+
+/// `IB_WC_LOC_LEN_ERR`.
+const LOC_LEN_ERR: u32 = 1;
+/// `IB_WC_GRH`.
+const WC_GRH: u32 = 1;
+/// Largest UD payload: one IB MTU of 4096 bytes.
+const UD_MAX_PAYLOAD: usize = 4096;
 
 impl App for Glue<'_> {
     fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {

@@ -53,6 +53,16 @@ pingpong 20 4096
 # Multi-packet messages whose length is no multiple of the path MTU.
 [[ $mode == quick ]] || pingpong 10 60001
 
+# UD: one datagram per message, at most the active MTU (1024 at MTU 1500).
+if [[ $mode == quick || -n $lossy ]]; then :; else
+  out=$(run 120 ibv_ud_pingpong -d "$dev" -g "$gid" -n 20 -s 1024 -c); rc=$?
+  [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+  if ((rc == 0)) && grep -q 'iters in' <<<"$out"; then
+    pass "$dev: ibv_ud_pingpong -c 20 x 1024 B, data checked: $(grep 'iters in' <<<"$out")"
+  else fail "$dev: ibv_ud_pingpong -c (rc=$rc)" "$out$(dmesg | tail -20)"; fi
+  sleep 2
+fi
+
 # perftest TOOL SIZE ITERS: unmodified perftest between the guests; the
 # average bandwidth (or, for ib_atomic_bw, the message rate) is reported.
 perftest() {

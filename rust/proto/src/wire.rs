@@ -21,6 +21,8 @@ pub const IMM_LEN: usize = 4;
 pub const ACK_LEN: usize = 68;
 /// Length of a PROBE packet.
 pub const PROBE_LEN: usize = 20;
+/// Length of a DATAGRAM packet's headers (unreliable datagram service).
+pub const DATAGRAM_LEN: usize = 32;
 /// Largest header a data packet can have.
 pub const MAX_DATA_HEADER: usize = DATA_LEN + RETH_LEN + IMM_LEN;
 
@@ -34,6 +36,8 @@ pub enum PacketType {
     Ack = 2,
     /// Asks for an ACK on a path that is being (re)validated; carries no data.
     Probe = 3,
+    /// One unreliable datagram (verbs UD SEND): no connection, no ACK.
+    Datagram = 4,
 }
 
 /// Verbs operation of the message a data packet belongs to. The core carries it; the
@@ -667,4 +671,110 @@ fn get_u64(b: &[u8], at: usize) -> u64 {
         a.copy_from_slice(s);
     }
     u64::from_be_bytes(a)
+}
+
+/// Datagram flag: immediate data is valid.
+pub const GF_IMM: u8 = 0x08;
+/// Datagram flag: solicited event.
+pub const GF_SE: u8 = 0x40;
+
+/// A DATAGRAM packet's headers: the unreliable datagram service (verbs UD),
+/// outside any connection. `dst_conn` of the common header is the
+/// destination QPN.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DatagramHeader {
+    /// Destination QPN.
+    pub dst_qpn: u32,
+    /// Source QPN.
+    pub src_qpn: u32,
+    /// Q_Key (IBTA 10.2.5) the receiver checks.
+    pub qkey: u32,
+    /// `GF_*` flags.
+    pub flags: u8,
+    /// Payload bytes following the headers.
+    pub payload_len: u16,
+    /// Immediate data, valid with `GF_IMM`.
+    pub imm: u32,
+    /// Sender timestamp (informational).
+    pub stamp: u32,
+}
+
+impl DatagramHeader {
+    /// Writes the headers to the start of `out`; returns their length, or
+    /// `None` if `out` is too short.
+    pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
+        let b = out.get_mut(..DATAGRAM_LEN)?;
+        put_common(b, PacketType::Datagram, 0, self.dst_qpn, 0, self.stamp);
+        put_u32(b, 16, self.src_qpn);
+        put_u32(b, 20, self.qkey);
+        put_u8(b, 24, self.flags);
+        put_u8(b, 25, 0);
+        put_u16(b, 26, self.payload_len);
+        put_u32(b, 28, self.imm);
+        Some(DATAGRAM_LEN)
+    }
+}
+
+/// Decodes a DATAGRAM packet: its headers and payload.
+pub fn decode_datagram(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), DropReason> {
+    let (t, path, dst, psn, stamp) = common(buf)?;
+    if t != PacketType::Datagram as u8 {
+        return Err(DropReason::UnknownType);
+    }
+    if buf.len() < DATAGRAM_LEN {
+        return Err(DropReason::Truncated);
+    }
+    let flags = get_u8(buf, 24);
+    if path != 0 || psn != 0 || flags & !(GF_IMM | GF_SE) != 0 || get_u8(buf, 25) != 0 {
+        return Err(DropReason::BadFlags);
+    }
+    let h = DatagramHeader {
+        dst_qpn: dst,
+        src_qpn: get_u32(buf, 16),
+        qkey: get_u32(buf, 20),
+        flags,
+        payload_len: get_u16(buf, 26),
+        imm: get_u32(buf, 28),
+        stamp,
+    };
+    let payload = buf.get(DATAGRAM_LEN..).ok_or(DropReason::Truncated)?;
+    if payload.len() != usize::from(h.payload_len) {
+        return Err(DropReason::LengthMismatch);
+    }
+    Ok((h, payload))
+}
+
+#[cfg(test)]
+mod datagram_tests {
+    use super::*;
+
+    #[test]
+    fn datagram_round_trip_and_rejects() {
+        let h = DatagramHeader {
+            dst_qpn: 0x12_3456,
+            src_qpn: 17,
+            qkey: 0x1111_1111,
+            flags: GF_IMM,
+            payload_len: 3,
+            imm: 0xdead_beef,
+            stamp: 9,
+        };
+        let mut b = [0u8; DATAGRAM_LEN + 3];
+        assert_eq!(h.encode(&mut b), Some(DATAGRAM_LEN));
+        b[DATAGRAM_LEN..].copy_from_slice(b"abc");
+        let (d, p) = decode_datagram(&b).unwrap();
+        assert_eq!((d, p), (h, &b"abc"[..]));
+        assert_eq!(peek_dst_conn(&b), Ok(0x12_3456));
+        assert_eq!(
+            decode_datagram(&b[..DATAGRAM_LEN + 2]),
+            Err(DropReason::LengthMismatch)
+        );
+        assert_eq!(decode_datagram(&b[..20]), Err(DropReason::Truncated));
+        let mut bad = b;
+        bad[24] = 0x01;
+        assert_eq!(decode_datagram(&bad), Err(DropReason::BadFlags));
+        let mut bad = b;
+        bad[1] = 1;
+        assert_eq!(decode_datagram(&bad), Err(DropReason::UnknownType));
+    }
 }
