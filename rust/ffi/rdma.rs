@@ -33,7 +33,9 @@
 //!   global).
 
 use super::bindings as b;
-use super::verbs::{self, Av, CqEvents, MmInfo, QpAttr, QpInit, QpType, UContext, UData, UMem};
+use super::verbs::{
+    self, Av, CqEvents, MmInfo, QpAttr, QpInit, QpType, SrqEvents, UContext, UData, UMem,
+};
 use core::marker::PhantomData;
 use core::mem::size_of;
 use core::ptr;
@@ -101,6 +103,14 @@ pub(crate) struct DeviceAttrs {
     pub(crate) atomic_hca: bool,
 }
 
+/// SRQ sizes (`struct ib_srq_attr`).
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct SrqAttr {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) srq_limit: u32,
+}
+
 /// Port attributes chosen by the driver (`struct ib_port_attr`); state, MTU,
 /// speed and link layer come from the netdev.
 #[derive(Clone, Copy)]
@@ -137,6 +147,8 @@ pub(crate) trait Driver: 'static {
     type Mr: Send + Sync;
     /// An address handle.
     type Ah: Send + Sync;
+    /// A shared receive queue.
+    type Srq: Send + Sync;
     /// The link type: `rdma link add NAME type LINK_TYPE netdev DEV`.
     const LINK_TYPE: &'static CStr;
     /// The node description reported to consumers (`ibv_devinfo`).
@@ -166,6 +178,22 @@ pub(crate) trait Driver: 'static {
     fn create_ah(dev: &Self::Data, pd: usize, av: &Av) -> Result<(Self::Ah, u32)>;
     /// `destroy_ah`.
     fn destroy_ah(dev: &Self::Data, ah: &Self::Ah);
+    /// `create_srq` (IBTA 11.2.3.1) for user space: `attr` is updated to the
+    /// sizes granted; returns the SRQ, its number and where its ring is
+    /// mapped.
+    fn create_srq(
+        dev: &Self::Data,
+        pd: usize,
+        attr: &mut SrqAttr,
+        uc: &UContext,
+        events: SrqEvents,
+    ) -> Result<(Self::Srq, u32, MmInfo)>;
+    /// `modify_srq`: `IB_SRQ_MAX_WR` and/or `IB_SRQ_LIMIT` of `mask`.
+    fn modify_srq(dev: &Self::Data, srq: &Self::Srq, attr: &SrqAttr, mask: u32) -> Result;
+    /// `query_srq`.
+    fn query_srq(srq: &Self::Srq) -> SrqAttr;
+    /// `destroy_srq`.
+    fn destroy_srq(dev: &Self::Data, srq: &Self::Srq);
     /// `req_notify_cq`: arm for the next (or next solicited) completion;
     /// returns whether completions are already waiting (for
     /// `IB_CQ_REPORT_MISSED_EVENTS`).
@@ -178,6 +206,7 @@ pub(crate) trait Driver: 'static {
         init: &mut QpInit,
         scq: &Self::Cq,
         rcq: &Self::Cq,
+        srq: Option<&Self::Srq>,
         uc: &UContext,
     ) -> Result<(Self::Qp, u32, MmInfo, MmInfo)>;
     /// `modify_qp` (IBTA 11.2.5.2).
@@ -655,6 +684,12 @@ impl<T: Driver> Adapter<T> {
         ops.create_user_ah = Some(Self::create_ah);
         ops.destroy_ah = Some(Self::destroy_ah);
         ops.size_ib_ah = size_of::<Obj<b::ib_ah, T::Ah>>();
+        ops.create_srq = Some(Self::create_srq);
+        ops.modify_srq = Some(Self::modify_srq);
+        ops.query_srq = Some(Self::query_srq);
+        ops.destroy_srq = Some(Self::destroy_srq);
+        ops.post_srq_recv = Some(Self::post_srq_recv);
+        ops.size_ib_srq = size_of::<Obj<b::ib_srq, SrqData<T::Srq>>>();
         ops.poll_cq = Some(Self::poll_cq);
         ops.create_qp = Some(Self::create_qp);
         ops.modify_qp = Some(Self::modify_qp);
@@ -1014,6 +1049,12 @@ struct CqData<C> {
     cq: C,
 }
 
+/// What an SRQ keeps: the driver's SRQ and its event source.
+struct SrqData<S> {
+    events: SrqEvents,
+    srq: S,
+}
+
 /// An MR: allocated by the driver (the core only frees what it allocates).
 #[repr(C)]
 struct MrBox<D> {
@@ -1170,6 +1211,128 @@ impl<T: Driver> Adapter<T> {
         0
     }
 
+    /// `ib_device_ops.create_srq`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a zeroed SRQ object of our size whose
+    /// `device` and `pd` are set, valid attributes, and a null or valid udata.
+    unsafe extern "C" fn create_srq(
+        ibsrq: *mut b::ib_srq,
+        init: *mut b::ib_srq_init_attr,
+        udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            let mut udata = UData(udata);
+            let uc = udata.ucontext().ok_or_else(super::errno::EOPNOTSUPP)?;
+            // SAFETY: the core passes valid attributes and a live SRQ object.
+            let (ia, dev, pd) = unsafe { (&mut *init, Self::data((*ibsrq).device), (*ibsrq).pd) };
+            if ia.srq_type != b::ib_srq_type_IB_SRQT_BASIC {
+                return Err(super::errno::EOPNOTSUPP());
+            }
+            if udata.outlen() < size_of::<b::rxe_create_srq_resp>() {
+                return Err(EINVAL);
+            }
+            let mut a = SrqAttr {
+                max_wr: ia.attr.max_wr,
+                max_sge: ia.attr.max_sge,
+                srq_limit: ia.attr.srq_limit,
+            };
+            let events = SrqEvents::new(ibsrq)?;
+            let (srq, num, mi) = T::create_srq(dev, pd as usize, &mut a, &uc, events.clone())?;
+            let mut resp = [0u8; 24];
+            resp[..16].copy_from_slice(&mi.bytes());
+            resp[16..20].copy_from_slice(&num.to_ne_bytes());
+            if let Err(e) = udata.write(&resp) {
+                T::destroy_srq(dev, &srq);
+                events.detach();
+                return Err(e);
+            }
+            ia.attr.max_wr = a.max_wr;
+            ia.attr.max_sge = a.max_sge;
+            // SAFETY: the core's SRQ object, not yet visible to anyone else.
+            unsafe { Obj::<b::ib_srq, SrqData<T::Srq>>::set(ibsrq, SrqData { events, srq }) };
+            Ok(0)
+        })
+    }
+
+    /// `ib_device_ops.modify_srq`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with an SRQ created by [`Self::create_srq`].
+    unsafe extern "C" fn modify_srq(
+        ibsrq: *mut b::ib_srq,
+        attr: *mut b::ib_srq_attr,
+        mask: b::ib_srq_attr_mask,
+        _udata: *mut b::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: valid attributes; a live SRQ of ours on a live device.
+            let (a, dev, d) = unsafe {
+                (
+                    SrqAttr {
+                        max_wr: (*attr).max_wr,
+                        max_sge: (*attr).max_sge,
+                        srq_limit: (*attr).srq_limit,
+                    },
+                    Self::data((*ibsrq).device),
+                    Obj::<b::ib_srq, SrqData<T::Srq>>::data(ibsrq),
+                )
+            };
+            T::modify_srq(dev, &d.srq, &a, mask)?;
+            Ok(0)
+        })
+    }
+
+    /// `ib_device_ops.query_srq`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with an SRQ created by [`Self::create_srq`].
+    unsafe extern "C" fn query_srq(ibsrq: *mut b::ib_srq, attr: *mut b::ib_srq_attr) -> c_int {
+        // SAFETY: a live SRQ of ours and a buffer to fill.
+        unsafe {
+            let a = T::query_srq(&Obj::<b::ib_srq, SrqData<T::Srq>>::data(ibsrq).srq);
+            (*attr).max_wr = a.max_wr;
+            (*attr).max_sge = a.max_sge;
+            (*attr).srq_limit = a.srq_limit;
+        }
+        0
+    }
+
+    /// `ib_device_ops.destroy_srq`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with an SRQ created by [`Self::create_srq`]
+    /// and no QP using it.
+    unsafe extern "C" fn destroy_srq(ibsrq: *mut b::ib_srq, _udata: *mut b::ib_udata) -> c_int {
+        // SAFETY: a live SRQ of ours; nothing uses it after this call.
+        unsafe {
+            let d = Obj::<b::ib_srq, SrqData<T::Srq>>::data(ibsrq);
+            T::destroy_srq(Self::data((*ibsrq).device), &d.srq);
+            d.events.detach();
+            Obj::<b::ib_srq, SrqData<T::Srq>>::drop_data(ibsrq);
+        }
+        0
+    }
+
+    /// `ib_device_ops.post_srq_recv`: kernel consumers only.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core.
+    unsafe extern "C" fn post_srq_recv(
+        _srq: *mut b::ib_srq,
+        wr: *const b::ib_recv_wr,
+        bad: *mut *const b::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: the core passes a valid `bad` pointer.
+        unsafe { *bad = wr };
+        super::errno::EOPNOTSUPP().to_errno()
+    }
+
     /// `ib_device_ops.req_notify_cq`.
     ///
     /// # Safety
@@ -1217,7 +1380,7 @@ impl<T: Driver> Adapter<T> {
                 b::ib_qp_type_IB_QPT_UD => QpType::Ud,
                 _ => return Err(super::errno::EOPNOTSUPP()),
             };
-            if ia.create_flags != 0 || !ia.srq.is_null() {
+            if ia.create_flags != 0 {
                 return Err(super::errno::EOPNOTSUPP());
             }
             if udata.outlen() < size_of::<b::rxe_create_qp_resp>() {
@@ -1239,7 +1402,12 @@ impl<T: Driver> Adapter<T> {
                     &Obj::<b::ib_cq, CqData<T::Cq>>::data(ia.recv_cq).cq,
                 )
             };
-            let (qp, qpn, rq_mi, sq_mi) = T::create_qp(dev, pd as usize, &mut qi, scq, rcq, &uc)?;
+            // SAFETY: an SRQ of this device (checked by the core), live while
+            // the QP holds it.
+            let srq = (!ia.srq.is_null())
+                .then(|| unsafe { &Obj::<b::ib_srq, SrqData<T::Srq>>::data(ia.srq).srq });
+            let (qp, qpn, rq_mi, sq_mi) =
+                T::create_qp(dev, pd as usize, &mut qi, scq, rcq, srq, &uc)?;
             let mut resp = [0u8; 32];
             resp[..16].copy_from_slice(&rq_mi.bytes());
             resp[16..].copy_from_slice(&sq_mi.bytes());

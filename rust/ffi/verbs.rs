@@ -474,6 +474,50 @@ impl CqEvents {
     }
 }
 
+/// An SRQ's raw pointer, cleared when the SRQ is destroyed.
+struct RawSrq(*mut b::ib_srq);
+// SAFETY: only used under the `SrqEvents` lock, and only while non-null.
+unsafe impl Send for RawSrq {}
+
+/// Raises an SRQ's asynchronous events (`IB_EVENT_SRQ_LIMIT_REACHED`,
+/// IBTA 11.6.3.1) through its `event_handler`; does nothing once the SRQ is
+/// destroyed.
+#[derive(Clone)]
+pub(crate) struct SrqEvents(Arc<super::sync::BhLock<RawSrq>>);
+
+impl SrqEvents {
+    pub(super) fn new(srq: *mut b::ib_srq) -> Result<Self> {
+        Ok(SrqEvents(Arc::pin_init(
+            super::sync::new_bh_lock!(RawSrq(srq), "metaroce_srq_events"),
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`.
+    pub(crate) fn limit_reached(&self) {
+        let srq = self.0.lock();
+        if srq.0.is_null() {
+            return;
+        }
+        // SAFETY: non-null means the SRQ is not yet destroyed (`detach`
+        // clears it under this lock first); the event lives for the call.
+        unsafe {
+            let s = srq.0;
+            if let Some(h) = (*s).event_handler {
+                let mut ev: b::ib_event = core::mem::zeroed();
+                ev.device = (*s).device;
+                ev.element.srq = s;
+                ev.event = b::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+                h(&mut ev, (*s).srq_context);
+            }
+        }
+    }
+
+    pub(super) fn detach(&self) {
+        self.0.lock().0 = ptr::null_mut();
+    }
+}
+
 /// QP transport type (IBTA 9.8).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum QpType {

@@ -11,9 +11,10 @@ use super::ah::{Ah, AhTable};
 use super::cq::Cq;
 use super::mr::{Mr, MrTable};
 use super::qp::Qp;
+use super::srq::Srq;
 use crate::ffi::bindings as b;
-use crate::ffi::rdma::{DeviceAttrs, Driver, NetDev, PortAttrs};
-use crate::ffi::verbs::{Av, CqEvents, MmInfo, QpAttr, QpInit, UContext, UMem};
+use crate::ffi::rdma::{DeviceAttrs, Driver, NetDev, PortAttrs, SrqAttr};
+use crate::ffi::verbs::{Av, CqEvents, MmInfo, QpAttr, QpInit, SrqEvents, UContext, UMem};
 use crate::net::Transport;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -40,6 +41,8 @@ pub(crate) struct DevShared {
     #[pin]
     pub(crate) ahs: AhTable,
     pub(crate) transport: Arc<Transport<Qp>>,
+    /// Number of the next SRQ (`srq_num` of the rxe ABI).
+    pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
 }
 
 /// Per-device state.
@@ -52,6 +55,7 @@ impl Driver for Metaroce {
     type Qp = Arc<Qp>;
     type Mr = Mr;
     type Ah = Ah;
+    type Srq = Arc<Srq>;
     const LINK_TYPE: &'static CStr = kernel::c_str!("metaroce");
     const NODE_DESC: &'static CStr = kernel::c_str!("metaroce");
 
@@ -67,6 +71,7 @@ impl Driver for Metaroce {
                 mrs <- MrTable::new(attrs.max_mr),
                 ahs <- AhTable::new(attrs.max_ah),
                 transport: shared.clone(),
+                next_srq_num: core::sync::atomic::AtomicU32::new(1),
             }),
             GFP_KERNEL,
         )
@@ -122,9 +127,43 @@ impl Driver for Metaroce {
         init: &mut QpInit,
         scq: &Arc<Cq>,
         rcq: &Arc<Cq>,
+        srq: Option<&Arc<Srq>>,
         uc: &UContext,
     ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
-        Qp::create(dev, pd, init, scq, rcq, uc)
+        Qp::create(dev, pd, init, scq, rcq, srq, uc)
+    }
+
+    fn create_srq(
+        dev: &DeviceData,
+        pd: usize,
+        attr: &mut SrqAttr,
+        uc: &UContext,
+        events: SrqEvents,
+    ) -> Result<(Arc<Srq>, u32, MmInfo)> {
+        let (srq, mi) = Srq::new(
+            pd,
+            attr,
+            dev.attrs.max_srq_wr,
+            dev.attrs.max_srq_sge,
+            uc,
+            events,
+        )?;
+        let num = dev
+            .next_srq_num
+            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        Ok((srq, num, mi))
+    }
+
+    fn modify_srq(_dev: &DeviceData, srq: &Arc<Srq>, attr: &SrqAttr, mask: u32) -> Result {
+        srq.modify(attr, mask)
+    }
+
+    fn query_srq(srq: &Arc<Srq>) -> SrqAttr {
+        srq.query()
+    }
+
+    fn destroy_srq(_dev: &DeviceData, srq: &Arc<Srq>) {
+        srq.kill()
     }
 
     fn modify_qp(_dev: &DeviceData, qp: &Arc<Qp>, attr: &QpAttr) -> Result {

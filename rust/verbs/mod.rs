@@ -9,3 +9,4 @@ pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod mr;
 pub(crate) mod qp;
+pub(crate) mod srq;

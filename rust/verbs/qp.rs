@@ -26,7 +26,9 @@
 use super::cq::Cq;
 use super::device::DevShared;
 use super::mr::{access, MrEntry};
+use super::srq::Srq;
 use crate::ffi::net::{IpAddr, RxMeta};
+use crate::ffi::sync::BhGuard;
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::verbs::{
     modify_qp_is_ok, qp_mask, send_flags, MmInfo, QpAttr, QpCaps, QpInit, QpState, QpType, Queue,
@@ -97,6 +99,14 @@ struct SendMsg {
     resp_done: bool,
 }
 
+/// An SRQ WQE a message took.
+#[derive(Clone, Copy, Default)]
+struct Taken {
+    valid: bool,
+    wr_id: u64,
+    num_sge: u32,
+}
+
 /// A READ or atomic response the responder owes, in request order.
 #[derive(Clone, Copy, Default)]
 struct Resp {
@@ -141,6 +151,11 @@ struct Io {
     rq_cons: u32,
     rx_rsn: u32,
     rx: KVec<RxMsg>,
+    /// With an SRQ: the WQE each receive-consuming message took, by RSN
+    /// modulo `RX_TRACK`, and their SGEs (`srq_sge` per entry).
+    taken: KVec<Taken>,
+    taken_sges: KVec<Sge>,
+    srq_sge: usize,
     /// Requester: READ/atomic WQEs sent (number of the next), and the MSN of
     /// each, by number modulo the SQ size.
     tx_reads: u32,
@@ -181,6 +196,7 @@ pub(crate) struct Qp {
     dev: Arc<DevShared>,
     scq: Arc<Cq>,
     rcq: Arc<Cq>,
+    srq: Option<Arc<Srq>>,
     stats: QpStats,
     #[pin]
     timer: Timer<Qp>,
@@ -192,15 +208,15 @@ impl_has_timer! { impl HasTimer for Qp { self.timer } }
 
 impl TimerCallback for Qp {
     fn fired(this: &Arc<Self>) {
+        let mut g = this.inner.lock();
         {
-            let mut g = this.inner.lock();
             let Inner { conn, io, .. } = &mut *g;
             if let Some(c) = conn {
                 let mut app = Glue { qp: this, io };
                 c.handle_timeout(Instant(now_ns()), &mut app);
             }
         }
-        Qp::pump(this);
+        Qp::pump_locked(this, g);
     }
 }
 
@@ -216,8 +232,8 @@ impl Endpoint for Qp {
             }
             return;
         }
+        let mut g = this.inner.lock();
         {
-            let mut g = this.inner.lock();
             let Inner { conn, io, .. } = &mut *g;
             let ok = matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd);
             // Only the peer set by modify_qp may talk to this QP.
@@ -232,7 +248,8 @@ impl Endpoint for Qp {
                 this.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Qp::pump(this);
+        // The ACK goes out before the lock is released (see `pump_locked`).
+        Qp::pump_locked(this, g);
     }
 }
 
@@ -249,6 +266,7 @@ impl Qp {
         init: &mut QpInit,
         scq: &Arc<Cq>,
         rcq: &Arc<Cq>,
+        srq: Option<&Arc<Srq>>,
         uc: &UContext,
     ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
         let a = dev.attrs;
@@ -271,15 +289,32 @@ impl Qp {
         c.max_inline_data = room as u32;
         c.max_send_sge = (room / SGE_SIZE) as u32;
         let sq = Queue::new(Some(uc), c.max_send_wr, sq_elem(c))?;
-        let rq = Queue::new(
-            Some(uc),
-            c.max_recv_wr,
-            RecvWqe::HEADER + c.max_recv_sge as usize * SGE_SIZE,
-        )?;
+        // With an SRQ the QP has no RQ of its own (nothing to map).
+        let rq = match srq {
+            Some(_) => None,
+            None => Some(Queue::new(
+                Some(uc),
+                c.max_recv_wr,
+                RecvWqe::HEADER + c.max_recv_sge as usize * SGE_SIZE,
+            )?),
+        };
         // rxe reports the ring capacity back as the granted depth.
         c.max_send_wr = sq.slots() - 1;
-        c.max_recv_wr = rq.slots() - 1;
-        let (sq_mi, rq_mi) = (sq.mminfo(), rq.mminfo());
+        c.max_recv_wr = rq.as_ref().map_or(0, |q| q.slots() - 1);
+        if srq.is_some() {
+            c.max_recv_sge = 0;
+        }
+        let (sq_mi, rq_mi) = (
+            sq.mminfo(),
+            rq.as_ref().map(|q| q.mminfo()).unwrap_or_default(),
+        );
+        let srq_sge = srq.map_or(0, |s| s.max_sge() as usize);
+        let mut taken = KVec::new();
+        let mut taken_sges = KVec::new();
+        if srq.is_some() {
+            taken.extend_with(RX_TRACK, Taken::default(), GFP_KERNEL)?;
+            taken_sges.extend_with(RX_TRACK * srq_sge, Sge::default(), GFP_KERNEL)?;
+        }
         let mut sends = KVec::new();
         sends.extend_with(sq.slots() as usize, SendMsg::default(), GFP_KERNEL)?;
         let mut rx = KVec::new();
@@ -297,7 +332,7 @@ impl Qp {
             },
             caps: *c,
             sq: Some(sq),
-            rq: Some(rq),
+            rq,
             sq_cons: 0,
             sq_msn: 0,
             msns: 0,
@@ -306,6 +341,9 @@ impl Qp {
             rq_cons: 0,
             rx_rsn: 0,
             rx,
+            taken,
+            taken_sges,
+            srq_sge,
             tx_reads: 0,
             reads,
             resps,
@@ -330,6 +368,7 @@ impl Qp {
                     dev: dev.clone(),
                     scq: scq.clone(),
                     rcq: rcq.clone(),
+                    srq: srq.cloned(),
                     stats: QpStats::default(),
                     timer <- Timer::new(),
                     inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, io, scratch }, "metaroce_qp"),
@@ -527,9 +566,16 @@ impl Qp {
     /// Sends whatever the core has to send (at most 256 datagrams per call),
     /// then arms the timer for the core's next deadline.
     fn pump(this: &Arc<Self>) {
+        Self::pump_locked(this, this.inner.lock());
+    }
+
+    /// [`Self::pump`] with the QP lock already held (`g`), so that what the
+    /// caller just did and the datagrams it calls for (the ACK of data whose
+    /// completion user space can already see) are one critical section: a
+    /// `destroy_qp` racing the receive cannot discard that ACK.
+    fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, Inner>) {
         let mut budget = 256;
-        loop {
-            let mut g = this.inner.lock();
+        let next = loop {
             let Inner { conn, io, scratch } = &mut *g;
             let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), io.src, io.dst) else {
                 return;
@@ -542,25 +588,24 @@ impl Qp {
                 None
             };
             let Some(t) = t else {
-                let next = c.poll_timeout();
-                drop(g);
-                if let Some(at) = next {
-                    Timer::arm(this, at.as_nanos());
-                }
-                return;
+                break c.poll_timeout();
             };
             budget -= 1;
             let len = t.len.min(scratch.len());
             // Sent under the QP lock: the tunnel transmits with bottom halves
             // off, so a datagram to this host is received later, in softirq.
-            let res = this
+            if this
                 .dev
                 .transport
-                .send(&src, &dst, t.src_port, t.ect, &scratch[..len]);
-            drop(g);
-            if res.is_ok() {
+                .send(&src, &dst, t.src_port, t.ect, &scratch[..len])
+                .is_ok()
+            {
                 this.stats.tx_packets.fetch_add(1, Ordering::Relaxed);
             }
+        };
+        drop(g);
+        if let Some(at) = next {
+            Timer::arm(this, at.as_nanos());
         }
     }
 }
@@ -607,6 +652,9 @@ impl Io {
         self.error = None;
         for r in self.rx.iter_mut() {
             r.valid = false;
+        }
+        for t in self.taken.iter_mut() {
+            t.valid = false;
         }
     }
 }
@@ -726,6 +774,26 @@ impl Glue<'_> {
             self.io.rq_cons = prod;
             rq.set_consumer(prod);
         }
+        // SRQ WQEs taken by messages that will not complete now.
+        for k in 0..RX_TRACK as u32 {
+            let i = self.io.rx_rsn.wrapping_add(k) as usize % RX_TRACK;
+            if let Some(t) = self.io.taken.get_mut(i) {
+                if t.valid {
+                    t.valid = false;
+                    let wr_id = t.wr_id;
+                    self.qp.rcq.push(
+                        &Wc {
+                            wr_id,
+                            status: wc::WR_FLUSH_ERR,
+                            opcode: wc::OP_RECV,
+                            qp_num: self.qp.qpn,
+                            ..Wc::default()
+                        },
+                        false,
+                    );
+                }
+            }
+        }
         self.io.msns = self.io.sq_msn;
     }
 
@@ -754,6 +822,22 @@ impl Glue<'_> {
         self.walk_sges(
             n,
             |i| RecvWqe::sge(rq, slot, i),
+            offset,
+            data.len(),
+            |e, off, r| e.write(off, &data[r]),
+            access::LOCAL_WRITE,
+        )
+    }
+
+    /// Scatters `data` at `offset` of the message into the SRQ WQE taken
+    /// into entry `i`.
+    fn scatter_taken(&self, i: usize, offset: u32, data: &[u8]) -> Result {
+        let t = self.io.taken.get(i).copied().ok_or(EINVAL)?;
+        let ms = self.io.srq_sge;
+        let sges = self.io.taken_sges.get(i * ms..(i + 1) * ms).ok_or(EINVAL)?;
+        self.walk_sges(
+            t.num_sge.min(ms as u32),
+            |k| sges.get(k as usize).copied().ok_or(EINVAL),
             offset,
             data.len(),
             |e, off, r| e.write(off, &data[r]),
@@ -1300,17 +1384,43 @@ impl App for Glue<'_> {
             // oldest receive not yet completed.
             let base = self.io.rx_rsn;
             let rsn = base.wrapping_add(u32::from(p.tag.wrapping_sub(base as u16)));
-            let Some(rq) = self.io.rq.as_ref() else {
-                return Err(Rnr(min_rnr));
-            };
-            let posted = rq.distance(self.io.rq_cons, rq.producer());
             let ahead = rsn.wrapping_sub(base);
-            if ahead >= posted {
-                return Err(Rnr(min_rnr));
-            }
-            let slot = rq.advance(self.io.rq_cons, ahead);
-            if p.op != Op::WriteImm && self.scatter(slot, p.offset, p.payload).is_err() {
-                self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+            if let Some(srq) = self.qp.srq.as_ref() {
+                if ahead as usize >= RX_TRACK {
+                    return Err(Rnr(min_rnr));
+                }
+                let i = rsn as usize % RX_TRACK;
+                let ms = self.io.srq_sge;
+                if !self.io.taken.get(i).is_some_and(|t| t.valid) {
+                    let Some(sl) = self.io.taken_sges.get_mut(i * ms..(i + 1) * ms) else {
+                        return Err(Rnr(min_rnr));
+                    };
+                    let Some((wr_id, num_sge)) = srq.take(sl) else {
+                        return Err(Rnr(min_rnr));
+                    };
+                    if let Some(t) = self.io.taken.get_mut(i) {
+                        *t = Taken {
+                            valid: true,
+                            wr_id,
+                            num_sge,
+                        };
+                    }
+                }
+                if p.op != Op::WriteImm && self.scatter_taken(i, p.offset, p.payload).is_err() {
+                    self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                }
+            } else {
+                let Some(rq) = self.io.rq.as_ref() else {
+                    return Err(Rnr(min_rnr));
+                };
+                let posted = rq.distance(self.io.rq_cons, rq.producer());
+                if ahead >= posted {
+                    return Err(Rnr(min_rnr));
+                }
+                let slot = rq.advance(self.io.rq_cons, ahead);
+                if p.op != Op::WriteImm && self.scatter(slot, p.offset, p.payload).is_err() {
+                    self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
         if matches!(p.op, Op::Write | Op::WriteImm) {
@@ -1393,11 +1503,21 @@ impl App for Glue<'_> {
         if !consumes_recv(r.op) {
             return;
         }
-        let Some(rq) = self.io.rq.as_ref() else {
-            return;
-        };
-        let Ok(w) = RecvWqe::read(rq, self.io.rq_cons) else {
-            return;
+        let wr_id = if self.qp.srq.is_some() {
+            let i = self.io.rx_rsn as usize % RX_TRACK;
+            let Some(t) = self.io.taken.get_mut(i) else {
+                return;
+            };
+            t.valid = false;
+            t.wr_id
+        } else {
+            let Some(rq) = self.io.rq.as_ref() else {
+                return;
+            };
+            let Ok(w) = RecvWqe::read(rq, self.io.rq_cons) else {
+                return;
+            };
+            w.wr_id
         };
         let (opcode, flags, ex) = match r.op {
             Op::Send => (wc::OP_RECV, 0, 0),
@@ -1406,7 +1526,7 @@ impl App for Glue<'_> {
         };
         self.qp.rcq.push(
             &Wc {
-                wr_id: w.wr_id,
+                wr_id,
                 status: wc::SUCCESS,
                 opcode,
                 byte_len: r.len,
@@ -1417,9 +1537,11 @@ impl App for Glue<'_> {
             },
             r.solicited,
         );
-        self.io.rq_cons = rq.advance(self.io.rq_cons, 1);
+        if let Some(rq) = self.io.rq.as_ref() {
+            self.io.rq_cons = rq.advance(self.io.rq_cons, 1);
+            rq.set_consumer(self.io.rq_cons);
+        }
         self.io.rx_rsn = self.io.rx_rsn.wrapping_add(1);
-        rq.set_consumer(self.io.rq_cons);
     }
 
     fn acked(&mut self, stream: u16, msn: u32) {

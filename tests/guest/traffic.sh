@@ -53,6 +53,16 @@ pingpong 20 4096
 # Multi-packet messages whose length is no multiple of the path MTU.
 [[ $mode == quick ]] || pingpong 10 60001
 
+# SRQ: several RC QPs taking receives from one shared receive queue.
+if [[ $mode != quick && -z $lossy ]]; then
+  out=$(run 120 ibv_srq_pingpong -d "$dev" -g "$gid" -n 20 -s 4096 -q 4 -c); rc=$?
+  [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+  if ((rc == 0)) && grep -q 'iters in' <<<"$out"; then
+    pass "$dev: ibv_srq_pingpong -c 4 QPs, 20 x 4 KiB, data checked: $(grep 'iters in' <<<"$out")"
+  else fail "$dev: ibv_srq_pingpong -c (rc=$rc)" "$out$(dmesg | tail -20)"; fi
+  sleep 2
+fi
+
 # UD: one datagram per message, at most the active MTU (1024 at MTU 1500).
 if [[ $mode == quick || -n $lossy ]]; then :; else
   out=$(run 120 ibv_ud_pingpong -d "$dev" -g "$gid" -n 20 -s 1024 -c); rc=$?
