@@ -151,6 +151,27 @@ void metaroce_cq_event(struct ib_cq *cq)
 		cq->comp_handler(cq, cq->cq_context);
 }
 
+static const struct rdma_stat_desc metaroce_counter_descs[] = {
+	[METAROCE_CNT_TX_PACKETS] = { .name = "tx_packets" },
+	[METAROCE_CNT_RX_PACKETS] = { .name = "rx_packets" },
+	[METAROCE_CNT_RX_DROPS] = { .name = "rx_drops" },
+	[METAROCE_CNT_RETRANSMITS] = { .name = "retransmits" },
+	[METAROCE_CNT_TIMEOUTS] = { .name = "rto_timeouts" },
+	[METAROCE_CNT_PATH_MOVES] = { .name = "path_moves" },
+	[METAROCE_CNT_DUPLICATES] = { .name = "duplicates" },
+	[METAROCE_CNT_ECN_CE] = { .name = "ecn_ce_marked" },
+	[METAROCE_CNT_UNKNOWN_QPN] = { .name = "unknown_qpn_drops" },
+};
+static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NUM_COUNTERS);
+
+/* ib_device_ops.alloc_hw_port_stats: the descriptor table lives here. */
+struct rdma_hw_stats *metaroce_alloc_hw_port_stats(struct ib_device *dev, u32 port)
+{
+	return rdma_alloc_hw_stats_struct(metaroce_counter_descs,
+					  ARRAY_SIZE(metaroce_counter_descs),
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
 bool metaroce_ib_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);

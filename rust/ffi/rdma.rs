@@ -103,6 +103,23 @@ pub(crate) struct DeviceAttrs {
     pub(crate) atomic_hca: bool,
 }
 
+/// Number of device counters (`METAROCE_NUM_COUNTERS`).
+pub(crate) const NUM_COUNTERS: usize = b::metaroce_counter_METAROCE_NUM_COUNTERS as usize;
+
+/// Indices of the device counters (`enum metaroce_counter`).
+pub(crate) mod counter {
+    use super::b;
+    pub(crate) const TX_PACKETS: usize = b::metaroce_counter_METAROCE_CNT_TX_PACKETS as usize;
+    pub(crate) const RX_PACKETS: usize = b::metaroce_counter_METAROCE_CNT_RX_PACKETS as usize;
+    pub(crate) const RX_DROPS: usize = b::metaroce_counter_METAROCE_CNT_RX_DROPS as usize;
+    pub(crate) const RETRANSMITS: usize = b::metaroce_counter_METAROCE_CNT_RETRANSMITS as usize;
+    pub(crate) const TIMEOUTS: usize = b::metaroce_counter_METAROCE_CNT_TIMEOUTS as usize;
+    pub(crate) const PATH_MOVES: usize = b::metaroce_counter_METAROCE_CNT_PATH_MOVES as usize;
+    pub(crate) const DUPLICATES: usize = b::metaroce_counter_METAROCE_CNT_DUPLICATES as usize;
+    pub(crate) const ECN_CE: usize = b::metaroce_counter_METAROCE_CNT_ECN_CE as usize;
+    pub(crate) const UNKNOWN_QPN: usize = b::metaroce_counter_METAROCE_CNT_UNKNOWN_QPN as usize;
+}
+
 /// SRQ sizes (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Default, Debug)]
 pub(crate) struct SrqAttr {
@@ -194,6 +211,9 @@ pub(crate) trait Driver: 'static {
     fn query_srq(srq: &Self::Srq) -> SrqAttr;
     /// `destroy_srq`.
     fn destroy_srq(dev: &Self::Data, srq: &Self::Srq);
+    /// The device's counters, in `enum metaroce_counter` order
+    /// (`rdma statistic show link DEV/1`).
+    fn counters(dev: &Self::Data) -> [u64; NUM_COUNTERS];
     /// `req_notify_cq`: arm for the next (or next solicited) completion;
     /// returns whether completions are already waiting (for
     /// `IB_CQ_REPORT_MISSED_EVENTS`).
@@ -684,6 +704,8 @@ impl<T: Driver> Adapter<T> {
         ops.create_user_ah = Some(Self::create_ah);
         ops.destroy_ah = Some(Self::destroy_ah);
         ops.size_ib_ah = size_of::<Obj<b::ib_ah, T::Ah>>();
+        ops.alloc_hw_port_stats = Some(b::metaroce_alloc_hw_port_stats);
+        ops.get_hw_stats = Some(Self::get_hw_stats);
         ops.create_srq = Some(Self::create_srq);
         ops.modify_srq = Some(Self::modify_srq);
         ops.query_srq = Some(Self::query_srq);
@@ -1331,6 +1353,32 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: the core passes a valid `bad` pointer.
         unsafe { *bad = wr };
         super::errno::EOPNOTSUPP().to_errno()
+    }
+
+    /// `ib_device_ops.get_hw_stats`: fills every counter.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a live device of ours and the stats
+    /// structure `alloc_hw_port_stats` returned (`NUM_COUNTERS` values).
+    unsafe extern "C" fn get_hw_stats(
+        ib: *mut b::ib_device,
+        stats: *mut b::rdma_hw_stats,
+        _port: u32,
+        _index: c_int,
+    ) -> c_int {
+        // SAFETY: a live device; `stats` was allocated with `NUM_COUNTERS`
+        // values by `metaroce_alloc_hw_port_stats`, checked against
+        // `num_counters` before writing.
+        unsafe {
+            let c = T::counters(Self::data(ib));
+            let n = ((*stats).num_counters.max(0) as usize).min(NUM_COUNTERS);
+            let v = (*stats).value.as_mut_ptr();
+            for (i, x) in c.iter().enumerate().take(n) {
+                *v.add(i) = *x;
+            }
+            n as c_int
+        }
     }
 
     /// `ib_device_ops.req_notify_cq`.

@@ -102,6 +102,12 @@ impl<P: Endpoint> Transport<P> {
         t.remove(&qpn)
     }
 
+    /// Datagrams dropped before reaching a QP: too short, or for no QP
+    /// (module-wide).
+    pub(crate) fn unknown(&self) -> u64 {
+        self.dispatch.unknown.load(Ordering::Relaxed) + self.tunnel.malformed()
+    }
+
     /// Sends one datagram to the peer's port (see [`UdpTunnel::send`]).
     pub(crate) fn send(
         &self,

@@ -13,9 +13,10 @@ use super::mr::{Mr, MrTable};
 use super::qp::Qp;
 use super::srq::Srq;
 use crate::ffi::bindings as b;
-use crate::ffi::rdma::{DeviceAttrs, Driver, NetDev, PortAttrs, SrqAttr};
+use crate::ffi::rdma::{counter, DeviceAttrs, Driver, NetDev, PortAttrs, SrqAttr, NUM_COUNTERS};
 use crate::ffi::verbs::{Av, CqEvents, MmInfo, QpAttr, QpInit, SrqEvents, UContext, UMem};
 use crate::net::Transport;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
@@ -43,6 +44,17 @@ pub(crate) struct DevShared {
     pub(crate) transport: Arc<Transport<Qp>>,
     /// Number of the next SRQ (`srq_num` of the rxe ABI).
     pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
+    /// The device counters (`ffi::rdma::counter`).
+    counters: [AtomicU64; NUM_COUNTERS],
+}
+
+impl DevShared {
+    /// Adds `n` to counter `c` (`ffi::rdma::counter::*`).
+    pub(crate) fn count(&self, c: usize, n: u64) {
+        if let Some(x) = self.counters.get(c) {
+            x.fetch_add(n, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Per-device state.
@@ -72,6 +84,7 @@ impl Driver for Metaroce {
                 ahs <- AhTable::new(attrs.max_ah),
                 transport: shared.clone(),
                 next_srq_num: core::sync::atomic::AtomicU32::new(1),
+                counters: [const { AtomicU64::new(0) }; NUM_COUNTERS],
             }),
             GFP_KERNEL,
         )
@@ -164,6 +177,17 @@ impl Driver for Metaroce {
 
     fn destroy_srq(_dev: &DeviceData, srq: &Arc<Srq>) {
         srq.kill()
+    }
+
+    fn counters(dev: &DeviceData) -> [u64; NUM_COUNTERS] {
+        let mut v = [0u64; NUM_COUNTERS];
+        for (o, c) in v.iter_mut().zip(dev.counters.iter()) {
+            *o = c.load(Ordering::Relaxed);
+        }
+        if let Some(u) = v.get_mut(counter::UNKNOWN_QPN) {
+            *u = dev.transport.unknown();
+        }
+        v
     }
 
     fn modify_qp(_dev: &DeviceData, qp: &Arc<Qp>, attr: &QpAttr) -> Result {

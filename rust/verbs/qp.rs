@@ -28,6 +28,7 @@ use super::device::DevShared;
 use super::mr::{access, MrEntry};
 use super::srq::Srq;
 use crate::ffi::net::{IpAddr, RxMeta};
+use crate::ffi::rdma::counter;
 use crate::ffi::sync::BhGuard;
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::verbs::{
@@ -35,10 +36,9 @@ use crate::ffi::verbs::{
     RecvWqe, SendWqe, Sge, UContext, Wc, SGE_SIZE,
 };
 use crate::net::Endpoint;
-use crate::proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr};
+use crate::proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr, Stats};
 use crate::proto::time::Instant;
 use crate::proto::wire::{Op, Reth};
-use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -168,6 +168,8 @@ struct Io {
     dst: Option<IpAddr>,
     /// The first failure of the QP, reported on its oldest WQE.
     error: Option<u32>,
+    /// The connection's counters when last added to the device's.
+    last_stats: Stats,
     dead: bool,
 }
 
@@ -176,14 +178,6 @@ struct Inner {
     io: Io,
     /// One datagram being built.
     scratch: KVec<u8>,
-}
-
-/// Per-QP counters.
-#[derive(Default)]
-pub(crate) struct QpStats {
-    pub(crate) tx_packets: AtomicU64,
-    pub(crate) rx_packets: AtomicU64,
-    pub(crate) rx_drops: AtomicU64,
 }
 
 /// A queue pair.
@@ -197,7 +191,6 @@ pub(crate) struct Qp {
     scq: Arc<Cq>,
     rcq: Arc<Cq>,
     srq: Option<Arc<Srq>>,
-    stats: QpStats,
     #[pin]
     timer: Timer<Qp>,
     #[pin]
@@ -222,13 +215,16 @@ impl TimerCallback for Qp {
 
 impl Endpoint for Qp {
     fn receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
-        this.stats.rx_packets.fetch_add(1, Ordering::Relaxed);
+        this.dev.count(counter::RX_PACKETS, 1);
+        if meta.ce {
+            this.dev.count(counter::ECN_CE, 1);
+        }
         if this.qp_type == QpType::Ud {
             let mut g = this.inner.lock();
             let Inner { io, .. } = &mut *g;
             let mut app = Glue { qp: this, io };
             if app.datagram_in(payload, meta).is_err() {
-                this.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                this.dev.count(counter::RX_DROPS, 1);
             }
             return;
         }
@@ -238,14 +234,14 @@ impl Endpoint for Qp {
             let ok = matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd);
             // Only the peer set by modify_qp may talk to this QP.
             let (Some(c), true, true) = (conn, ok, io.dst == Some(meta.src)) else {
-                this.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                this.dev.count(counter::RX_DROPS, 1);
                 return;
             };
             let mut app = Glue { qp: this, io };
             if c.handle_packet(Instant(now_ns()), payload, meta.ce, &mut app)
                 .is_err()
             {
-                this.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                this.dev.count(counter::RX_DROPS, 1);
             }
         }
         // The ACK goes out before the lock is released (see `pump_locked`).
@@ -352,6 +348,7 @@ impl Qp {
             src: None,
             dst: None,
             error: None,
+            last_stats: Stats::default(),
             dead: false,
         };
         let mut io = Some(io);
@@ -369,7 +366,6 @@ impl Qp {
                     scq: scq.clone(),
                     rcq: rcq.clone(),
                     srq: srq.cloned(),
-                    stats: QpStats::default(),
                     timer <- Timer::new(),
                     inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, io, scratch }, "metaroce_qp"),
                 }),
@@ -588,6 +584,26 @@ impl Qp {
                 None
             };
             let Some(t) = t else {
+                // The core's counters, into the device's.
+                let st = *c.stats();
+                let last = core::mem::replace(&mut io.last_stats, st);
+                let d = &this.dev;
+                d.count(
+                    counter::RETRANSMITS,
+                    u64::from(st.retx.wrapping_sub(last.retx)),
+                );
+                d.count(
+                    counter::TIMEOUTS,
+                    u64::from(st.timeouts.wrapping_sub(last.timeouts)),
+                );
+                d.count(
+                    counter::PATH_MOVES,
+                    u64::from(st.moves.wrapping_sub(last.moves)),
+                );
+                d.count(
+                    counter::DUPLICATES,
+                    u64::from(st.dup_rx.wrapping_sub(last.dup_rx)),
+                );
                 break c.poll_timeout();
             };
             budget -= 1;
@@ -600,7 +616,7 @@ impl Qp {
                 .send(&src, &dst, t.src_port, t.ect, &scratch[..len])
                 .is_ok()
             {
-                this.stats.tx_packets.fetch_add(1, Ordering::Relaxed);
+                this.dev.count(counter::TX_PACKETS, 1);
             }
         };
         drop(g);
@@ -1087,7 +1103,7 @@ impl Glue<'_> {
             match res {
                 Ok(old) => resp.data = old.to_be_bytes(),
                 Err(_) => {
-                    self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                    self.qp.dev.count(counter::RX_DROPS, 1);
                 }
             }
         }
@@ -1174,7 +1190,7 @@ impl Glue<'_> {
                             .send(&src, &dst, sport, true, &scratch[..DATAGRAM_LEN + len])
                             .is_ok()
                         {
-                            self.qp.stats.tx_packets.fetch_add(1, Ordering::Relaxed);
+                            self.qp.dev.count(counter::TX_PACKETS, 1);
                         }
                     }
                 }
@@ -1315,7 +1331,7 @@ impl App for Glue<'_> {
                 // No NAK on the wire yet for a READ the responder may not
                 // serve: the requester gets zeros (counted here).
                 dst.fill(0);
-                self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                self.qp.dev.count(counter::RX_DROPS, 1);
             }
             return;
         }
@@ -1370,7 +1386,7 @@ impl App for Glue<'_> {
             if p.offset as usize + p.payload.len() > len as usize
                 || self.scatter_send(&m, p.offset, p.payload).is_err()
             {
-                self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                self.qp.dev.count(counter::RX_DROPS, 1);
             }
             return Ok(());
         }
@@ -1407,7 +1423,7 @@ impl App for Glue<'_> {
                     }
                 }
                 if p.op != Op::WriteImm && self.scatter_taken(i, p.offset, p.payload).is_err() {
-                    self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                    self.qp.dev.count(counter::RX_DROPS, 1);
                 }
             } else {
                 let Some(rq) = self.io.rq.as_ref() else {
@@ -1419,7 +1435,7 @@ impl App for Glue<'_> {
                 }
                 let slot = rq.advance(self.io.rq_cons, ahead);
                 if p.op != Op::WriteImm && self.scatter(slot, p.offset, p.payload).is_err() {
-                    self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                    self.qp.dev.count(counter::RX_DROPS, 1);
                 }
             }
         }
@@ -1439,7 +1455,7 @@ impl App for Glue<'_> {
                         .is_ok()
             });
             if !ok {
-                self.qp.stats.rx_drops.fetch_add(1, Ordering::Relaxed);
+                self.qp.dev.count(counter::RX_DROPS, 1);
             }
         }
         let imm = p.imm;

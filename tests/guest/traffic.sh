@@ -88,4 +88,14 @@ perftest() {
 perftest ib_write_bw 65536 100
 perftest ib_send_bw 65536 100
 [[ $mode == quick ]] || { perftest ib_read_bw 65536 100; perftest ib_atomic_bw 8 200; }
+if [[ $dev == mr* ]]; then
+  # Device counters: traffic ran, so packets went both ways.
+  out=$(rdma statistic show link "$dev/1" 2>&1)
+  diag "$out"
+  tx=$(grep -o 'tx_packets [0-9]*' <<<"$out" | awk '{print $2}')
+  rx=$(grep -o 'rx_packets [0-9]*' <<<"$out" | awk '{print $2}')
+  if [[ ${tx:-0} -gt 100 && ${rx:-0} -gt 100 ]]; then
+    pass "$dev: rdma statistic show: tx_packets $tx, rx_packets $rx"
+  else fail "$dev: rdma statistic show counts the traffic" "$out"; fi
+fi
 [[ -n ${MR_NESTED:-} ]] || done_testing
