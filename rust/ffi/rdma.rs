@@ -166,6 +166,8 @@ pub(crate) trait Driver: 'static {
     type Ah: Send + Sync;
     /// A shared receive queue.
     type Srq: Send + Sync;
+    /// A memory window.
+    type Mw: Send + Sync;
     /// The link type: `rdma link add NAME type LINK_TYPE netdev DEV`.
     const LINK_TYPE: &'static CStr;
     /// The node description reported to consumers (`ibv_devinfo`).
@@ -211,6 +213,11 @@ pub(crate) trait Driver: 'static {
     fn query_srq(srq: &Self::Srq) -> SrqAttr;
     /// `destroy_srq`.
     fn destroy_srq(dev: &Self::Data, srq: &Self::Srq);
+    /// `alloc_mw` (IBTA 11.2.10.1) of type 1 or 2 on `pd`; returns it and
+    /// its initial rkey.
+    fn alloc_mw(dev: &Self::Data, pd: usize, mw_type: u32) -> Result<(Self::Mw, u32)>;
+    /// `dealloc_mw`.
+    fn dealloc_mw(dev: &Self::Data, mw: &Self::Mw);
     /// The device's counters, in `enum metaroce_counter` order
     /// (`rdma statistic show link DEV/1`).
     fn counters(dev: &Self::Data) -> [u64; NUM_COUNTERS];
@@ -705,6 +712,9 @@ impl<T: Driver> Adapter<T> {
         ops.destroy_ah = Some(Self::destroy_ah);
         ops.size_ib_ah = size_of::<Obj<b::ib_ah, T::Ah>>();
         ops.alloc_hw_port_stats = Some(b::metaroce_alloc_hw_port_stats);
+        ops.alloc_mw = Some(Self::alloc_mw);
+        ops.dealloc_mw = Some(Self::dealloc_mw);
+        ops.size_ib_mw = size_of::<Obj<b::ib_mw, T::Mw>>();
         ops.get_hw_stats = Some(Self::get_hw_stats);
         ops.create_srq = Some(Self::create_srq);
         ops.modify_srq = Some(Self::modify_srq);
@@ -1353,6 +1363,43 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: the core passes a valid `bad` pointer.
         unsafe { *bad = wr };
         super::errno::EOPNOTSUPP().to_errno()
+    }
+
+    /// `ib_device_ops.alloc_mw`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a zeroed MW object of our size whose
+    /// `device`, `pd` and `type` are set.
+    unsafe extern "C" fn alloc_mw(ibmw: *mut b::ib_mw, _udata: *mut b::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: a live MW object of a live device.
+            let (dev, pd, t) = unsafe { (Self::data((*ibmw).device), (*ibmw).pd, (*ibmw).type_) };
+            let (mw, rkey) = T::alloc_mw(dev, pd as usize, t)?;
+            // SAFETY: the core's MW object, not yet visible to anyone else.
+            unsafe {
+                (*ibmw).rkey = rkey;
+                Obj::<b::ib_mw, T::Mw>::set(ibmw, mw);
+            }
+            Ok(0)
+        })
+    }
+
+    /// `ib_device_ops.dealloc_mw`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with an MW from [`Self::alloc_mw`].
+    unsafe extern "C" fn dealloc_mw(ibmw: *mut b::ib_mw) -> c_int {
+        // SAFETY: a live MW of ours; nothing uses it after this call.
+        unsafe {
+            T::dealloc_mw(
+                Self::data((*ibmw).device),
+                Obj::<b::ib_mw, T::Mw>::data(ibmw),
+            );
+            Obj::<b::ib_mw, T::Mw>::drop_data(ibmw);
+        }
+        0
     }
 
     /// `ib_device_ops.get_hw_stats`: fills every counter.

@@ -833,6 +833,7 @@ pub(crate) struct Sge {
 
 /// `IB_SEND_*` flags.
 pub(crate) mod send_flags {
+    pub(crate) const FENCE: u32 = 1;
     pub(crate) const SIGNALED: u32 = 2;
     pub(crate) const SOLICITED: u32 = 4;
     pub(crate) const INLINE: u32 = 8;
@@ -875,6 +876,12 @@ pub(crate) struct SendWqe {
     pub(crate) ud_qpn: u32,
     pub(crate) ud_qkey: u32,
     pub(crate) ah_num: u32,
+    /// BIND_MW: `wr.mw` (`addr` is `remote_addr`).
+    pub(crate) mw_length: u64,
+    pub(crate) mw_mr_lkey: u32,
+    pub(crate) mw_rkey: u32,
+    pub(crate) mw_new_rkey: u32,
+    pub(crate) mw_access: u32,
 }
 
 const WR: usize = core::mem::offset_of!(b::rxe_send_wqe, wr);
@@ -908,6 +915,11 @@ impl SendWqe {
             ud_qpn: rd_u32(q, i, WR + RDMA_OFF)?,
             ud_qkey: rd_u32(q, i, WR + RDMA_OFF + 4)?,
             ah_num: rd_u32(q, i, WR + RDMA_OFF + 12)?,
+            mw_length: rd_u64(q, i, WR + RDMA_OFF + 8)?,
+            mw_mr_lkey: rd_u32(q, i, WR + RDMA_OFF + 16)?,
+            mw_rkey: rd_u32(q, i, WR + RDMA_OFF + 20)?,
+            mw_new_rkey: rd_u32(q, i, WR + RDMA_OFF + 24)?,
+            mw_access: rd_u32(q, i, WR + RDMA_OFF + 28)?,
         })
     }
 

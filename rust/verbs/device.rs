@@ -10,6 +10,7 @@
 use super::ah::{Ah, AhTable};
 use super::cq::Cq;
 use super::mr::{Mr, MrTable};
+use super::mw::{Mw, MwTable};
 use super::qp::Qp;
 use super::srq::Srq;
 use crate::ffi::bindings as b;
@@ -41,6 +42,8 @@ pub(crate) struct DevShared {
     pub(crate) mrs: MrTable,
     #[pin]
     pub(crate) ahs: AhTable,
+    #[pin]
+    pub(crate) mws: MwTable,
     pub(crate) transport: Arc<Transport<Qp>>,
     /// Number of the next SRQ (`srq_num` of the rxe ABI).
     pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
@@ -68,6 +71,7 @@ impl Driver for Metaroce {
     type Mr = Mr;
     type Ah = Ah;
     type Srq = Arc<Srq>;
+    type Mw = Mw;
     const LINK_TYPE: &'static CStr = kernel::c_str!("metaroce");
     const NODE_DESC: &'static CStr = kernel::c_str!("metaroce");
 
@@ -82,6 +86,7 @@ impl Driver for Metaroce {
                 attrs,
                 mrs <- MrTable::new(attrs.max_mr),
                 ahs <- AhTable::new(attrs.max_ah),
+                mws <- MwTable::new(attrs.max_mw),
                 transport: shared.clone(),
                 next_srq_num: core::sync::atomic::AtomicU32::new(1),
                 counters: [const { AtomicU64::new(0) }; NUM_COUNTERS],
@@ -179,6 +184,17 @@ impl Driver for Metaroce {
         srq.kill()
     }
 
+    fn alloc_mw(dev: &DeviceData, pd: usize, mw_type: u32) -> Result<(Mw, u32)> {
+        if mw_type != 1 && mw_type != 2 {
+            return Err(EINVAL);
+        }
+        dev.mws.alloc(pd, mw_type)
+    }
+
+    fn dealloc_mw(dev: &DeviceData, mw: &Mw) {
+        dev.mws.dealloc(mw)
+    }
+
     fn counters(dev: &DeviceData) -> [u64; NUM_COUNTERS] {
         let mut v = [0u64; NUM_COUNTERS];
         for (o, c) in v.iter_mut().zip(dev.counters.iter()) {
@@ -231,7 +247,9 @@ fn attrs() -> DeviceAttrs {
         page_size_cap: 0xffff_f000,
         vendor_id: 0xff_ffff,
         device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-            | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID) as u64,
+            | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
+            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
+            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B) as u64,
         max_qp: DEFAULT_MAX - 16,
         max_qp_wr: DEFAULT_MAX,
         max_send_sge: 32,

@@ -8,5 +8,6 @@ pub(crate) mod ah;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod mr;
+pub(crate) mod mw;
 pub(crate) mod qp;
 pub(crate) mod srq;

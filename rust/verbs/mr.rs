@@ -19,6 +19,7 @@ pub(crate) mod access {
     pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
     pub(crate) const REMOTE_READ: u32 = 1 << 2;
     pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
+    pub(crate) const MW_BIND: u32 = 1 << 4;
 }
 
 /// One registered region.
@@ -62,6 +63,7 @@ struct Table {
     tree: RBTree<u32, MrEntry>,
     next_index: u32,
     key_byte: u8,
+    count: u32,
 }
 
 /// The MRs of one device.
@@ -82,7 +84,7 @@ impl MrTable {
     pub(crate) fn new(max: u32) -> impl PinInit<Self> {
         pin_init!(MrTable {
             inner <- crate::ffi::sync::new_bh_lock!(
-                Table { tree: RBTree::new(), next_index: 1, key_byte: 0 },
+                Table { tree: RBTree::new(), next_index: 1, key_byte: 0, count: 0 },
                 "metaroce_mrs"
             ),
             max,
@@ -93,15 +95,17 @@ impl MrTable {
     pub(crate) fn insert(&self, pd: usize, access: u32, iova: u64, mem: UMem) -> Result<Mr> {
         let res = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut t = self.inner.lock();
-        if t.tree.iter().count() as u32 >= self.max {
+        if t.count >= self.max {
             return Err(ENOMEM);
         }
+        t.count += 1;
         // Index 0 is never used (lkey 0 is the local DMA lkey of kernel verbs).
         let mut index = t.next_index;
+        // MR indices stay below the MWs' (`mw::MW_BASE`).
         while index == 0 || t.tree.get(&index).is_some() {
-            index = (index + 1) & 0x00ff_ffff;
+            index = (index + 1) % super::mw::MW_BASE;
         }
-        t.next_index = (index + 1) & 0x00ff_ffff;
+        t.next_index = (index + 1) % super::mw::MW_BASE;
         t.key_byte = t.key_byte.wrapping_add(1);
         let key = index << 8 | u32::from(t.key_byte);
         t.tree.insert(res.into_node(
@@ -121,6 +125,7 @@ impl MrTable {
     pub(crate) fn remove(&self, key: u32) -> Option<MrEntry> {
         let mut t = self.inner.lock();
         if t.tree.get(&(key >> 8)).is_some_and(|e| e.key == key) {
+            t.count -= 1;
             t.tree.remove(&(key >> 8))
         } else {
             None

@@ -26,6 +26,7 @@
 use super::cq::Cq;
 use super::device::DevShared;
 use super::mr::{access, MrEntry};
+use super::mw::{Binding, MW_BASE};
 use super::srq::Srq;
 use crate::ffi::net::{IpAddr, RxMeta};
 use crate::ffi::rdma::counter;
@@ -66,6 +67,8 @@ mod wr {
     pub(super) const RDMA_READ: u32 = 4;
     pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
     pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub(super) const LOCAL_INV: u32 = 7;
+    pub(super) const BIND_MW: u32 = 8;
 }
 
 /// `IB_WC_*` status and opcode values (`enum ib_wc_status`, `ib_uverbs_wc`).
@@ -81,6 +84,9 @@ mod wc {
     pub(super) const OP_RDMA_READ: u32 = 2;
     pub(super) const OP_COMP_SWAP: u32 = 3;
     pub(super) const OP_FETCH_ADD: u32 = 4;
+    pub(super) const OP_BIND_MW: u32 = 5;
+    pub(super) const OP_LOCAL_INV: u32 = 6;
+    pub(super) const MW_BIND_ERR: u32 = 6;
     pub(super) const OP_RECV: u32 = 128;
     pub(super) const OP_RECV_RDMA_WITH_IMM: u32 = 129;
     pub(super) const WITH_IMM: u32 = 2;
@@ -139,6 +145,9 @@ struct Io {
     rq: Option<Queue>,
     /// SQ slot of the oldest WQE not yet completed.
     sq_cons: u32,
+    /// SQ slot of the next WQE to turn into a message (the WQEs from
+    /// `sq_cons` up to it are messages in flight, MSN `sq_msn` onwards).
+    scan: u32,
     /// MSN of that WQE.
     sq_msn: u32,
     /// WQEs turned into messages (MSN of the next one).
@@ -330,6 +339,7 @@ impl Qp {
             sq: Some(sq),
             rq,
             sq_cons: 0,
+            scan: 0,
             sq_msn: 0,
             msns: 0,
             sends,
@@ -378,6 +388,14 @@ impl Qp {
     /// `modify_qp`: validates like rxe (`rxe_qp_chk_attr`) and applies.
     pub(crate) fn modify(this: &Arc<Self>, a: &QpAttr) -> Result {
         let m = a.mask;
+        // A move to RTR may need a connection: allocate it before taking the
+        // QP lock (softirqs take that lock; an allocation may sleep).
+        let mut spare =
+            if m & qp_mask::STATE != 0 && a.state == QpState::Rtr && this.qp_type == QpType::Rc {
+                Some(KBox::new(Conn::new(Config::default()), GFP_KERNEL)?)
+            } else {
+                None
+            };
         {
             let mut g = this.inner.lock();
             let Inner { conn, io, .. } = &mut *g;
@@ -470,7 +488,10 @@ impl Qp {
                         io.reset();
                     }
                     QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
-                        *conn = Some(KBox::new(Conn::new(this.config(io)), GFP_KERNEL)?);
+                        if let Some(mut c) = spare.take() {
+                            *c = Conn::new(this.config(io));
+                            *conn = Some(c);
+                        }
                     }
                     QpState::Rts => {
                         if let Some(c) = conn.as_mut() {
@@ -657,6 +678,7 @@ impl Io {
             q.set_consumer(0);
         }
         self.sq_cons = 0;
+        self.scan = 0;
         self.sq_msn = 0;
         self.msns = 0;
         self.tx_rsn = 0;
@@ -682,12 +704,6 @@ struct Glue<'a> {
 }
 
 impl Glue<'_> {
-    fn sq_slot_of(&self, msn: u32) -> u32 {
-        let sq = self.io.sq.as_ref();
-        let off = msn.wrapping_sub(self.io.sq_msn);
-        sq.map(|q| q.advance(self.io.sq_cons, off)).unwrap_or(0)
-    }
-
     fn send_msg(&self, msn: u32) -> Option<SendMsg> {
         let i = (msn as usize).checked_rem(self.io.sends.len())?;
         self.io.sends.get(i).copied()
@@ -767,6 +783,7 @@ impl Glue<'_> {
                 i = sq.advance(i, 1);
             }
             self.io.sq_cons = prod;
+            self.io.scan = prod;
             sq.set_consumer(prod);
         }
         if let Some(rq) = self.io.rq.as_ref() {
@@ -938,12 +955,52 @@ impl Glue<'_> {
         if !matches!(self.io.attr.state, QpState::Rts) {
             return None;
         }
-        let sq = self.io.sq.as_ref()?;
-        let slot = self.sq_slot_of(msn);
-        if slot == sq.producer() {
-            return None;
-        }
-        let w = SendWqe::read(sq, slot).ok()?;
+        let (w, slot) = loop {
+            let sq = self.io.sq.as_ref()?;
+            let slot = self.io.scan;
+            if slot == sq.producer() {
+                return None;
+            }
+            let w = SendWqe::read(sq, slot).ok()?;
+            // IBV_SEND_FENCE: wait until earlier READs and atomics are done.
+            if w.send_flags & send_flags::FENCE != 0 && self.responses_pending() {
+                return None;
+            }
+            if !matches!(w.opcode, wr::BIND_MW | wr::LOCAL_INV) {
+                break (w, slot);
+            }
+            // Local operations complete in SQ order: run one only once
+            // every earlier WQE has completed.
+            if self.io.sq_msn != self.io.msns {
+                return None;
+            }
+            let status = self.local_op(&w);
+            let signaled = self.qp.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
+            if signaled || status != wc::SUCCESS {
+                self.qp.scq.push(
+                    &Wc {
+                        wr_id: w.wr_id,
+                        status,
+                        opcode: if w.opcode == wr::BIND_MW {
+                            wc::OP_BIND_MW
+                        } else {
+                            wc::OP_LOCAL_INV
+                        },
+                        qp_num: self.qp.qpn,
+                        ..Wc::default()
+                    },
+                    false,
+                );
+            }
+            let next = sq.advance(slot, 1);
+            self.io.scan = next;
+            self.io.sq_cons = next;
+            sq.set_consumer(next);
+            if status != wc::SUCCESS {
+                self.flush();
+                return None;
+            }
+        };
         let rdma = Reth {
             va: w.remote_addr,
             rkey: w.rkey,
@@ -1012,6 +1069,7 @@ impl Glue<'_> {
             },
         );
         self.io.msns = self.io.msns.wrapping_add(1);
+        self.advance_scan(slot);
         Some(info)
     }
 
@@ -1020,6 +1078,7 @@ impl Glue<'_> {
     fn refuse(&mut self, msn: u32, w: SendWqe, slot: u32) -> Option<MsgInfo> {
         self.io.error = Some(wc::LOC_QP_OP_ERR);
         self.io.msns = self.io.msns.wrapping_add(1);
+        self.advance_scan(slot);
         self.record(
             msn,
             SendMsg {
@@ -1030,6 +1089,80 @@ impl Glue<'_> {
         );
         self.flush();
         None
+    }
+
+    fn advance_scan(&mut self, slot: u32) {
+        if let Some(sq) = self.io.sq.as_ref() {
+            self.io.scan = sq.advance(slot, 1);
+        }
+    }
+
+    /// Whether a READ or atomic sent earlier still waits for its response.
+    fn responses_pending(&self) -> bool {
+        let n = self.io.msns.wrapping_sub(self.io.sq_msn);
+        (0..n).any(|k| {
+            self.send_msg(self.io.sq_msn.wrapping_add(k))
+                .is_some_and(|m| m.needs_resp && !m.resp_done)
+        })
+    }
+
+    /// Runs a local operation (BIND_MW, LOCAL_INV); returns its status.
+    fn local_op(&self, w: &SendWqe) -> u32 {
+        let pd = self.qp.pd;
+        if w.opcode == wr::LOCAL_INV {
+            // `ex` is `invalidate_rkey` for LOCAL_INV.
+            return match self.qp.dev.mws.invalidate(pd, w.ex) {
+                Ok(()) => wc::SUCCESS,
+                Err(_) => wc::MW_BIND_ERR,
+            };
+        }
+        let (va, len) = (w.remote_addr, w.mw_length);
+        let in_mr = self.qp.dev.mrs.with(w.mw_mr_lkey, |e| {
+            let l = usize::try_from(len).map_err(|_| EINVAL)?;
+            e.check(pd, va, l, access::MW_BIND).map(|_| ())
+        });
+        if in_mr.is_err() {
+            return wc::MW_BIND_ERR;
+        }
+        let b = Binding {
+            mr_key: w.mw_mr_lkey,
+            va,
+            len,
+            access: w.mw_access,
+        };
+        match self.qp.dev.mws.bind(pd, w.mw_rkey, w.mw_new_rkey, b) {
+            Ok(()) => wc::SUCCESS,
+            Err(_) => wc::MW_BIND_ERR,
+        }
+    }
+
+    /// Runs `f` on the MR that remote key `rkey` opens for `[va, va + len)`
+    /// with `need` access, and the offset of `va` in it: an MR's own rkey,
+    /// or a bound memory window's (checked against the window first).
+    fn remote<R>(
+        &self,
+        rkey: u32,
+        va: u64,
+        len: usize,
+        need: u32,
+        f: impl FnOnce(&MrEntry, usize) -> Result<R>,
+    ) -> Result<R> {
+        let pd = self.qp.pd;
+        if rkey >> 8 >= MW_BASE {
+            let b = self.qp.dev.mws.resolve(pd, rkey).ok_or(EACCES)?;
+            let end = va.checked_add(len as u64).ok_or(EFAULT)?;
+            if va < b.va || end > b.va.saturating_add(b.len) || b.access & need != need {
+                return Err(EACCES);
+            }
+            return self.qp.dev.mrs.with(b.mr_key, |e| {
+                let off = e.check(pd, va, len, 0)?;
+                f(e, off)
+            });
+        }
+        self.qp.dev.mrs.with(rkey, |e| {
+            let off = e.check(pd, va, len, need)?;
+            f(e, off)
+        })
     }
 
     /// Completes, in SQ order, every WQE whose request is acknowledged and
@@ -1074,32 +1207,38 @@ impl Glue<'_> {
             let ok = self.io.attr.access & access::REMOTE_ATOMIC != 0;
             let (pd, ops) = (self.qp.pd, r.operands);
             let cas = r.op == Op::AtomicCmpSwap;
-            let res = self.qp.dev.mrs.with(r.reth.rkey, |e| {
-                if !ok {
-                    return Err(EACCES);
-                }
-                let off = e.check(pd, r.reth.va, 8, access::REMOTE_ATOMIC)?;
-                let mut cur = [0u8; 8];
-                e.read(off, &mut cur)?;
-                let old = u64::from_ne_bytes(cur);
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&ops[..8]);
-                let first = u64::from_be_bytes(a);
-                let new = if cas {
-                    let mut c = [0u8; 8];
-                    c.copy_from_slice(&ops[8..]);
-                    // Payload: swap, then compare.
-                    if old == u64::from_be_bytes(c) {
-                        first
-                    } else {
-                        old
+            let _ = pd;
+            let res = self.remote(
+                r.reth.rkey,
+                r.reth.va,
+                8,
+                access::REMOTE_ATOMIC,
+                |e, off| {
+                    if !ok {
+                        return Err(EACCES);
                     }
-                } else {
-                    old.wrapping_add(first)
-                };
-                e.write(off, &new.to_ne_bytes())?;
-                Ok(old)
-            });
+                    let mut cur = [0u8; 8];
+                    e.read(off, &mut cur)?;
+                    let old = u64::from_ne_bytes(cur);
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&ops[..8]);
+                    let first = u64::from_be_bytes(a);
+                    let new = if cas {
+                        let mut c = [0u8; 8];
+                        c.copy_from_slice(&ops[8..]);
+                        // Payload: swap, then compare.
+                        if old == u64::from_be_bytes(c) {
+                            first
+                        } else {
+                            old
+                        }
+                    } else {
+                        old.wrapping_add(first)
+                    };
+                    e.write(off, &new.to_ne_bytes())?;
+                    Ok(old)
+                },
+            );
             match res {
                 Ok(old) => resp.data = old.to_be_bytes(),
                 Err(_) => {
@@ -1319,12 +1458,11 @@ impl App for Glue<'_> {
             }
             let ok = self.io.attr.access & access::REMOTE_READ != 0;
             let va = r.va.wrapping_add(u64::from(offset));
-            let pd = self.qp.pd;
-            let res = self.qp.dev.mrs.with(r.rkey, |e| {
+            let n = dst.len();
+            let res = self.remote(r.rkey, va, n, access::REMOTE_READ, |e, off| {
                 if !ok {
                     return Err(EACCES);
                 }
-                let off = e.check(pd, va, dst.len(), access::REMOTE_READ)?;
                 e.read(off, dst)
             });
             if res.is_err() {
@@ -1442,17 +1580,18 @@ impl App for Glue<'_> {
         if matches!(p.op, Op::Write | Op::WriteImm) {
             let ok = p.reth.is_some_and(|r| {
                 let va = r.va.wrapping_add(u64::from(p.offset));
-                self.io.attr.access & access::REMOTE_WRITE != 0
-                    && self
-                        .qp
-                        .dev
-                        .mrs
-                        .with(r.rkey, |e| {
-                            let off =
-                                e.check(self.qp.pd, va, p.payload.len(), access::REMOTE_WRITE)?;
-                            e.write(off, p.payload)
-                        })
-                        .is_ok()
+                // A zero-length RDMA WRITE validates no R_Key (IBTA 9.7.4.1.4).
+                p.payload.is_empty()
+                    || (self.io.attr.access & access::REMOTE_WRITE != 0
+                        && self
+                            .remote(
+                                r.rkey,
+                                va,
+                                p.payload.len(),
+                                access::REMOTE_WRITE,
+                                |e, off| e.write(off, p.payload),
+                            )
+                            .is_ok())
             });
             if !ok {
                 self.qp.dev.count(counter::RX_DROPS, 1);
