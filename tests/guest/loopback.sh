@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Loopback: two QPs of the same mr0 device in one guest reach each other
+# through the transport (datagrams to the host's own address), as on rxe.
+# Run with -n 2 (guest 2 only idles).
+. "$MR_REPO/tests/lib.sh"
+if ((MR_ID != 1)); then pass "guest $MR_ID: idle"; done_testing; fi
+load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
+check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
+check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
+gid=$(retry 10 gid_index mr0 "$MR_IP4") || gid=""
+[[ -n $gid ]] && pass "mr0: RoCE v2 GID for $MR_IP4 at index $gid" || fail "mr0: GID for $MR_IP4"
+loop() { # loop NAME SERVER-CMD... : server in the background, client to our own address
+  local name=$1; shift
+  "$@" >"$MR_RUNDIR/lo-server.out" 2>&1 &
+  local spid=$!
+  sleep 1
+  out=$(retry 20 timeout 60 "$@" "$MR_IP4" 2>&1); rc=$?
+  wait "$spid"; src=$?
+  if ((rc == 0 && src == 0)) && grep -q 'iters in' <<<"$out"; then
+    pass "mr0 loopback: $name: $(grep 'iters in' <<<"$out")"
+  else fail "mr0 loopback: $name (client rc=$rc, server rc=$src)" "$out $(cat "$MR_RUNDIR/lo-server.out") $(dmesg | tail -10)"; fi
+}
+loop "ibv_rc_pingpong -c 20 x 4 KiB" timeout 60 ibv_rc_pingpong -d mr0 -g "$gid" -n 20 -s 4096 -c
+loop "ibv_ud_pingpong -c 20 x 1 KiB" timeout 60 ibv_ud_pingpong -d mr0 -g "$gid" -n 20 -s 1024 -c
+check "rdma link delete mr0" rdma link delete mr0
+check "rmmod metaroce" rmmod metaroce
+done_testing
