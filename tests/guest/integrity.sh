@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Two guests: the project's data-integrity test (tests/integrity/integrity.c)
+# over one RC QP pair on the RDMA device named by $1 (mr0: metaroce; rxe0: the
+# kernel's rxe, the oracle). Guest 1 serves, guest 2 drives as the client.
+#   integrity.sh [mr0|rxe0] [-s SEED] [-n OPS] [-M MAXSIZE] [NETEM-ARGS...]
+# With netem arguments (e.g. `loss 1% duplicate 1% delay 1ms reorder 25%`),
+# both guests shape their egress on the link with them first.
+# The binary is built on the host (guests share its root fs):
+#   make -C tests/integrity && qemu/vm-run -n 2 -t 600 tests/guest/integrity.sh rxe0
+# The -s/-n/-M options go to the client (defaults: seed 1, 300 ops, 1 MiB,
+# about 29 MB in all); the server takes them from the client.
+. "$MR_REPO/tests/lib.sh"
+dev=${1:-mr0}
+shift
+args=()
+while [[ ${1:-} == -[snM] && $# -ge 2 ]]; do args+=("$1" "$2"); shift 2; done
+bin=$MR_REPO/out/integrity
+src=$MR_REPO/tests/integrity/integrity.c
+if [[ -x $bin && ! $bin -ot $src ]]; then pass "out/integrity built and up to date"
+else fail "out/integrity missing or older than its source: run 'make -C tests/integrity' on the host"; done_testing; fi
+
+load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
+if [[ $dev == rxe* ]]; then
+  load_kmod rdma_rxe >/dev/null 2>&1
+  check "rdma link add $dev type rxe netdev $MR_IF" rdma link add "$dev" type rxe netdev "$MR_IF"
+else
+  lsmod | grep -q '^metaroce ' || check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
+  check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
+fi
+check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
+if (($# > 0)); then
+  load_kmod sch_netem >/dev/null 2>&1
+  check "netem on $MR_IF: $*" tc qdisc add dev "$MR_IF" root netem "$@"
+fi
+gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
+if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
+else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
+
+# The test's own TAP lines become this script's (renumbered); "#" lines pass
+# through. The client connects (retrying) until the server listens.
+role=server; ((MR_ID == 1)) || role="client $MR_PEER_IP4"
+((MR_ID == 1)) && args=()
+rcf=$MR_RUNDIR/integrity.rc.$MR_ID
+t0=$SECONDS
+while IFS= read -r line; do
+  case $line in
+    "ok "*) pass "$dev: ${line#ok * - }" ;;
+    "not ok "*) fail "$dev: ${line#not ok * - }" ;;
+    1..*) ;;
+    *) echo "$line" ;;
+  esac
+done < <(timeout 540 "$bin" -d "$dev" -g "$gid" "${args[@]}" $role 2>&1; echo $? >"$rcf")
+rc=$(cat "$rcf")
+((rc == 0)) && pass "$dev: integrity $role exits 0 ($((SECONDS - t0)) s)" \
+  || fail "$dev: integrity $role exits 0 (exit $rc, $((SECONDS - t0)) s)" "$(dmesg | tail -20)"
+done_testing
