@@ -2,11 +2,14 @@
 # Benchmark (not part of the pass/fail tests): one two-guest run in which
 # rxe0 (the kernel's soft-RoCE) and mr0 (metaroce) sit on the same netdev and
 # each carries ib_write_bw and ib_send_bw (4 KiB, 64 KiB, 1 MiB) and
-# ib_write_lat (64 B); iperf3 TCP over the same link is the ceiling. Prints
-# one table: rxe, metaroce and the ratio metaroce/rxe. A failed run shows as
-# "fail" and the bench goes on. See Documentation/bench.rst.
+# ib_write_lat (64 B) on a lossless link, then ib_write_bw and ib_send_bw at
+# 64 KiB under netem loss 0.1 %, 1 % and 10 % on both guests' egress; iperf3
+# TCP over the same link is the ceiling. Prints one table: rxe, metaroce and
+# the ratio metaroce/rxe, and for the loss rows each device's fraction of its
+# own lossless figure, with the project's targets. A failed run shows as
+# "fail" (or "timeout") and the bench goes on. See Documentation/bench.rst.
 #
-#   bash tools/bench.sh          (several minutes under TCG)
+#   bash tools/bench.sh          (about 10 minutes under TCG)
 #
 # The guests' script is tests/guest/bench.sh; its raw output and the vm-run
 # logs stay in out/ (the "logs" path printed by vm-run).
@@ -61,10 +64,10 @@ wait "$vm"; vmrc=$?
 grep '^\[vm-run\]' "$log" >&2
 elapsed=$((SECONDS - start))
 
-# guest 1's TAP: # BENCH side=server dev=mr0 test=write_bw size=65536 value=4.31 unit=MiB/s
+# guest 1's TAP: # BENCH side=server dev=mr0 test=write_bw size=65536 loss=1 value=4.31 unit=MiB/s
 sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="$(date '+%Y-%m-%d %H:%M')" -v secs="$elapsed" '
   function kv(s,   a, i, n, p) {
-    delete f; n = split(s, a, " ")
+    split("", f); n = split(s, a, " ")
     for (i = 1; i <= n; i++) { p = index(a[i], "="); f[substr(a[i], 1, p - 1)] = substr(a[i], p + 1) }
   }
   function hsize(s) {
@@ -72,32 +75,60 @@ sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="
     if (s >= 1024 && s % 1024 == 0) return s / 1024 " KiB"
     return s " B"
   }
-  function row(test, size, unit,   r, m, ratio) {
-    r = (test SUBSEP size SUBSEP "rxe0") in val ? val[test, size, "rxe0"] : "-"
-    m = (test SUBSEP size SUBSEP "mr0") in val ? val[test, size, "mr0"] : "-"
-    ratio = (r ~ /^[0-9.]+$/ && m ~ /^[0-9.]+$/ && r + 0 > 0) ? sprintf("%.2f", m / r) : "-"
-    printf "%-10s %-8s %-7s %10s %10s %10s\n", test, hsize(size), unit, r, m, ratio
-    if (r == "fail" || m == "fail") nfail++
+  function num(x) { return x ~ /^[0-9.]+$/ }
+  function get(test, size, loss, dev) {
+    return (test SUBSEP size SUBSEP loss SUBSEP dev) in val ? val[test, size, loss, dev] : "-"
   }
-  { kv($0); val[f["test"], f["size"], f["dev"]] = f["value"]; unit[f["test"]] = f["unit"] }
+  function div(a, b) { return (num(a) && num(b) && b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
+  # target: "ge X" or "le X" on value v; prints "X yes|no", or "X -" without v
+  function tgt(kind, x, v) {
+    if (kind == "") return ""
+    return sprintf("%s %-4s %s", kind == "ge" ? ">=" : "<=", x, \
+      !num(v) ? "-" : ((kind == "ge" ? v + 0 >= x : v + 0 <= x) ? "yes" : "NO"))
+  }
+  function bad(v) { if (v == "fail" || v == "timeout") nfail++ }
+  function row(test, size, unit, kind, x,   r, m, ratio) {
+    r = get(test, size, 0, "rxe0"); m = get(test, size, 0, "mr0"); ratio = div(m, r)
+    printf "%-10s %-7s %-6s %9s %9s %7s   %s\n", test, hsize(size), unit, r, m, ratio, tgt(kind, x, ratio)
+    bad(r); bad(m)
+  }
+  function lrow(test, size, loss, kind, x,   r, m, r0, m0, rf, mf) {
+    r = get(test, size, loss, "rxe0"); m = get(test, size, loss, "mr0")
+    r0 = get(test, size, 0, "rxe0"); m0 = get(test, size, 0, "mr0")
+    rf = div(r, r0); mf = div(m, m0)
+    printf "%-10s %-7s %5s%% %9s %6s %9s %6s %7s   %s\n", test, hsize(size), loss, r, rf, m, mf, div(m, r), \
+      tgt(kind, x, (m == "fail" || m == "timeout") ? 0 : mf)
+    bad(r); bad(m)
+  }
+  { kv($0); l = ("loss" in f) ? f["loss"] : 0; val[f["test"], f["size"], l, f["dev"]] = f["value"]
+    if (l != 0 && !(l in seen)) { seen[l] = 1; losses[++nl] = l } }
   END {
     printf "\nmetaroce bench, %s (two QEMU guests, %d s)\n\n", when, secs
-    printf "%-10s %-8s %-7s %10s %10s %10s\n", "test", "size", "unit", "rxe", "metaroce", "mr/rxe"
-    printf "%-10s %-8s %-7s %10s %10s %10s\n", "----", "----", "----", "---", "--------", "------"
+    print "lossless"
+    printf "%-10s %-7s %-6s %9s %9s %7s   %s\n", "test", "size", "unit", "rxe", "metaroce", "mr/rxe", "target mr/rxe"
+    printf "%-10s %-7s %-6s %9s %9s %7s   %s\n", "----", "----", "----", "---", "--------", "------", "-------------"
     n = split("write_bw send_bw", tests, " ")
     for (i = 1; i <= n; i++) {
-      row(tests[i], 4096, "MiB/s"); row(tests[i], 65536, "MiB/s"); row(tests[i], 1048576, "MiB/s")
+      row(tests[i], 4096, "MiB/s", "ge", 1.5); row(tests[i], 65536, "MiB/s", "ge", 1.5); row(tests[i], 1048576, "MiB/s", "ge", 1.5)
     }
-    row("write_lat", 64, "usec")
-    t = ("iperf3" SUBSEP 0 SUBSEP "tcp") in val ? val["iperf3", 0, "tcp"] : "-"
+    row("write_lat", 64, "usec", "le", 1)
+    print "\nunder loss (netem loss on both guests\047 egress), MiB/s; \"frac\" = fraction of the same device\047s lossless 64 KiB figure"
+    printf "%-10s %-7s %6s %9s %6s %9s %6s %7s   %s\n", "test", "size", "loss", "rxe", "frac", "metaroce", "frac", "mr/rxe", "target mr frac"
+    printf "%-10s %-7s %6s %9s %6s %9s %6s %7s   %s\n", "----", "----", "----", "---", "----", "--------", "----", "------", "--------------"
+    if (nl == 0) print "(no loss rows)"
+    for (i = 1; i <= n; i++)
+      for (k = 1; k <= nl; k++)
+        lrow(tests[i], 65536, losses[k], losses[k] == 1 ? "ge" : losses[k] == 10 ? "ge" : "", losses[k] == 1 ? 0.95 : 0.6)
+    t = get("iperf3", 0, 0, "tcp")
     if (t == "na") print "\niperf3: not installed"
     else printf "\nceiling: iperf3 TCP guest 2 -> guest 1, same link: %s MiB/s\n", t
-    print "bandwidth in MiB/s (perftest\047s MB/sec), higher is better: mr/rxe < 1 means metaroce is slower;"
-    print "write_lat is t_avg, lower is better: mr/rxe > 1 means metaroce is slower."
-    print "loss rows (netem): not possible, the test kernel has no sch_netem."
+    print "targets: metaroce >= 1.5x rxe lossless bandwidth; write_lat (t_avg, usec) <= rxe;"
+    print "metaroce under loss >= 0.95 of its lossless bandwidth at 1 % loss and >= 0.6 at 10 %."
+    print "bandwidth in MiB/s (perftest\047s MB/sec), higher is better; write_lat lower is better."
+    print "loss rows run 128 x 64 KiB, capped at 60 s; lossless 64 KiB rows run 256 x 64 KiB."
     print "guests run under TCG emulation: only the ratio within one run means anything."
     if (NR == 0) print "\nno BENCH lines from guest 1: the run broke early, see the log"
-    else if (nfail) printf "%d row(s) with a failed run; details in the log (# lines after each fail)\n", nfail
+    else if (nfail) printf "%d result(s) fail/timeout; details in the log (# lines after each)\n", nfail
   }'
 if [[ -n $rundir ]]; then
   k=$(grep -hE -m3 'soft lockup|BUG:|WARNING:|Oops|KASAN|UBSAN|blocked for more than' "$rundir"/console.* 2>/dev/null)

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Benchmark (not a pass/fail test), in each of two guests: rxe0 (the kernel's
 # rxe) and mr0 (metaroce) side by side on the same netdev; iperf3 TCP as the
-# ceiling, then perftest latency and bandwidth over each device. Guest 1 serves,
-# guest 2 connects. Every result becomes one machine-readable TAP comment,
-#   # BENCH side=server dev=mr0 test=write_bw size=65536 value=4.31 unit=MiB/s
-# (value=fail when the run failed); tools/bench.sh turns guest 1's lines
-# into a table. A failed run is recorded and the bench goes on: nothing here
-# prints "not ok" for a measurement.
+# ceiling, then perftest latency and bandwidth over each device on a lossless
+# link, then ib_write_bw and ib_send_bw at 64 KiB under netem loss (0.1 %,
+# 1 %, 10 %) on both guests' egress. Guest 1 serves, guest 2 connects. Every
+# result becomes one machine-readable TAP comment,
+#   # BENCH side=server dev=mr0 test=write_bw size=65536 loss=0 value=4.31 unit=MiB/s
+# (value=timeout when the run hit its time limit, value=fail when it failed
+# otherwise); tools/bench.sh turns guest 1's lines into a table. A failed run
+# is recorded and the bench goes on: nothing here prints "not ok" for a
+# measurement.
 #   bench.sh   (run by: qemu/vm-run -n 2 -t 1800 tests/guest/bench.sh)
 . "$MR_REPO/tests/lib.sh"
 
@@ -16,13 +19,22 @@ declare -A iters=([4096]=4096 [65536]=256 [1048576]=16)
 devs=(rxe0 mr0)
 run_timeout=90       # per perftest run, each side
 connect_window=150   # how long the client keeps trying to reach the server
+# Loss rows: 64 KiB messages, 128 of them (8 MiB) per run and a shorter cap,
+# so that a device that crawls under loss costs at most a minute per run.
+loss_rates=(0.1 1 10)   # netem loss, percent, on both guests' egress
+loss_size=65536
+loss_iters=128
+loss_timeout=60
 
 server() { ((MR_ID == 1)); }
 side() { server && echo server || echo client; }
-bench() { diag "BENCH side=$(side) dev=$1 test=$2 size=$3 value=$4 unit=$5"; }
+# bench DEV TEST SIZE LOSS VALUE UNIT
+bench() { diag "BENCH side=$(side) dev=$1 test=$2 size=$3 loss=$4 value=$5 unit=$6"; }
 
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
 load_kmod rdma_rxe >/dev/null 2>&1
+load_kmod sch_netem >/dev/null 2>&1
+tc qdisc del dev "$MR_IF" root >/dev/null 2>&1   # lossless rows: no netem
 check "rdma link add rxe0 type rxe netdev $MR_IF" rdma link add rxe0 type rxe netdev "$MR_IF"
 check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
 check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
@@ -57,7 +69,7 @@ perf() {
 # what it received, the perftest runs' direction (guest 2 -> guest 1).
 if ! command -v iperf3 >/dev/null; then
   diag "iperf3: not installed"
-  bench tcp iperf3 0 na MiB/s
+  bench tcp iperf3 0 0 na MiB/s
 else
   if server; then
     out=$(timeout 90 iperf3 -s -1 -J -p 5301 2>&1); rc=$?
@@ -66,53 +78,86 @@ else
     end=$((SECONDS + 60))
     while ((SECONDS < end)); do
       out=$(timeout 60 iperf3 -c "$MR_PEER_IP4" -p 5301 -t 10 -J 2>&1); rc=$?
-      ((rc == 0)) && break
+      # iperf3 -J exits 0 even on "Connection refused": retry until a result.
+      ((rc == 0)) && grep -q '"sum_received"' <<<"$out" && break
+      rc=1
       sleep 1
     done
   fi
   v=$(python3 -c 'import json,sys
 d = json.loads(sys.stdin.read())
 print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 8 / 2**20))' <<<"$out" 2>/dev/null)
-  if ((rc == 0)) && [[ -n $v ]]; then bench tcp iperf3 0 "$v" MiB/s
-  else bench tcp iperf3 0 fail MiB/s; diag "iperf3: rc=$rc"; diag "$(tail -5 <<<"$out")"; fi
+  if ((rc == 0)) && [[ -n $v ]]; then bench tcp iperf3 0 0 "$v" MiB/s
+  else bench tcp iperf3 0 0 fail MiB/s; diag "iperf3: rc=$rc"; diag "$(tail -5 <<<"$out")"; fi
 fi
 
-# Per device: latency first, then bandwidth from the largest message (fewest
-# messages in flight) down. After two runs in a row that hit the timeout, the
-# device's remaining runs are recorded as failed without running (a wedged
-# peer would only eat the time limit); both guests apply the same rule.
+# measure DEV TEST SIZE ITERS TIMEOUT LOSS: one perftest run on the next port;
+# prints its BENCH line; returns perf's exit status (124: timed out).
 port=18600
+measure() {
+  local d=$1 t=$2 s=$3 n=$4 to=$5 loss=$6 unit=MiB/s out rc v t0=$SECONDS
+  [[ $t == write_lat ]] && unit=usec
+  port=$((port + 1))
+  if [[ -z ${gid[$d]} ]]; then bench "$d" "$t" "$s" "$loss" fail "$unit"; return 1; fi
+  out=$(perf "$to" "$port" "ib_$t" -d "$d" -x "${gid[$d]}" -s "$s" -n "$n" -F); rc=$?
+  if [[ $t == write_lat ]]; then
+    # "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
+    v=$(awk -v s="$s" '$1 == s && NF >= 6 { v = $6 } END { print v }' <<<"$out")
+  else
+    # "#bytes #iterations BW_peak BW_average MsgRate": BW in MiB/s.
+    v=$(awk -v s="$s" '$1 == s && NF >= 4 { v = $4 } END { print v }' <<<"$out")
+  fi
+  if ((rc == 0)) && [[ -n $v ]]; then bench "$d" "$t" "$s" "$loss" "$v" "$unit"; return 0; fi
+  if ((rc == 124)); then v=timeout; else v=fail; fi
+  bench "$d" "$t" "$s" "$loss" "$v" "$unit"
+  diag "$d ib_$t -s $s -n $n, loss $loss%: rc=$rc after $((SECONDS - t0)) s"
+  [[ -n $out ]] && diag "$(tail -8 <<<"$out")"
+  ((rc == 0)) && return 1
+  return $rc
+}
+
+# Lossless, per device: latency first, then bandwidth from the largest
+# message (fewest messages in flight) down. After two runs in a row that hit
+# the timeout, the device's remaining runs are recorded as failed without
+# running (a wedged peer would only eat the time limit); both guests apply
+# the same rule.
 runs=("write_lat 64")
 for t in write_bw send_bw; do for s in 1048576 65536 4096; do runs+=("$t $s"); done; done
 for d in "${devs[@]}"; do
   timeouts=0
   for r in "${runs[@]}"; do
     read -r t s <<<"$r"
-    port=$((port + 1))
     if [[ $t == write_lat ]]; then n=200 unit=usec; else n=${iters[$s]} unit=MiB/s; fi
-    if [[ -z ${gid[$d]} ]]; then bench "$d" "$t" "$s" fail "$unit"; continue; fi
     if ((timeouts >= 2)); then
-      bench "$d" "$t" "$s" fail "$unit"; diag "$d ib_$t -s $s: skipped after 2 timeouts in a row"; continue
+      port=$((port + 1))
+      bench "$d" "$t" "$s" 0 fail "$unit"; diag "$d ib_$t -s $s: skipped after 2 timeouts in a row"; continue
     fi
-    t0=$SECONDS
-    out=$(perf "$run_timeout" "$port" "ib_$t" -d "$d" -x "${gid[$d]}" -s "$s" -n "$n" -F); rc=$?
-    if [[ $t == write_lat ]]; then
-      # "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
-      v=$(awk -v s="$s" '$1 == s && NF >= 6 { v = $6 } END { print v }' <<<"$out")
-    else
-      # "#bytes #iterations BW_peak BW_average MsgRate": BW in MiB/s.
-      v=$(awk -v s="$s" '$1 == s && NF >= 4 { v = $4 } END { print v }' <<<"$out")
-    fi
-    if ((rc == 0)) && [[ -n $v ]]; then
-      bench "$d" "$t" "$s" "$v" "$unit"; timeouts=0
-    else
-      bench "$d" "$t" "$s" fail "$unit"
-      diag "$d ib_$t -s $s -n $n: rc=$rc after $((SECONDS - t0)) s"
-      [[ -n $out ]] && diag "$(tail -8 <<<"$out")"
-      if ((rc == 124)); then timeouts=$((timeouts + 1)); else timeouts=0; fi
-    fi
+    measure "$d" "$t" "$s" "$n" "$run_timeout" 0; rc=$?
+    if ((rc == 124)); then timeouts=$((timeouts + 1)); else timeouts=0; fi
   done
 done
+
+# Under loss: each guest puts the same netem qdisc on its own egress at the
+# start of a phase. A phase's first run starts only once both sides are in it
+# (the client connects to the server's new port), so both links are lossy by
+# then; perftest's TCP side channel rides out the loss. No skip rule here:
+# each run is capped at $loss_timeout s, and a run that fails on one side
+# only must not make the two guests' sequences differ.
+if ! command -v tc >/dev/null || ! tc qdisc replace dev "$MR_IF" root netem loss 0% 2>/dev/null; then
+  diag "netem: not available ($(tc qdisc replace dev "$MR_IF" root netem loss 0% 2>&1))"
+  for loss in "${loss_rates[@]}"; do for d in "${devs[@]}"; do for t in write_bw send_bw; do
+    bench "$d" "$t" "$loss_size" "$loss" fail MiB/s
+  done; done; done
+else
+  for loss in "${loss_rates[@]}"; do
+    tc qdisc replace dev "$MR_IF" root netem loss "$loss%"
+    diag "netem on $MR_IF: $(tc qdisc show dev "$MR_IF" | head -1)"
+    for d in "${devs[@]}"; do for t in write_bw send_bw; do
+      measure "$d" "$t" "$loss_size" "$loss_iters" "$loss_timeout" "$loss"
+    done; done
+  done
+  tc qdisc del dev "$MR_IF" root
+fi
 
 # No teardown: the guest is discarded, and unload is tests/guest/traffic.sh's job.
 pass "bench finished"
