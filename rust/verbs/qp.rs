@@ -37,7 +37,9 @@ use crate::ffi::verbs::{
     RecvWqe, SendWqe, Sge, UContext, Wc, SGE_SIZE,
 };
 use crate::net::Endpoint;
-use crate::proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr, Stats};
+use crate::proto::conn::{
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, Stats,
+};
 use crate::proto::time::Instant;
 use crate::proto::wire::{Op, Reth};
 use kernel::alloc::KVec;
@@ -87,6 +89,7 @@ mod wc {
     pub(super) const OP_BIND_MW: u32 = 5;
     pub(super) const OP_LOCAL_INV: u32 = 6;
     pub(super) const MW_BIND_ERR: u32 = 6;
+    pub(super) const REM_ACCESS_ERR: u32 = 10;
     pub(super) const OP_RECV: u32 = 128;
     pub(super) const OP_RECV_RDMA_WITH_IMM: u32 = 129;
     pub(super) const WITH_IMM: u32 = 2;
@@ -1505,7 +1508,7 @@ impl App for Glue<'_> {
         }
     }
 
-    fn place(&mut self, p: &Placement<'_>) -> core::result::Result<(), Rnr> {
+    fn place(&mut self, p: &Placement<'_>) -> core::result::Result<(), Refuse> {
         let min_rnr = self.io.attr.min_rnr_timer;
         if p.stream == RESP {
             // Requester: READ data or an atomic's original value, for the
@@ -1521,8 +1524,18 @@ impl App for Glue<'_> {
             } else {
                 m.wqe.length
             };
-            if p.offset as usize + p.payload.len() > len as usize
-                || self.scatter_send(&m, p.offset, p.payload).is_err()
+            // An atomic's original value travels big-endian; the WQE's
+            // buffer gets it in host order, as an 8-byte integer.
+            let mut v = [0u8; 8];
+            let data = if p.op == Op::AtomicResp && p.payload.len() == 8 && p.offset == 0 {
+                v.copy_from_slice(p.payload);
+                v = u64::from_be_bytes(v).to_ne_bytes();
+                &v[..]
+            } else {
+                p.payload
+            };
+            if p.offset as usize + data.len() > len as usize
+                || self.scatter_send(&m, p.offset, data).is_err()
             {
                 self.qp.dev.count(counter::RX_DROPS, 1);
             }
@@ -1531,7 +1544,56 @@ impl App for Glue<'_> {
         if matches!(p.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd)
             && self.io.resp_next.wrapping_sub(self.io.resp_acked) as usize >= RESP_SLOTS
         {
-            return Err(Rnr(min_rnr));
+            return Err(Rnr(min_rnr).into());
+        }
+        // Remote access checks (IBTA 9.7.5.1.3, C9-88): a packet the QP or
+        // the key does not allow is refused, and the requester gets a NAK
+        // (remote access error) instead of a silent success.
+        let qp_access = self.io.attr.access;
+        match p.op {
+            Op::Write | Op::WriteImm if !p.payload.is_empty() => {
+                // (A zero-length RDMA WRITE validates no R_Key, IBTA 9.7.4.1.4.)
+                let r = p.reth.unwrap_or_default();
+                let va = r.va.wrapping_add(u64::from(p.offset));
+                let ok = qp_access & access::REMOTE_WRITE != 0
+                    && self
+                        .remote(
+                            r.rkey,
+                            va,
+                            p.payload.len(),
+                            access::REMOTE_WRITE,
+                            |e, off| e.write(off, p.payload),
+                        )
+                        .is_ok();
+                if !ok {
+                    return Err(Refuse::Access);
+                }
+            }
+            Op::ReadReq => {
+                let r = p.reth.unwrap_or_default();
+                let ok = qp_access & access::REMOTE_READ != 0
+                    && (r.len == 0
+                        || self
+                            .remote(r.rkey, r.va, r.len as usize, access::REMOTE_READ, |_, _| {
+                                Ok(())
+                            })
+                            .is_ok());
+                if !ok {
+                    return Err(Refuse::Access);
+                }
+            }
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd => {
+                let r = p.reth.unwrap_or_default();
+                let ok = qp_access & access::REMOTE_ATOMIC != 0
+                    && r.va % 8 == 0
+                    && self
+                        .remote(r.rkey, r.va, 8, access::REMOTE_ATOMIC, |_, _| Ok(()))
+                        .is_ok();
+                if !ok {
+                    return Err(Refuse::Access);
+                }
+            }
+            _ => {}
         }
         if consumes_recv(p.op) {
             // The RSN's low 16 bits are in the tag; rebuild it against the
@@ -1541,16 +1603,16 @@ impl App for Glue<'_> {
             let ahead = rsn.wrapping_sub(base);
             if let Some(srq) = self.qp.srq.as_ref() {
                 if ahead as usize >= RX_TRACK {
-                    return Err(Rnr(min_rnr));
+                    return Err(Rnr(min_rnr).into());
                 }
                 let i = rsn as usize % RX_TRACK;
                 let ms = self.io.srq_sge;
                 if !self.io.taken.get(i).is_some_and(|t| t.valid) {
                     let Some(sl) = self.io.taken_sges.get_mut(i * ms..(i + 1) * ms) else {
-                        return Err(Rnr(min_rnr));
+                        return Err(Rnr(min_rnr).into());
                     };
                     let Some((wr_id, num_sge)) = srq.take(sl) else {
-                        return Err(Rnr(min_rnr));
+                        return Err(Rnr(min_rnr).into());
                     };
                     if let Some(t) = self.io.taken.get_mut(i) {
                         *t = Taken {
@@ -1565,36 +1627,16 @@ impl App for Glue<'_> {
                 }
             } else {
                 let Some(rq) = self.io.rq.as_ref() else {
-                    return Err(Rnr(min_rnr));
+                    return Err(Rnr(min_rnr).into());
                 };
                 let posted = rq.distance(self.io.rq_cons, rq.producer());
                 if ahead >= posted {
-                    return Err(Rnr(min_rnr));
+                    return Err(Rnr(min_rnr).into());
                 }
                 let slot = rq.advance(self.io.rq_cons, ahead);
                 if p.op != Op::WriteImm && self.scatter(slot, p.offset, p.payload).is_err() {
                     self.qp.dev.count(counter::RX_DROPS, 1);
                 }
-            }
-        }
-        if matches!(p.op, Op::Write | Op::WriteImm) {
-            let ok = p.reth.is_some_and(|r| {
-                let va = r.va.wrapping_add(u64::from(p.offset));
-                // A zero-length RDMA WRITE validates no R_Key (IBTA 9.7.4.1.4).
-                p.payload.is_empty()
-                    || (self.io.attr.access & access::REMOTE_WRITE != 0
-                        && self
-                            .remote(
-                                r.rkey,
-                                va,
-                                p.payload.len(),
-                                access::REMOTE_WRITE,
-                                |e, off| e.write(off, p.payload),
-                            )
-                            .is_ok())
-            });
-            if !ok {
-                self.qp.dev.count(counter::RX_DROPS, 1);
             }
         }
         let imm = p.imm;
@@ -1726,6 +1768,7 @@ impl App for Glue<'_> {
             ConnError::RetryExceeded => wc::RETRY_EXC_ERR,
             ConnError::RnrRetryExceeded => wc::RNR_RETRY_EXC_ERR,
             ConnError::MessageVanished => wc::LOC_QP_OP_ERR,
+            ConnError::RemoteAccess => wc::REM_ACCESS_ERR,
         });
         self.flush();
     }

@@ -1415,6 +1415,129 @@ static void check_flush(struct ibv_cq *cq, struct ibv_qp *qp, int n, uint64_t ba
 	free(wc);
 }
 
+
+/*
+ * Remote access errors over a loopback RC pair (two QPs of this device
+ * connected to each other through the port's own GID): a WRITE with a wrong
+ * rkey, a WRITE into an MR without REMOTE_WRITE, and a READ past the end of
+ * an MR must complete with IBV_WC_REM_ACCESS_ERR (IBTA 9.7.5.2.4 NAK, C9-88);
+ * a valid WRITE and READ first must move the bytes.
+ */
+static int connect_pair(struct ibv_qp *a, struct ibv_qp *b)
+{
+	struct ibv_qp *q[2] = { a, b };
+
+	for (int k = 0; k < 2; k++) {
+		struct ibv_qp_attr at;
+		int m, e;
+
+		if ((e = bring_to(q[k], IBV_QPS_INIT)))
+			return e;
+		m = req_attrs(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, &at);
+		at.dest_qp_num = q[1 - k]->qp_num;
+		at.max_dest_rd_atomic = 1;
+		if ((e = rcerr(ibv_modify_qp(q[k], &at, m))))
+			return e;
+		m = req_attrs(IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, &at);
+		/* rxe checks PSNs: the peer's rq_psn from req_attrs(RTR). */
+		at.sq_psn = 0x123456;
+		at.timeout = 14;
+		at.retry_cnt = 7;
+		at.rnr_retry = 7;
+		at.max_rd_atomic = 1;
+		m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		if ((e = rcerr(ibv_modify_qp(q[k], &at, m))))
+			return e;
+	}
+	return 0;
+}
+
+static int one_op(struct ibv_qp *qp, struct ibv_cq *cq, enum ibv_wr_opcode op, void *local,
+		  uint32_t lkey, uint32_t len, uint64_t raddr, uint32_t rkey, struct ibv_wc *wc)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)local, .length = len, .lkey = lkey };
+	struct ibv_send_wr w = { .wr_id = 0x7700 + op, .sg_list = &sge, .num_sge = 1,
+				 .opcode = op, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	int e;
+
+	w.wr.rdma.remote_addr = raddr;
+	w.wr.rdma.rkey = rkey;
+	if ((e = rcerr(ibv_post_send(qp, &w, &bad))))
+		return -e;
+	return poll_n(cq, wc, 1, 20);
+}
+
+static void test_remote_access(struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	char *src = (char *)buf, *dst = (char *)buf + 16384, *ro = (char *)buf + 32768;
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 32768, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	struct ibv_mr *romr = ibv_reg_mr(pd, ro, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp *a = cq ? make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL) : NULL;
+	struct ibv_qp *b = cq ? make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL) : NULL;
+	struct ibv_wc wc[1];
+	int e, n;
+
+	if (!cq || !mr || !romr || !a || !b) {
+		checkd(0, ename(errno), "remote access: setup (CQ, MRs, two RC QPs)");
+		goto out;
+	}
+	e = connect_pair(a, b);
+	checkd(!e, ename(e), "remote access: loopback RC pair connected (QPN %u <-> %u)", a->qp_num, b->qp_num);
+	if (e)
+		goto out;
+	for (int i = 0; i < 8192; i++)
+		src[i] = (char)(i * 7 + 3);
+	memset(dst, 0, 8192);
+	n = one_op(a, cq, IBV_WR_RDMA_WRITE, src, mr->lkey, 8192, (uintptr_t)dst, mr->rkey, wc);
+	check(n == 1 && wc[0].status == IBV_WC_SUCCESS && !memcmp(src, dst, 8192),
+	      "remote access: loopback RDMA WRITE 8 KiB moves the bytes (%s)",
+	      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+	memset(src, 0, 8192);
+	n = one_op(a, cq, IBV_WR_RDMA_READ, src, mr->lkey, 8192, (uintptr_t)dst, mr->rkey, wc);
+	check(n == 1 && wc[0].status == IBV_WC_SUCCESS && !memcmp(src, dst, 8192),
+	      "remote access: loopback RDMA READ 8 KiB brings them back (%s)",
+	      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+	n = one_op(a, cq, IBV_WR_RDMA_WRITE, src, mr->lkey, 64, (uintptr_t)dst, mr->rkey ^ 0x100, wc);
+	check(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR,
+	      "remote access: WRITE with a wrong rkey completes with IBV_WC_REM_ACCESS_ERR (%s)",
+	      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+	/* The requester's QP is now in the error state: a fresh pair per case. */
+	ibv_destroy_qp(a); ibv_destroy_qp(b);
+	a = make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL);
+	b = make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL);
+	while (ibv_poll_cq(cq, 1, wc) > 0)
+		;
+	if (!a || !b || connect_pair(a, b)) {
+		checkd(0, ename(errno), "remote access: second pair");
+		goto out;
+	}
+	n = one_op(a, cq, IBV_WR_RDMA_WRITE, src, mr->lkey, 64, (uintptr_t)ro, romr->rkey, wc);
+	check(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR,
+	      "remote access: WRITE into an MR without REMOTE_WRITE completes with IBV_WC_REM_ACCESS_ERR (%s)",
+	      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+	ibv_destroy_qp(a); ibv_destroy_qp(b);
+	a = make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL);
+	b = make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL);
+	while (ibv_poll_cq(cq, 1, wc) > 0)
+		;
+	if (!a || !b || connect_pair(a, b)) {
+		checkd(0, ename(errno), "remote access: third pair");
+		goto out;
+	}
+	n = one_op(a, cq, IBV_WR_RDMA_READ, src, mr->lkey, 8192, (uintptr_t)buf + 32768 - 4096, mr->rkey, wc);
+	check(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR,
+	      "remote access: READ past the end of the MR completes with IBV_WC_REM_ACCESS_ERR (%s)",
+	      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+out:
+	if (a) ibv_destroy_qp(a);
+	if (b) ibv_destroy_qp(b);
+	if (romr) ibv_dereg_mr(romr);
+	if (mr) ibv_dereg_mr(mr);
+	if (cq) ibv_destroy_cq(cq);
+}
+
 static void test_rings(struct ibv_pd *pd)
 {
 	struct ibv_cq *scq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
@@ -1774,6 +1897,7 @@ int main(int argc, char **argv)
 	invalid_busy();
 	diag("4. rings");
 	test_rings(pd);
+	test_remote_access(pd);
 
 	if (cq)
 		expect_err(ibv_destroy_cq(cq), 0, "destroy the shared CQ");

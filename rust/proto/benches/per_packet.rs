@@ -2,7 +2,7 @@
 //! process the ACK at the sender. `payload()` is a no-op in the "core" case (copying the
 //! bytes is the verbs layer's job); the "copy" case adds a 4 KiB memcpy into the datagram.
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr};
+use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Refuse};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{Op, Reth};
 
@@ -33,7 +33,7 @@ impl App for BenchApp {
             dst[..n].copy_from_slice(&self.src[..n]);
         }
     }
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Rnr> {
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         self.placed += p.payload.len() as u64;
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Quick per-packet loop without criterion: `ACK_EVERY=1|2|4 cargo run --release -p
 //! metaroce-proto --example breakdown` (run under `perf record` to profile).
-use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr};
+use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Refuse};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{Op, Reth};
 use std::time::Instant as W;
@@ -18,7 +18,7 @@ impl App for A {
         })
     }
     fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}
-    fn place(&mut self, _: &Placement<'_>) -> Result<(), Rnr> {
+    fn place(&mut self, _: &Placement<'_>) -> Result<(), Refuse> {
         Ok(())
     }
     fn complete(&mut self, _: u16, _: u32) {}

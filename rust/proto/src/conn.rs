@@ -9,8 +9,8 @@ use super::stream::{RxVerdict, StreamRx, StreamTx};
 use super::time::Instant;
 use super::wire::{
     decode, decode_ack_packet, decode_data_packet, decode_probe_packet, AckHeader, DataHeader,
-    DropReason, Op, ProbeHeader, Reth, AF_RNR, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH,
-    DF_RETX, DF_SE, MAX_DATA_HEADER,
+    DropReason, Op, ProbeHeader, Reth, AF_NAK, AF_RNR, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST,
+    DF_RETH, DF_RETX, DF_SE, MAX_DATA_HEADER,
 };
 
 /// Largest number of paths a connection may have.
@@ -138,6 +138,22 @@ pub struct Placement<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rnr(pub u8);
 
+/// Why the application refuses a received packet ([`App::place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refuse {
+    /// Not yet (no receive posted): the sender retries after the timer.
+    Rnr(Rnr),
+    /// Never (bad key, range or access right): the receiver NAKs and the
+    /// sender's connection fails with [`ConnError::RemoteAccess`].
+    Access,
+}
+
+impl From<Rnr> for Refuse {
+    fn from(r: Rnr) -> Self {
+        Refuse::Rnr(r)
+    }
+}
+
 /// Connection errors reported to the application (the QP goes to the error state).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConnError {
@@ -147,6 +163,8 @@ pub enum ConnError {
     RnrRetryExceeded,
     /// The application no longer describes a message that is still in flight.
     MessageVanished,
+    /// The peer refused a packet (NAK: remote access error).
+    RemoteAccess,
 }
 
 /// The application (verbs layer) seen from the core. Payload bytes never live in the core.
@@ -157,7 +175,7 @@ pub trait App {
     fn payload(&mut self, stream: u16, msn: u32, offset: u32, dst: &mut [u8]);
     /// Places received bytes (idempotent: the same bytes may arrive again only after a
     /// retransmission raced an ACK, and are then not placed twice).
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Rnr>;
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse>;
     /// Receiver: message `(stream, msn)` is whole and every earlier one is complete.
     fn complete(&mut self, stream: u16, msn: u32);
     /// Sender: message `(stream, msn)` is fully acknowledged, in order per stream.
@@ -296,6 +314,9 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     rnr_path: u8,
     rnr_timer: u8,
     rnr_psn: u32,
+    /// Pending NAK: path (0xff = none) and the refused PSN.
+    nak_path: u8,
+    nak_psn: u32,
     ack_pending: u64,
     /// Delayed-ACK deadline.
     ack_at: Instant,
@@ -354,6 +375,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             rnr_path: 0xff,
             rnr_timer: 0,
             rnr_psn: 0,
+            nak_path: 0xff,
+            nak_psn: 0,
             ack_pending: 0,
             ack_at: Instant::NEVER,
             probing: 0,
@@ -711,12 +734,21 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 solicited: h.flags & DF_SE != 0,
                 payload,
             };
-            if let Err(Rnr(t)) = app.place(&pl) {
-                self.ack_pending |= 1u64 << p;
-                self.rnr_path = p as u8;
-                self.rnr_psn = h.psn;
-                self.rnr_timer = t;
-                return Err(DropReason::ReceiverNotReady);
+            match app.place(&pl) {
+                Ok(()) => {}
+                Err(Refuse::Rnr(Rnr(t))) => {
+                    self.ack_pending |= 1u64 << p;
+                    self.rnr_path = p as u8;
+                    self.rnr_psn = h.psn;
+                    self.rnr_timer = t;
+                    return Err(DropReason::ReceiverNotReady);
+                }
+                Err(Refuse::Access) => {
+                    self.ack_pending |= 1u64 << p;
+                    self.nak_path = p as u8;
+                    self.nak_psn = h.psn;
+                    return Err(DropReason::Refused);
+                }
             }
             let stream = h.stream;
             srx.accept(h.ssn, last, |msn| app.complete(stream, msn));
@@ -810,6 +842,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         if rtt_ok && (self.min_rtt == 0 || sample < self.min_rtt) {
             self.min_rtt = sample;
+        }
+        if a.flags & AF_NAK != 0 {
+            self.fail(ConnError::RemoteAccess, app);
+            return Ok(RxEvent::Ack);
         }
         let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
         let mut acked_bytes = 0u32;
@@ -982,7 +1018,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let p = self.ack_pending.trailing_zeros() as usize;
         self.ack_pending &= !(1u64 << (p % 64));
         let rx = self.rx.get_mut(p)?;
-        let rnr = usize::from(self.rnr_path) == p;
+        let nak = usize::from(self.nak_path) == p;
+        let rnr = usize::from(self.rnr_path) == p && !nak;
         let h = AckHeader {
             path: p as u8,
             dst_conn: self.cfg.peer_conn,
@@ -991,9 +1028,21 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             rate_hint: self.local_hint,
             ce: rx.ce,
             acked: rx.acked,
-            flags: if rnr { AF_RNR } else { 0 },
+            flags: if nak {
+                AF_NAK
+            } else if rnr {
+                AF_RNR
+            } else {
+                0
+            },
             rnr_timer: if rnr { self.rnr_timer } else { 0 },
-            rnr_psn: if rnr { self.rnr_psn } else { 0 },
+            rnr_psn: if nak {
+                self.nak_psn
+            } else if rnr {
+                self.rnr_psn
+            } else {
+                0
+            },
             sack: rx.sack,
         };
         let len = h.encode(buf)?;
@@ -1001,6 +1050,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         rx.acked = 0;
         if rnr {
             self.rnr_path = 0xff;
+        }
+        if nak {
+            self.nak_path = 0xff;
         }
         Some(Transmit {
             len,

@@ -131,11 +131,13 @@ pub enum DropReason {
     Closed = 13,
     /// Receive side not ready (RNR); the sender is told to retry later.
     ReceiverNotReady = 14,
+    /// The application refused the packet (remote access error; NAKed).
+    Refused = 15,
 }
 
 impl DropReason {
     /// Number of drop reasons (size of a counter array).
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::Truncated,
@@ -153,6 +155,7 @@ impl DropReason {
         DropReason::AckOutOfRange,
         DropReason::Closed,
         DropReason::ReceiverNotReady,
+        DropReason::Refused,
     ];
 
     /// Counter index of this reason.
@@ -178,6 +181,7 @@ impl DropReason {
             DropReason::AckOutOfRange => "ack_out_of_range",
             DropReason::Closed => "closed",
             DropReason::ReceiverNotReady => "receiver_not_ready",
+            DropReason::Refused => "refused",
         }
     }
 }
@@ -227,6 +231,10 @@ const DF_KNOWN: u8 = 0x7f;
 
 /// ACK flag: the RNR fields are valid.
 pub const AF_RNR: u8 = 0x01;
+/// ACK flag: NAK, remote access error (IBTA 9.7.5.2.4): the receiver refused
+/// the packet with PSN `rnr_psn` (the RNR fields carry it); the connection
+/// fails.
+pub const AF_NAK: u8 = 0x02;
 
 /// Remote buffer named by a RETH: virtual address, key and DMA length.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -484,7 +492,7 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
         return Err(DropReason::LengthMismatch);
     }
     let flags = get_u8(buf, 28);
-    if flags & !AF_RNR != 0 || get_u16(buf, 30) != 0 || psn != 0 {
+    if flags & !(AF_RNR | AF_NAK) != 0 || get_u16(buf, 30) != 0 || psn != 0 {
         return Err(DropReason::BadFlags);
     }
     let mut s = [0u8; SACK_BYTES];

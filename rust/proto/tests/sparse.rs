@@ -91,3 +91,27 @@ fn pingpong_survives_netem_like_reordering() {
         failures
     );
 }
+
+#[test]
+fn refused_packet_is_nakked_and_fails_the_sender() {
+    use metaroce_proto::conn::ConnError;
+    let mut net = Net::new(99, 4, 0.0);
+    net.a = Connection::new(kernel_config(1, 2));
+    net.b = Connection::new(kernel_config(2, 1));
+    net.app_b.refuse = Some((0, 2));
+    for _ in 0..5 {
+        net.app_a.msgs[0].push(3000);
+    }
+    net.run(net.now + 5_000_000_000);
+    assert_eq!(net.app_a.errors, vec![ConnError::RemoteAccess]);
+    // Only messages before the refused one can have been acknowledged.
+    assert!(
+        net.app_a.acked[0].iter().all(|&m| m < 2),
+        "{:?}",
+        net.app_a.acked[0]
+    );
+    assert!(
+        !net.app_b.completed[0].contains(&2),
+        "a refused message never completes"
+    );
+}

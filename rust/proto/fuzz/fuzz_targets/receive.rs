@@ -3,7 +3,7 @@
 //! dropped with a counted reason, and the connection's invariants must hold afterwards.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use metaroce_proto::conn::{App, ConnError, Config, Connection, MsgInfo, Placement, Rnr};
+use metaroce_proto::conn::{App, ConnError, Config, Connection, MsgInfo, Placement, Refuse, Rnr};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{DropCounters, Op, Reth};
 
@@ -15,9 +15,9 @@ impl App for A {
         (s < 2 && msn < 4).then_some(MsgInfo { op: Op::Write, len: 3000, reth: Reth::default(), imm: 0, tag: 0, solicited: false })
     }
     fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Rnr> {
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         self.placed += p.payload.len() as u64;
-        if p.msn == 3 && p.offset == 0 { Err(Rnr(1)) } else { Ok(()) }
+        if p.msn == 3 && p.offset == 0 { Err(Rnr(1).into()) } else { Ok(()) }
     }
     fn complete(&mut self, _: u16, _: u32) {}
     fn acked(&mut self, _: u16, _: u32) {}

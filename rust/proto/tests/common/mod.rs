@@ -2,7 +2,9 @@
 //! delay, random loss, and cross-path reordering.
 #![allow(dead_code)]
 
-use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr, TxKind};
+use metaroce_proto::conn::{
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, TxKind,
+};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::Op;
 use std::collections::BTreeMap;
@@ -42,6 +44,8 @@ pub struct TestApp {
     pub errors: Vec<ConnError>,
     pub violations: Vec<String>,
     pub rnr_left: u32,
+    /// Refuse (remote access error) every packet of this message.
+    pub refuse: Option<(u16, u32)>,
     pub expect_len: BTreeMap<(u16, u32), u32>,
 }
 
@@ -77,10 +81,13 @@ impl App for TestApp {
             *b = pattern(stream, msn, offset + i as u32);
         }
     }
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Rnr> {
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
+        if self.refuse == Some((p.stream, p.msn)) {
+            return Err(Refuse::Access);
+        }
         if self.rnr_left > 0 && p.offset == 0 {
             self.rnr_left -= 1;
-            return Err(Rnr(1));
+            return Err(Rnr(1).into());
         }
         let key = (p.stream, p.msn);
         if p.tag != p.msn as u16 {
