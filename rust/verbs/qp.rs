@@ -556,9 +556,26 @@ impl Qp {
         this.timer.shutdown();
         let (sq, rq, conn) = {
             let mut g = this.inner.lock();
-            let Inner { conn, io, .. } = &mut *g;
+            let Inner { conn, io, scratch } = &mut *g;
             let mut app = Glue { qp: this, io };
             app.flush();
+            // The peer may still wait for the ACK of what this QP received
+            // last (applications often destroy right after their last
+            // completion): repeat the ACKs once, in case the first was lost.
+            if let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), app.io.src, app.io.dst) {
+                c.ack_all();
+                for _ in 0..crate::proto::conn::MAX_PATHS {
+                    let now = Instant(now_ns());
+                    let Some(t) = c.poll_transmit(now, scratch, &mut app) else {
+                        break;
+                    };
+                    let len = t.len.min(scratch.len());
+                    let _ = this
+                        .dev
+                        .transport
+                        .send(&src, &dst, t.src_port, t.ect, &scratch[..len]);
+                }
+            }
             io.dead = true;
             (io.sq.take(), io.rq.take(), conn.take())
         };

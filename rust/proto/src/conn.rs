@@ -413,6 +413,22 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         &self.cfg
     }
 
+    /// Queues one more ACK on every path that has received data, so that a
+    /// peer whose last ACK was lost hears it again; a verbs QP calls this as
+    /// it is destroyed (its peer may still wait for that ACK).
+    pub fn ack_all(&mut self) {
+        for (p, rx) in self
+            .rx
+            .iter()
+            .enumerate()
+            .take(usize::from(self.cfg.paths).min(MAX_PATHS))
+        {
+            if rx.cum != 0 || !rx.sack.is_empty() {
+                self.ack_pending |= 1u64 << p;
+            }
+        }
+    }
+
     /// Sets the verbs retry limits (`retry_cnt`, `rnr_retry`, and the
     /// patience [`Config::give_up_ns`]), which verbs fixes only when the QP
     /// moves to RTS, after the connection exists.
