@@ -2,7 +2,7 @@
 
 use crate::net::{BaseKind, BasePkt, Body, Fabric, NodeId, Pkt, Rng, Topo};
 use metaroce_proto::cc::{CcConfig, PathCc};
-use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Rnr};
+use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Refuse};
 use metaroce_proto::fair::FairShare;
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{peek_dst_conn, Op, Reth};
@@ -55,7 +55,7 @@ impl App for SimApp {
         })
     }
     fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Rnr> {
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         self.placed += p.payload.len() as u64;
         Ok(())
     }
