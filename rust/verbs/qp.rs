@@ -789,16 +789,7 @@ impl Glue<'_> {
             let mut i = self.io.sq_cons;
             while i != prod {
                 if let Ok(w) = SendWqe::read(sq, i) {
-                    self.qp.scq.push(
-                        &Wc {
-                            wr_id: w.wr_id,
-                            status: wc::WR_FLUSH_ERR,
-                            opcode: wc::OP_SEND,
-                            qp_num: self.qp.qpn,
-                            ..Wc::default()
-                        },
-                        false,
-                    );
+                    self.flushed(&self.qp.scq, w.wr_id, wc::OP_SEND);
                 }
                 i = sq.advance(i, 1);
             }
@@ -811,16 +802,7 @@ impl Glue<'_> {
             let mut i = self.io.rq_cons;
             while i != prod {
                 if let Ok(w) = RecvWqe::read(rq, i) {
-                    self.qp.rcq.push(
-                        &Wc {
-                            wr_id: w.wr_id,
-                            status: wc::WR_FLUSH_ERR,
-                            opcode: wc::OP_RECV,
-                            qp_num: self.qp.qpn,
-                            ..Wc::default()
-                        },
-                        false,
-                    );
+                    self.flushed(&self.qp.rcq, w.wr_id, wc::OP_RECV);
                 }
                 i = rq.advance(i, 1);
             }
@@ -834,20 +816,26 @@ impl Glue<'_> {
                 if t.valid {
                     t.valid = false;
                     let wr_id = t.wr_id;
-                    self.qp.rcq.push(
-                        &Wc {
-                            wr_id,
-                            status: wc::WR_FLUSH_ERR,
-                            opcode: wc::OP_RECV,
-                            qp_num: self.qp.qpn,
-                            ..Wc::default()
-                        },
-                        false,
-                    );
+                    self.flushed(&self.qp.rcq, wr_id, wc::OP_RECV);
                 }
             }
         }
         self.io.msns = self.io.sq_msn;
+    }
+
+    /// Writes the `IBV_WC_WR_FLUSH_ERR` completion of a WQE the error state
+    /// discards (IBTA 10.3.1).
+    fn flushed(&self, cq: &Cq, wr_id: u64, opcode: u32) {
+        cq.push(
+            &Wc {
+                wr_id,
+                status: wc::WR_FLUSH_ERR,
+                opcode,
+                qp_num: self.qp.qpn,
+                ..Wc::default()
+            },
+            false,
+        );
     }
 
     /// Copies `dst.len()` bytes at `offset` of the WQE's data into `dst`.
