@@ -46,6 +46,12 @@ struct dst_entry *metaroce_route6(struct socket *sock, const u8 *saddr,
  */
 struct sk_buff *metaroce_tx_skb_alloc(const struct dst_entry *dst,
 				      unsigned int len);
+/*
+ * ifindex of the netdev in init_net that owns local address `addr` (4 bytes
+ * if !v6, else 16, network order), or 0 if none (__ip_dev_find /
+ * ipv6_dev_find under RCU).
+ */
+int metaroce_local_ifindex(bool v6, const u8 *addr);
 void metaroce_kfree_skb(struct sk_buff *skb);
 void metaroce_consume_skb(struct sk_buff *skb);
 int metaroce_skb_linearize(struct sk_buff *skb);

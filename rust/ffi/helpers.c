@@ -25,6 +25,8 @@
 #include <net/route.h>
 #include <net/ipv6_stubs.h>
 #include <net/sock.h>
+#include <linux/inetdevice.h>
+#include <net/addrconf.h>
 
 #include "metaroce.h"
 #include "metaroce_net.h"
@@ -304,6 +306,32 @@ struct sk_buff *metaroce_tx_skb_alloc(const struct dst_entry *dst,
 	if (skb)
 		skb_reserve(skb, headroom);
 	return skb;
+}
+
+int metaroce_local_ifindex(bool v6, const u8 *addr)
+{
+	struct net_device *dev = NULL;
+	int ifindex = 0;
+
+	rcu_read_lock();
+	if (!v6) {
+		__be32 a;
+
+		memcpy(&a, addr, 4);
+		dev = __ip_dev_find(&init_net, a, false);
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	else {
+		struct in6_addr a;
+
+		memcpy(&a, addr, 16);
+		dev = ipv6_dev_find(&init_net, &a, NULL);
+	}
+#endif
+	if (dev)
+		ifindex = dev->ifindex;
+	rcu_read_unlock();
+	return ifindex;
 }
 
 void metaroce_kfree_skb(struct sk_buff *skb)

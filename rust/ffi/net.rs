@@ -42,6 +42,19 @@ pub(crate) enum IpAddr {
 }
 
 impl IpAddr {
+    /// The ifindex of the netdev (in `init_net`) that owns this local
+    /// address, if any.
+    pub(crate) fn local_ifindex(&self) -> Option<i32> {
+        // SAFETY: the helper reads 4 or 16 bytes, which the variant holds.
+        let i = unsafe {
+            match self {
+                IpAddr::V4(a) => b::metaroce_local_ifindex(false, a.as_ptr()),
+                IpAddr::V6(a) => b::metaroce_local_ifindex(true, a.as_ptr()),
+            }
+        };
+        (i > 0).then_some(i)
+    }
+
     /// The address of a RoCE v2 GID: an IPv4-mapped IPv6 address
     /// (`::ffff:a.b.c.d`) is IPv4, anything else IPv6 (as `rdma_gid2ip`).
     pub(crate) fn from_gid(gid: &[u8; 16]) -> IpAddr {

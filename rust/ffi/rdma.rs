@@ -34,7 +34,8 @@
 
 use super::bindings as b;
 use super::verbs::{
-    self, Av, CqEvents, MmInfo, QpAttr, QpInit, QpType, SrqEvents, UContext, UData, UMem,
+    self, Av, CqEvents, Mem, MmInfo, QpAttr, QpHandle, QpInit, QpType, RecvWrs, SendWrs, SrqEvents,
+    UContext, UData, UMem, Wc,
 };
 use core::marker::PhantomData;
 use core::mem::size_of;
@@ -148,9 +149,10 @@ pub(crate) struct PortAttrs {
 /// Verbs objects: the RDMA core allocates CQs and QPs with room for the
 /// driver's `Cq` / `Qp` value (`INIT_RDMA_OBJ_SIZE`); MRs are allocated here.
 /// Each `create_*` returns the value to keep, each `destroy_*` is called with
-/// it before it is dropped. Only user-space verbs are offered: the device is
-/// not a kernel verbs provider (`get_dma_mr` is not implemented), so kernel
-/// ULPs (ib_mad, ib_cm, NVMe-oF …) do not bind to it.
+/// it before it is dropped. Verbs come from user space (the rxe ABI's shared
+/// rings) and from kernel consumers (ib_mad's GSI QP, ib_cm, rdma_cm …): for
+/// those, objects have no user context (`uc` is `None`), rings live in kernel
+/// memory and `ib_post_*` / `ib_poll_cq` write and read them.
 pub(crate) trait Driver: 'static {
     /// State shared by all devices (the transport), given to [`Registration::new`].
     type Shared: Send + Sync;
@@ -184,19 +186,29 @@ pub(crate) trait Driver: 'static {
     fn create_cq(
         dev: &Self::Data,
         cqe: u32,
-        uc: &UContext,
+        uc: Option<&UContext>,
         events: CqEvents,
     ) -> Result<(Self::Cq, MmInfo)>;
     /// `destroy_cq`: no completion may be written after this returns.
     fn destroy_cq(dev: &Self::Data, cq: &Self::Cq);
     /// `resize_cq` (IBTA 11.2.7.3): at least `cqe` entries, keeping those
     /// waiting; returns where the new ring is mapped.
-    fn resize_cq(dev: &Self::Data, cq: &Self::Cq, cqe: u32, uc: &UContext) -> Result<MmInfo>;
+    fn resize_cq(
+        dev: &Self::Data,
+        cq: &Self::Cq,
+        cqe: u32,
+        uc: Option<&UContext>,
+    ) -> Result<MmInfo>;
+    /// `poll_cq` of a kernel CQ: hands up to `max` completions to `f` as
+    /// kernel CQ slots ([`Wc::KERNEL_SIZE`] bytes); returns how many.
+    fn poll_cq(cq: &Self::Cq, max: usize, f: &mut dyn FnMut(&[u8; Wc::KERNEL_SIZE])) -> usize;
     /// `create_ah` (IBTA 11.2.2.1) on `pd`; returns it and its number (the
     /// rxe ABI's `ah_num`, by which UD work requests name it).
     fn create_ah(dev: &Self::Data, pd: usize, av: &Av) -> Result<(Self::Ah, u32)>;
     /// `destroy_ah`.
     fn destroy_ah(dev: &Self::Data, ah: &Self::Ah);
+    /// The number a UD work request names `ah` by.
+    fn ah_num(ah: &Self::Ah) -> u32;
     /// `create_srq` (IBTA 11.2.3.1) for user space: `attr` is updated to the
     /// sizes granted; returns the SRQ, its number and where its ring is
     /// mapped.
@@ -204,9 +216,11 @@ pub(crate) trait Driver: 'static {
         dev: &Self::Data,
         pd: usize,
         attr: &mut SrqAttr,
-        uc: &UContext,
+        uc: Option<&UContext>,
         events: SrqEvents,
     ) -> Result<(Self::Srq, u32, MmInfo)>;
+    /// Kernel `post_srq_recv`.
+    fn post_srq_recv(dev: &Self::Data, srq: &Self::Srq, wrs: &mut RecvWrs) -> Result;
     /// `modify_srq`: `IB_SRQ_MAX_WR` and/or `IB_SRQ_LIMIT` of `mask`.
     fn modify_srq(dev: &Self::Data, srq: &Self::Srq, attr: &SrqAttr, mask: u32) -> Result;
     /// `query_srq`.
@@ -225,8 +239,10 @@ pub(crate) trait Driver: 'static {
     /// returns whether completions are already waiting (for
     /// `IB_CQ_REPORT_MISSED_EVENTS`).
     fn req_notify_cq(cq: &Self::Cq, solicited_only: bool) -> bool;
-    /// `create_qp` for user space: returns the QP, its QPN and where its RQ
-    /// and SQ rings are mapped; updates `init.caps` to the sizes granted.
+    /// `create_qp`: returns the QP, its QPN and where its RQ and SQ rings
+    /// are mapped (user QPs); updates `init.caps` to the sizes granted.
+    /// `handle` is what the QP's kernel completions name.
+    #[allow(clippy::too_many_arguments)]
     fn create_qp(
         dev: &Self::Data,
         pd: usize,
@@ -234,7 +250,8 @@ pub(crate) trait Driver: 'static {
         scq: &Self::Cq,
         rcq: &Self::Cq,
         srq: Option<&Self::Srq>,
-        uc: &UContext,
+        uc: Option<&UContext>,
+        handle: QpHandle,
     ) -> Result<(Self::Qp, u32, MmInfo, MmInfo)>;
     /// `modify_qp` (IBTA 11.2.5.2).
     fn modify_qp(dev: &Self::Data, qp: &Self::Qp, attr: &QpAttr) -> Result;
@@ -244,12 +261,19 @@ pub(crate) trait Driver: 'static {
     fn destroy_qp(dev: &Self::Data, qp: &Self::Qp);
     /// The user SQ doorbell (`post_send` with no work requests).
     fn post_send(dev: &Self::Data, qp: &Self::Qp) -> Result;
+    /// Kernel `post_send`: the requests of `wrs`, in order.
+    fn post_send_wrs(dev: &Self::Data, qp: &Self::Qp, wrs: &mut SendWrs) -> Result;
+    /// Kernel `post_recv`.
+    fn post_recv_wrs(dev: &Self::Data, qp: &Self::Qp, wrs: &mut RecvWrs) -> Result;
+    /// `get_dma_mr`: the DMA MR of kernel PD `pd` (all kernel memory, by
+    /// kernel virtual address); returns it with its lkey and rkey.
+    fn get_dma_mr(dev: &Self::Data, pd: usize, access: u32) -> Result<(Self::Mr, u32, u32)>;
     /// `reg_user_mr`: an MR over pinned user memory `mem`, addressed by
     /// remote peers from `iova`; returns it with its lkey and rkey.
     fn reg_user_mr(
         dev: &Self::Data,
         pd: usize,
-        mem: UMem,
+        mem: Mem,
         iova: u64,
         access: u32,
     ) -> Result<(Self::Mr, u32, u32)>;
@@ -270,6 +294,12 @@ impl NetDev {
         // SAFETY: by the type invariant the netdev is valid; `name` is a
         // NUL-terminated array that lives as long as the netdev.
         unsafe { CStr::from_char_ptr((*self.0).name.as_ptr()) }
+    }
+
+    /// The interface index.
+    pub(crate) fn ifindex(&self) -> i32 {
+        // SAFETY: by the type invariant the netdev is valid.
+        unsafe { (*self.0).ifindex }
     }
 
     /// The MTU, in bytes.
@@ -730,6 +760,7 @@ impl<T: Driver> Adapter<T> {
         ops.post_send = Some(Self::post_send);
         ops.post_recv = Some(Self::post_recv);
         ops.reg_user_mr = Some(Self::reg_user_mr);
+        ops.get_dma_mr = Some(Self::get_dma_mr);
         ops.dereg_mr = Some(Self::dereg_mr);
         ops.size_ib_pd = size_of::<b::ib_pd>();
         ops.size_ib_ucontext = size_of::<b::ib_ucontext>();
@@ -1112,12 +1143,17 @@ impl<T: Driver> Adapter<T> {
         attrs: *mut b::uverbs_attr_bundle,
     ) -> c_int {
         from_result(|| {
-            // `driver_udata` is the first field of the bundle.
-            let mut udata = UData(attrs.cast());
-            let uc = udata.ucontext().ok_or_else(super::errno::EOPNOTSUPP)?;
+            // `driver_udata` is the first field of the bundle (null for a
+            // kernel consumer's CQ).
+            let mut udata = UData(if attrs.is_null() {
+                ptr::null_mut()
+            } else {
+                attrs.cast()
+            });
+            let uc = udata.ucontext();
             // SAFETY: the core passes valid attributes.
             let (cqe, flags) = unsafe { ((*attr).cqe, (*attr).flags) };
-            if udata.outlen() < size_of::<b::rxe_create_cq_resp>() {
+            if uc.is_some() && udata.outlen() < size_of::<b::rxe_create_cq_resp>() {
                 return Err(EINVAL);
             }
             if flags != 0 {
@@ -1126,7 +1162,7 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: a live CQ on a device created by `newlink`.
             let dev = unsafe { Self::data((*ibcq).device) };
             let events = CqEvents::new(ibcq)?;
-            let (cq, mi) = T::create_cq(dev, cqe, &uc, events.clone())?;
+            let (cq, mi) = T::create_cq(dev, cqe, uc.as_ref(), events.clone())?;
             if let Err(e) = udata.write(&mi.bytes()) {
                 T::destroy_cq(dev, &cq);
                 events.detach();
@@ -1170,8 +1206,8 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             let mut udata = UData(udata);
-            let uc = udata.ucontext().ok_or_else(super::errno::EOPNOTSUPP)?;
-            if udata.outlen() < size_of::<b::rxe_resize_cq_resp>() {
+            let uc = udata.ucontext();
+            if uc.is_some() && udata.outlen() < size_of::<b::rxe_resize_cq_resp>() {
                 return Err(EINVAL);
             }
             let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
@@ -1182,7 +1218,7 @@ impl<T: Driver> Adapter<T> {
                     Obj::<b::ib_cq, CqData<T::Cq>>::data(ibcq),
                 )
             };
-            let mi = T::resize_cq(dev, &d.cq, cqe, &uc)?;
+            let mi = T::resize_cq(dev, &d.cq, cqe, uc.as_ref())?;
             udata.write(&mi.bytes())?;
             // SAFETY: the core serialises verbs on one CQ object.
             unsafe { (*ibcq).cqe = cqe as c_int };
@@ -1256,13 +1292,13 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             let mut udata = UData(udata);
-            let uc = udata.ucontext().ok_or_else(super::errno::EOPNOTSUPP)?;
+            let uc = udata.ucontext();
             // SAFETY: the core passes valid attributes and a live SRQ object.
             let (ia, dev, pd) = unsafe { (&mut *init, Self::data((*ibsrq).device), (*ibsrq).pd) };
             if ia.srq_type != b::ib_srq_type_IB_SRQT_BASIC {
                 return Err(super::errno::EOPNOTSUPP());
             }
-            if udata.outlen() < size_of::<b::rxe_create_srq_resp>() {
+            if uc.is_some() && udata.outlen() < size_of::<b::rxe_create_srq_resp>() {
                 return Err(EINVAL);
             }
             let mut a = SrqAttr {
@@ -1271,7 +1307,8 @@ impl<T: Driver> Adapter<T> {
                 srq_limit: ia.attr.srq_limit,
             };
             let events = SrqEvents::new(ibsrq)?;
-            let (srq, num, mi) = T::create_srq(dev, pd as usize, &mut a, &uc, events.clone())?;
+            let (srq, num, mi) =
+                T::create_srq(dev, pd as usize, &mut a, uc.as_ref(), events.clone())?;
             let mut resp = [0u8; 24];
             resp[..16].copy_from_slice(&mi.bytes());
             resp[16..20].copy_from_slice(&num.to_ne_bytes());
@@ -1356,13 +1393,28 @@ impl<T: Driver> Adapter<T> {
     ///
     /// Called only by the RDMA core.
     unsafe extern "C" fn post_srq_recv(
-        _srq: *mut b::ib_srq,
+        ibsrq: *mut b::ib_srq,
         wr: *const b::ib_recv_wr,
         bad: *mut *const b::ib_recv_wr,
     ) -> c_int {
-        // SAFETY: the core passes a valid `bad` pointer.
-        unsafe { *bad = wr };
-        super::errno::EOPNOTSUPP().to_errno()
+        // SAFETY: the core passes a valid chain, live for the call.
+        let mut wrs = unsafe { RecvWrs::new(wr) };
+        // SAFETY: a live SRQ of ours on a live device.
+        let r = unsafe {
+            T::post_srq_recv(
+                Self::data((*ibsrq).device),
+                &Obj::<b::ib_srq, SrqData<T::Srq>>::data(ibsrq).srq,
+                &mut wrs,
+            )
+        };
+        match r {
+            Ok(()) => 0,
+            Err(e) => {
+                // SAFETY: the core passes a valid `bad` pointer.
+                unsafe { *bad = wrs.bad() };
+                e.to_errno()
+            }
+        }
     }
 
     /// `ib_device_ops.alloc_mw`.
@@ -1442,14 +1494,25 @@ impl<T: Driver> Adapter<T> {
         c_int::from(waiting && flags & b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0)
     }
 
-    /// `ib_device_ops.poll_cq`: kernel consumers only, and the device offers
-    /// no kernel verbs (user space polls the shared ring).
+    /// `ib_device_ops.poll_cq`: kernel CQs (user space polls its ring).
     ///
     /// # Safety
     ///
-    /// Called only by the RDMA core.
-    unsafe extern "C" fn poll_cq(_cq: *mut b::ib_cq, _n: c_int, _wc: *mut b::ib_wc) -> c_int {
-        super::errno::EOPNOTSUPP().to_errno()
+    /// Called only by the RDMA core with a CQ created by [`Self::create_cq`]
+    /// and room for `n` completions at `wc`.
+    unsafe extern "C" fn poll_cq(ibcq: *mut b::ib_cq, n: c_int, wc: *mut b::ib_wc) -> c_int {
+        let max = usize::try_from(n).unwrap_or(0);
+        // SAFETY: a live CQ of ours.
+        let d = unsafe { Obj::<b::ib_cq, CqData<T::Cq>>::data(ibcq) };
+        let mut k = 0usize;
+        let got = T::poll_cq(&d.cq, max, &mut |slot| {
+            if k < max {
+                // SAFETY: `k < n`: inside the consumer's array.
+                unsafe { wc.add(k).write(verbs::kernel_wc(slot)) };
+                k += 1;
+            }
+        });
+        got.min(k) as c_int
     }
 
     /// `ib_device_ops.create_qp`.
@@ -1466,19 +1529,20 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             let mut udata = UData(udata);
-            let uc = udata.ucontext().ok_or_else(super::errno::EOPNOTSUPP)?;
+            let uc = udata.ucontext();
             // SAFETY: the core passes valid attributes and a QP whose device
             // and PD are set.
             let (ia, dev, pd) = unsafe { (&mut *init, Self::data((*ibqp).device), (*ibqp).pd) };
             let qp_type = match ia.qp_type {
                 b::ib_qp_type_IB_QPT_RC => QpType::Rc,
                 b::ib_qp_type_IB_QPT_UD => QpType::Ud,
+                b::ib_qp_type_IB_QPT_GSI if uc.is_none() => QpType::Gsi,
                 _ => return Err(super::errno::EOPNOTSUPP()),
             };
             if ia.create_flags != 0 {
                 return Err(super::errno::EOPNOTSUPP());
             }
-            if udata.outlen() < size_of::<b::rxe_create_qp_resp>() {
+            if uc.is_some() && udata.outlen() < size_of::<b::rxe_create_qp_resp>() {
                 return Err(EINVAL);
             }
             if ia.send_cq.is_null() || ia.recv_cq.is_null() {
@@ -1501,8 +1565,16 @@ impl<T: Driver> Adapter<T> {
             // the QP holds it.
             let srq = (!ia.srq.is_null())
                 .then(|| unsafe { &Obj::<b::ib_srq, SrqData<T::Srq>>::data(ia.srq).srq });
-            let (qp, qpn, rq_mi, sq_mi) =
-                T::create_qp(dev, pd as usize, &mut qi, scq, rcq, srq, &uc)?;
+            let (qp, qpn, rq_mi, sq_mi) = T::create_qp(
+                dev,
+                pd as usize,
+                &mut qi,
+                scq,
+                rcq,
+                srq,
+                uc.as_ref(),
+                verbs::qp_handle(ibqp),
+            )?;
             let mut resp = [0u8; 32];
             resp[..16].copy_from_slice(&rq_mi.bytes());
             resp[16..].copy_from_slice(&sq_mi.bytes());
@@ -1617,9 +1689,24 @@ impl<T: Driver> Adapter<T> {
         bad: *mut *const b::ib_send_wr,
     ) -> c_int {
         if !wr.is_null() {
-            // SAFETY: the core passes a valid `bad` pointer.
-            unsafe { *bad = wr };
-            return super::errno::EOPNOTSUPP().to_errno();
+            // SAFETY: a kernel consumer's valid chain, live for the call.
+            let mut wrs = unsafe { SendWrs::new(wr, Self::ah_num) };
+            // SAFETY: a live QP of ours on a live device.
+            let r = unsafe {
+                T::post_send_wrs(
+                    Self::data((*ibqp).device),
+                    Obj::<b::ib_qp, T::Qp>::data(ibqp),
+                    &mut wrs,
+                )
+            };
+            return match r {
+                Ok(()) => 0,
+                Err(e) => {
+                    // SAFETY: the core passes a valid `bad` pointer.
+                    unsafe { *bad = wrs.bad() };
+                    e.to_errno()
+                }
+            };
         }
         // SAFETY: a live QP of ours on a live device.
         let r = unsafe {
@@ -1634,20 +1721,82 @@ impl<T: Driver> Adapter<T> {
         }
     }
 
-    /// `ib_device_ops.post_recv`: kernel consumers only (user space posts in
-    /// the shared ring), and the device offers no kernel verbs.
+    /// The `ah_num` of an AH of ours (for kernel UD requests).
+    fn ah_num(ah: *mut b::ib_ah) -> u32 {
+        // SAFETY: a kernel consumer's UD request names a live AH of this
+        // device (the core created it through `create_ah`).
+        T::ah_num(unsafe { Obj::<b::ib_ah, T::Ah>::data(ah) })
+    }
+
+    /// `ib_device_ops.post_recv`: kernel consumers (user space posts in the
+    /// shared ring).
     ///
     /// # Safety
     ///
-    /// Called only by the RDMA core.
+    /// Called only by the RDMA core with a QP created by [`Self::create_qp`]
+    /// and a valid chain.
     unsafe extern "C" fn post_recv(
-        _ibqp: *mut b::ib_qp,
+        ibqp: *mut b::ib_qp,
         wr: *const b::ib_recv_wr,
         bad: *mut *const b::ib_recv_wr,
     ) -> c_int {
-        // SAFETY: the core passes a valid `bad` pointer.
-        unsafe { *bad = wr };
-        super::errno::EOPNOTSUPP().to_errno()
+        // SAFETY: the core passes a valid chain, live for the call.
+        let mut wrs = unsafe { RecvWrs::new(wr) };
+        // SAFETY: a live QP of ours on a live device.
+        let r = unsafe {
+            T::post_recv_wrs(
+                Self::data((*ibqp).device),
+                Obj::<b::ib_qp, T::Qp>::data(ibqp),
+                &mut wrs,
+            )
+        };
+        match r {
+            Ok(()) => 0,
+            Err(e) => {
+                // SAFETY: the core passes a valid `bad` pointer.
+                unsafe { *bad = wrs.bad() };
+                e.to_errno()
+            }
+        }
+    }
+
+    /// `ib_device_ops.get_dma_mr`: the DMA MR of a kernel PD (the core asks
+    /// for it in `ib_alloc_pd` to give the PD its `local_dma_lkey`).
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a live kernel PD of ours.
+    unsafe extern "C" fn get_dma_mr(pd: *mut b::ib_pd, access: c_int) -> *mut b::ib_mr {
+        // SAFETY: a live PD on a live device of ours.
+        let dev = unsafe { Self::data((*pd).device) };
+        let r = (|| {
+            let slot = KBox::new_uninit(GFP_KERNEL)?;
+            let (d, lkey, rkey) = T::get_dma_mr(dev, pd as usize, access as u32)?;
+            Ok(Self::mr_box(slot, d, lkey, rkey, 0, u64::MAX))
+        })();
+        match r {
+            Ok(m) => KBox::into_raw(m).cast::<b::ib_mr>(),
+            Err(e) => err_ptr(e),
+        }
+    }
+
+    /// The `ib_mr` for the core in `slot` (allocated before the MR, so
+    /// that nothing can fail after it exists), holding the driver's value.
+    fn mr_box(
+        slot: KBox<core::mem::MaybeUninit<MrBox<T::Mr>>>,
+        d: T::Mr,
+        lkey: u32,
+        rkey: u32,
+        iova: u64,
+        length: u64,
+    ) -> KBox<MrBox<T::Mr>> {
+        // SAFETY: all-zero is a valid `ib_mr` for the core to fill in.
+        let mut ib: b::ib_mr = unsafe { core::mem::zeroed() };
+        ib.lkey = lkey;
+        ib.rkey = rkey;
+        ib.iova = iova;
+        ib.length = length;
+        KBox::write(slot, MrBox { ib, data: d })
     }
 
     /// `ib_device_ops.reg_user_mr`.
@@ -1667,21 +1816,11 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: a live PD on a live device of ours.
         let (ib, dev) = unsafe { ((*pd).device, Self::data((*pd).device)) };
         let r = (|| {
+            let slot = KBox::new_uninit(GFP_KERNEL)?;
             let mem = UMem::get(ib, start, length, access)?;
-            let (d, lkey, rkey) = T::reg_user_mr(dev, pd as usize, mem, iova, access as u32)?;
-            // SAFETY: all-zero is a valid `ib_mr` for the core to fill in.
-            let zero: b::ib_mr = unsafe { core::mem::zeroed() };
-            let mut mb = KBox::new(MrBox { ib: zero, data: d }, GFP_KERNEL).map_err(|e| {
-                let _ = e;
-                ENOMEM
-            });
-            if let Ok(m) = mb.as_mut() {
-                m.ib.lkey = lkey;
-                m.ib.rkey = rkey;
-                m.ib.iova = iova;
-                m.ib.length = length;
-            }
-            mb
+            let (d, lkey, rkey) =
+                T::reg_user_mr(dev, pd as usize, Mem::User(mem), iova, access as u32)?;
+            Ok(Self::mr_box(slot, d, lkey, rkey, iova, length))
         })();
         match r {
             Ok(m) => KBox::into_raw(m).cast::<b::ib_mr>(),
@@ -1693,7 +1832,8 @@ impl<T: Driver> Adapter<T> {
     ///
     /// # Safety
     ///
-    /// Called only by the RDMA core with an MR from [`Self::reg_user_mr`].
+    /// Called only by the RDMA core with an MR from [`Self::reg_user_mr`] or
+    /// [`Self::get_dma_mr`].
     unsafe extern "C" fn dereg_mr(mr: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_int {
         // SAFETY: `mr` starts a boxed `MrBox` of ours, given back once.
         unsafe {

@@ -432,6 +432,71 @@ impl UMem {
     }
 }
 
+/// The memory an MR covers.
+pub(crate) enum Mem {
+    /// Pinned user pages (`reg_user_mr`).
+    User(UMem),
+    /// Kernel memory addressed by kernel virtual address: the DMA MR of a
+    /// kernel PD (`get_dma_mr`, which gives the PD its `local_dma_lkey`).
+    /// The device has no `dma_device`, so the RDMA core maps for kernel
+    /// consumers with `ib_uses_virt_dma` (`ib_dma_map_*` return kernel
+    /// virtual addresses) and those are the addresses in their SGEs.
+    Kernel,
+}
+
+impl Mem {
+    /// Length in bytes (all of the address space for [`Mem::Kernel`]).
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Mem::User(u) => u.len(),
+            Mem::Kernel => usize::MAX,
+        }
+    }
+
+    /// Checks a kernel address range: non-null, no wrap, in the kernel half.
+    fn kernel_range(off: usize, n: usize) -> Result<*mut u8> {
+        let end = off.checked_add(n).ok_or(EFAULT)?;
+        // Kernel virtual addresses are the upper half on every 64-bit arch
+        // Linux supports; a user address here is a consumer bug, not memory
+        // to touch.
+        if off < (1usize << 63) || end < off {
+            return Err(EFAULT);
+        }
+        Ok(off as *mut u8)
+    }
+
+    /// Copies `data` into the region at byte `off`.
+    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
+        match self {
+            Mem::User(u) => u.write(off, data),
+            Mem::Kernel => {
+                let dst = Self::kernel_range(off, data.len())?;
+                // SAFETY: a DMA MR's lkey is known only to kernel consumers
+                // of its PD (the rkey only to peers they chose to tell, with
+                // the remote access they asked for); with virtual DMA they
+                // hand the device kernel virtual addresses of memory they
+                // mapped for it (`ib_dma_map_*`) and own until its completion
+                // — the contract of every `ib_post_send`/`ib_post_recv` user.
+                unsafe { ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies bytes at `off` of the region into `out`.
+    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
+        match self {
+            Mem::User(u) => u.read(off, out),
+            Mem::Kernel => {
+                let src = Self::kernel_range(off, out.len())?;
+                // SAFETY: as in `write`.
+                unsafe { ptr::copy_nonoverlapping(src.cast_const(), out.as_mut_ptr(), out.len()) };
+                Ok(())
+            }
+        }
+    }
+}
+
 impl Drop for UMem {
     fn drop(&mut self) {
         // SAFETY: from `ib_umem_get`, released once.
@@ -525,6 +590,15 @@ pub(crate) enum QpType {
     Rc,
     /// Unreliable datagram.
     Ud,
+    /// The general services QP (QP1, IBTA 10.2.4): UD to the MAD layer.
+    Gsi,
+}
+
+impl QpType {
+    /// Datagram service (UD or the GSI QP).
+    pub(crate) fn is_datagram(self) -> bool {
+        matches!(self, QpType::Ud | QpType::Gsi)
+    }
 }
 
 /// Work queue sizes of a QP (`struct ib_qp_cap`).
@@ -602,6 +676,7 @@ pub(crate) fn modify_qp_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask
     let t = match qp_type {
         QpType::Rc => b::ib_qp_type_IB_QPT_RC,
         QpType::Ud => b::ib_qp_type_IB_QPT_UD,
+        QpType::Gsi => b::ib_qp_type_IB_QPT_GSI,
     };
     // SAFETY: pure function of its arguments.
     unsafe { b::ib_modify_qp_is_ok(cur as u32, next as u32, t, mask) }
@@ -799,11 +874,32 @@ pub(crate) struct Wc {
     pub(crate) src_qp: u32,
     /// `IB_WC_*` flags (`IB_WC_WITH_IMM` …).
     pub(crate) wc_flags: u32,
+    /// Kernel CQs: `enum rdma_network_type` of a datagram's IP header
+    /// (with `IB_WC_WITH_NETWORK_HDR_TYPE`), 0 otherwise.
+    pub(crate) net_type: u8,
 }
+
+/// The `struct ib_qp` a kernel completion names (`ib_wc.qp`). Opaque to the
+/// verbs layer, which only carries it from a QP to its CQ; never written to
+/// memory user space can see.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct QpHandle(usize);
 
 impl Wc {
     /// Size of `struct ib_uverbs_wc`.
     pub(crate) const SIZE: usize = 48;
+    /// Slot size of a kernel CQ: the user ABI bytes, then the QP handle at
+    /// 48 and the network header type at 56.
+    pub(crate) const KERNEL_SIZE: usize = 64;
+
+    /// The slot bytes of a kernel CQ (see [`Self::KERNEL_SIZE`]).
+    pub(crate) fn kernel_bytes(&self, qp: QpHandle) -> [u8; Self::KERNEL_SIZE] {
+        let mut o = [0u8; Self::KERNEL_SIZE];
+        o[..Self::SIZE].copy_from_slice(&self.bytes());
+        o[48..56].copy_from_slice(&qp.0.to_ne_bytes());
+        o[56] = self.net_type;
+        o
+    }
 
     /// The user ABI bytes.
     pub(crate) fn bytes(&self) -> [u8; Self::SIZE] {
@@ -928,10 +1024,69 @@ impl SendWqe {
         sge_at(q, i, SDMA + DMA_DATA, n)
     }
 
+    /// Writes this WQE's fixed fields into slot `i` (kernel `post_send`),
+    /// at the offsets [`Self::read`] reads; the SGEs or inline data follow
+    /// ([`Self::write_sge`], [`Queue::write`] at [`Self::HEADER`]). `ud`:
+    /// the QP is a datagram QP (the union holds `wr.ud`).
+    pub(super) fn write(&self, q: &Queue, i: u32, ud: bool) -> Result {
+        let w32 = |off: usize, v: u32| q.write(i, off, &v.to_ne_bytes());
+        let w64 = |off: usize, v: u64| q.write(i, off, &v.to_ne_bytes());
+        let u = WR + RDMA_OFF;
+        // Slots are reused: clear the union before filling one member.
+        q.write(i, u, &[0u8; 64])?;
+        w64(
+            WR + core::mem::offset_of!(b::rxe_send_wr, wr_id),
+            self.wr_id,
+        )?;
+        w32(
+            WR + core::mem::offset_of!(b::rxe_send_wr, opcode),
+            self.opcode,
+        )?;
+        w32(
+            WR + core::mem::offset_of!(b::rxe_send_wr, send_flags),
+            self.send_flags,
+        )?;
+        w32(WR + core::mem::offset_of!(b::rxe_send_wr, ex), self.ex)?;
+        w32(SDMA + DMA_LEN, self.length)?;
+        w32(SDMA + DMA_NSGE, self.num_sge)?;
+        match self.opcode {
+            // UD sends carry no remote address: remote_qpn, qkey, ah_num.
+            _ if ud => {
+                w32(u, self.ud_qpn)?;
+                w32(u + 4, self.ud_qkey)?;
+                w32(u + 12, self.ah_num)
+            }
+            // Atomics: remote_addr, compare_add, swap, rkey.
+            b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                w64(u, self.remote_addr)?;
+                w64(u + 8, self.compare_add)?;
+                w64(u + 16, self.swap)?;
+                w32(u + 24, self.atomic_rkey)
+            }
+            _ => {
+                w64(u, self.remote_addr)?;
+                w32(u + 8, self.rkey)
+            }
+        }
+    }
+
+    /// Writes SGE `n` of the send WQE in slot `i`.
+    pub(super) fn write_sge(q: &Queue, i: u32, n: u32, s: &Sge) -> Result {
+        sge_put(q, i, SDMA + DMA_DATA, n, s)
+    }
+
     /// Copies inline data bytes `[off, off + out.len())` of the WQE in slot `i`.
     pub(crate) fn inline_data(q: &Queue, i: u32, off: usize, out: &mut [u8]) -> Result {
         q.read(i, SDMA + DMA_DATA + off, out)
     }
+}
+
+fn sge_put(q: &Queue, i: u32, base: usize, n: u32, s: &Sge) -> Result {
+    let at = base + (n as usize) * core::mem::size_of::<b::rxe_sge>();
+    q.write(i, at, &s.addr.to_ne_bytes())?;
+    q.write(i, at + 8, &s.length.to_ne_bytes())?;
+    q.write(i, at + 12, &s.lkey.to_ne_bytes())
 }
 
 fn sge_at(q: &Queue, i: u32, base: usize, n: u32) -> Result<Sge> {
@@ -966,7 +1121,277 @@ impl RecvWqe {
     pub(crate) fn sge(q: &Queue, i: u32, n: u32) -> Result<Sge> {
         sge_at(q, i, RDMA_DMA + DMA_DATA, n)
     }
+
+    /// Writes a receive WQE of `sges` into slot `i` (kernel `post_recv`).
+    pub(super) fn write(q: &Queue, i: u32, wr_id: u64, sges: &[Sge]) -> Result {
+        let mut total = 0u32;
+        for (n, s) in sges.iter().enumerate() {
+            sge_put(q, i, RDMA_DMA + DMA_DATA, n as u32, s)?;
+            total = total.saturating_add(s.length);
+        }
+        q.write(
+            i,
+            core::mem::offset_of!(b::rxe_recv_wqe, wr_id),
+            &wr_id.to_ne_bytes(),
+        )?;
+        q.write(i, RDMA_DMA + DMA_LEN, &total.to_ne_bytes())?;
+        q.write(i, RDMA_DMA + DMA_NSGE, &(sges.len() as u32).to_ne_bytes())
+    }
 }
 
 /// Bytes per SGE in a WQE.
 pub(crate) const SGE_SIZE: usize = core::mem::size_of::<b::rxe_sge>();
+
+/// The handle of a core QP object, for its kernel completions.
+pub(super) fn qp_handle(qp: *mut b::ib_qp) -> QpHandle {
+    QpHandle(qp as usize)
+}
+
+/// A kernel CQ slot ([`Wc::kernel_bytes`]) as the `struct ib_wc` kernel
+/// consumers poll.
+pub(super) fn kernel_wc(slot: &[u8; Wc::KERNEL_SIZE]) -> b::ib_wc {
+    let u32_at = |o: usize| u32::from_ne_bytes([slot[o], slot[o + 1], slot[o + 2], slot[o + 3]]);
+    let mut h = [0u8; 8];
+    h.copy_from_slice(&slot[48..56]);
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&slot[0..8]);
+    let mut wc = b::ib_wc::default();
+    wc.__bindgen_anon_1.wr_id = u64::from_ne_bytes(id);
+    wc.status = u32_at(8);
+    wc.opcode = u32_at(12);
+    wc.vendor_err = u32_at(16);
+    wc.byte_len = u32_at(20);
+    wc.ex.invalidate_rkey = u32_at(24);
+    wc.qp = usize::from_ne_bytes(h) as *mut b::ib_qp;
+    wc.src_qp = u32_at(32);
+    wc.wc_flags = u32_at(36) as i32;
+    wc.port_num = 1;
+    wc.network_hdr_type = slot[56];
+    wc
+}
+
+/// The chain of work requests of a kernel `ib_post_send`, written into the
+/// SQ ring one at a time. After a failure [`SendWrs::bad`] is the request
+/// that failed (`bad_wr`).
+///
+/// # Invariants
+///
+/// `cur` is null or a valid `ib_send_wr` (of the container type its opcode
+/// and the QP type imply) whose `next` chain stays valid for the call.
+pub(crate) struct SendWrs {
+    cur: *const b::ib_send_wr,
+    ah_num: fn(*mut b::ib_ah) -> u32,
+}
+
+/// The IB_WR_* opcodes a kernel consumer may post, per QP type (rxe's
+/// `rxe_wr_opcode_info` masks for what the data path implements).
+fn send_opcode_ok(op: u32, ud: bool) -> bool {
+    match op {
+        b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => true,
+        b::ib_wr_opcode_IB_WR_RDMA_WRITE
+        | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+        | b::ib_wr_opcode_IB_WR_RDMA_READ
+        | b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+        | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
+        | b::ib_wr_opcode_IB_WR_LOCAL_INV => !ud,
+        _ => false,
+    }
+}
+
+impl SendWrs {
+    /// # Safety
+    ///
+    /// `wr` is null or the head of a valid chain, as the RDMA core passes to
+    /// `ib_device_ops.post_send`, live for the life of the value.
+    pub(super) unsafe fn new(wr: *const b::ib_send_wr, ah_num: fn(*mut b::ib_ah) -> u32) -> Self {
+        SendWrs { cur: wr, ah_num }
+    }
+
+    /// The request not (yet) posted: the failed one after an error.
+    pub(super) fn bad(&self) -> *const b::ib_send_wr {
+        self.cur
+    }
+
+    /// Whether requests remain.
+    pub(crate) fn pending(&self) -> bool {
+        !self.cur.is_null()
+    }
+
+    /// Validates the next request against `caps` and writes it into slot `i`
+    /// of `q` (`ud`: a datagram QP). `EINVAL` for an opcode the QP type does
+    /// not take, too many SGEs, inline data over `max_inline_data`, or
+    /// lengths that overflow (rxe's `validate_send_wr`).
+    pub(crate) fn write_next(&mut self, q: &Queue, i: u32, ud: bool, caps: &QpCaps) -> Result {
+        if self.cur.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: by the invariant `cur` is a valid request.
+        let wr = unsafe { &*self.cur };
+        let op = wr.opcode;
+        if !send_opcode_ok(op, ud) || wr.num_sge < 0 || wr.num_sge as u32 > caps.max_send_sge {
+            return Err(EINVAL);
+        }
+        let n = wr.num_sge as usize;
+        let sgl: &[b::ib_sge] = if n == 0 || wr.sg_list.is_null() {
+            &[]
+        } else {
+            // SAFETY: the consumer's `sg_list` holds `num_sge` entries.
+            unsafe { core::slice::from_raw_parts(wr.sg_list, n) }
+        };
+        let mut length = 0u32;
+        for s in sgl {
+            length = length.checked_add(s.length).ok_or(EINVAL)?;
+        }
+        let flags = wr.send_flags as u32;
+        let inline = flags & send_flags::INLINE != 0
+            && matches!(
+                op,
+                b::ib_wr_opcode_IB_WR_SEND
+                    | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM
+                    | b::ib_wr_opcode_IB_WR_RDMA_WRITE
+                    | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+            );
+        if inline && length > caps.max_inline_data {
+            return Err(EINVAL);
+        }
+        let mut w = SendWqe {
+            // SAFETY: plain data either way (`wr_id` or the `wr_cqe` pointer
+            // in the same 8 bytes, handed back unchanged in `ib_wc`).
+            wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
+            opcode: op,
+            send_flags: flags,
+            // SAFETY: a 32-bit union; the raw bits are carried.
+            ex: unsafe { wr.ex.invalidate_rkey },
+            length,
+            num_sge: if inline { 0 } else { n as u32 },
+            ..SendWqe::default()
+        };
+        let cur = self.cur;
+        if ud {
+            // SAFETY: a datagram QP's requests are `ib_ud_wr`s.
+            let u = unsafe { &*cur.cast::<b::ib_ud_wr>() };
+            if u.ah.is_null() {
+                return Err(EINVAL);
+            }
+            w.ud_qpn = u.remote_qpn;
+            w.ud_qkey = u.remote_qkey;
+            w.ah_num = (self.ah_num)(u.ah);
+        } else {
+            match op {
+                b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+                | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                    // SAFETY: atomic requests are `ib_atomic_wr`s.
+                    let a = unsafe { &*cur.cast::<b::ib_atomic_wr>() };
+                    w.remote_addr = a.remote_addr;
+                    w.compare_add = a.compare_add;
+                    w.swap = a.swap;
+                    w.atomic_rkey = a.rkey;
+                }
+                b::ib_wr_opcode_IB_WR_RDMA_WRITE
+                | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+                | b::ib_wr_opcode_IB_WR_RDMA_READ => {
+                    // SAFETY: RDMA requests are `ib_rdma_wr`s.
+                    let r = unsafe { &*cur.cast::<b::ib_rdma_wr>() };
+                    w.remote_addr = r.remote_addr;
+                    w.rkey = r.rkey;
+                }
+                _ => {}
+            }
+        }
+        w.write(q, i, ud)?;
+        if inline {
+            let mut at = SendWqe::HEADER;
+            let mut chunk = [0u8; 64];
+            for s in sgl {
+                let mut done = 0usize;
+                while done < s.length as usize {
+                    let k = (s.length as usize - done).min(chunk.len());
+                    let addr = usize::try_from(s.addr).map_err(|_| EFAULT)?;
+                    Mem::Kernel.read(addr.checked_add(done).ok_or(EFAULT)?, &mut chunk[..k])?;
+                    q.write(i, at, &chunk[..k])?;
+                    at += k;
+                    done += k;
+                }
+            }
+        } else {
+            for (k, s) in sgl.iter().enumerate() {
+                let sge = Sge {
+                    addr: s.addr,
+                    length: s.length,
+                    lkey: s.lkey,
+                };
+                SendWqe::write_sge(q, i, k as u32, &sge)?;
+            }
+        }
+        // SAFETY: `cur` is valid; its `next` is null or valid (invariant).
+        self.cur = unsafe { (*cur).next };
+        Ok(())
+    }
+}
+
+/// The chain of a kernel `ib_post_recv` / `ib_post_srq_recv`, written into
+/// an RQ or SRQ ring one at a time; after a failure [`RecvWrs::bad`] is the
+/// request that failed.
+///
+/// # Invariants
+///
+/// `cur` is null or a valid `ib_recv_wr` whose `next` chain stays valid.
+pub(crate) struct RecvWrs {
+    cur: *const b::ib_recv_wr,
+}
+
+impl RecvWrs {
+    /// # Safety
+    ///
+    /// `wr` is null or the head of a valid chain, as the RDMA core passes to
+    /// `post_recv` / `post_srq_recv`, live for the life of the value.
+    pub(super) unsafe fn new(wr: *const b::ib_recv_wr) -> Self {
+        RecvWrs { cur: wr }
+    }
+
+    /// The request not (yet) posted: the failed one after an error.
+    pub(super) fn bad(&self) -> *const b::ib_recv_wr {
+        self.cur
+    }
+
+    /// Whether requests remain.
+    pub(crate) fn pending(&self) -> bool {
+        !self.cur.is_null()
+    }
+
+    /// Writes the next request into slot `i` of `q`. `EINVAL` for more than
+    /// `max_sge` SGEs or a total length that overflows.
+    pub(crate) fn write_next(&mut self, q: &Queue, i: u32, max_sge: u32) -> Result {
+        if self.cur.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: by the invariant `cur` is a valid request.
+        let wr = unsafe { &*self.cur };
+        if wr.num_sge < 0 || wr.num_sge as u32 > max_sge {
+            return Err(EINVAL);
+        }
+        let n = wr.num_sge as usize;
+        let sgl: &[b::ib_sge] = if n == 0 || wr.sg_list.is_null() {
+            &[]
+        } else {
+            // SAFETY: the consumer's `sg_list` holds `num_sge` entries.
+            unsafe { core::slice::from_raw_parts(wr.sg_list, n) }
+        };
+        let mut sges = [Sge::default(); 32];
+        let mut total = 0u32;
+        for (d, s) in sges.iter_mut().zip(sgl) {
+            total = total.checked_add(s.length).ok_or(EINVAL)?;
+            *d = Sge {
+                addr: s.addr,
+                length: s.length,
+                lkey: s.lkey,
+            };
+        }
+        let sges = sges.get(..n).ok_or(EINVAL)?;
+        // SAFETY: `wr_id` or the `wr_cqe` pointer, carried as 8 bytes.
+        let wr_id = unsafe { wr.__bindgen_anon_1.wr_id };
+        RecvWqe::write(q, i, wr_id, sges)?;
+        self.cur = wr.next;
+        Ok(())
+    }
+}

@@ -22,6 +22,8 @@ pub(crate) trait Endpoint: Send + Sync + 'static {
 
 /// Lowest QPN handed out (0 and 1 are the special QPs of IBTA 10.2.4).
 const FIRST_QPN: u32 = 16;
+/// The general services QP (IBTA 10.2.4).
+pub(crate) const GSI_QPN: u32 = 1;
 /// QPNs are 24 bits.
 const QPN_MASK: u32 = 0x00ff_ffff;
 
@@ -30,6 +32,11 @@ const QPN_MASK: u32 = 0x00ff_ffff;
 pub(crate) struct Dispatch<P: Endpoint> {
     #[pin]
     table: crate::ffi::sync::BhLock<RBTree<u32, Arc<P>>>,
+    /// The GSI QP (QPN 1) of each device, by the ifindex of its netdev: a
+    /// datagram for QPN 1 goes to the device that owns its destination
+    /// address.
+    #[pin]
+    gsi: crate::ffi::sync::BhLock<RBTree<i32, Arc<P>>>,
     next_qpn: AtomicU32,
     /// Datagrams too short to name a connection, or for no known one.
     pub(crate) unknown: AtomicU64,
@@ -41,7 +48,13 @@ impl<P: Endpoint> UdpReceiver for Dispatch<P> {
             self.unknown.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        let ep = self.table.lock().get(&qpn).cloned();
+        let ep = if qpn == GSI_QPN {
+            meta.dst
+                .local_ifindex()
+                .and_then(|i| self.gsi.lock().get(&i).cloned())
+        } else {
+            self.table.lock().get(&qpn).cloned()
+        };
         match ep {
             Some(ep) => P::receive(&ep, payload, meta),
             None => {
@@ -64,6 +77,7 @@ impl<P: Endpoint> Transport<P> {
         let dispatch = Arc::pin_init(
             pin_init!(Dispatch {
                 table <- crate::ffi::sync::new_bh_lock!(RBTree::new(), "metaroce_qps"),
+                gsi <- crate::ffi::sync::new_bh_lock!(RBTree::new(), "metaroce_gsi"),
                 next_qpn: AtomicU32::new(FIRST_QPN),
                 unknown: AtomicU64::new(0),
             }),
@@ -93,6 +107,31 @@ impl<P: Endpoint> Transport<P> {
         }
         t.insert(node);
         Ok((qpn, ep))
+    }
+
+    /// Enters the GSI QP (QPN 1) of the device on netdev `ifindex`, which
+    /// `make` builds. `EBUSY` if that device has one.
+    pub(crate) fn insert_gsi(
+        &self,
+        ifindex: i32,
+        make: impl FnOnce(u32) -> Result<Arc<P>>,
+    ) -> Result<(u32, Arc<P>)> {
+        if self.dispatch.gsi.lock().get(&ifindex).is_some() {
+            return Err(EBUSY);
+        }
+        let ep = make(GSI_QPN)?;
+        let node = RBTreeNode::new(ifindex, ep.clone(), GFP_KERNEL)?;
+        let mut t = self.dispatch.gsi.lock();
+        if t.get(&ifindex).is_some() {
+            return Err(EBUSY);
+        }
+        t.insert(node);
+        Ok((GSI_QPN, ep))
+    }
+
+    /// Removes the GSI QP of the device on `ifindex` (see [`Self::remove`]).
+    pub(crate) fn remove_gsi(&self, ifindex: i32) -> Option<Arc<P>> {
+        self.dispatch.gsi.lock().remove(&ifindex)
     }
 
     /// Removes an endpoint; returns the table's reference (drop it outside

@@ -3,8 +3,11 @@
 //! Completion queues (IBTA 11.2.7, 11.4.2): a ring of `struct ib_uverbs_wc`
 //! shared with the rxe provider, which polls it without a system call.
 //! The kernel is the only producer; user space owns the consumer index.
+//! A kernel consumer's CQ is the same ring in kernel memory, with room in
+//! each slot for the QP the completion names (`ib_wc.qp`), polled through
+//! `ib_poll_cq` ([`Cq::poll`]).
 
-use crate::ffi::verbs::{CqEvents, MmInfo, Queue, UContext, Wc};
+use crate::ffi::verbs::{CqEvents, MmInfo, QpHandle, Queue, UContext, Wc};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -27,31 +30,44 @@ struct Inner {
     dead: bool,
 }
 
+fn slot_size(kernel: bool) -> usize {
+    if kernel {
+        Wc::KERNEL_SIZE
+    } else {
+        Wc::SIZE
+    }
+}
+
 /// A completion queue.
 #[pin_data]
 pub(crate) struct Cq {
     events: CqEvents,
+    /// A kernel consumer's CQ (no user context).
+    kernel: bool,
     #[pin]
     inner: crate::ffi::sync::BhLock<Inner>,
 }
 
 impl Cq {
-    /// A CQ of at least `cqe` entries mapped into `uc`. `EINVAL` for 0 or
-    /// more than `max_cqe` (rxe's `rxe_cq_chk_attr`).
+    /// A CQ of at least `cqe` entries mapped into `uc` (none: a kernel
+    /// consumer's). `EINVAL` for 0 or more than `max_cqe` (rxe's
+    /// `rxe_cq_chk_attr`).
     pub(crate) fn new(
         cqe: u32,
         max_cqe: u32,
-        uc: &UContext,
+        uc: Option<&UContext>,
         events: CqEvents,
     ) -> Result<(Arc<Cq>, MmInfo)> {
         if cqe == 0 || cqe > max_cqe {
             return Err(EINVAL);
         }
-        let ring = Queue::new(Some(uc), cqe, Wc::SIZE)?;
+        let kernel = uc.is_none();
+        let ring = Queue::new(uc, cqe, slot_size(kernel))?;
         let mi = ring.mminfo();
         let cq = Arc::pin_init(
             pin_init!(Cq {
                 events,
+                kernel,
                 inner <- crate::ffi::sync::new_bh_lock!(
                     Inner { ring, prod: 0, arm: Arm::Off, overrun: false, dead: false },
                     "metaroce_cq"
@@ -62,9 +78,9 @@ impl Cq {
         Ok((cq, mi))
     }
 
-    /// Appends a completion; raises the CQ event if armed for it. Returns
-    /// `false` (and marks the CQ overrun) if the ring is full.
-    pub(crate) fn push(&self, wc: &Wc, solicited: bool) -> bool {
+    /// Appends a completion of QP `qp`; raises the CQ event if armed for it.
+    /// Returns `false` (and marks the CQ overrun) if the ring is full.
+    pub(crate) fn push(&self, wc: &Wc, solicited: bool, qp: QpHandle) -> bool {
         let fire = {
             let mut g = self.inner.lock();
             if g.dead {
@@ -75,7 +91,12 @@ impl Cq {
                 g.overrun = true;
                 return false;
             }
-            if g.ring.write(g.prod, 0, &wc.bytes()).is_err() {
+            let written = if self.kernel {
+                g.ring.write(g.prod, 0, &wc.kernel_bytes(qp))
+            } else {
+                g.ring.write(g.prod, 0, &wc.bytes())
+            };
+            if written.is_err() {
                 return false;
             }
             g.prod = next;
@@ -106,14 +127,37 @@ impl Cq {
         g.ring.consumer() != g.prod
     }
 
-    /// Replaces the ring by one of at least `cqe` entries mapped into `uc`,
-    /// moving the completions waiting in it (rxe_cq_resize_queue). `EINVAL`
-    /// for 0, more than `max_cqe`, or fewer than are waiting.
-    pub(crate) fn resize(&self, cqe: u32, max_cqe: u32, uc: &UContext) -> Result<MmInfo> {
-        if cqe == 0 || cqe > max_cqe {
+    /// Kernel CQs (`ib_poll_cq`): hands up to `max` waiting completions,
+    /// oldest first, to `f` as slot bytes (see [`Wc::KERNEL_SIZE`]); returns
+    /// how many. User CQs are polled by user space: 0.
+    pub(crate) fn poll(&self, max: usize, mut f: impl FnMut(&[u8; Wc::KERNEL_SIZE])) -> usize {
+        if !self.kernel {
+            return 0;
+        }
+        let g = self.inner.lock();
+        let mut n = 0;
+        let mut slot = [0u8; Wc::KERNEL_SIZE];
+        while n < max {
+            let cons = g.ring.consumer();
+            if cons == g.prod || g.ring.read(cons, 0, &mut slot).is_err() {
+                break;
+            }
+            f(&slot);
+            g.ring.set_consumer(g.ring.advance(cons, 1));
+            n += 1;
+        }
+        n
+    }
+
+    /// Replaces the ring by one of at least `cqe` entries mapped into `uc`
+    /// (none for a kernel CQ), moving the completions waiting in it
+    /// (rxe_cq_resize_queue). `EINVAL` for 0, more than `max_cqe`, or fewer
+    /// than are waiting.
+    pub(crate) fn resize(&self, cqe: u32, max_cqe: u32, uc: Option<&UContext>) -> Result<MmInfo> {
+        if cqe == 0 || cqe > max_cqe || uc.is_none() != self.kernel {
             return Err(EINVAL);
         }
-        let new = Queue::new(Some(uc), cqe, Wc::SIZE)?;
+        let new = Queue::new(uc, cqe, slot_size(self.kernel))?;
         let old = {
             let mut g = self.inner.lock();
             let cons = g.ring.consumer();
@@ -121,10 +165,11 @@ impl Cq {
             if waiting > new.slots() - 1 {
                 return Err(EINVAL);
             }
-            let mut wc = [0u8; Wc::SIZE];
+            let mut wc = [0u8; Wc::KERNEL_SIZE];
+            let wc = &mut wc[..slot_size(self.kernel)];
             for i in 0..waiting {
-                g.ring.read(g.ring.advance(cons, i), 0, &mut wc)?;
-                new.write(i, 0, &wc)?;
+                g.ring.read(g.ring.advance(cons, i), 0, wc)?;
+                new.write(i, 0, wc)?;
             }
             new.set_consumer(0);
             new.set_producer(waiting);

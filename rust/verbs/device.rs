@@ -15,7 +15,9 @@ use super::qp::Qp;
 use super::srq::Srq;
 use crate::ffi::bindings as b;
 use crate::ffi::rdma::{counter, DeviceAttrs, Driver, NetDev, PortAttrs, SrqAttr, NUM_COUNTERS};
-use crate::ffi::verbs::{Av, CqEvents, MmInfo, QpAttr, QpInit, SrqEvents, UContext, UMem};
+use crate::ffi::verbs::{
+    Av, CqEvents, Mem, MmInfo, QpAttr, QpHandle, QpInit, RecvWrs, SendWrs, SrqEvents, UContext, Wc,
+};
 use crate::net::Transport;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -45,6 +47,8 @@ pub(crate) struct DevShared {
     #[pin]
     pub(crate) mws: MwTable,
     pub(crate) transport: Arc<Transport<Qp>>,
+    /// The ifindex of the device's netdev (its GSI QP's key).
+    pub(crate) ifindex: i32,
     /// Number of the next SRQ (`srq_num` of the rxe ABI).
     pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
     /// The device counters (`ffi::rdma::counter`).
@@ -88,6 +92,7 @@ impl Driver for Metaroce {
                 ahs <- AhTable::new(attrs.max_ah),
                 mws <- MwTable::new(attrs.max_mw),
                 transport: shared.clone(),
+                ifindex: netdev.ifindex(),
                 next_srq_num: core::sync::atomic::AtomicU32::new(1),
                 counters: [const { AtomicU64::new(0) }; NUM_COUNTERS],
             }),
@@ -111,7 +116,7 @@ impl Driver for Metaroce {
     fn create_cq(
         dev: &DeviceData,
         cqe: u32,
-        uc: &UContext,
+        uc: Option<&UContext>,
         events: CqEvents,
     ) -> Result<(Arc<Cq>, MmInfo)> {
         Cq::new(cqe, dev.attrs.max_cqe, uc, events)
@@ -121,8 +126,17 @@ impl Driver for Metaroce {
         cq.kill();
     }
 
-    fn resize_cq(dev: &DeviceData, cq: &Arc<Cq>, cqe: u32, uc: &UContext) -> Result<MmInfo> {
+    fn resize_cq(
+        dev: &DeviceData,
+        cq: &Arc<Cq>,
+        cqe: u32,
+        uc: Option<&UContext>,
+    ) -> Result<MmInfo> {
         cq.resize(cqe, dev.attrs.max_cqe, uc)
+    }
+
+    fn poll_cq(cq: &Arc<Cq>, max: usize, f: &mut dyn FnMut(&[u8; Wc::KERNEL_SIZE])) -> usize {
+        cq.poll(max, f)
     }
 
     fn create_ah(dev: &DeviceData, pd: usize, av: &Av) -> Result<(Ah, u32)> {
@@ -133,6 +147,10 @@ impl Driver for Metaroce {
 
     fn destroy_ah(dev: &DeviceData, ah: &Ah) {
         dev.ahs.remove(ah.num);
+    }
+
+    fn ah_num(ah: &Ah) -> u32 {
+        ah.num
     }
 
     fn req_notify_cq(cq: &Arc<Cq>, solicited_only: bool) -> bool {
@@ -146,16 +164,17 @@ impl Driver for Metaroce {
         scq: &Arc<Cq>,
         rcq: &Arc<Cq>,
         srq: Option<&Arc<Srq>>,
-        uc: &UContext,
+        uc: Option<&UContext>,
+        handle: QpHandle,
     ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
-        Qp::create(dev, pd, init, scq, rcq, srq, uc)
+        Qp::create(dev, pd, init, scq, rcq, srq, uc, handle)
     }
 
     fn create_srq(
         dev: &DeviceData,
         pd: usize,
         attr: &mut SrqAttr,
-        uc: &UContext,
+        uc: Option<&UContext>,
         events: SrqEvents,
     ) -> Result<(Arc<Srq>, u32, MmInfo)> {
         let (srq, mi) = Srq::new(
@@ -170,6 +189,10 @@ impl Driver for Metaroce {
             .next_srq_num
             .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         Ok((srq, num, mi))
+    }
+
+    fn post_srq_recv(_dev: &DeviceData, srq: &Arc<Srq>, wrs: &mut RecvWrs) -> Result {
+        srq.post(wrs)
     }
 
     fn modify_srq(_dev: &DeviceData, srq: &Arc<Srq>, attr: &SrqAttr, mask: u32) -> Result {
@@ -222,10 +245,24 @@ impl Driver for Metaroce {
         Qp::doorbell(qp)
     }
 
+    fn post_send_wrs(_dev: &DeviceData, qp: &Arc<Qp>, wrs: &mut SendWrs) -> Result {
+        Qp::post_kernel_send(qp, wrs)
+    }
+
+    fn post_recv_wrs(_dev: &DeviceData, qp: &Arc<Qp>, wrs: &mut RecvWrs) -> Result {
+        Qp::post_kernel_recv(qp, wrs)
+    }
+
+    fn get_dma_mr(dev: &DeviceData, pd: usize, access: u32) -> Result<(Mr, u32, u32)> {
+        let mr = dev.mrs.insert(pd, access, 0, Mem::Kernel)?;
+        let key = mr.key;
+        Ok((mr, key, key))
+    }
+
     fn reg_user_mr(
         dev: &DeviceData,
         pd: usize,
-        mem: UMem,
+        mem: Mem,
         iova: u64,
         access: u32,
     ) -> Result<(Mr, u32, u32)> {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions (IBTA 10.6, 11.2.8): pinned user memory reachable by key.
+//! Memory regions (IBTA 10.6, 11.2.8): pinned user memory, or a kernel PD's
+//! DMA region, reachable by key.
 //!
 //! Every MR of a device is in its [`MrTable`], keyed by the upper 24 bits of
 //! its lkey/rkey (both the same, as in rxe); the low 8 bits are a rotating
@@ -9,7 +10,7 @@
 //! lock, so `dereg_mr` (which removes the entry under that lock and releases
 //! the pages after it) can never race a copy.
 
-use crate::ffi::verbs::UMem;
+use crate::ffi::verbs::Mem;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 
@@ -28,7 +29,7 @@ pub(crate) struct MrEntry {
     pd: usize,
     access: u32,
     iova: u64,
-    mem: UMem,
+    mem: Mem,
 }
 
 impl MrEntry {
@@ -92,7 +93,7 @@ impl MrTable {
     }
 
     /// Enters a region; returns its key. `ENOMEM` when the table is full.
-    pub(crate) fn insert(&self, pd: usize, access: u32, iova: u64, mem: UMem) -> Result<Mr> {
+    pub(crate) fn insert(&self, pd: usize, access: u32, iova: u64, mem: Mem) -> Result<Mr> {
         let res = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut t = self.inner.lock();
         if t.count >= self.max {

@@ -33,8 +33,8 @@ use crate::ffi::rdma::counter;
 use crate::ffi::sync::BhGuard;
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::verbs::{
-    modify_qp_is_ok, qp_mask, send_flags, MmInfo, QpAttr, QpCaps, QpInit, QpState, QpType, Queue,
-    RecvWqe, SendWqe, Sge, UContext, Wc, SGE_SIZE,
+    modify_qp_is_ok, qp_mask, send_flags, MmInfo, QpAttr, QpCaps, QpHandle, QpInit, QpState,
+    QpType, Queue, RecvWqe, RecvWrs, SendWqe, SendWrs, Sge, UContext, Wc, SGE_SIZE,
 };
 use crate::net::Endpoint;
 use crate::proto::conn::{
@@ -197,6 +197,10 @@ struct Inner {
 pub(crate) struct Qp {
     qpn: u32,
     qp_type: QpType,
+    /// The core's `ib_qp`, named by this QP's completions on kernel CQs.
+    handle: QpHandle,
+    /// A kernel consumer's QP (rings in kernel memory, `ib_post_*`).
+    kernel: bool,
     pd: usize,
     sq_sig_all: bool,
     dev: Arc<DevShared>,
@@ -231,7 +235,7 @@ impl Endpoint for Qp {
         if meta.ce {
             this.dev.count(counter::ECN_CE, 1);
         }
-        if this.qp_type == QpType::Ud {
+        if this.qp_type.is_datagram() {
             let mut g = this.inner.lock();
             let Inner { io, .. } = &mut *g;
             let mut app = Glue { qp: this, io };
@@ -267,7 +271,11 @@ fn sq_elem(caps: &QpCaps) -> usize {
 }
 
 impl Qp {
-    /// Creates an RC or UD QP with its rings mapped into `uc`.
+    /// Creates an RC, UD or GSI QP with its rings mapped into `uc` (none: a
+    /// kernel consumer's QP, posted to with `ib_post_send`/`ib_post_recv`);
+    /// `handle` is the core's `ib_qp` its kernel completions name. The GSI
+    /// QP is QPN 1 of its device; there is one per device (`EBUSY`).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn create(
         dev: &Arc<DevShared>,
         pd: usize,
@@ -275,8 +283,12 @@ impl Qp {
         scq: &Arc<Cq>,
         rcq: &Arc<Cq>,
         srq: Option<&Arc<Srq>>,
-        uc: &UContext,
+        uc: Option<&UContext>,
+        handle: QpHandle,
     ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
+        if init.qp_type == QpType::Gsi && uc.is_some() {
+            return Err(EINVAL);
+        }
         let a = dev.attrs;
         let c = &mut init.caps;
         // rxe_qp_chk_cap: every size within the device limits.
@@ -296,12 +308,12 @@ impl Qp {
         let room = (c.max_send_sge as usize * SGE_SIZE).max(c.max_inline_data as usize);
         c.max_inline_data = room as u32;
         c.max_send_sge = (room / SGE_SIZE) as u32;
-        let sq = Queue::new(Some(uc), c.max_send_wr, sq_elem(c))?;
+        let sq = Queue::new(uc, c.max_send_wr, sq_elem(c))?;
         // With an SRQ the QP has no RQ of its own (nothing to map).
         let rq = match srq {
             Some(_) => None,
             None => Some(Queue::new(
-                Some(uc),
+                uc,
                 c.max_recv_wr,
                 RecvWqe::HEADER + c.max_recv_sge as usize * SGE_SIZE,
             )?),
@@ -366,15 +378,18 @@ impl Qp {
         };
         let mut io = Some(io);
         let mut scratch = Some(scratch);
-        let (qpn, qp) = dev.transport.insert(|qpn| {
+        let (qp_type, sq_sig_all) = (init.qp_type, init.sq_sig_all);
+        let make = |qpn| {
             let io = io.take().ok_or(EINVAL)?;
             let scratch = scratch.take().ok_or(EINVAL)?;
             Arc::pin_init(
                 pin_init!(Qp {
                     qpn,
-                    qp_type: init.qp_type,
+                    qp_type,
+                    handle,
+                    kernel: uc.is_none(),
                     pd,
-                    sq_sig_all: init.sq_sig_all,
+                    sq_sig_all,
                     dev: dev.clone(),
                     scq: scq.clone(),
                     rcq: rcq.clone(),
@@ -384,7 +399,12 @@ impl Qp {
                 }),
                 GFP_KERNEL,
             )
-        })?;
+        };
+        let (qpn, qp) = if qp_type == QpType::Gsi {
+            dev.transport.insert_gsi(dev.ifindex, make)?
+        } else {
+            dev.transport.insert(make)?
+        };
         Ok((qp, qpn, rq_mi, sq_mi))
     }
 
@@ -552,7 +572,11 @@ impl Qp {
     /// releases its rings (in process context, before the user context can
     /// go away).
     pub(crate) fn destroy(this: &Arc<Self>) {
-        let table_ref = this.dev.transport.remove(this.qpn);
+        let table_ref = if this.qp_type == QpType::Gsi {
+            this.dev.transport.remove_gsi(this.dev.ifindex)
+        } else {
+            this.dev.transport.remove(this.qpn)
+        };
         this.timer.shutdown();
         let (sq, rq, conn) = {
             let mut g = this.inner.lock();
@@ -589,7 +613,7 @@ impl Qp {
             if !matches!(g.io.attr.state, QpState::Rts | QpState::Sqd) {
                 return Err(EINVAL);
             }
-            if this.qp_type == QpType::Ud {
+            if this.qp_type.is_datagram() {
                 let Inner { io, scratch, .. } = &mut *g;
                 let mut app = Glue { qp: this, io };
                 app.datagrams_out(scratch);
@@ -598,6 +622,81 @@ impl Qp {
         }
         Self::pump(this);
         Ok(())
+    }
+
+    /// Kernel `ib_post_send`: writes the chain into the SQ ring and rings the
+    /// doorbell. `EINVAL` before RTS (as rxe) or for a request
+    /// [`SendWrs::write_next`] rejects, `ENOMEM` when the ring is full; the
+    /// requests before the failed one are posted. In the error state the
+    /// requests complete with flush errors.
+    pub(crate) fn post_kernel_send(this: &Arc<Self>, wrs: &mut SendWrs) -> Result {
+        let r = {
+            let mut g = this.inner.lock();
+            let Inner { io, .. } = &mut *g;
+            if !this.kernel || io.dead {
+                return Err(EINVAL);
+            }
+            let flush = match io.attr.state {
+                QpState::Rts | QpState::Sqd => false,
+                QpState::Err => true,
+                _ => return Err(EINVAL),
+            };
+            let sq = io.sq.as_ref().ok_or(EINVAL)?;
+            let mut r = Ok(());
+            while wrs.pending() {
+                let prod = sq.producer();
+                let next = sq.advance(prod, 1);
+                if next == sq.consumer() {
+                    r = Err(ENOMEM);
+                    break;
+                }
+                if let Err(e) = wrs.write_next(sq, prod, this.qp_type.is_datagram(), &io.caps) {
+                    r = Err(e);
+                    break;
+                }
+                sq.set_producer(next);
+            }
+            if flush {
+                let mut app = Glue { qp: this, io };
+                app.flush();
+                return r;
+            }
+            r
+        };
+        Self::doorbell(this)?;
+        r
+    }
+
+    /// Kernel `ib_post_recv`: writes the chain into the RQ ring. `EINVAL` in
+    /// RESET (as rxe), with an SRQ, or for too many SGEs; `ENOMEM` when the
+    /// ring is full. In the error state the requests complete with flush
+    /// errors.
+    pub(crate) fn post_kernel_recv(this: &Arc<Self>, wrs: &mut RecvWrs) -> Result {
+        let mut g = this.inner.lock();
+        let Inner { io, .. } = &mut *g;
+        if !this.kernel || io.dead || io.attr.state == QpState::Reset {
+            return Err(EINVAL);
+        }
+        let rq = io.rq.as_ref().ok_or(EINVAL)?;
+        let mut r = Ok(());
+        while wrs.pending() {
+            let prod = rq.producer();
+            let next = rq.advance(prod, 1);
+            if next == rq.consumer() {
+                r = Err(ENOMEM);
+                break;
+            }
+            if let Err(e) = wrs.write_next(rq, prod, io.caps.max_recv_sge) {
+                r = Err(e);
+                break;
+            }
+            rq.set_producer(next);
+        }
+        if io.attr.state == QpState::Err {
+            let mut app = Glue { qp: this, io };
+            app.flush();
+        }
+        r
     }
 
     /// Sends whatever the core has to send (at most 256 datagrams per call),
@@ -767,6 +866,7 @@ impl Glue<'_> {
                     ..Wc::default()
                 },
                 false,
+                self.qp.handle,
             );
         }
         self.io.sq_cons = sq.advance(self.io.sq_cons, 1);
@@ -835,6 +935,7 @@ impl Glue<'_> {
                 ..Wc::default()
             },
             false,
+            self.qp.handle,
         );
     }
 
@@ -998,6 +1099,7 @@ impl Glue<'_> {
                         ..Wc::default()
                     },
                     false,
+                    self.qp.handle,
                 );
             }
             let next = sq.advance(slot, 1);
@@ -1354,6 +1456,7 @@ impl Glue<'_> {
                         ..Wc::default()
                     },
                     false,
+                    self.qp.handle,
                 );
             }
             self.io.sq_cons = sq.advance(slot, 1);
@@ -1394,6 +1497,8 @@ impl Glue<'_> {
                 grh[29] = 17;
                 grh[32..36].copy_from_slice(&s);
                 grh[36..40].copy_from_slice(&d);
+                let sum = ipv4_checksum(&grh[20..40]);
+                grh[30..32].copy_from_slice(&sum.to_be_bytes());
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 grh[0] = 0x60;
@@ -1408,6 +1513,13 @@ impl Glue<'_> {
         let fits = self.scatter(slot, 0, &grh).is_ok()
             && self.scatter(slot, GRH_LEN as u32, payload).is_ok();
         let imm = h.flags & crate::proto::wire::GF_IMM != 0;
+        // Kernel consumers (the MAD layer building a reply's AH with
+        // `ib_init_ah_attr_from_wc`) learn which IP header the GRH area holds.
+        let (net_type, net_flag) = match (self.qp.kernel, meta.src) {
+            (false, _) => (0, 0),
+            (true, IpAddr::V4(_)) => (NET_IPV4, WC_WITH_NETWORK_HDR_TYPE),
+            (true, IpAddr::V6(_)) => (NET_IPV6, WC_WITH_NETWORK_HDR_TYPE),
+        };
         self.qp.rcq.push(
             &Wc {
                 wr_id: w.wr_id,
@@ -1417,9 +1529,11 @@ impl Glue<'_> {
                 ex: if imm { h.imm.to_be() } else { 0 },
                 qp_num: self.qp.qpn,
                 src_qp: h.src_qpn,
-                wc_flags: WC_GRH | if imm { wc::WITH_IMM } else { 0 },
+                wc_flags: WC_GRH | net_flag | if imm { wc::WITH_IMM } else { 0 },
+                net_type,
             },
             h.flags & crate::proto::wire::GF_SE != 0,
+            self.qp.handle,
         );
         self.io.rq_cons = rq.advance(slot, 1);
         rq.set_consumer(self.io.rq_cons);
@@ -1431,6 +1545,23 @@ impl Glue<'_> {
 const LOC_LEN_ERR: u32 = 1;
 /// `IB_WC_GRH`.
 const WC_GRH: u32 = 1;
+/// `IB_WC_WITH_NETWORK_HDR_TYPE`.
+const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
+/// `RDMA_NETWORK_IPV4`, `RDMA_NETWORK_IPV6` (`enum rdma_network_type`).
+const NET_IPV4: u8 = 2;
+const NET_IPV6: u8 = 3;
+
+/// The IPv4 header checksum (RFC 791) of `h`, whose checksum field is zero.
+fn ipv4_checksum(h: &[u8]) -> u16 {
+    let mut sum: u32 = h
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
 /// Largest UD payload: one IB MTU of 4096 bytes.
 const UD_MAX_PAYLOAD: usize = 4096;
 
@@ -1736,8 +1867,10 @@ impl App for Glue<'_> {
                 qp_num: self.qp.qpn,
                 src_qp: self.io.attr.dest_qpn,
                 wc_flags: flags,
+                net_type: 0,
             },
             r.solicited,
+            self.qp.handle,
         );
         if let Some(rq) = self.io.rq.as_ref() {
             self.io.rq_cons = rq.advance(self.io.rq_cons, 1);

@@ -12,7 +12,7 @@
 
 use crate::ffi::rdma::SrqAttr;
 use crate::ffi::sync::BhLock;
-use crate::ffi::verbs::{MmInfo, Queue, RecvWqe, Sge, SrqEvents, UContext, SGE_SIZE};
+use crate::ffi::verbs::{MmInfo, Queue, RecvWqe, RecvWrs, Sge, SrqEvents, UContext, SGE_SIZE};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -41,14 +41,15 @@ pub(crate) struct Srq {
 
 impl Srq {
     /// An SRQ of at least `attr.max_wr` WQEs of `attr.max_sge` SGEs, mapped
-    /// into `uc`; `attr` is updated to what was granted. `EINVAL` for 0 or
+    /// into `uc` (none: a kernel consumer's, posted to with [`Srq::post`]);
+    /// `attr` is updated to what was granted. `EINVAL` for 0 or
     /// more than the device's WRs or SGEs (rxe's `rxe_srq_chk_init`).
     pub(crate) fn new(
         pd: usize,
         attr: &mut SrqAttr,
         max_srq_wr: u32,
         max_srq_sge: u32,
-        uc: &UContext,
+        uc: Option<&UContext>,
         events: SrqEvents,
     ) -> Result<(Arc<Srq>, MmInfo)> {
         if attr.max_wr == 0 || attr.max_wr > max_srq_wr || attr.max_sge > max_srq_sge {
@@ -59,7 +60,7 @@ impl Srq {
         }
         let max_sge = attr.max_sge.max(1);
         let ring = Queue::new(
-            Some(uc),
+            uc,
             attr.max_wr,
             RecvWqe::HEADER + max_sge as usize * SGE_SIZE,
         )?;
@@ -118,6 +119,24 @@ impl Srq {
             self.events.limit_reached();
         }
         Some(taken)
+    }
+
+    /// Kernel `post_srq_recv`: writes the chain into the ring. `EINVAL` for
+    /// more SGEs than the SRQ takes, `ENOMEM` when the ring is full (as rxe);
+    /// the requests before the failed one are posted.
+    pub(crate) fn post(&self, wrs: &mut RecvWrs) -> Result {
+        let g = self.inner.lock();
+        let ring = g.ring.as_ref().ok_or(EINVAL)?;
+        while wrs.pending() {
+            let prod = ring.producer();
+            let next = ring.advance(prod, 1);
+            if next == ring.consumer() {
+                return Err(ENOMEM);
+            }
+            wrs.write_next(ring, prod, g.max_sge)?;
+            ring.set_producer(next);
+        }
+        Ok(())
     }
 
     /// `modify_srq`: arms the limit (`IB_SRQ_LIMIT`); resizing

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Two guests: connection setup through rdma_cm over the RDMA device named by
+# $1 (default mr0), with unmodified librdmacm tools. rdma_cm resolves the
+# peer's IP address to a GID and path, and ib_cm exchanges its REQ/REP/RTU
+# (SIDR for UD) as MADs on each device's GSI QP (QP1): a kernel consumer of
+# the device's kernel verbs (ib_mad: kernel PD/DMA MR, CQ, UD QP1,
+# ib_post_send/ib_post_recv/ib_poll_cq). Guest 1 serves, guest 2 connects.
+#   cm.sh [mr0|rxe0]
+[[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
+dev=${1:-mr0}
+load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
+if [[ $dev == rxe* ]]; then
+  load_kmod rdma_rxe >/dev/null 2>&1
+  check "rdma link add $dev type rxe netdev $MR_IF" rdma link add "$dev" type rxe netdev "$MR_IF"
+else
+  lsmod | grep -q '^metaroce ' || check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
+  check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
+fi
+check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
+server() { ((MR_ID == 1)); }
+
+# rping: RC, rdma_cm connect, SEND + RDMA READ + RDMA WRITE per ping; -v
+# prints each ping's payload on the server, which checks the pattern.
+if server; then
+  out=$(timeout 180 rping -s -a "$MR_IP4" -C 10 -v 2>&1); rc=$?
+else
+  out=$(retry 90 timeout 180 rping -c -a "$MR_PEER_IP4" -C 10 -v 2>&1); rc=$?
+fi
+[[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+n=$(grep -c 'ping data: rdma-ping-' <<<"$out")
+if ((rc == 0 && n == 10)); then pass "$dev: rping -C 10 -v: 10 pings carried ($(grep -m1 'ping data' <<<"$out"))"
+else fail "$dev: rping -C 10 -v (rc=$rc, $n pings)" "$out$(dmesg | tail -30)"; fi
+sleep 2
+
+# ucmatose: RC connections through rdma_cm, sends on each, disconnect.
+if server; then
+  out=$(timeout 180 ucmatose -b "$MR_IP4" -c 2 -C 10 2>&1); rc=$?
+else
+  out=$(retry 90 timeout 180 ucmatose -s "$MR_PEER_IP4" -c 2 -C 10 2>&1); rc=$?
+fi
+[[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+if ((rc == 0)) && grep -q 'test complete' <<<"$out"; then pass "$dev: ucmatose 2 connections x 10 messages: $(grep -E 'completion|test complete' <<<"$out" | tr '\n' ' ')"
+else fail "$dev: ucmatose (rc=$rc)" "$out$(dmesg | tail -30)"; fi
+sleep 2
+
+# udaddy: UD through rdma_cm (SIDR resolves the peer's QPN and Q_Key).
+if server; then
+  out=$(timeout 180 udaddy -b "$MR_IP4" -c 2 -C 10 2>&1); rc=$?
+else
+  out=$(retry 90 timeout 180 udaddy -s "$MR_PEER_IP4" -c 2 -C 10 2>&1); rc=$?
+fi
+[[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+if ((rc == 0)) && grep -q 'test complete' <<<"$out"; then pass "$dev: udaddy 2 endpoints x 10 datagrams: $(grep -E 'test complete' <<<"$out" | tr '\n' ' ')"
+else fail "$dev: udaddy (rc=$rc)" "$out$(dmesg | tail -30)"; fi
+
+check "rdma link delete $dev" timeout 120 rdma link delete "$dev"
+done_testing
