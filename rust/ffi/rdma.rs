@@ -265,6 +265,20 @@ pub(crate) trait Driver: 'static {
     fn post_send_wrs(dev: &Self::Data, qp: &Self::Qp, wrs: &mut SendWrs) -> Result;
     /// Kernel `post_recv`.
     fn post_recv_wrs(dev: &Self::Data, qp: &Self::Qp, wrs: &mut RecvWrs) -> Result;
+    /// `alloc_mr` (`IB_MR_TYPE_MEM_REG`): a free fast-registration MR of
+    /// kernel PD `pd` for up to `max_pages` pages; returns it with its key.
+    fn alloc_mr(dev: &Self::Data, pd: usize, max_pages: u32) -> Result<(Self::Mr, u32)>;
+    /// `map_mr_sg`: installs the page list `pages` (kernel virtual
+    /// addresses, `page_size` each) of a fast-registration MR, the region
+    /// starting at `iova` and `len` bytes long.
+    fn map_mr(
+        dev: &Self::Data,
+        mr: &Self::Mr,
+        iova: u64,
+        len: u64,
+        page_size: u32,
+        pages: &[u64],
+    ) -> Result;
     /// `get_dma_mr`: the DMA MR of kernel PD `pd` (all kernel memory, by
     /// kernel virtual address); returns it with its lkey and rkey.
     fn get_dma_mr(dev: &Self::Data, pd: usize, access: u32) -> Result<(Self::Mr, u32, u32)>;
@@ -761,6 +775,8 @@ impl<T: Driver> Adapter<T> {
         ops.post_recv = Some(Self::post_recv);
         ops.reg_user_mr = Some(Self::reg_user_mr);
         ops.get_dma_mr = Some(Self::get_dma_mr);
+        ops.alloc_mr = Some(Self::alloc_mr);
+        ops.map_mr_sg = Some(Self::map_mr_sg);
         ops.dereg_mr = Some(Self::dereg_mr);
         ops.size_ib_pd = size_of::<b::ib_pd>();
         ops.size_ib_ucontext = size_of::<b::ib_ucontext>();
@@ -1119,10 +1135,14 @@ struct SrqData<S> {
 }
 
 /// An MR: allocated by the driver (the core only frees what it allocates).
+/// `pages[..npages]` collects a fast-registration MR's pages during
+/// `map_mr_sg` (`max_num_sg` entries; none for other MRs).
 #[repr(C)]
 struct MrBox<D> {
     ib: b::ib_mr,
     data: D,
+    pages: KVec<u64>,
+    npages: usize,
 }
 
 /// `ERR_PTR(e)`.
@@ -1796,7 +1816,103 @@ impl<T: Driver> Adapter<T> {
         ib.rkey = rkey;
         ib.iova = iova;
         ib.length = length;
-        KBox::write(slot, MrBox { ib, data: d })
+        KBox::write(
+            slot,
+            MrBox {
+                ib,
+                data: d,
+                pages: KVec::new(),
+                npages: 0,
+            },
+        )
+    }
+
+    /// `ib_device_ops.alloc_mr`: a fast-registration MR (`IB_MR_TYPE_MEM_REG`
+    /// only, as rxe: `EINVAL` otherwise or above `max_fast_reg_page_list_len`).
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core with a live kernel PD of ours.
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut b::ib_pd,
+        mr_type: b::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut b::ib_mr {
+        // SAFETY: a live PD on a live device of ours.
+        let dev = unsafe { Self::data((*pd).device) };
+        let r = (|| {
+            if mr_type != b::ib_mr_type_IB_MR_TYPE_MEM_REG {
+                return Err(EINVAL);
+            }
+            let slot = KBox::new_uninit(GFP_KERNEL)?;
+            let mut pages = KVec::from_elem(0u64, max_num_sg as usize, GFP_KERNEL)?;
+            let (d, key) = T::alloc_mr(dev, pd as usize, max_num_sg)?;
+            let mut m = Self::mr_box(slot, d, key, key, 0, 0);
+            core::mem::swap(&mut m.pages, &mut pages);
+            Ok(m)
+        })();
+        match r {
+            Ok(m) => KBox::into_raw(m).cast::<b::ib_mr>(),
+            Err(e) => err_ptr(e),
+        }
+    }
+
+    /// `set_page` of `ib_sg_to_pages`: appends one page address.
+    ///
+    /// # Safety
+    ///
+    /// Called by `ib_sg_to_pages` from [`Self::map_mr_sg`] with its MR.
+    unsafe extern "C" fn set_page(ibmr: *mut b::ib_mr, addr: u64) -> c_int {
+        // SAFETY: an MR of ours, borrowed by `map_mr_sg` for this call only.
+        let m = unsafe { &mut *ibmr.cast::<MrBox<T::Mr>>() };
+        match m.pages.get_mut(m.npages) {
+            Some(p) => {
+                *p = addr;
+                m.npages += 1;
+                0
+            }
+            None => ENOMEM.to_errno(),
+        }
+    }
+
+    /// `ib_device_ops.map_mr_sg`: the pages of a DMA-mapped scatterlist
+    /// (kernel virtual addresses: the device uses virtual DMA) into a
+    /// fast-registration MR; returns how many entries were mapped.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (`ib_map_mr_sg`) with an MR from
+    /// [`Self::alloc_mr`] whose `page_size` is set and a mapped scatterlist.
+    unsafe extern "C" fn map_mr_sg(
+        ibmr: *mut b::ib_mr,
+        sg: *mut b::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut kernel::ffi::c_uint,
+    ) -> c_int {
+        // SAFETY: an MR of ours; no other reference to it is live during
+        // the consumer's `ib_map_mr_sg` call.
+        unsafe { (*ibmr.cast::<MrBox<T::Mr>>()).npages = 0 };
+        // SAFETY: the core's arguments; `set_page` is called with `ibmr`.
+        let n = unsafe { b::ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, Some(Self::set_page)) };
+        if n < 0 {
+            return n;
+        }
+        // SAFETY: as above; `ib_sg_to_pages` set `iova` and `length`.
+        let r = unsafe {
+            let m = &*ibmr.cast::<MrBox<T::Mr>>();
+            T::map_mr(
+                Self::data((*ibmr).device),
+                &m.data,
+                m.ib.iova,
+                m.ib.length,
+                m.ib.page_size,
+                &m.pages[..m.npages.min(m.pages.len())],
+            )
+        };
+        match r {
+            Ok(()) => n,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// `ib_device_ops.reg_user_mr`.
@@ -1832,8 +1948,8 @@ impl<T: Driver> Adapter<T> {
     ///
     /// # Safety
     ///
-    /// Called only by the RDMA core with an MR from [`Self::reg_user_mr`] or
-    /// [`Self::get_dma_mr`].
+    /// Called only by the RDMA core with an MR from [`Self::reg_user_mr`],
+    /// [`Self::get_dma_mr`] or [`Self::alloc_mr`].
     unsafe extern "C" fn dereg_mr(mr: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_int {
         // SAFETY: `mr` starts a boxed `MrBox` of ours, given back once.
         unsafe {

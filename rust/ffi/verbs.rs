@@ -442,6 +442,88 @@ pub(crate) enum Mem {
     /// consumers with `ib_uses_virt_dma` (`ib_dma_map_*` return kernel
     /// virtual addresses) and those are the addresses in their SGEs.
     Kernel,
+    /// A fast-registration MR (`alloc_mr`): kernel pages set by
+    /// `ib_map_mr_sg` and made valid by an `IB_WR_REG_MR` work request.
+    Pages(PageList),
+}
+
+/// The page list of a fast-registration MR: up to `max` page addresses
+/// (kernel virtual, `page_size`-aligned, from `ib_sg_to_pages`), the region
+/// starting `first` bytes into the first page, `len` bytes long.
+pub(crate) struct PageList {
+    pages: KVec<u64>,
+    n: usize,
+    page_size: usize,
+    first: usize,
+    len: usize,
+}
+
+impl PageList {
+    /// An empty list with room for `max` pages (allocated here, so that
+    /// mapping never allocates).
+    pub(crate) fn new(max: u32) -> Result<Self> {
+        let mut pages = KVec::new();
+        pages.extend_with(max as usize, 0u64, GFP_KERNEL)?;
+        Ok(PageList {
+            pages,
+            n: 0,
+            page_size: PAGE_SIZE,
+            first: 0,
+            len: 0,
+        })
+    }
+
+    /// Installs a mapping: `pages` (at most the list's room, each aligned to
+    /// `page_size`, a power of two of at least 4 KiB), the region starting
+    /// at `iova` (inside the first page) and `len` bytes long, which must
+    /// fit in the pages. `EINVAL` otherwise.
+    pub(crate) fn set(&mut self, iova: u64, len: u64, page_size: u32, pages: &[u64]) -> Result {
+        let ps = page_size as usize;
+        if !ps.is_power_of_two() || ps < PAGE_SIZE || pages.len() > self.pages.len() {
+            return Err(EINVAL);
+        }
+        let first = (iova as usize) & (ps - 1);
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        let room = pages.len().checked_mul(ps).ok_or(EINVAL)?;
+        if first.checked_add(len).map_or(true, |e| e > room)
+            || pages.iter().any(|&p| p as usize & (ps - 1) != 0)
+        {
+            return Err(EINVAL);
+        }
+        self.pages[..pages.len()].copy_from_slice(pages);
+        self.n = pages.len();
+        self.page_size = ps;
+        self.first = first;
+        self.len = len;
+        Ok(())
+    }
+
+    /// Calls `f(kernel_address, range_in_buf)` for each page piece of
+    /// `[off, off + n)`. `EFAULT` if the range leaves the region.
+    fn pieces(
+        &self,
+        off: usize,
+        n: usize,
+        mut f: impl FnMut(usize, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let end = off.checked_add(n).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        let mut pos = self.first + off;
+        let mut done = 0;
+        while done < n {
+            let page = *self.pages[..self.n]
+                .get(pos / self.page_size)
+                .ok_or(EFAULT)? as usize;
+            let in_page = pos % self.page_size;
+            let take = (self.page_size - in_page).min(n - done);
+            f(page + in_page, done..done + take)?;
+            done += take;
+            pos += take;
+        }
+        Ok(())
+    }
 }
 
 impl Mem {
@@ -450,6 +532,7 @@ impl Mem {
         match self {
             Mem::User(u) => u.len(),
             Mem::Kernel => usize::MAX,
+            Mem::Pages(p) => p.len,
         }
     }
 
@@ -480,6 +563,7 @@ impl Mem {
                 unsafe { ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
                 Ok(())
             }
+            Mem::Pages(p) => p.pieces(off, data.len(), |at, r| Mem::Kernel.write(at, &data[r])),
         }
     }
 
@@ -493,6 +577,7 @@ impl Mem {
                 unsafe { ptr::copy_nonoverlapping(src.cast_const(), out.as_mut_ptr(), out.len()) };
                 Ok(())
             }
+            Mem::Pages(p) => p.pieces(off, out.len(), |at, r| Mem::Kernel.read(at, &mut out[r])),
         }
     }
 }
@@ -978,6 +1063,11 @@ pub(crate) struct SendWqe {
     pub(crate) mw_rkey: u32,
     pub(crate) mw_new_rkey: u32,
     pub(crate) mw_access: u32,
+    /// REG_MR (kernel QPs): the MR's current key, its new key and access
+    /// (`wr.reg`, with our key in place of the `ib_mr` pointer).
+    pub(crate) reg_mr_key: u32,
+    pub(crate) reg_key: u32,
+    pub(crate) reg_access: u32,
 }
 
 const WR: usize = core::mem::offset_of!(b::rxe_send_wqe, wr);
@@ -1016,6 +1106,9 @@ impl SendWqe {
             mw_rkey: rd_u32(q, i, WR + RDMA_OFF + 20)?,
             mw_new_rkey: rd_u32(q, i, WR + RDMA_OFF + 24)?,
             mw_access: rd_u32(q, i, WR + RDMA_OFF + 28)?,
+            reg_mr_key: rd_u32(q, i, WR + RDMA_OFF)?,
+            reg_key: rd_u32(q, i, WR + RDMA_OFF + 8)?,
+            reg_access: rd_u32(q, i, WR + RDMA_OFF + 12)?,
         })
     }
 
@@ -1055,6 +1148,11 @@ impl SendWqe {
                 w32(u, self.ud_qpn)?;
                 w32(u + 4, self.ud_qkey)?;
                 w32(u + 12, self.ah_num)
+            }
+            b::ib_wr_opcode_IB_WR_REG_MR => {
+                w64(u, u64::from(self.reg_mr_key))?;
+                w32(u + 8, self.reg_key)?;
+                w32(u + 12, self.reg_access)
             }
             // Atomics: remote_addr, compare_add, swap, rkey.
             b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
@@ -1188,12 +1286,14 @@ pub(crate) struct SendWrs {
 fn send_opcode_ok(op: u32, ud: bool) -> bool {
     match op {
         b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM => true,
+        b::ib_wr_opcode_IB_WR_SEND_WITH_INV => !ud,
         b::ib_wr_opcode_IB_WR_RDMA_WRITE
         | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
         | b::ib_wr_opcode_IB_WR_RDMA_READ
         | b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
         | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
-        | b::ib_wr_opcode_IB_WR_LOCAL_INV => !ud,
+        | b::ib_wr_opcode_IB_WR_LOCAL_INV
+        | b::ib_wr_opcode_IB_WR_REG_MR => !ud,
         _ => false,
     }
 }
@@ -1286,6 +1386,18 @@ impl SendWrs {
                     w.compare_add = a.compare_add;
                     w.swap = a.swap;
                     w.atomic_rkey = a.rkey;
+                }
+                b::ib_wr_opcode_IB_WR_REG_MR => {
+                    // SAFETY: REG_MR requests are `ib_reg_wr`s naming a live
+                    // MR of the consumer's.
+                    let r = unsafe { &*cur.cast::<b::ib_reg_wr>() };
+                    if r.mr.is_null() {
+                        return Err(EINVAL);
+                    }
+                    // SAFETY: as above.
+                    w.reg_mr_key = unsafe { (*r.mr).lkey };
+                    w.reg_key = r.key;
+                    w.reg_access = r.access as u32;
                 }
                 b::ib_wr_opcode_IB_WR_RDMA_WRITE
                 | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM

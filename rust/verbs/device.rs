@@ -16,7 +16,8 @@ use super::srq::Srq;
 use crate::ffi::bindings as b;
 use crate::ffi::rdma::{counter, DeviceAttrs, Driver, NetDev, PortAttrs, SrqAttr, NUM_COUNTERS};
 use crate::ffi::verbs::{
-    Av, CqEvents, Mem, MmInfo, QpAttr, QpHandle, QpInit, RecvWrs, SendWrs, SrqEvents, UContext, Wc,
+    Av, CqEvents, Mem, MmInfo, PageList, QpAttr, QpHandle, QpInit, RecvWrs, SendWrs, SrqEvents,
+    UContext, Wc,
 };
 use crate::net::Transport;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -253,6 +254,28 @@ impl Driver for Metaroce {
         Qp::post_kernel_recv(qp, wrs)
     }
 
+    fn alloc_mr(dev: &DeviceData, pd: usize, max_pages: u32) -> Result<(Mr, u32)> {
+        if max_pages > dev.attrs.max_fast_reg_page_list_len {
+            return Err(EINVAL);
+        }
+        let mr = dev
+            .mrs
+            .insert(pd, 0, 0, Mem::Pages(PageList::new(max_pages)?))?;
+        let key = mr.key;
+        Ok((mr, key))
+    }
+
+    fn map_mr(
+        dev: &DeviceData,
+        mr: &Mr,
+        iova: u64,
+        len: u64,
+        page_size: u32,
+        pages: &[u64],
+    ) -> Result {
+        dev.mrs.map(mr, iova, len, page_size, pages)
+    }
+
     fn get_dma_mr(dev: &DeviceData, pd: usize, access: u32) -> Result<(Mr, u32, u32)> {
         let mr = dev.mrs.insert(pd, access, 0, Mem::Kernel)?;
         let key = mr.key;
@@ -273,7 +296,7 @@ impl Driver for Metaroce {
 
     fn dereg_mr(dev: &DeviceData, mr: Mr) {
         // Dropped here, in process context: unpinning may sleep.
-        drop(dev.mrs.remove(mr.key));
+        drop(dev.mrs.remove(&mr));
     }
 }
 
@@ -286,7 +309,8 @@ fn attrs() -> DeviceAttrs {
         device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
             | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
             | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
-            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B) as u64,
+            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
+            | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64,
         max_qp: DEFAULT_MAX - 16,
         max_qp_wr: DEFAULT_MAX,
         max_send_sge: 32,

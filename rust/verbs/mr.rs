@@ -30,6 +30,9 @@ pub(crate) struct MrEntry {
     access: u32,
     iova: u64,
     mem: Mem,
+    /// Reachable by its key. A fast-registration MR is valid between its
+    /// REG_MR and its invalidation (IBTA 10.6.2.3 "free" and "valid").
+    valid: bool,
 }
 
 impl MrEntry {
@@ -37,7 +40,7 @@ impl MrEntry {
     /// belongs to `pd` and grants `need` (`access::*` bits; local read needs
     /// none); returns the byte offset of `va` in the region.
     pub(crate) fn check(&self, pd: usize, va: u64, len: usize, need: u32) -> Result<usize> {
-        if self.pd != pd || self.access & need != need {
+        if !self.valid || self.pd != pd || self.access & need != need {
             return Err(EACCES);
         }
         let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
@@ -93,7 +96,9 @@ impl MrTable {
     }
 
     /// Enters a region; returns its key. `ENOMEM` when the table is full.
+    /// A fast-registration region ([`Mem::Pages`]) starts free (invalid).
     pub(crate) fn insert(&self, pd: usize, access: u32, iova: u64, mem: Mem) -> Result<Mr> {
+        let valid = !matches!(mem, Mem::Pages(_));
         let res = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut t = self.inner.lock();
         if t.count >= self.max {
@@ -117,20 +122,76 @@ impl MrTable {
                 access,
                 iova,
                 mem,
+                valid,
             },
         ));
         Ok(Mr { key })
     }
 
-    /// Removes a region; the caller drops it (unpinning may sleep).
-    pub(crate) fn remove(&self, key: u32) -> Option<MrEntry> {
+    /// Removes the region of `mr` (whatever its key byte is now, after
+    /// REG_MRs); the caller drops it (unpinning may sleep).
+    pub(crate) fn remove(&self, mr: &Mr) -> Option<MrEntry> {
         let mut t = self.inner.lock();
-        if t.tree.get(&(key >> 8)).is_some_and(|e| e.key == key) {
+        let e = t.tree.remove(&(mr.key >> 8));
+        if e.is_some() {
             t.count -= 1;
-            t.tree.remove(&(key >> 8))
-        } else {
-            None
         }
+        e
+    }
+
+    /// `ib_map_mr_sg` on a fast-registration MR: installs its page list
+    /// (see [`crate::ffi::verbs::PageList::set`]) and start address. `EINVAL` for another kind
+    /// of MR or one that is valid (mapping needs the free state).
+    pub(crate) fn map(
+        &self,
+        mr: &Mr,
+        iova: u64,
+        len: u64,
+        page_size: u32,
+        pages: &[u64],
+    ) -> Result {
+        let mut t = self.inner.lock();
+        let e = t.tree.get_mut(&(mr.key >> 8)).ok_or(EINVAL)?;
+        match &mut e.mem {
+            Mem::Pages(p) if !e.valid => {
+                p.set(iova, len, page_size, pages)?;
+                e.iova = iova;
+                Ok(())
+            }
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// The REG_MR work request (IBTA 10.6.3.3, fast registration): the
+    /// free fast-registration MR whose key is `cur` (of `pd`) becomes valid
+    /// under `new` (same index, a new key byte) with `access`. `EINVAL`
+    /// otherwise.
+    pub(crate) fn register(&self, pd: usize, cur: u32, new: u32, access: u32) -> Result {
+        let mut t = self.inner.lock();
+        let e = t.tree.get_mut(&(cur >> 8)).ok_or(EINVAL)?;
+        if e.key != cur || new >> 8 != cur >> 8 || e.pd != pd || e.valid {
+            return Err(EINVAL);
+        }
+        if !matches!(e.mem, Mem::Pages(_)) {
+            return Err(EINVAL);
+        }
+        e.key = new;
+        e.access = access;
+        e.valid = true;
+        Ok(())
+    }
+
+    /// LOCAL_INV or SEND_WITH_INV of a fast-registration MR's key: the MR
+    /// becomes free. `EINVAL` for a key that names no valid
+    /// fast-registration MR of `pd`.
+    pub(crate) fn invalidate(&self, pd: usize, key: u32) -> Result {
+        let mut t = self.inner.lock();
+        let e = t.tree.get_mut(&(key >> 8)).ok_or(EINVAL)?;
+        if e.key != key || e.pd != pd || !e.valid || !matches!(e.mem, Mem::Pages(_)) {
+            return Err(EINVAL);
+        }
+        e.valid = false;
+        Ok(())
     }
 
     /// Runs `f` on the region with key `key` under the table lock, or
@@ -138,7 +199,7 @@ impl MrTable {
     pub(crate) fn with<R>(&self, key: u32, f: impl FnOnce(&MrEntry) -> Result<R>) -> Result<R> {
         let t = self.inner.lock();
         match t.tree.get(&(key >> 8)) {
-            Some(e) if e.key == key => f(e),
+            Some(e) if e.key == key && e.valid => f(e),
             _ => Err(EINVAL),
         }
     }

@@ -71,6 +71,8 @@ mod wr {
     pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
     pub(super) const LOCAL_INV: u32 = 7;
     pub(super) const BIND_MW: u32 = 8;
+    pub(super) const SEND_WITH_INV: u32 = 9;
+    pub(super) const REG_MR: u32 = 0x20;
 }
 
 /// `IB_WC_*` status and opcode values (`enum ib_wc_status`, `ib_uverbs_wc`).
@@ -88,11 +90,13 @@ mod wc {
     pub(super) const OP_FETCH_ADD: u32 = 4;
     pub(super) const OP_BIND_MW: u32 = 5;
     pub(super) const OP_LOCAL_INV: u32 = 6;
+    pub(super) const OP_REG_MR: u32 = 10;
     pub(super) const MW_BIND_ERR: u32 = 6;
     pub(super) const REM_ACCESS_ERR: u32 = 10;
     pub(super) const OP_RECV: u32 = 128;
     pub(super) const OP_RECV_RDMA_WITH_IMM: u32 = 129;
     pub(super) const WITH_IMM: u32 = 2;
+    pub(super) const WITH_INVALIDATE: u32 = 4;
 }
 
 /// A send WQE turned into a message.
@@ -1049,7 +1053,7 @@ impl Glue<'_> {
 }
 
 fn consumes_recv(op: Op) -> bool {
-    matches!(op, Op::Send | Op::SendImm | Op::WriteImm)
+    matches!(op, Op::Send | Op::SendImm | Op::SendInv | Op::WriteImm)
 }
 
 impl Glue<'_> {
@@ -1075,7 +1079,7 @@ impl Glue<'_> {
             if w.send_flags & send_flags::FENCE != 0 && self.responses_pending() {
                 return None;
             }
-            if !matches!(w.opcode, wr::BIND_MW | wr::LOCAL_INV) {
+            if !matches!(w.opcode, wr::BIND_MW | wr::LOCAL_INV | wr::REG_MR) {
                 break (w, slot);
             }
             // Local operations complete in SQ order: run one only once
@@ -1090,10 +1094,10 @@ impl Glue<'_> {
                     &Wc {
                         wr_id: w.wr_id,
                         status,
-                        opcode: if w.opcode == wr::BIND_MW {
-                            wc::OP_BIND_MW
-                        } else {
-                            wc::OP_LOCAL_INV
+                        opcode: match w.opcode {
+                            wr::BIND_MW => wc::OP_BIND_MW,
+                            wr::REG_MR => wc::OP_REG_MR,
+                            _ => wc::OP_LOCAL_INV,
                         },
                         qp_num: self.qp.qpn,
                         ..Wc::default()
@@ -1124,13 +1128,13 @@ impl Glue<'_> {
         let (op, reth, len) = match w.opcode {
             wr::SEND => (Op::Send, Reth::default(), w.length),
             wr::SEND_WITH_IMM => (Op::SendImm, Reth::default(), w.length),
+            wr::SEND_WITH_INV => (Op::SendInv, Reth::default(), w.length),
             wr::RDMA_WRITE => (Op::Write, rdma, w.length),
             wr::RDMA_WRITE_WITH_IMM => (Op::WriteImm, rdma, w.length),
             wr::RDMA_READ => (Op::ReadReq, rdma, 0),
             wr::ATOMIC_CMP_AND_SWP => (Op::AtomicCmpSwap, atomic, 16),
             wr::ATOMIC_FETCH_AND_ADD => (Op::AtomicFetchAdd, atomic, 8),
-            // Local operations (LOCAL_INV, BIND_MW, REG_MR) and SEND_WITH_INV
-            // are not carried yet.
+            // Anything else (ATOMIC_WRITE, FLUSH …) is not carried.
             _ => return self.refuse(msn, w, slot),
         };
         let inline = w.send_flags & send_flags::INLINE != 0;
@@ -1163,7 +1167,13 @@ impl Glue<'_> {
             op,
             len,
             reth,
-            imm: u32::from_be(w.ex),
+            // Immediate data is stored in network order; SEND_WITH_INV's
+            // rkey in host order.
+            imm: if op == Op::SendInv {
+                w.ex
+            } else {
+                u32::from_be(w.ex)
+            },
             tag,
             solicited: w.send_flags & send_flags::SOLICITED != 0,
         };
@@ -1216,14 +1226,38 @@ impl Glue<'_> {
         })
     }
 
-    /// Runs a local operation (BIND_MW, LOCAL_INV); returns its status.
+    /// Runs a local operation (BIND_MW, LOCAL_INV, REG_MR); returns its
+    /// status (rxe's: `IB_WC_LOC_QP_OP_ERR` for a failed REG_MR or MR
+    /// invalidation, `IB_WC_MW_BIND_ERR` for a window).
     fn local_op(&self, w: &SendWqe) -> u32 {
         let pd = self.qp.pd;
-        if w.opcode == wr::LOCAL_INV {
-            // `ex` is `invalidate_rkey` for LOCAL_INV.
-            return match self.qp.dev.mws.invalidate(pd, w.ex) {
+        if w.opcode == wr::REG_MR {
+            // Fast registration is for kernel consumers (rxe's provider
+            // never emits it; a user WQE naming a kernel MR fails the PD
+            // check).
+            return match self
+                .qp
+                .dev
+                .mrs
+                .register(pd, w.reg_mr_key, w.reg_key, w.reg_access)
+            {
                 Ok(()) => wc::SUCCESS,
-                Err(_) => wc::MW_BIND_ERR,
+                Err(_) => wc::LOC_QP_OP_ERR,
+            };
+        }
+        if w.opcode == wr::LOCAL_INV {
+            // `ex` is `invalidate_rkey` for LOCAL_INV: a window's or a
+            // fast-registration MR's key.
+            return if w.ex >> 8 >= MW_BASE {
+                match self.qp.dev.mws.invalidate(pd, w.ex) {
+                    Ok(()) => wc::SUCCESS,
+                    Err(_) => wc::MW_BIND_ERR,
+                }
+            } else {
+                match self.qp.dev.mrs.invalidate(pd, w.ex) {
+                    Ok(()) => wc::SUCCESS,
+                    Err(_) => wc::LOC_QP_OP_ERR,
+                }
             };
         }
         let (va, len) = (w.remote_addr, w.mw_length);
@@ -1852,15 +1886,31 @@ impl App for Glue<'_> {
             };
             w.wr_id
         };
+        let mut status = wc::SUCCESS;
         let (opcode, flags, ex) = match r.op {
             Op::Send => (wc::OP_RECV, 0, 0),
             Op::SendImm => (wc::OP_RECV, wc::WITH_IMM, r.imm.to_be()),
+            Op::SendInv => {
+                // IBTA 10.6.7.2.2: invalidate the named window or
+                // fast-registration MR of this QP's PD as the receive
+                // completes.
+                let (pd, key) = (self.qp.pd, r.imm);
+                let done = if key >> 8 >= MW_BASE {
+                    self.qp.dev.mws.invalidate(pd, key).is_ok()
+                } else {
+                    self.qp.dev.mrs.invalidate(pd, key).is_ok()
+                };
+                if !done {
+                    status = wc::LOC_QP_OP_ERR;
+                }
+                (wc::OP_RECV, wc::WITH_INVALIDATE, key)
+            }
             _ => (wc::OP_RECV_RDMA_WITH_IMM, wc::WITH_IMM, r.imm.to_be()),
         };
         self.qp.rcq.push(
             &Wc {
                 wr_id,
-                status: wc::SUCCESS,
+                status,
                 opcode,
                 byte_len: r.len,
                 ex,

@@ -1538,6 +1538,91 @@ out:
 	if (cq) ibv_destroy_cq(cq);
 }
 
+/*
+ * SEND with invalidate over a loopback RC pair (IBTA 10.6.7.2.2): the
+ * responder binds a type 2 window, the requester WRITEs through it, then
+ * SENDs with its rkey to invalidate; the receive completes with
+ * IBV_WC_WITH_INV and that rkey, and a WRITE through the window then fails
+ * with IBV_WC_REM_ACCESS_ERR.
+ */
+/*
+ * The rxe provider hands the CQ ring's wc_flags to the application as they
+ * are, and the kernel writes its own IB_WC_WITH_INVALIDATE (1 << 2) there —
+ * the bit libibverbs calls IBV_WC_IP_CSUM_OK (its IBV_WC_WITH_INV is 1 << 3).
+ * rxe does so, and so must a device that binds to that provider.
+ */
+#define RXE_ABI_WC_WITH_INV (1 << 2)
+
+static void test_send_inv(struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	char *src = (char *)buf, *dst = (char *)buf + 16384;
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 32768, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+	struct ibv_qp *a = cq ? make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL) : NULL;
+	struct ibv_qp *b = cq ? make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL) : NULL;
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	struct ibv_send_wr w = { 0 }, *bad_s;
+	struct ibv_recv_wr r = { 0 }, *bad_r;
+	struct ibv_sge sge;
+	struct ibv_wc wc[2], *rw = NULL;
+	uint32_t rkey;
+	int e, n;
+
+	if (!cq || !mr || !a || !b || !mw || connect_pair(a, b)) {
+		checkd(0, ename(errno), "SEND_WITH_INV: setup (CQ, MR, type 2 MW, loopback RC pair)");
+		goto out;
+	}
+	rkey = ibv_inc_rkey(mw->rkey);
+	w.wr_id = 0x8801; w.opcode = IBV_WR_BIND_MW; w.send_flags = IBV_SEND_SIGNALED;
+	w.bind_mw.mw = mw; w.bind_mw.rkey = rkey;
+	w.bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)dst, .length = 4096,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	e = rcerr(ibv_post_send(b, &w, &bad_s));
+	n = e ? 0 : poll_n(cq, wc, 1, 10);
+	if (e || n != 1 || wc[0].status != IBV_WC_SUCCESS) {
+		checkd(0, ename(e), "SEND_WITH_INV: bind a type 2 window on the responder");
+		goto out;
+	}
+	for (int i = 0; i < 64; i++)
+		src[i] = (char)(0x5a ^ i);
+	memset(dst, 0, 64);
+	n = one_op(a, cq, IBV_WR_RDMA_WRITE, src, mr->lkey, 64, (uintptr_t)dst, rkey, wc);
+	check(n == 1 && wc[0].status == IBV_WC_SUCCESS && !memcmp(src, dst, 64),
+	      "SEND_WITH_INV: WRITE through the bound window moves the bytes (%s)",
+	      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+	sge = (struct ibv_sge){ .addr = (uintptr_t)dst + 8192, .length = 64, .lkey = mr->lkey };
+	r.wr_id = 0x8802; r.sg_list = &sge; r.num_sge = 1;
+	e = rcerr(ibv_post_recv(b, &r, &bad_r));
+	sge = (struct ibv_sge){ .addr = (uintptr_t)src, .length = 64, .lkey = mr->lkey };
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 0x8803; w.opcode = IBV_WR_SEND_WITH_INV; w.send_flags = IBV_SEND_SIGNALED;
+	w.sg_list = &sge; w.num_sge = 1; w.invalidate_rkey = rkey;
+	e = e ? e : rcerr(ibv_post_send(a, &w, &bad_s));
+	n = e ? 0 : poll_n(cq, wc, 2, 20);
+	for (int i = 0; i < n; i++)
+		if (wc[i].wr_id == 0x8802)
+			rw = &wc[i];
+	check(!e && n == 2 && rw && rw->status == IBV_WC_SUCCESS && rw->opcode == IBV_WC_RECV &&
+	      (rw->wc_flags & RXE_ABI_WC_WITH_INV) && rw->invalidated_rkey == rkey && rw->byte_len == 64 &&
+	      !memcmp(src, dst + 8192, 64),
+	      "SEND_WITH_INV: the receive completes with IBV_WC_WITH_INV and rkey 0x%x (%s, %d completions; "
+	      "opcode %d flags 0x%x rkey 0x%x len %u data %s)",
+	      rkey, rw ? ibv_wc_status_str(rw->status) : "none", n, rw ? (int)rw->opcode : -1,
+	      rw ? rw->wc_flags : 0, rw ? rw->invalidated_rkey : 0, rw ? rw->byte_len : 0,
+	      memcmp(src, dst + 8192, 64) ? "differs" : "same");
+	n = one_op(a, cq, IBV_WR_RDMA_WRITE, src, mr->lkey, 64, (uintptr_t)dst, rkey, wc);
+	check(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR,
+	      "SEND_WITH_INV: a WRITE through the invalidated window fails with IBV_WC_REM_ACCESS_ERR (%s)",
+	      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+out:
+	if (a) ibv_destroy_qp(a);
+	if (b) ibv_destroy_qp(b);
+	if (mw) ibv_dealloc_mw(mw);
+	if (mr) ibv_dereg_mr(mr);
+	if (cq) ibv_destroy_cq(cq);
+}
+
 static void test_rings(struct ibv_pd *pd)
 {
 	struct ibv_cq *scq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
@@ -1898,6 +1983,8 @@ int main(int argc, char **argv)
 	diag("4. rings");
 	test_rings(pd);
 	test_remote_access(pd);
+	if (mw_types() & 2)
+		test_send_inv(pd);
 
 	if (cq)
 		expect_err(ibv_destroy_cq(cq), 0, "destroy the shared CQ");

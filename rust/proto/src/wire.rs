@@ -64,6 +64,9 @@ pub enum Op {
     AtomicFetchAdd = 7,
     /// Atomic response; payload is the original value (8 B).
     AtomicResp = 8,
+    /// SEND with invalidate: the immediate field carries the rkey the
+    /// responder invalidates when the receive completes.
+    SendInv = 9,
 }
 
 impl Op {
@@ -79,6 +82,7 @@ impl Op {
             6 => Op::AtomicCmpSwap,
             7 => Op::AtomicFetchAdd,
             8 => Op::AtomicResp,
+            9 => Op::SendInv,
             _ => return None,
         })
     }
@@ -91,9 +95,10 @@ impl Op {
         )
     }
 
-    /// Whether the last packet of this op carries immediate data.
+    /// Whether the last packet of this op carries immediate data (for
+    /// SEND_INV: the rkey to invalidate).
     pub fn has_imm(self) -> bool {
-        matches!(self, Op::SendImm | Op::WriteImm)
+        matches!(self, Op::SendImm | Op::WriteImm | Op::SendInv)
     }
 }
 
