@@ -93,6 +93,17 @@ perftest() {
 perftest ib_write_bw 65536 100
 perftest ib_send_bw 65536 100
 [[ $mode == quick ]] || { perftest ib_read_bw 65536 100; perftest ib_atomic_bw 8 200; }
+# Latency: ib_write_lat ping-pongs RDMA WRITEs that each side polls for in
+# memory (no completion on the responder): t_typical and t_avg in usec.
+if [[ $mode != quick ]]; then
+  out=$(run 180 ib_write_lat -d "$dev" -x "$gid" -s 64 -n 200 -F); rc=$?
+  [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+  line=$(awk '$1 == 64 && NF >= 6' <<<"$out" | tail -1)
+  if ((rc == 0)) && [[ -n $line ]]; then
+    pass "$dev: ib_write_lat 200 x 64 B: $(awk '{print "t_typical " $5 " us, t_avg " $6 " us"}' <<<"$line")"
+  else fail "$dev: ib_write_lat 200 x 64 B (rc=$rc)" "$out$(dmesg | tail -20)"; fi
+  sleep 2
+fi
 if [[ $dev == mr* ]]; then
   # Device counters: traffic ran, so packets went both ways.
   out=$(rdma statistic show link "$dev/1" 2>&1)
