@@ -4,7 +4,8 @@
 #   rdma link add/show/delete, ibv_devices, ibv_devinfo -v field by field,
 #   port state and async events following the netdev, MTU changes, a second
 #   device on a netdev that then disappears, rxe beside it, rmmod with devices,
-#   link delete and rmmod while processes hold objects (they are detached).
+#   link delete, rmmod and a netns move while processes hold objects (they
+#   are detached).
 . "$MR_REPO/tests/lib.sh"
 ko=$MR_REPO/metaroce.ko
 if ((MR_ID != 1)); then pass "guest $MR_ID: link partner only"; done_testing; fi
@@ -223,6 +224,26 @@ wait "$pp" 2>/dev/null
 lsmod | grep -q "^metaroce " && rmmod metaroce  # the old behaviour leaves it loaded
 check "insmod, add, delete, rmmod after the detached processes" \
   bash -c "insmod $ko && rdma link add mr0 type metaroce netdev $MR_IF && rdma link delete mr0 && rmmod metaroce"
+
+# With disassociate_ucontext the RDMA core also lets a device move to another
+# network namespace once the subsystem is in exclusive mode (device.c:
+# ib_device_set_netns_put): disabling it for the move detaches its processes
+# the same way; it comes back to init_net when that namespace is deleted.
+check "rdma system set netns exclusive" rdma system set netns exclusive
+check "insmod metaroce.ko (netns move while held)" insmod "$ko"
+check "rdma link add mr0" rdma link add mr0 type metaroce netdev "$MR_IF"
+hold holder3
+check "ip netns add mrns" ip netns add mrns
+within 60 "rdma dev set mr0 netns mrns while process $held holds objects on it" rdma dev set mr0 netns mrns
+ip netns exec mrns rdma dev show mr0 >/dev/null 2>&1 && ! rdma dev show mr0 >/dev/null 2>&1 \
+  && pass "mr0 now in netns mrns only" || fail "mr0 moved to mrns" "$(rdma dev show 2>&1; ip netns exec mrns rdma dev show 2>&1)"
+gone holder3 "$held"
+ip netns del mrns
+retry 60 rdma dev show mr0 >/dev/null 2>&1 && pass "mr0 back in init_net after netns mrns is deleted" \
+  || fail "mr0 back in init_net" "$(rdma dev show 2>&1)"
+check "rdma link delete mr0 (back from mrns)" rdma link delete mr0
+check "rmmod metaroce" rmmod metaroce
+check "rdma system set netns shared" rdma system set netns shared
 k=$(dmesg | tail -n +$((dmesg_from + 1)) | grep -E "WARNING|BUG|Oops|Call Trace|KASAN|UBSAN|hung_task|blocked for more")
 [[ -z $k ]] && pass "dmesg: no WARNING/BUG/Call Trace during the removals" || fail "dmesg during the removals" "$k"
 check_kmemleak
