@@ -3,7 +3,9 @@
 # metaroce RDMA device through unmodified iproute2 and rdma-core.
 #   rdma link add/show/delete, ibv_devices, ibv_devinfo -v field by field,
 #   port state and async events following the netdev, MTU changes, a second
-#   device on a netdev that then disappears, rxe beside it, rmmod with devices.
+#   device on a netdev that then disappears, rxe beside it, rmmod with devices,
+#   link delete, rmmod and a netns move while processes hold objects (they
+#   are detached).
 . "$MR_REPO/tests/lib.sh"
 ko=$MR_REPO/metaroce.ko
 if ((MR_ID != 1)); then pass "guest $MR_ID: link partner only"; done_testing; fi
@@ -119,5 +121,130 @@ check "rmmod metaroce with mr0 present" rmmod metaroce
 [[ ! -e /sys/class/infiniband/mr0 && -e /sys/class/infiniband/rxe0 ]] \
   && pass "rmmod removed mr0 and left rxe0" || fail "rmmod removed mr0 only" "$(rdma dev)"
 check "insmod again, add, delete" bash -c "insmod $ko && rdma link add mr0 type metaroce netdev $MR_IF && rdma link delete mr0 && rmmod metaroce"
+
+# A device removed while processes hold objects on it (disassociate_ucontext):
+# `rdma link delete` and `rmmod` return at once instead of waiting for the
+# processes; the RDMA core destroys their objects, their later verbs calls
+# fail with EIO, and the rings they still have mapped stay plain memory.
+# The holder is the exerciser's hold mode (PD, MR, CQ, SRQ, an RC QP in RTS,
+# a UD QP, rings mapped); on SIGUSR1 it checks what it sees (TAP) and exits.
+src=$MR_REPO/tests/exerciser/exerciser.c
+ex=$MR_REPO/out/exerciser
+if [[ ! -x $ex || $ex -ot $src ]]; then
+  diag "out/exerciser missing or stale: building it in the guest (slow under TCG)"
+  ex=$MR_RUNDIR/exerciser
+  check "build the exerciser" gcc -O2 -o "$ex" "$src" -libverbs
+fi
+dmesg_from=$(dmesg | wc -l)
+holders=()
+# hold NAME: an exerciser holding objects on mr0 (pid in $held) until SIGUSR1;
+# RDMAV_ALLOW_DISASSOC_DESTROY: libibverbs then takes a destroy's EIO (the
+# kernel already destroyed the object) for success.
+hold() {
+  RDMAV_ALLOW_DISASSOC_DESTROY=1 "$ex" -d mr0 -H >"$MR_RUNDIR/$1.out" 2>&1 &
+  held=$!; holders+=("$held")
+  if retry 60 grep -q READY "$MR_RUNDIR/$1.out" \
+    && grep -q "READY pd=1 mr=1 cq=1 srq=1 rc=1 ud=1" "$MR_RUNDIR/$1.out"; then
+    pass "$1: process $held holds PD, MR, CQ, SRQ, RC and UD QPs on mr0"
+  else
+    fail "$1: process holds objects on mr0" "$(cat "$MR_RUNDIR/$1.out")"
+  fi
+}
+# within SECS DESC CMD...: pass if CMD exits 0 within SECS. A removal the
+# kernel makes wait (uninterruptibly) for the holders is failed, then ended
+# by killing them.
+within() {
+  local secs=$1 desc=$2; shift 2
+  local t0=$SECONDS pid rc
+  "$@" >"$MR_RUNDIR/within.out" 2>&1 &
+  pid=$!
+  while kill -0 $pid 2>/dev/null && ((SECONDS - t0 < secs)); do sleep 1; done
+  if kill -0 $pid 2>/dev/null; then
+    fail "$desc within $secs s" "still waiting after $secs s; killing the holders to end it"
+    kill -9 "${holders[@]}" 2>/dev/null
+    wait $pid
+    return 1
+  fi
+  wait $pid; rc=$?
+  ((rc == 0)) && pass "$desc ($((SECONDS - t0)) s)" \
+    || fail "$desc (exit $rc)" "$(cat "$MR_RUNDIR/within.out")"
+}
+# gone NAME PID: SIGUSR1 to a holder whose device is gone; its TAP lines
+# become ours; it must exit 0 (or be killed and die).
+gone() {
+  local name=$1 pid=$2 line rc
+  kill -USR1 "$pid" 2>/dev/null
+  if ! retry 60 bash -c "! kill -0 $pid 2>/dev/null"; then
+    fail "$name: exits after SIGUSR1" "still running after 60 s: killing it"
+    kill -9 "$pid"
+    retry 10 bash -c "! kill -0 $pid 2>/dev/null" && pass "$name: dies on kill -9" \
+      || fail "$name: dies on kill -9" "$(cat /proc/"$pid"/stack 2>&1)"
+    return
+  fi
+  wait "$pid"; rc=$?
+  while IFS= read -r line; do
+    case $line in
+      "ok "*) pass "$name: ${line#ok * - }" ;;
+      "not ok "*) fail "$name: ${line#not ok * - }" ;;
+    esac
+  done <"$MR_RUNDIR/$name.out"
+  ((rc == 0)) && pass "$name: exits 0 after its device went away" \
+    || fail "$name: exits 0 (exit $rc)" "$(cat "$MR_RUNDIR/$name.out")"
+}
+listed() { rdma link show 2>/dev/null | grep -q "^link mr0/"; }
+
+check "insmod metaroce.ko (delete while held)" insmod "$ko"
+check "rdma link add mr0" rdma link add mr0 type metaroce netdev "$MR_IF"
+hold holder1
+within 60 "rdma link delete mr0 while process $held holds objects on it" rdma link delete mr0
+! listed && [[ ! -e /sys/class/infiniband/mr0 ]] && pass "mr0 gone: not in rdma link show, not in sysfs" \
+  || fail "mr0 gone after delete" "$(rdma link show 2>&1)"
+# The holder still has the uverbs file open and the rings mapped: the module
+# must not be pinned, and its later calls must not reach the module's code.
+within 60 "rmmod metaroce while the disassociated process lives" rmmod metaroce
+gone holder1 "$held"
+
+check "insmod metaroce.ko (rmmod while held)" insmod "$ko"
+check "rdma link add mr0" rdma link add mr0 type metaroce netdev "$MR_IF"
+hold holder2
+gid=$(retry 20 gid_index mr0 "$MR_IP4")
+ibv_rc_pingpong -d mr0 -g "${gid:-1}" >"$MR_RUNDIR/pingpong-idle.out" 2>&1 &
+pp=$!; holders+=("$pp")
+sleep 3
+kill -0 $pp 2>/dev/null && pass "idle ibv_rc_pingpong server $pp on mr0" \
+  || fail "idle ibv_rc_pingpong server on mr0" "$(cat "$MR_RUNDIR/pingpong-idle.out")"
+within 60 "rmmod metaroce while processes $held and $pp hold mr0" rmmod metaroce
+[[ ! -e /sys/module/metaroce && ! -e /sys/class/infiniband/mr0 ]] && ! listed \
+  && pass "module and mr0 gone" || fail "module and mr0 gone" "$(lsmod | grep metaroce; rdma link show 2>&1)"
+gone holder2 "$held"
+kill "$pp" 2>/dev/null
+retry 10 bash -c "! kill -0 $pp 2>/dev/null" && pass "idle ibv_rc_pingpong server ends on SIGTERM" \
+  || { fail "idle ibv_rc_pingpong server ends on SIGTERM" "$(cat /proc/$pp/stack 2>&1)"; kill -9 $pp; }
+wait "$pp" 2>/dev/null
+lsmod | grep -q "^metaroce " && rmmod metaroce  # the old behaviour leaves it loaded
+check "insmod, add, delete, rmmod after the detached processes" \
+  bash -c "insmod $ko && rdma link add mr0 type metaroce netdev $MR_IF && rdma link delete mr0 && rmmod metaroce"
+
+# With disassociate_ucontext the RDMA core also lets a device move to another
+# network namespace once the subsystem is in exclusive mode (device.c:
+# ib_device_set_netns_put): disabling it for the move detaches its processes
+# the same way; it comes back to init_net when that namespace is deleted.
+check "rdma system set netns exclusive" rdma system set netns exclusive
+check "insmod metaroce.ko (netns move while held)" insmod "$ko"
+check "rdma link add mr0" rdma link add mr0 type metaroce netdev "$MR_IF"
+hold holder3
+check "ip netns add mrns" ip netns add mrns
+within 60 "rdma dev set mr0 netns mrns while process $held holds objects on it" rdma dev set mr0 netns mrns
+ip netns exec mrns rdma dev show mr0 >/dev/null 2>&1 && ! rdma dev show mr0 >/dev/null 2>&1 \
+  && pass "mr0 now in netns mrns only" || fail "mr0 moved to mrns" "$(rdma dev show 2>&1; ip netns exec mrns rdma dev show 2>&1)"
+gone holder3 "$held"
+ip netns del mrns
+retry 60 rdma dev show mr0 >/dev/null 2>&1 && pass "mr0 back in init_net after netns mrns is deleted" \
+  || fail "mr0 back in init_net" "$(rdma dev show 2>&1)"
+check "rdma link delete mr0 (back from mrns)" rdma link delete mr0
+check "rmmod metaroce" rmmod metaroce
+check "rdma system set netns shared" rdma system set netns shared
+k=$(dmesg | tail -n +$((dmesg_from + 1)) | grep -E "WARNING|BUG|Oops|Call Trace|KASAN|UBSAN|hung_task|blocked for more")
+[[ -z $k ]] && pass "dmesg: no WARNING/BUG/Call Trace during the removals" || fail "dmesg during the removals" "$k"
 check_kmemleak
 done_testing
