@@ -20,7 +20,8 @@ enum Arm {
 }
 
 struct Inner {
-    ring: Queue,
+    /// `None` once destroyed ([`Cq::kill`]).
+    ring: Option<Queue>,
     /// Our producer index: the shared copy is written, never read back.
     prod: u32,
     arm: Arm,
@@ -69,7 +70,7 @@ impl Cq {
                 events,
                 kernel,
                 inner <- crate::ffi::sync::new_bh_lock!(
-                    Inner { ring, prod: 0, arm: Arm::Off, overrun: false, dead: false },
+                    Inner { ring: Some(ring), prod: 0, arm: Arm::Off, overrun: false, dead: false },
                     "metaroce_cq"
                 ),
             }),
@@ -83,24 +84,24 @@ impl Cq {
     pub(crate) fn push(&self, wc: &Wc, solicited: bool, qp: QpHandle) -> bool {
         let fire = {
             let mut g = self.inner.lock();
-            if g.dead {
+            let Some(ring) = g.ring.as_ref().filter(|_| !g.dead) else {
                 return false;
-            }
-            let next = g.ring.advance(g.prod, 1);
-            if next == g.ring.consumer() {
+            };
+            let next = ring.advance(g.prod, 1);
+            if next == ring.consumer() {
                 g.overrun = true;
                 return false;
             }
             let written = if self.kernel {
-                g.ring.write(g.prod, 0, &wc.kernel_bytes(qp))
+                ring.write(g.prod, 0, &wc.kernel_bytes(qp))
             } else {
-                g.ring.write(g.prod, 0, &wc.bytes())
+                ring.write(g.prod, 0, &wc.bytes())
             };
             if written.is_err() {
                 return false;
             }
+            ring.set_producer(next);
             g.prod = next;
-            g.ring.set_producer(next);
             let fire =
                 g.arm == Arm::Next || (g.arm == Arm::Solicited && (solicited || wc.status != 0));
             if fire {
@@ -124,7 +125,7 @@ impl Cq {
                 Arm::Next
             };
         }
-        g.ring.consumer() != g.prod
+        g.ring.as_ref().is_some_and(|r| r.consumer() != g.prod)
     }
 
     /// Kernel CQs (`ib_poll_cq`): hands up to `max` waiting completions,
@@ -138,12 +139,15 @@ impl Cq {
         let mut n = 0;
         let mut slot = [0u8; Wc::KERNEL_SIZE];
         while n < max {
-            let cons = g.ring.consumer();
-            if cons == g.prod || g.ring.read(cons, 0, &mut slot).is_err() {
+            let Some(ring) = g.ring.as_ref() else {
+                break;
+            };
+            let cons = ring.consumer();
+            if cons == g.prod || ring.read(cons, 0, &mut slot).is_err() {
                 break;
             }
             f(&slot);
-            g.ring.set_consumer(g.ring.advance(cons, 1));
+            ring.set_consumer(ring.advance(cons, 1));
             n += 1;
         }
         n
@@ -160,31 +164,40 @@ impl Cq {
         let new = Queue::new(uc, cqe, slot_size(self.kernel))?;
         let old = {
             let mut g = self.inner.lock();
-            let cons = g.ring.consumer();
-            let waiting = g.ring.distance(cons, g.prod);
+            let ring = g.ring.as_ref().ok_or(EINVAL)?;
+            let cons = ring.consumer();
+            let waiting = ring.distance(cons, g.prod);
             if waiting > new.slots() - 1 {
                 return Err(EINVAL);
             }
             let mut wc = [0u8; Wc::KERNEL_SIZE];
             let wc = &mut wc[..slot_size(self.kernel)];
             for i in 0..waiting {
-                g.ring.read(g.ring.advance(cons, i), 0, wc)?;
+                ring.read(ring.advance(cons, i), 0, wc)?;
                 new.write(i, 0, wc)?;
             }
             new.set_consumer(0);
             new.set_producer(waiting);
             g.prod = waiting;
-            core::mem::replace(&mut g.ring, new)
+            g.ring.replace(new)
         };
-        let mi = self.inner.lock().ring.mminfo();
+        let mi = self.inner.lock().ring.as_ref().ok_or(EINVAL)?.mminfo();
         // The old ring leaves the mmap table here; pages user space still
         // maps stay until it unmaps them.
         drop(old);
         Ok(mi)
     }
 
-    /// No completion is written after this.
+    /// No completion is written after this. Releases the ring here, in
+    /// `destroy_cq`: a QP kept alive briefly by
+    /// a receive in flight may hold the CQ past the user context, which the
+    /// ring's mmap entry must not outlive.
     pub(crate) fn kill(&self) {
-        self.inner.lock().dead = true;
+        let ring = {
+            let mut g = self.inner.lock();
+            g.dead = true;
+            g.ring.take()
+        };
+        drop(ring);
     }
 }

@@ -163,13 +163,14 @@ impl MrTable {
     }
 
     /// The REG_MR work request (IBTA 10.6.3.3, fast registration): the
-    /// free fast-registration MR whose key is `cur` (of `pd`) becomes valid
-    /// under `new` (same index, a new key byte) with `access`. `EINVAL`
-    /// otherwise.
-    pub(crate) fn register(&self, pd: usize, cur: u32, new: u32, access: u32) -> Result {
+    /// free fast-registration MR `mr` names (by its index: consumers give
+    /// the `ib_mr` its new key with `ib_update_fast_reg_key` before posting)
+    /// of `pd` becomes valid under `new` (same index, a new key byte) with
+    /// `access`. `EINVAL` otherwise.
+    pub(crate) fn register(&self, pd: usize, mr: u32, new: u32, access: u32) -> Result {
         let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&(cur >> 8)).ok_or(EINVAL)?;
-        if e.key != cur || new >> 8 != cur >> 8 || e.pd != pd || e.valid {
+        let e = t.tree.get_mut(&(mr >> 8)).ok_or(EINVAL)?;
+        if new >> 8 != mr >> 8 || e.pd != pd || e.valid {
             return Err(EINVAL);
         }
         if !matches!(e.mem, Mem::Pages(_)) {
