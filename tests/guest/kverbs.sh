@@ -8,11 +8,14 @@
 # - ...") in the kernel log become this script's TAP. Then a second load with
 # corrupt=3 (one expected byte of the 3rd payload comparison flipped) must
 # report exactly that test as failed: the module's own self-check.
-# Run with -n 2 (guest 2 only idles).
-#   kverbs.sh [mr0|rxe0]
+# Run with -n 2 (guest 2 only idles). PARAMS go to the module's first load
+# (e.g. access_errors=1: also expect IB_WC_REM_ACCESS_ERR for bad rkeys).
+#   kverbs.sh [mr0|rxe0] [PARAMS...]
 . "$MR_REPO/tests/lib.sh"
 if ((MR_ID != 1)); then pass "guest $MR_ID: idle"; done_testing; fi
 dev=${1:-mr0}
+shift
+modargs=("$@")
 ko=$MR_REPO/tests/modules/kverbs/kverbs_test.ko
 par=/sys/module/kverbs_test/parameters
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
@@ -40,7 +43,7 @@ run_module() {
 }
 
 # 1. The real run: each of the module's results is a test here.
-if run_module; then
+if run_module "${modargs[@]}"; then
   n=0
   while IFS= read -r l; do
     if [[ $l =~ ^ok\ [0-9]+\ -\ (.*)$ ]]; then pass "$dev kverbs: ${BASH_REMATCH[1]}"; n=$((n + 1))

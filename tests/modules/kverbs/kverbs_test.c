@@ -42,6 +42,12 @@ MODULE_PARM_DESC(timeout_ms, "how long to wait for each completion");
 static int corrupt;
 module_param(corrupt, int, 0444);
 MODULE_PARM_DESC(corrupt, "self-check: corrupt the N-th payload comparison");
+static int access_errors = 1;
+module_param(access_errors, int, 0444);
+MODULE_PARM_DESC(access_errors, "check remote access errors (IB_WC_REM_ACCESS_ERR; default 1)");
+static int last_wqe;
+module_param(last_wqe, int, 0444);
+MODULE_PARM_DESC(last_wqe, "check IB_EVENT_QP_LAST_WQE_REACHED for an SRQ QP moved to ERR (default 0: metaroce raises no QP events yet)");
 static int passed, failed, finished;
 module_param(passed, int, 0444);
 module_param(failed, int, 0444);
@@ -71,10 +77,11 @@ static struct {
 	u8 mac[ETH_ALEN];
 	struct ib_pd *pd;
 	struct ib_mr *atomic_mr;
-	struct side a, b;
+	struct side a, b, c, d;
+	struct ib_srq *srq;
 	u8 *exp, *img;
 	struct ib_qp_cap cap;
-	atomic_t events, stray_events;
+	atomic_t events, stray_events, last_wqe_events;
 	wait_queue_head_t evq;
 	bool desync, stuck;
 	u8 seed;
@@ -210,6 +217,10 @@ static void cq_event(struct ib_event *ev, void *ctx)
 
 static void qp_event(struct ib_event *ev, void *ctx)
 {
+	if (ev->event == IB_EVENT_QP_LAST_WQE_REACHED && ev->element.qp == t.c.qp) {
+		atomic_inc(&t.last_wqe_events);
+		wake_up(&t.evq);
+	}
 	pr_info("# QP %u async event %d (%s)\n", ev->element.qp->qp_num, ev->event,
 		ib_event_msg(ev->event));
 }
@@ -354,12 +365,12 @@ static void drain_cq(struct side *s)
 			wc.wr_id, wc.status, ib_wc_status_msg(wc.status));
 }
 
-/* After a failure: ERR, flush, RESET, connect again with new PSNs. */
+/* After a failure (or a test that left A in ERR): ERR, flush, RESET, connect again with new PSNs. */
 static bool reconnect(void)
 {
 	int r = 0;
 
-	pr_info("# reconnecting the QPs after a failure\n");
+	pr_info("# reconnecting the QP pair\n");
 	set_state(t.a.qp, IB_QPS_ERR);
 	set_state(t.b.qp, IB_QPS_ERR);
 	msleep(200);
@@ -378,6 +389,8 @@ static bool reconnect(void)
 }
 
 /* --- tests --- */
+
+static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap, struct ib_srq *srq);
 
 /* SEND (or SEND_WITH_IMM) of len bytes from ns SGEs of A to nr SGEs of B. */
 static void t_send(const char *name, u32 len, int ns, int nr, bool imm, bool inl)
@@ -892,6 +905,179 @@ static void t_full_and_flush(void)
 	report(ok, "ib_post_recv in ERR: 0, completes with IB_WC_WR_FLUSH_ERR");
 }
 
+/*
+ * SRQ: QP C (on B's CQ) takes its receives from an SRQ; QP D (on A's CQ)
+ * sends to it. Three messages land in three SRQ receives of 2 SGEs each.
+ */
+static void t_srq(void)
+{
+	static const u32 len[3] = { 1, 5000, 20000 };
+	struct ib_srq_init_attr sa = {
+		.attr = { .max_wr = 16, .max_sge = 2 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+	struct ib_sge rs[6], ss[3], *sg;
+	struct ib_recv_wr rwr[3] = {}, bad = {};
+	struct ib_send_wr wr[3] = {};
+	const struct ib_recv_wr *rbad = NULL;
+	const struct ib_send_wr *sbad = NULL;
+	struct ib_qp_cap cap;
+	struct ib_wc wc;
+	u64 id0 = t.wrid + 1;
+	bool ok = true;
+	int i, r;
+
+	t.wrid += 4;
+	t.c.name = "C";
+	t.c.cq = t.b.cq;
+	t.d.name = "D";
+	t.d.cq = t.a.cq;
+	t.srq = ib_create_srq(t.pd, &sa);
+	if (IS_ERR(t.srq)) {
+		r = PTR_ERR(t.srq);
+		t.srq = NULL;
+		report(false, "ib_create_srq: %d", r);
+		return;
+	}
+	t.c.qp = make_qp(t.c.cq, &cap, t.srq);
+	if (IS_ERR(t.c.qp)) {
+		r = PTR_ERR(t.c.qp);
+		t.c.qp = NULL;
+		report(false, "ib_create_qp(RC, SRQ): %d", r);
+		return;
+	}
+	t.d.qp = make_qp(t.d.cq, &cap, NULL);
+	if (IS_ERR(t.d.qp)) {
+		r = PTR_ERR(t.d.qp);
+		t.d.qp = NULL;
+		report(false, "ib_create_qp(RC): %d", r);
+		return;
+	}
+	t.c.sq_psn = 0x777;
+	t.d.sq_psn = 0xfffffe;
+	r = to_init(t.c.qp) ?: to_init(t.d.qp) ?: to_rtr(&t.c, &t.d) ?: to_rtr(&t.d, &t.c) ?:
+	    to_rts(&t.c) ?: to_rts(&t.d);
+	if (!report(!r, "SRQ (max_wr %u, max_sge %u) and QP C on it (QPN %u) <-> QP D (QPN %u): connected (%d)",
+		    sa.attr.max_wr, sa.attr.max_sge, t.c.qp->qp_num, t.d.qp->qp_num, r))
+		return;
+
+	memset(t.b.rx, GUARD, BUFSZ);
+	memset(t.a.tx, 0x5a, BUFSZ);
+	for (i = 0; i < 3; i++) {
+		layout(&rs[2 * i], 2, t.b.rx_dma, i * 25000, 20000, 0);
+		rwr[i].wr_id = id0 + i;
+		rwr[i].sg_list = &rs[2 * i];
+		rwr[i].num_sge = 2;
+		rwr[i].next = i < 2 ? &rwr[i + 1] : NULL;
+		pattern(t.a.tx + i * 25000, len[i]);
+		ss[i] = (struct ib_sge){ t.a.tx_dma + i * 25000, len[i], t.pd->local_dma_lkey };
+		wr[i].wr_id = id0 + i;
+		wr[i].sg_list = &ss[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IB_WR_SEND;
+		wr[i].send_flags = IB_SEND_SIGNALED;
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	}
+	r = ib_post_srq_recv(t.srq, rwr, &rbad);
+	if (r) {
+		report(false, "ib_post_srq_recv of 3 receives: %d", r);
+		return;
+	}
+	r = ib_post_send(t.d.qp, wr, &sbad);
+	if (r) {
+		report(false, "D: ib_post_send: %d", r);
+		return;
+	}
+	for (i = 0; i < 3 && ok; i++)
+		ok = expect_wc(&t.d, id0 + i, IB_WC_SUCCESS, IB_WC_SEND, NULL);
+	for (i = 0; i < 3 && ok; i++) {
+		ok = expect_wc(&t.c, id0 + i, IB_WC_SUCCESS, IB_WC_RECV, &wc);
+		if (ok && wc.byte_len != len[i])
+			ok = fail_why("C: receive %d: byte_len %u, expected %u", i, wc.byte_len,
+				      len[i]);
+	}
+	if (ok) {
+		memset(t.img, GUARD, BUFSZ);
+		for (i = 0; i < 3; i++)
+			scatter(t.img, t.b.rx_dma, &rs[2 * i], 2, t.a.tx + i * 25000, len[i]);
+		ok = same(t.img, t.b.rx, BUFSZ, "the SRQ receives' buffers");
+	}
+	report(ok, "ib_post_srq_recv x3 (2 SGEs each): SENDs of 1, 5000, 20000 B land in order, data checked");
+
+	sg = kcalloc(sa.attr.max_sge + 1, sizeof(*sg), GFP_KERNEL);
+	if (!sg)
+		return;
+	for (i = 0; i <= sa.attr.max_sge; i++)
+		sg[i] = (struct ib_sge){ t.b.rx_dma + i * 64, 64, t.pd->local_dma_lkey };
+	bad.wr_id = id0 + 3;
+	bad.sg_list = sg;
+	bad.num_sge = sa.attr.max_sge + 1;
+	rbad = NULL;
+	r = ib_post_srq_recv(t.srq, &bad, &rbad);
+	report(r == -EINVAL && rbad == &bad, "ib_post_srq_recv with num_sge %u > max_sge %u: -EINVAL (got %d), *bad_wr = the WR (%s)",
+	       sa.attr.max_sge + 1, sa.attr.max_sge, r, rbad == &bad ? "yes" : "no");
+	kfree(sg);
+	/* C and D are done: ERR, and their flushes (none expected) out of the CQs. */
+	set_state(t.c.qp, IB_QPS_ERR);
+	set_state(t.d.qp, IB_QPS_ERR);
+	ok = cq_empty(&t.c, 300) && cq_empty(&t.d, 300);
+	report(ok, "QPs C and D to ERR with nothing outstanding: no completion");
+	/*
+	 * IBTA 11.6.3.1 / 10.8.4.4: a QP on an SRQ entering ERR raises Last WQE
+	 * Reached; ib_drain_qp of such a QP waits up to 60 s for it.
+	 */
+	if (last_wqe) {
+		ok = wait_event_timeout(t.evq, atomic_read(&t.last_wqe_events) > 0,
+					msecs_to_jiffies(timeout_ms)) ||
+		     fail_why("no IB_EVENT_QP_LAST_WQE_REACHED within %d ms", timeout_ms);
+		report(ok, "QP C (on the SRQ) to ERR: IB_EVENT_QP_LAST_WQE_REACHED raised");
+	}
+}
+
+/*
+ * Remote access errors (access_errors=1): the requester's WQE must complete
+ * with IB_WC_REM_ACCESS_ERR (the responder NAKs), and its QP goes to ERR.
+ */
+static void t_access(const char *name, enum ib_wr_opcode op, u32 rkey)
+{
+	struct ib_sge s = { t.a.rx_dma, 8, t.pd->local_dma_lkey };
+	struct ib_atomic_wr aw = {};
+	struct ib_rdma_wr rw = {};
+	struct ib_send_wr *w;
+	const struct ib_send_wr *sbad = NULL;
+	u64 *target = (u64 *)(t.b.rx + 4096);
+	u64 id = ++t.wrid;
+	bool ok;
+	int r;
+
+	WRITE_ONCE(*target, 42);
+	if (op == IB_WR_ATOMIC_FETCH_AND_ADD) {
+		aw.remote_addr = t.b.rx_dma + 4096;
+		aw.compare_add = 1;
+		aw.rkey = rkey;
+		w = &aw.wr;
+	} else {
+		rw.remote_addr = t.b.rx_dma + 4096;
+		rw.rkey = rkey;
+		w = &rw.wr;
+	}
+	w->wr_id = id;
+	w->sg_list = &s;
+	w->num_sge = 1;
+	w->opcode = op;
+	w->send_flags = IB_SEND_SIGNALED;
+	r = ib_post_send(t.a.qp, w, &sbad);
+	if (r) {
+		report(false, "%s: ib_post_send: %d", name, r);
+		return;
+	}
+	ok = expect_wc(&t.a, id, IB_WC_REM_ACCESS_ERR, -1, NULL);
+	if (ok && READ_ONCE(*target) != 42)
+		ok = fail_why("target memory changed to %llu", READ_ONCE(*target));
+	report(ok, "%s", name);
+	t.desync = true; /* the QP is in ERR now: reconnect */
+}
+
 /* ib_drain_qp on B, in a thread so that a device that never flushes fails the test instead of hanging it. */
 static struct ib_cqe dcqe[2];
 static atomic_t ddone;
@@ -1007,7 +1193,7 @@ static bool find_gid(void)
 	return true;
 }
 
-static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap)
+static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap, struct ib_srq *srq)
 {
 	struct ib_qp_init_attr ia = {
 		.event_handler = qp_event,
@@ -1017,8 +1203,13 @@ static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap)
 			 .max_recv_sge = 4, .max_inline_data = 64 },
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.qp_type = IB_QPT_RC,
+		.srq = srq,
 	};
-	struct ib_qp *qp = ib_create_qp(t.pd, &ia);
+	struct ib_qp *qp;
+
+	if (srq)
+		ia.cap.max_recv_wr = ia.cap.max_recv_sge = 0;
+	qp = ib_create_qp(t.pd, &ia);
 
 	if (!IS_ERR(qp))
 		*cap = ia.cap;
@@ -1085,13 +1276,13 @@ static bool setup(void)
 	report(true, "CQs: ib_create_cq (own comp_handler) %d CQEs, ib_alloc_cq(IB_POLL_DIRECT) %d CQEs",
 	       t.a.cq->cqe, t.b.cq->cqe);
 
-	t.a.qp = make_qp(t.a.cq, &t.cap);
+	t.a.qp = make_qp(t.a.cq, &t.cap, NULL);
 	if (IS_ERR(t.a.qp)) {
 		r = PTR_ERR(t.a.qp);
 		t.a.qp = NULL;
 		return report(false, "ib_create_qp(RC) A: %d", r);
 	}
-	t.b.qp = make_qp(t.b.cq, &bcap);
+	t.b.qp = make_qp(t.b.cq, &bcap, NULL);
 	if (IS_ERR(t.b.qp)) {
 		r = PTR_ERR(t.b.qp);
 		t.b.qp = NULL;
@@ -1148,6 +1339,12 @@ static void teardown(void)
 		ib_destroy_qp(t.a.qp);
 	if (t.b.qp)
 		ib_destroy_qp(t.b.qp);
+	if (t.c.qp)
+		ib_destroy_qp(t.c.qp);
+	if (t.d.qp)
+		ib_destroy_qp(t.d.qp);
+	if (t.srq)
+		ib_destroy_srq(t.srq);
 	if (t.a.cq)
 		ib_destroy_cq(t.a.cq);
 	if (t.b.cq)
@@ -1223,6 +1420,15 @@ static int __init kverbs_test_init(void)
 	STEP(t_unsignaled());
 	STEP(t_events());
 	STEP(t_errors());
+	STEP(t_srq());
+	if (access_errors) {
+		STEP(t_access("RDMA WRITE with an invalid rkey: IB_WC_REM_ACCESS_ERR",
+			      IB_WR_RDMA_WRITE, t.pd->unsafe_global_rkey ^ 0x5500));
+		STEP(t_access("RDMA READ with an invalid rkey: IB_WC_REM_ACCESS_ERR",
+			      IB_WR_RDMA_READ, t.pd->unsafe_global_rkey ^ 0x5500));
+		STEP(t_access("FETCH_AND_ADD with an rkey without IB_ACCESS_REMOTE_ATOMIC: IB_WC_REM_ACCESS_ERR",
+			      IB_WR_ATOMIC_FETCH_AND_ADD, t.pd->unsafe_global_rkey));
+	}
 	STEP(t_full_and_flush());
 	t_drain();
 out:
