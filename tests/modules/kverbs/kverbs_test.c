@@ -29,6 +29,7 @@
 #include <linux/completion.h>
 #include <linux/wait.h>
 #include <linux/etherdevice.h>
+#include <linux/scatterlist.h>
 #include <net/ipv6.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_cache.h>
@@ -905,6 +906,159 @@ static void t_full_and_flush(void)
 	report(ok, "ib_post_recv in ERR: 0, completes with IB_WC_WR_FLUSH_ERR");
 }
 
+/* Posts one WR on s's QP and waits for its completion. */
+static bool post_wait(struct side *s, struct ib_send_wr *wr, enum ib_wc_status st, int opcode)
+{
+	const struct ib_send_wr *sbad = NULL;
+	int r;
+
+	wr->wr_id = ++t.wrid;
+	wr->send_flags |= IB_SEND_SIGNALED;
+	r = ib_post_send(s->qp, wr, &sbad);
+	if (r)
+		return fail_why("%s: ib_post_send (opcode %d): %d", s->name, wr->opcode, r);
+	return expect_wc(s, t.wrid, st, opcode, NULL);
+}
+
+/* A writes len bytes at iova with rkey; st: the expected status. */
+static bool write_via(u64 iova, u32 rkey, u32 len, enum ib_wc_status st)
+{
+	struct ib_sge s = { t.a.tx_dma, len, t.pd->local_dma_lkey };
+	struct ib_rdma_wr wr = { .wr = { .sg_list = &s, .num_sge = 1, .opcode = IB_WR_RDMA_WRITE },
+				 .remote_addr = iova, .rkey = rkey };
+
+	return post_wait(&t.a, &wr.wr, st, st == IB_WC_SUCCESS ? IB_WC_RDMA_WRITE : -1);
+}
+
+/*
+ * Fast registration: B registers two separate pages of its memory in an
+ * IB_MR_TYPE_MEM_REG MR (ib_map_mr_sg + IB_WR_REG_MR); A writes and reads
+ * through its rkey across the page break; SEND_WITH_INV invalidates it at B
+ * (IB_WC_WITH_INVALIDATE), after which a WRITE is refused; registered again
+ * with a new key, LOCAL_INV invalidates it.
+ */
+static void t_fastreg(void)
+{
+	struct scatterlist sgl[2];
+	struct ib_mr *mr;
+	struct ib_reg_wr rw = {};
+	struct ib_send_wr inv = {};
+	struct ib_recv_wr rwr = {};
+	const struct ib_recv_wr *rbad = NULL;
+	struct ib_sge rs = { t.b.rx_dma + 3 * 4096, 64, t.pd->local_dma_lkey };
+	struct ib_sge ss = { t.a.tx_dma, 16, t.pd->local_dma_lkey };
+	struct ib_wc wc;
+	u32 len = 6000, off = 100, key;
+	int n, r;
+	bool ok;
+
+	mr = ib_alloc_mr(t.pd, IB_MR_TYPE_MEM_REG, 4);
+	if (IS_ERR(mr)) {
+		report(false, "ib_alloc_mr(IB_MR_TYPE_MEM_REG, 4): %ld", PTR_ERR(mr));
+		return;
+	}
+	/* Pages 0 and 2 of B's (page-aligned, kmalloc'ed) receive buffer. */
+	sg_init_table(sgl, 2);
+	sg_set_buf(&sgl[0], t.b.rx, PAGE_SIZE);
+	sg_set_buf(&sgl[1], t.b.rx + 2 * PAGE_SIZE, PAGE_SIZE);
+	n = ib_dma_map_sg(t.ibdev, sgl, 2, DMA_BIDIRECTIONAL);
+	r = n == 2 ? ib_map_mr_sg(mr, sgl, 2, NULL, PAGE_SIZE) : -EIO;
+	if (!report(r == 2 && offset_in_page(t.b.rx) == 0,
+		    "ib_alloc_mr(MEM_REG) + ib_map_mr_sg of 2 discontiguous pages: %d (iova %#llx, length %llu)",
+		    r, mr->iova, mr->length))
+		goto out;
+
+	ib_update_fast_reg_key(mr, 0x42);
+	rw.wr.opcode = IB_WR_REG_MR;
+	rw.mr = mr;
+	rw.key = mr->rkey;
+	rw.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
+	ok = post_wait(&t.b, &rw.wr, IB_WC_SUCCESS, IB_WC_REG_MR);
+	if (!report(ok, "IB_WR_REG_MR (rkey %#x): IB_WC_REG_MR", mr->rkey))
+		goto out;
+
+	pattern(t.exp, len);
+	memcpy(t.a.tx, t.exp, len);
+	memset(t.b.rx, GUARD, BUFSZ);
+	ok = write_via(mr->iova + off, mr->rkey, len, IB_WC_SUCCESS);
+	if (ok) {
+		memset(t.img, GUARD, BUFSZ);
+		memcpy(t.img + off, t.exp, PAGE_SIZE - off);
+		memcpy(t.img + 2 * PAGE_SIZE, t.exp + PAGE_SIZE - off, len - (PAGE_SIZE - off));
+		ok = same(t.img, t.b.rx, BUFSZ, "B's pages after a WRITE through the fast-reg MR");
+	}
+	report(ok, "RDMA WRITE %u B through the fast-reg rkey at iova + %u: lands on both pages, the page between untouched",
+	       len, off);
+
+	{
+		struct ib_sge s = { t.a.rx_dma, 2 * PAGE_SIZE, t.pd->local_dma_lkey };
+		struct ib_rdma_wr wr = { .wr = { .sg_list = &s, .num_sge = 1,
+						 .opcode = IB_WR_RDMA_READ },
+					 .remote_addr = mr->iova, .rkey = mr->rkey };
+
+		memset(t.a.rx, 0, BUFSZ);
+		ok = post_wait(&t.a, &wr.wr, IB_WC_SUCCESS, IB_WC_RDMA_READ) &&
+		     same(t.b.rx, t.a.rx, PAGE_SIZE, "1st page read back") &&
+		     same(t.b.rx + 2 * PAGE_SIZE, t.a.rx + PAGE_SIZE, PAGE_SIZE,
+			  "2nd page read back");
+		report(ok, "RDMA READ of the whole fast-reg MR (2 pages) through its rkey");
+	}
+
+	/* SEND_WITH_INV: B's receive reports the invalidated rkey. */
+	rwr.wr_id = ++t.wrid;
+	rwr.sg_list = &rs;
+	rwr.num_sge = 1;
+	r = ib_post_recv(t.b.qp, &rwr, &rbad);
+	inv.sg_list = &ss;
+	inv.num_sge = 1;
+	inv.opcode = IB_WR_SEND_WITH_INV;
+	inv.ex.invalidate_rkey = mr->rkey;
+	ok = (r == 0 || fail_why("B: ib_post_recv: %d", r)) &&
+	     post_wait(&t.a, &inv, IB_WC_SUCCESS, IB_WC_SEND) &&
+	     expect_wc(&t.b, rwr.wr_id, IB_WC_SUCCESS, IB_WC_RECV, &wc);
+	if (ok && (!(wc.wc_flags & IB_WC_WITH_INVALIDATE) || wc.ex.invalidate_rkey != mr->rkey))
+		ok = fail_why("B: wc_flags %#x invalidate_rkey %#x, expected IB_WC_WITH_INVALIDATE %#x",
+			      wc.wc_flags, wc.ex.invalidate_rkey, mr->rkey);
+	report(ok, "SEND_WITH_INV: B's receive has IB_WC_WITH_INVALIDATE and the rkey");
+	if (!ok)
+		goto out;
+	if (access_errors) {
+		memset(t.b.rx, GUARD, BUFSZ);
+		ok = write_via(mr->iova, mr->rkey, 64, IB_WC_REM_ACCESS_ERR) &&
+		     (!memchr_inv(t.b.rx, GUARD, 64) || fail_why("B's memory was written"));
+		report(ok, "RDMA WRITE through the invalidated rkey: IB_WC_REM_ACCESS_ERR, memory untouched");
+		if (!reconnect())
+			goto out;
+	}
+
+	/* Registered again under a new key, then LOCAL_INV at B. */
+	key = mr->rkey;
+	ib_update_fast_reg_key(mr, 0x43);
+	memset(&rw, 0, sizeof(rw));
+	rw.wr.opcode = IB_WR_REG_MR;
+	rw.mr = mr;
+	rw.key = mr->rkey;
+	rw.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	ok = post_wait(&t.b, &rw.wr, IB_WC_SUCCESS, IB_WC_REG_MR) &&
+	     write_via(mr->iova, mr->rkey, 64, IB_WC_SUCCESS);
+	report(ok, "REG_MR again with a new key (%#x -> %#x): a WRITE through it succeeds", key,
+	       mr->rkey);
+	memset(&inv, 0, sizeof(inv));
+	inv.opcode = IB_WR_LOCAL_INV;
+	inv.ex.invalidate_rkey = mr->rkey;
+	ok = post_wait(&t.b, &inv, IB_WC_SUCCESS, IB_WC_LOCAL_INV);
+	if (ok && access_errors) {
+		ok = write_via(mr->iova, mr->rkey, 64, IB_WC_REM_ACCESS_ERR);
+		t.desync = true; /* A is in ERR now */
+	}
+	report(ok, "LOCAL_INV at B: IB_WC_LOCAL_INV%s", access_errors ?
+	       ", then a WRITE through the rkey: IB_WC_REM_ACCESS_ERR" : "");
+out:
+	if (n == 2)
+		ib_dma_unmap_sg(t.ibdev, sgl, 2, DMA_BIDIRECTIONAL);
+	ib_dereg_mr(mr);
+}
+
 /*
  * SRQ: QP C (on B's CQ) takes its receives from an SRQ; QP D (on A's CQ)
  * sends to it. Three messages land in three SRQ receives of 2 SGEs each.
@@ -1420,6 +1574,7 @@ static int __init kverbs_test_init(void)
 	STEP(t_unsignaled());
 	STEP(t_events());
 	STEP(t_errors());
+	STEP(t_fastreg());
 	STEP(t_srq());
 	if (access_errors) {
 		STEP(t_access("RDMA WRITE with an invalid rkey: IB_WC_REM_ACCESS_ERR",
