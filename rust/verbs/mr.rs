@@ -163,13 +163,15 @@ impl MrTable {
     }
 
     /// The REG_MR work request (IBTA 10.6.3.3, fast registration): the
-    /// free fast-registration MR whose key is `cur` (of `pd`) becomes valid
-    /// under `new` (same index, a new key byte) with `access`. `EINVAL`
-    /// otherwise.
+    /// free fast-registration MR whose index is `cur`'s (of `pd`) becomes
+    /// valid under `new` (same index, a new key byte) with `access`.
+    /// `EINVAL` otherwise. Only the index of `cur` (the `ib_mr`'s lkey at
+    /// post time) names the MR: consumers call `ib_update_fast_reg_key`
+    /// before posting, so its key byte is already the new one.
     pub(crate) fn register(&self, pd: usize, cur: u32, new: u32, access: u32) -> Result {
         let mut t = self.inner.lock();
         let e = t.tree.get_mut(&(cur >> 8)).ok_or(EINVAL)?;
-        if e.key != cur || new >> 8 != cur >> 8 || e.pd != pd || e.valid {
+        if new >> 8 != cur >> 8 || e.pd != pd || e.valid {
             return Err(EINVAL);
         }
         if !matches!(e.mem, Mem::Pages(_)) {
