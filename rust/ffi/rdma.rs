@@ -34,8 +34,8 @@
 
 use super::bindings as b;
 use super::verbs::{
-    self, Av, CqEvents, Mem, MmInfo, QpAttr, QpHandle, QpInit, QpType, RecvWrs, SendWrs, SrqEvents,
-    UContext, UData, UMem, Wc,
+    self, Av, CqEvents, Mem, MmInfo, QpAttr, QpEvents, QpHandle, QpInit, QpType, RecvWrs, SendWrs,
+    SrqEvents, UContext, UData, UMem, Wc,
 };
 use core::marker::PhantomData;
 use core::mem::size_of;
@@ -241,7 +241,8 @@ pub(crate) trait Driver: 'static {
     fn req_notify_cq(cq: &Self::Cq, solicited_only: bool) -> bool;
     /// `create_qp`: returns the QP, its QPN and where its RQ and SQ rings
     /// are mapped (user QPs); updates `init.caps` to the sizes granted.
-    /// `handle` is what the QP's kernel completions name.
+    /// `handle` is what the QP's kernel completions name; `events` raises
+    /// its asynchronous events.
     #[allow(clippy::too_many_arguments)]
     fn create_qp(
         dev: &Self::Data,
@@ -252,6 +253,7 @@ pub(crate) trait Driver: 'static {
         srq: Option<&Self::Srq>,
         uc: Option<&UContext>,
         handle: QpHandle,
+        events: QpEvents,
     ) -> Result<(Self::Qp, u32, MmInfo, MmInfo)>;
     /// `modify_qp` (IBTA 11.2.5.2).
     fn modify_qp(dev: &Self::Data, qp: &Self::Qp, attr: &QpAttr) -> Result;
@@ -782,7 +784,7 @@ impl<T: Driver> Adapter<T> {
         ops.size_ib_pd = size_of::<b::ib_pd>();
         ops.size_ib_ucontext = size_of::<b::ib_ucontext>();
         ops.size_ib_cq = size_of::<Obj<b::ib_cq, CqData<T::Cq>>>();
-        ops.size_ib_qp = size_of::<Obj<b::ib_qp, T::Qp>>();
+        ops.size_ib_qp = size_of::<Obj<b::ib_qp, QpData<T::Qp>>>();
         ops
     }
 
@@ -1177,6 +1179,12 @@ impl<I, D> Obj<I, D> {
 struct CqData<C> {
     events: CqEvents,
     cq: C,
+}
+
+/// What a QP keeps: the driver's QP and its event source.
+struct QpData<Q> {
+    events: QpEvents,
+    qp: Q,
 }
 
 /// What an SRQ keeps: the driver's SRQ and its event source.
@@ -1636,6 +1644,7 @@ impl<T: Driver> Adapter<T> {
             // the QP holds it.
             let srq = (!ia.srq.is_null())
                 .then(|| unsafe { &Obj::<b::ib_srq, SrqData<T::Srq>>::data(ia.srq).srq });
+            let events = QpEvents::new(ibqp)?;
             let (qp, qpn, rq_mi, sq_mi) = T::create_qp(
                 dev,
                 pd as usize,
@@ -1645,19 +1654,21 @@ impl<T: Driver> Adapter<T> {
                 srq,
                 uc.as_ref(),
                 verbs::qp_handle(ibqp),
+                events.clone(),
             )?;
             let mut resp = [0u8; 32];
             resp[..16].copy_from_slice(&rq_mi.bytes());
             resp[16..].copy_from_slice(&sq_mi.bytes());
             if let Err(e) = udata.write(&resp) {
                 T::destroy_qp(dev, &qp);
+                events.detach();
                 return Err(e);
             }
             qi.caps.to_c(&mut ia.cap);
             // SAFETY: the core's QP object, not yet visible to anyone else.
             unsafe {
                 (*ibqp).qp_num = qpn;
-                Obj::<b::ib_qp, T::Qp>::set(ibqp, qp);
+                Obj::<b::ib_qp, QpData<T::Qp>>::set(ibqp, QpData { events, qp });
             }
             Ok(0)
         })
@@ -1685,7 +1696,7 @@ impl<T: Driver> Adapter<T> {
                 (
                     QpAttr::from_c(&*attr, mask)?,
                     Self::data((*ibqp).device),
-                    Obj::<b::ib_qp, T::Qp>::data(ibqp),
+                    &Obj::<b::ib_qp, QpData<T::Qp>>::data(ibqp).qp,
                 )
             };
             T::modify_qp(dev, qp, &a)?;
@@ -1707,7 +1718,7 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         // SAFETY: a live QP of ours and two buffers from the core.
         unsafe {
-            let qp = Obj::<b::ib_qp, T::Qp>::data(ibqp);
+            let qp = &Obj::<b::ib_qp, QpData<T::Qp>>::data(ibqp).qp;
             let mut a = QpAttr::default();
             let mut qi = QpInit {
                 qp_type: QpType::Rc,
@@ -1739,11 +1750,10 @@ impl<T: Driver> Adapter<T> {
     unsafe extern "C" fn destroy_qp(ibqp: *mut b::ib_qp, _udata: *mut b::ib_udata) -> c_int {
         // SAFETY: a live QP of ours; nothing uses it after this call.
         unsafe {
-            T::destroy_qp(
-                Self::data((*ibqp).device),
-                Obj::<b::ib_qp, T::Qp>::data(ibqp),
-            );
-            Obj::<b::ib_qp, T::Qp>::drop_data(ibqp);
+            let d = Obj::<b::ib_qp, QpData<T::Qp>>::data(ibqp);
+            T::destroy_qp(Self::data((*ibqp).device), &d.qp);
+            d.events.detach();
+            Obj::<b::ib_qp, QpData<T::Qp>>::drop_data(ibqp);
         }
         0
     }
@@ -1766,7 +1776,7 @@ impl<T: Driver> Adapter<T> {
             let r = unsafe {
                 T::post_send_wrs(
                     Self::data((*ibqp).device),
-                    Obj::<b::ib_qp, T::Qp>::data(ibqp),
+                    &Obj::<b::ib_qp, QpData<T::Qp>>::data(ibqp).qp,
                     &mut wrs,
                 )
             };
@@ -1783,7 +1793,7 @@ impl<T: Driver> Adapter<T> {
         let r = unsafe {
             T::post_send(
                 Self::data((*ibqp).device),
-                Obj::<b::ib_qp, T::Qp>::data(ibqp),
+                &Obj::<b::ib_qp, QpData<T::Qp>>::data(ibqp).qp,
             )
         };
         match r {
@@ -1817,7 +1827,7 @@ impl<T: Driver> Adapter<T> {
         let r = unsafe {
             T::post_recv_wrs(
                 Self::data((*ibqp).device),
-                Obj::<b::ib_qp, T::Qp>::data(ibqp),
+                &Obj::<b::ib_qp, QpData<T::Qp>>::data(ibqp).qp,
                 &mut wrs,
             )
         };

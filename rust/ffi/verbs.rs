@@ -668,6 +668,52 @@ impl SrqEvents {
     }
 }
 
+/// A QP's raw pointer, cleared when the QP is destroyed.
+struct RawQp(*mut b::ib_qp);
+// SAFETY: only used under the `QpEvents` lock, and only while non-null.
+unsafe impl Send for RawQp {}
+
+/// Raises a QP's asynchronous events through its `event_handler` (the uverbs
+/// async event file for user QPs, the consumer's handler for kernel QPs);
+/// does nothing once the QP is destroyed.
+#[derive(Clone)]
+pub(crate) struct QpEvents(Arc<super::sync::BhLock<RawQp>>);
+
+impl QpEvents {
+    pub(super) fn new(qp: *mut b::ib_qp) -> Result<Self> {
+        Ok(QpEvents(Arc::pin_init(
+            super::sync::new_bh_lock!(RawQp(qp), "metaroce_qp_events"),
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// Raises `IB_EVENT_QP_LAST_WQE_REACHED` (IBTA 11.6.3.1): a QP on an SRQ
+    /// entered the error state and takes no more WQEs from it
+    /// (`ib_drain_qp` of such a QP waits for it).
+    pub(crate) fn last_wqe_reached(&self) {
+        let qp = self.0.lock();
+        if qp.0.is_null() {
+            return;
+        }
+        // SAFETY: non-null means the QP is not yet destroyed (`detach`
+        // clears it under this lock first); the event lives for the call.
+        unsafe {
+            let q = qp.0;
+            if let Some(h) = (*q).event_handler {
+                let mut ev: b::ib_event = core::mem::zeroed();
+                ev.device = (*q).device;
+                ev.element.qp = q;
+                ev.event = b::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED;
+                h(&mut ev, (*q).qp_context);
+            }
+        }
+    }
+
+    pub(super) fn detach(&self) {
+        self.0.lock().0 = ptr::null_mut();
+    }
+}
+
 /// QP transport type (IBTA 9.8).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum QpType {

@@ -16,8 +16,8 @@ use super::srq::Srq;
 use crate::ffi::bindings as b;
 use crate::ffi::rdma::{counter, DeviceAttrs, Driver, NetDev, PortAttrs, SrqAttr, NUM_COUNTERS};
 use crate::ffi::verbs::{
-    Av, CqEvents, Mem, MmInfo, PageList, QpAttr, QpHandle, QpInit, RecvWrs, SendWrs, SrqEvents,
-    UContext, Wc,
+    Av, CqEvents, Mem, MmInfo, PageList, QpAttr, QpEvents, QpHandle, QpInit, RecvWrs, SendWrs,
+    SrqEvents, UContext, Wc,
 };
 use crate::net::Transport;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -167,8 +167,9 @@ impl Driver for Metaroce {
         srq: Option<&Arc<Srq>>,
         uc: Option<&UContext>,
         handle: QpHandle,
+        events: QpEvents,
     ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
-        Qp::create(dev, pd, init, scq, rcq, srq, uc, handle)
+        Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)
     }
 
     fn create_srq(

@@ -33,8 +33,8 @@ use crate::ffi::rdma::counter;
 use crate::ffi::sync::BhGuard;
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::verbs::{
-    modify_qp_is_ok, qp_mask, send_flags, MmInfo, QpAttr, QpCaps, QpHandle, QpInit, QpState,
-    QpType, Queue, RecvWqe, RecvWrs, SendWqe, SendWrs, Sge, UContext, Wc, SGE_SIZE,
+    modify_qp_is_ok, qp_mask, send_flags, MmInfo, QpAttr, QpCaps, QpEvents, QpHandle, QpInit,
+    QpState, QpType, Queue, RecvWqe, RecvWrs, SendWqe, SendWrs, Sge, UContext, Wc, SGE_SIZE,
 };
 use crate::net::Endpoint;
 use crate::proto::conn::{
@@ -186,6 +186,9 @@ struct Io {
     error: Option<u32>,
     /// The connection's counters when last added to the device's.
     last_stats: Stats,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` raised since the QP entered the error
+    /// state.
+    last_wqe_sent: bool,
     dead: bool,
 }
 
@@ -205,6 +208,7 @@ pub(crate) struct Qp {
     handle: QpHandle,
     /// A kernel consumer's QP (rings in kernel memory, `ib_post_*`).
     kernel: bool,
+    events: QpEvents,
     pd: usize,
     sq_sig_all: bool,
     dev: Arc<DevShared>,
@@ -289,6 +293,7 @@ impl Qp {
         srq: Option<&Arc<Srq>>,
         uc: Option<&UContext>,
         handle: QpHandle,
+        events: QpEvents,
     ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
         if init.qp_type == QpType::Gsi && uc.is_some() {
             return Err(EINVAL);
@@ -378,6 +383,7 @@ impl Qp {
             dst: None,
             error: None,
             last_stats: Stats::default(),
+            last_wqe_sent: false,
             dead: false,
         };
         let mut io = Some(io);
@@ -392,6 +398,7 @@ impl Qp {
                     qp_type,
                     handle,
                     kernel: uc.is_none(),
+                    events: events.clone(),
                     pd,
                     sq_sig_all,
                     dev: dev.clone(),
@@ -585,6 +592,8 @@ impl Qp {
         let (sq, rq, conn) = {
             let mut g = this.inner.lock();
             let Inner { conn, io, scratch } = &mut *g;
+            // No asynchronous event from a QP being destroyed.
+            io.last_wqe_sent = true;
             let mut app = Glue { qp: this, io };
             app.flush();
             // The peer may still wait for the ACK of what this QP received
@@ -796,6 +805,7 @@ const MAX_INLINE: u32 = 512;
 
 impl Io {
     fn reset(&mut self) {
+        self.last_wqe_sent = false;
         for q in [&self.sq, &self.rq].into_iter().flatten() {
             q.set_producer(0);
             q.set_consumer(0);
@@ -925,6 +935,12 @@ impl Glue<'_> {
             }
         }
         self.io.msns = self.io.sq_msn;
+        // On an SRQ, the QP takes no more of its WQEs: tell the consumer
+        // once per entry into the error state (IBTA 11.6.3.1).
+        if self.qp.srq.is_some() && !self.io.last_wqe_sent {
+            self.io.last_wqe_sent = true;
+            self.qp.events.last_wqe_reached();
+        }
     }
 
     /// Writes the `IBV_WC_WR_FLUSH_ERR` completion of a WQE the error state

@@ -5,13 +5,13 @@
 #   exerciser.sh metaroce   insmod $MR_REPO/metaroce.ko; rdma link add mr0 type metaroce netdev $MR_IF
 # Runs with one guest (on a dummy netdev) or two (on the private link; guest 2
 # idles). The kind can also come from MR_EX_DEV; the create/destroy iterations
-# from a second argument or MR_EX_ITER (default 200; 1000 takes ~25 s under TCG).
+# from a second argument or MR_EX_ITER (default 1000; about 25 s under TCG).
 # The binary is built on the host (`make -C tests/exerciser` -> out/exerciser);
 # if it is missing or older than its source it is built here, slowly.
 #   make -C tests/exerciser && qemu/vm-run tests/guest/exerciser.sh rxe
 . "$MR_REPO/tests/lib.sh"
 kind=${1:-${MR_EX_DEV:-rxe}}
-iter=${2:-${MR_EX_ITER:-200}}
+iter=${2:-${MR_EX_ITER:-1000}}
 src=$MR_REPO/tests/exerciser/exerciser.c
 ex=$MR_REPO/out/exerciser
 
