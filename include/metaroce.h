@@ -70,7 +70,17 @@ enum metaroce_counter {
 	METAROCE_CNT_DUPLICATES,	/* data packets received twice */
 	METAROCE_CNT_ECN_CE,		/* datagrams received with ECN CE */
 	METAROCE_CNT_UNKNOWN_QPN,	/* datagrams for no QP (module-wide) */
-	METAROCE_NUM_COUNTERS
+	METAROCE_CNT_TX_BYTES,		/* bytes of the datagrams sent (UDP payload) */
+	METAROCE_CNT_RX_BYTES,		/* bytes of the datagrams received for a QP */
+	METAROCE_CNT_SACK_LOSSES,	/* data packets a SACK gap declared lost */
+	METAROCE_CNT_ECN_ECHOED,	/* CE marks echoed back to senders in ACKs */
+	/*
+	 * Drops by reason, one per enum DropReason of the protocol core
+	 * (rust/proto/src/wire.rs), in its order.
+	 */
+	METAROCE_CNT_DROP_FIRST,
+	METAROCE_NUM_DROP_REASONS = 16,
+	METAROCE_NUM_COUNTERS = METAROCE_CNT_DROP_FIRST + METAROCE_NUM_DROP_REASONS
 };
 struct rdma_hw_stats;
 struct rdma_hw_stats *metaroce_alloc_hw_port_stats(struct ib_device *dev, u32 port);

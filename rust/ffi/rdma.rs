@@ -119,6 +119,16 @@ pub(crate) mod counter {
     pub(crate) const DUPLICATES: usize = b::metaroce_counter_METAROCE_CNT_DUPLICATES as usize;
     pub(crate) const ECN_CE: usize = b::metaroce_counter_METAROCE_CNT_ECN_CE as usize;
     pub(crate) const UNKNOWN_QPN: usize = b::metaroce_counter_METAROCE_CNT_UNKNOWN_QPN as usize;
+    pub(crate) const TX_BYTES: usize = b::metaroce_counter_METAROCE_CNT_TX_BYTES as usize;
+    pub(crate) const RX_BYTES: usize = b::metaroce_counter_METAROCE_CNT_RX_BYTES as usize;
+    pub(crate) const SACK_LOSSES: usize = b::metaroce_counter_METAROCE_CNT_SACK_LOSSES as usize;
+    pub(crate) const ECN_ECHOED: usize = b::metaroce_counter_METAROCE_CNT_ECN_ECHOED as usize;
+    /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
+    /// each of the protocol core's `DropReason`s.
+    pub(crate) const DROP_FIRST: usize = b::metaroce_counter_METAROCE_CNT_DROP_FIRST as usize;
+    /// How many drop reasons the C table names.
+    pub(crate) const NUM_DROP_REASONS: usize =
+        b::metaroce_counter_METAROCE_NUM_DROP_REASONS as usize;
 }
 
 /// SRQ sizes (`struct ib_srq_attr`).

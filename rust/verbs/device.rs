@@ -33,6 +33,9 @@ const DEFAULT_MAX: u32 = 1 << 20;
 /// at 80). The active MTU is the largest IB MTU that fits after them.
 const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
 
+// One `rx_drop_*` counter per drop reason of the protocol core.
+const _: () = assert!(crate::proto::wire::DropReason::COUNT == counter::NUM_DROP_REASONS);
+
 /// The metaroce driver.
 pub(crate) struct Metaroce;
 

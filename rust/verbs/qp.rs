@@ -93,6 +93,7 @@ mod wc {
     pub(super) const OP_REG_MR: u32 = 10;
     pub(super) const MW_BIND_ERR: u32 = 6;
     pub(super) const REM_ACCESS_ERR: u32 = 10;
+    pub(super) const REM_INV_REQ_ERR: u32 = 9;
     pub(super) const OP_RECV: u32 = 128;
     pub(super) const OP_RECV_RDMA_WITH_IMM: u32 = 129;
     pub(super) const WITH_IMM: u32 = 2;
@@ -189,6 +190,9 @@ struct Io {
     /// `IB_EVENT_QP_LAST_WQE_REACHED` raised since the QP entered the error
     /// state.
     last_wqe_sent: bool,
+    /// The receive (by RSN) a message could not be placed into, and the
+    /// status its completion reports when the QP flushes.
+    rx_error: Option<(u32, u32)>,
     dead: bool,
 }
 
@@ -240,6 +244,7 @@ impl TimerCallback for Qp {
 impl Endpoint for Qp {
     fn receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
         this.dev.count(counter::RX_PACKETS, 1);
+        this.dev.count(counter::RX_BYTES, payload.len() as u64);
         if meta.ce {
             this.dev.count(counter::ECN_CE, 1);
         }
@@ -262,10 +267,9 @@ impl Endpoint for Qp {
                 return;
             };
             let mut app = Glue { qp: this, io };
-            if c.handle_packet(Instant(now_ns()), payload, meta.ce, &mut app)
-                .is_err()
-            {
+            if let Err(r) = c.handle_packet(Instant(now_ns()), payload, meta.ce, &mut app) {
                 this.dev.count(counter::RX_DROPS, 1);
+                this.dev.count(counter::DROP_FIRST + r as usize, 1);
             }
         }
         // The ACK goes out before the lock is released (see `pump_locked`).
@@ -384,6 +388,7 @@ impl Qp {
             error: None,
             last_stats: Stats::default(),
             last_wqe_sent: false,
+            rx_error: None,
             dead: false,
         };
         let mut io = Some(io);
@@ -757,6 +762,14 @@ impl Qp {
                     counter::DUPLICATES,
                     u64::from(st.dup_rx.wrapping_sub(last.dup_rx)),
                 );
+                d.count(
+                    counter::SACK_LOSSES,
+                    u64::from(st.sack_lost.wrapping_sub(last.sack_lost)),
+                );
+                d.count(
+                    counter::ECN_ECHOED,
+                    u64::from(st.ce_echoed.wrapping_sub(last.ce_echoed)),
+                );
                 break c.poll_timeout();
             };
             budget -= 1;
@@ -770,6 +783,7 @@ impl Qp {
                 .is_ok()
             {
                 this.dev.count(counter::TX_PACKETS, 1);
+                this.dev.count(counter::TX_BYTES, len as u64);
             }
         };
         drop(g);
@@ -806,6 +820,7 @@ const MAX_INLINE: u32 = 512;
 impl Io {
     fn reset(&mut self) {
         self.last_wqe_sent = false;
+        self.rx_error = None;
         for q in [&self.sq, &self.rq].into_iter().flatten() {
             q.set_producer(0);
             q.set_consumer(0);
@@ -914,23 +929,26 @@ impl Glue<'_> {
         if let Some(rq) = self.io.rq.as_ref() {
             let prod = rq.producer();
             let mut i = self.io.rq_cons;
+            let mut rsn = self.io.rx_rsn;
             while i != prod {
                 if let Ok(w) = RecvWqe::read(rq, i) {
-                    self.flushed(&self.qp.rcq, w.wr_id, wc::OP_RECV);
+                    self.flushed_rx(rsn, w.wr_id);
                 }
                 i = rq.advance(i, 1);
+                rsn = rsn.wrapping_add(1);
             }
             self.io.rq_cons = prod;
             rq.set_consumer(prod);
         }
         // SRQ WQEs taken by messages that will not complete now.
         for k in 0..RX_TRACK as u32 {
-            let i = self.io.rx_rsn.wrapping_add(k) as usize % RX_TRACK;
+            let rsn = self.io.rx_rsn.wrapping_add(k);
+            let i = rsn as usize % RX_TRACK;
             if let Some(t) = self.io.taken.get_mut(i) {
                 if t.valid {
                     t.valid = false;
                     let wr_id = t.wr_id;
-                    self.flushed(&self.qp.rcq, wr_id, wc::OP_RECV);
+                    self.flushed_rx(rsn, wr_id);
                 }
             }
         }
@@ -941,6 +959,27 @@ impl Glue<'_> {
             self.io.last_wqe_sent = true;
             self.qp.events.last_wqe_reached();
         }
+    }
+
+    /// The completion of receive `rsn` as the error state discards it: the
+    /// status of the error it met, if it is the one that met it (a message
+    /// it could not hold), else `IBV_WC_WR_FLUSH_ERR`.
+    fn flushed_rx(&self, rsn: u32, wr_id: u64) {
+        let status = match self.io.rx_error {
+            Some((r, status)) if r == rsn => status,
+            _ => wc::WR_FLUSH_ERR,
+        };
+        self.qp.rcq.push(
+            &Wc {
+                wr_id,
+                status,
+                opcode: wc::OP_RECV,
+                qp_num: self.qp.qpn,
+                ..Wc::default()
+            },
+            false,
+            self.qp.handle,
+        );
     }
 
     /// Writes the `IBV_WC_WR_FLUSH_ERR` completion of a WQE the error state
@@ -1061,6 +1100,23 @@ impl Glue<'_> {
         } else {
             Err(EFAULT)
         }
+    }
+
+    /// A SEND's bytes do not fit receive `rsn` (`EFAULT`: longer than its
+    /// SGEs) or its SGEs are not usable (a bad lkey or access): IBTA
+    /// 9.7.5.2.4 responder error. The receive completes with
+    /// `IBV_WC_LOC_LEN_ERR` / `IBV_WC_LOC_PROT_ERR` as the QP enters the
+    /// error state, and the requester is NAKed with an invalid request
+    /// (`IBV_WC_REM_INV_REQ_ERR`), as rxe does.
+    fn cannot_place(&mut self, rsn: u32, e: Error) -> Refuse {
+        let status = if e == EFAULT {
+            LOC_LEN_ERR
+        } else {
+            wc::LOC_PROT_ERR
+        };
+        self.io.rx_error = Some((rsn, status));
+        self.flush();
+        Refuse::Invalid
     }
 
     fn rx_slot(&mut self, msn: u32) -> Option<&mut RxMsg> {
@@ -1490,6 +1546,9 @@ impl Glue<'_> {
                             .is_ok()
                         {
                             self.qp.dev.count(counter::TX_PACKETS, 1);
+                            self.qp
+                                .dev
+                                .count(counter::TX_BYTES, (DATAGRAM_LEN + len) as u64);
                         }
                     }
                 }
@@ -1808,8 +1867,10 @@ impl App for Glue<'_> {
                         };
                     }
                 }
-                if p.op != Op::WriteImm && self.scatter_taken(i, p.offset, p.payload).is_err() {
-                    self.qp.dev.count(counter::RX_DROPS, 1);
+                if p.op != Op::WriteImm {
+                    if let Err(e) = self.scatter_taken(i, p.offset, p.payload) {
+                        return Err(self.cannot_place(rsn, e));
+                    }
                 }
             } else {
                 let Some(rq) = self.io.rq.as_ref() else {
@@ -1820,8 +1881,10 @@ impl App for Glue<'_> {
                     return Err(Rnr(min_rnr).into());
                 }
                 let slot = rq.advance(self.io.rq_cons, ahead);
-                if p.op != Op::WriteImm && self.scatter(slot, p.offset, p.payload).is_err() {
-                    self.qp.dev.count(counter::RX_DROPS, 1);
+                if p.op != Op::WriteImm {
+                    if let Err(e) = self.scatter(slot, p.offset, p.payload) {
+                        return Err(self.cannot_place(rsn, e));
+                    }
                 }
             }
         }
@@ -1973,6 +2036,7 @@ impl App for Glue<'_> {
             ConnError::RnrRetryExceeded => wc::RNR_RETRY_EXC_ERR,
             ConnError::MessageVanished => wc::LOC_QP_OP_ERR,
             ConnError::RemoteAccess => wc::REM_ACCESS_ERR,
+            ConnError::RemoteInvalid => wc::REM_INV_REQ_ERR,
         });
         self.flush();
     }

@@ -1627,6 +1627,63 @@ out:
 	if (cq) ibv_destroy_cq(cq);
 }
 
+/*
+ * A SEND longer than the receive it consumes: both WQEs complete in error,
+ * never success, and nothing lands past the receive buffer. With -S, IBTA's
+ * statuses: the requester IBV_WC_REM_INV_REQ_ERR (NAK invalid request,
+ * 9.7.5.2.4) and the receive IBV_WC_LOC_LEN_ERR. rxe reports a remote
+ * operational error (IBV_WC_REM_OP_ERR) and IBV_WC_LOC_QP_OP_ERR instead.
+ */
+static void test_recv_too_small(struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	char *src = (char *)buf, *dst = (char *)buf + 16384;
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 32768, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp *a = cq ? make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL) : NULL;
+	struct ibv_qp *b = cq ? make_qp(pd, cq, cq, IBV_QPT_RC, NULL, NULL) : NULL;
+	struct ibv_send_wr w = { 0 }, *bad_s;
+	struct ibv_recv_wr r = { 0 }, *bad_r;
+	struct ibv_sge rs, ss;
+	struct ibv_wc wc[2], *sw = NULL, *rw = NULL;
+	int e, n;
+
+	if (!cq || !mr || !a || !b || connect_pair(a, b)) {
+		checkd(0, ename(errno), "receive too small: setup (CQ, MR, loopback RC pair)");
+		goto out;
+	}
+	memset(dst, 0x77, 256);
+	rs = (struct ibv_sge){ .addr = (uintptr_t)dst, .length = 64, .lkey = mr->lkey };
+	r.wr_id = 0x9901; r.sg_list = &rs; r.num_sge = 1;
+	e = rcerr(ibv_post_recv(b, &r, &bad_r));
+	ss = (struct ibv_sge){ .addr = (uintptr_t)src, .length = 128, .lkey = mr->lkey };
+	w.wr_id = 0x9902; w.opcode = IBV_WR_SEND; w.send_flags = IBV_SEND_SIGNALED;
+	w.sg_list = &ss; w.num_sge = 1;
+	e = e ? e : rcerr(ibv_post_send(a, &w, &bad_s));
+	n = e ? 0 : poll_n(cq, wc, 2, 20);
+	for (int i = 0; i < n; i++) {
+		if (wc[i].wr_id == 0x9902)
+			sw = &wc[i];
+		if (wc[i].wr_id == 0x9901)
+			rw = &wc[i];
+	}
+	check(!e && sw && sw->status != IBV_WC_SUCCESS &&
+	      (!strict || sw->status == IBV_WC_REM_INV_REQ_ERR),
+	      "receive too small: a 128-byte SEND into a 64-byte receive fails at the requester%s (%s)",
+	      strict ? " with IBV_WC_REM_INV_REQ_ERR" : "",
+	      sw ? ibv_wc_status_str(sw->status) : "no completion");
+	check(rw && rw->status != IBV_WC_SUCCESS && (!strict || rw->status == IBV_WC_LOC_LEN_ERR),
+	      "receive too small: the receive completes in error%s (%s)",
+	      strict ? " with IBV_WC_LOC_LEN_ERR" : "",
+	      rw ? ibv_wc_status_str(rw->status) : "no completion");
+	check(dst[64] == 0x77 && dst[200] == 0x77,
+	      "receive too small: nothing written past the receive buffer");
+out:
+	if (a) ibv_destroy_qp(a);
+	if (b) ibv_destroy_qp(b);
+	if (mr) ibv_dereg_mr(mr);
+	if (cq) ibv_destroy_cq(cq);
+}
+
 static void test_rings(struct ibv_pd *pd)
 {
 	struct ibv_cq *scq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
@@ -2046,6 +2103,7 @@ int main(int argc, char **argv)
 	test_remote_access(pd);
 	if (mw_types() & 2)
 		test_send_inv(pd);
+	test_recv_too_small(pd);
 
 	if (cq)
 		expect_err(ibv_destroy_cq(cq), 0, "destroy the shared CQ");

@@ -113,5 +113,19 @@ if [[ $dev == mr* ]]; then
   if [[ ${tx:-0} -gt 100 && ${rx:-0} -gt 100 ]]; then
     pass "$dev: rdma statistic show: tx_packets $tx, rx_packets $rx"
   else fail "$dev: rdma statistic show counts the traffic" "$out"; fi
+  cnt() { grep -o " $1 [0-9]*" <<<"$out" | awk '{print $2}'; }
+  txb=$(cnt tx_bytes) rxb=$(cnt rx_bytes)
+  # Every datagram carries at least a header: bytes > 32 x packets.
+  if [[ ${txb:-0} -gt $((32 * ${tx:-0})) && ${rxb:-0} -gt $((32 * ${rx:-0})) ]]; then
+    pass "$dev: tx_bytes $txb, rx_bytes $rxb"
+  else fail "$dev: byte counters count the traffic" "$out"; fi
+  if [[ -n $lossy ]]; then
+    # netem drops 1 % of each side's packets: the receivers' SACK gaps show
+    # the senders the losses, which they resend.
+    sl=$(cnt sack_losses) rt=$(cnt retransmits)
+    if [[ ${sl:-0} -gt 0 && ${rt:-0} -gt 0 ]]; then
+      pass "$dev: lossy link: sack_losses $sl, retransmits $rt"
+    else fail "$dev: lossy link shows in sack_losses and retransmits" "$out"; fi
+  fi
 fi
 [[ -n ${MR_NESTED:-} ]] || done_testing

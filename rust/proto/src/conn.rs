@@ -9,8 +9,8 @@ use super::stream::{RxVerdict, StreamRx, StreamTx};
 use super::time::Instant;
 use super::wire::{
     decode, decode_ack_packet, decode_data_packet, decode_probe_packet, AckHeader, DataHeader,
-    DropReason, Op, ProbeHeader, Reth, AF_NAK, AF_RNR, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST,
-    DF_RETH, DF_RETX, DF_SE, MAX_DATA_HEADER,
+    DropReason, Op, ProbeHeader, Reth, AF_INV, AF_NAK, AF_RNR, DF_ACKREQ, DF_FIRST, DF_IMM,
+    DF_LAST, DF_RETH, DF_RETX, DF_SE, MAX_DATA_HEADER,
 };
 
 /// Largest number of paths a connection may have.
@@ -146,6 +146,10 @@ pub enum Refuse {
     /// Never (bad key, range or access right): the receiver NAKs and the
     /// sender's connection fails with [`ConnError::RemoteAccess`].
     Access,
+    /// Never (the request cannot be carried out, e.g. a SEND longer than the
+    /// receive it consumes): the receiver NAKs and the sender's connection
+    /// fails with [`ConnError::RemoteInvalid`].
+    Invalid,
 }
 
 impl From<Rnr> for Refuse {
@@ -165,6 +169,8 @@ pub enum ConnError {
     MessageVanished,
     /// The peer refused a packet (NAK: remote access error).
     RemoteAccess,
+    /// The peer refused a packet (NAK: invalid request).
+    RemoteInvalid,
 }
 
 /// The application (verbs layer) seen from the core. Payload bytes never live in the core.
@@ -258,6 +264,10 @@ pub struct Stats {
     pub moves: u16,
     /// Duplicate data packets received.
     pub dup_rx: u32,
+    /// Data packets declared lost by a SACK gap (not by a timeout).
+    pub sack_lost: u32,
+    /// CE marks echoed to the sender in ACKs.
+    pub ce_echoed: u32,
 }
 
 /// One in-flight (or awaiting retransmission) data packet: enough to rebuild it with the
@@ -317,6 +327,8 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     /// Pending NAK: path (0xff = none) and the refused PSN.
     nak_path: u8,
     nak_psn: u32,
+    /// The pending NAK is for an invalid request ([`AF_INV`]).
+    nak_inv: bool,
     ack_pending: u64,
     /// Delayed-ACK deadline.
     ack_at: Instant,
@@ -377,6 +389,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             rnr_psn: 0,
             nak_path: 0xff,
             nak_psn: 0,
+            nak_inv: false,
             ack_pending: 0,
             ack_at: Instant::NEVER,
             probing: 0,
@@ -759,10 +772,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     self.rnr_timer = t;
                     return Err(DropReason::ReceiverNotReady);
                 }
-                Err(Refuse::Access) => {
+                Err(r @ (Refuse::Access | Refuse::Invalid)) => {
                     self.ack_pending |= 1u64 << p;
                     self.nak_path = p as u8;
                     self.nak_psn = h.psn;
+                    self.nak_inv = r == Refuse::Invalid;
                     return Err(DropReason::Refused);
                 }
             }
@@ -860,7 +874,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             self.min_rtt = sample;
         }
         if a.flags & AF_NAK != 0 {
-            self.fail(ConnError::RemoteAccess, app);
+            let e = if a.flags & AF_INV != 0 {
+                ConnError::RemoteInvalid
+            } else {
+                ConnError::RemoteAccess
+            };
+            self.fail(e, app);
             return Ok(RxEvent::Ack);
         }
         let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
@@ -929,6 +948,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     }
                     1 => {
                         lost_any = true;
+                        self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
                         if let Some(l) = self.lost.get_mut(w) {
                             *l |= bit;
                         }
@@ -1044,7 +1064,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             rate_hint: self.local_hint,
             ce: rx.ce,
             acked: rx.acked,
-            flags: if nak {
+            flags: if nak && self.nak_inv {
+                AF_NAK | AF_INV
+            } else if nak {
                 AF_NAK
             } else if rnr {
                 AF_RNR
@@ -1062,6 +1084,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             sack: rx.sack,
         };
         let len = h.encode(buf)?;
+        self.stats.ce_echoed = self.stats.ce_echoed.wrapping_add(u32::from(rx.ce));
         rx.ce = 0;
         rx.acked = 0;
         if rnr {

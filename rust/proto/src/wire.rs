@@ -240,6 +240,10 @@ pub const AF_RNR: u8 = 0x01;
 /// the packet with PSN `rnr_psn` (the RNR fields carry it); the connection
 /// fails.
 pub const AF_NAK: u8 = 0x02;
+/// ACK flag, only with [`AF_NAK`]: the NAK is for an invalid request
+/// (IBTA 9.7.5.2.4, NAK code 1: e.g. a SEND longer than the posted receive)
+/// rather than a remote access error.
+pub const AF_INV: u8 = 0x04;
 
 /// Remote buffer named by a RETH: virtual address, key and DMA length.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -497,7 +501,11 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
         return Err(DropReason::LengthMismatch);
     }
     let flags = get_u8(buf, 28);
-    if flags & !(AF_RNR | AF_NAK) != 0 || get_u16(buf, 30) != 0 || psn != 0 {
+    if flags & !(AF_RNR | AF_NAK | AF_INV) != 0
+        || (flags & AF_INV != 0 && flags & AF_NAK == 0)
+        || get_u16(buf, 30) != 0
+        || psn != 0
+    {
         return Err(DropReason::BadFlags);
     }
     let mut s = [0u8; SACK_BYTES];

@@ -111,12 +111,17 @@ proptest! {
 
     #[test]
     fn ack_and_probe_roundtrip(path in 0u8..64, conn: u32, echo: u32, cum: u32, hint: u32, ce: u16,
-                               acked: u16, rnr: bool, t: u8, rp: u32, w in any::<[u64; 4]>(), floor: u32) {
+                               acked: u16, flags in 0u8..8, t: u8, rp: u32, w in any::<[u64; 4]>(), floor: u32) {
         let a = AckHeader { path, dst_conn: conn, echo, cum, rate_hint: hint, ce, acked,
-            flags: if rnr { 1 } else { 0 }, rnr_timer: t, rnr_psn: rp, sack: Sack::from_words(w) };
+            flags, rnr_timer: t, rnr_psn: rp, sack: Sack::from_words(w) };
         let mut buf = [0u8; 128];
         let n = a.encode(&mut buf).unwrap();
-        prop_assert_eq!(decode(&buf[..n]), Ok(Packet::Ack(a)));
+        // AF_INV (0x04) qualifies a NAK (0x02) and means nothing alone.
+        if flags & 0x04 != 0 && flags & 0x02 == 0 {
+            prop_assert!(decode(&buf[..n]).is_err());
+        } else {
+            prop_assert_eq!(decode(&buf[..n]), Ok(Packet::Ack(a)));
+        }
         let p = ProbeHeader { path, dst_conn: conn, psn: cum, stamp: echo, floor };
         let n = p.encode(&mut buf).unwrap();
         prop_assert_eq!(decode(&buf[..n]), Ok(Packet::Probe(p)));

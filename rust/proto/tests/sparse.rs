@@ -106,3 +106,19 @@ fn refused_packet_is_nakked_and_fails_the_sender() {
         "a refused message never completes"
     );
 }
+
+#[test]
+fn invalid_request_nak_fails_the_sender_with_its_own_error() {
+    use metaroce_proto::conn::{ConnError, Refuse};
+    let mut net = Net::new(98, 4, 0.0);
+    net.a = Connection::new(kernel_config(1, 2));
+    net.b = Connection::new(kernel_config(2, 1));
+    net.app_b.refuse = Some((0, 1));
+    net.app_b.refuse_as = Some(Refuse::Invalid);
+    for _ in 0..3 {
+        net.app_a.msgs[0].push(5000);
+    }
+    net.run(net.now + 5_000_000_000);
+    assert_eq!(net.app_a.errors, vec![ConnError::RemoteInvalid]);
+    assert!(!net.app_b.completed[0].contains(&1));
+}

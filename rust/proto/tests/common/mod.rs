@@ -44,8 +44,10 @@ pub struct TestApp {
     pub errors: Vec<ConnError>,
     pub violations: Vec<String>,
     pub rnr_left: u32,
-    /// Refuse (remote access error) every packet of this message.
+    /// Refuse every packet of this message ...
     pub refuse: Option<(u16, u32)>,
+    /// ... with this reason (default: remote access error).
+    pub refuse_as: Option<Refuse>,
     pub expect_len: BTreeMap<(u16, u32), u32>,
 }
 
@@ -83,7 +85,7 @@ impl App for TestApp {
     }
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         if self.refuse == Some((p.stream, p.msn)) {
-            return Err(Refuse::Access);
+            return Err(self.refuse_as.unwrap_or(Refuse::Access));
         }
         if self.rnr_left > 0 && p.offset == 0 {
             self.rnr_left -= 1;
