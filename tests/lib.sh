@@ -41,6 +41,20 @@ load_kmod() {
   done
 }
 
+# add_link DEV: the RDMA device DEV on the private link $MR_IF, as a test
+# (rxe*: the kernel's rxe; otherwise metaroce, loading metaroce.ko if needed).
+add_link() {
+  local dev=$1
+  load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
+  if [[ $dev == rxe* ]]; then
+    load_kmod rdma_rxe >/dev/null 2>&1
+    check "rdma link add $dev type rxe netdev $MR_IF" rdma link add "$dev" type rxe netdev "$MR_IF"
+  else
+    lsmod | grep -q '^metaroce ' || check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
+    check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
+  fi
+}
+
 # GID index of DEV port 1 whose GID carries ADDR (v4: ::ffff:a.b.c.d) with RoCE v2 type.
 gid_index() {
   local dev=$1 addr=$2 want g i t

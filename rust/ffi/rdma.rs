@@ -1214,6 +1214,23 @@ struct MrBox<D> {
     npages: usize,
 }
 
+/// The return of a `post_*` callback: 0, or the errno with `*bad` set to the
+/// request that failed.
+///
+/// # Safety
+///
+/// `bad` is valid for a write.
+unsafe fn post_result<W>(r: Result, bad: *mut *const W, failed: *const W) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: by the caller's guarantee.
+            unsafe { *bad = failed };
+            e.to_errno()
+        }
+    }
+}
+
 /// `ERR_PTR(e)`.
 fn err_ptr<P>(e: Error) -> *mut P {
     e.to_errno() as isize as *mut P
@@ -1496,14 +1513,8 @@ impl<T: Driver> Adapter<T> {
                 &mut wrs,
             )
         };
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                // SAFETY: the core passes a valid `bad` pointer.
-                unsafe { *bad = wrs.bad() };
-                e.to_errno()
-            }
-        }
+        // SAFETY: the core passes a valid `bad` pointer.
+        unsafe { post_result(r, bad, wrs.bad()) }
     }
 
     /// `ib_device_ops.alloc_mw`.
@@ -1790,14 +1801,8 @@ impl<T: Driver> Adapter<T> {
                     &mut wrs,
                 )
             };
-            return match r {
-                Ok(()) => 0,
-                Err(e) => {
-                    // SAFETY: the core passes a valid `bad` pointer.
-                    unsafe { *bad = wrs.bad() };
-                    e.to_errno()
-                }
-            };
+            // SAFETY: the core passes a valid `bad` pointer.
+            return unsafe { post_result(r, bad, wrs.bad()) };
         }
         // SAFETY: a live QP of ours on a live device.
         let r = unsafe {
@@ -1841,14 +1846,8 @@ impl<T: Driver> Adapter<T> {
                 &mut wrs,
             )
         };
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                // SAFETY: the core passes a valid `bad` pointer.
-                unsafe { *bad = wrs.bad() };
-                e.to_errno()
-            }
-        }
+        // SAFETY: the core passes a valid `bad` pointer.
+        unsafe { post_result(r, bad, wrs.bad()) }
     }
 
     /// `ib_device_ops.get_dma_mr`: the DMA MR of a kernel PD (the core asks

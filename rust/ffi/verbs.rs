@@ -1363,6 +1363,22 @@ impl SendWrs {
         !self.cur.is_null()
     }
 
+    /// Writes the requests into `q` from its producer index on, publishing
+    /// each: `ENOMEM` when the ring is full, or [`Self::write_next`]'s error;
+    /// the requests before the failed one stay posted.
+    pub(crate) fn post(&mut self, q: &Queue, ud: bool, caps: &QpCaps) -> Result {
+        while self.pending() {
+            let prod = q.producer();
+            let next = q.advance(prod, 1);
+            if next == q.consumer() {
+                return Err(ENOMEM);
+            }
+            self.write_next(q, prod, ud, caps)?;
+            q.set_producer(next);
+        }
+        Ok(())
+    }
+
     /// Validates the next request against `caps` and writes it into slot `i`
     /// of `q` (`ud`: a datagram QP). `EINVAL` for an opcode the QP type does
     /// not take, too many SGEs, inline data over `max_inline_data`, or
@@ -1515,6 +1531,21 @@ impl RecvWrs {
     /// Whether requests remain.
     pub(crate) fn pending(&self) -> bool {
         !self.cur.is_null()
+    }
+
+    /// Writes the requests into RQ or SRQ ring `q` from its producer index
+    /// on (see [`SendWrs::post`]).
+    pub(crate) fn post(&mut self, q: &Queue, max_sge: u32) -> Result {
+        while self.pending() {
+            let prod = q.producer();
+            let next = q.advance(prod, 1);
+            if next == q.consumer() {
+                return Err(ENOMEM);
+            }
+            self.write_next(q, prod, max_sge)?;
+            q.set_producer(next);
+        }
+        Ok(())
     }
 
     /// Writes the next request into slot `i` of `q`. `EINVAL` for more than

@@ -660,20 +660,7 @@ impl Qp {
                 _ => return Err(EINVAL),
             };
             let sq = io.sq.as_ref().ok_or(EINVAL)?;
-            let mut r = Ok(());
-            while wrs.pending() {
-                let prod = sq.producer();
-                let next = sq.advance(prod, 1);
-                if next == sq.consumer() {
-                    r = Err(ENOMEM);
-                    break;
-                }
-                if let Err(e) = wrs.write_next(sq, prod, this.qp_type.is_datagram(), &io.caps) {
-                    r = Err(e);
-                    break;
-                }
-                sq.set_producer(next);
-            }
+            let r = wrs.post(sq, this.qp_type.is_datagram(), &io.caps);
             if flush {
                 let mut app = Glue { qp: this, io };
                 app.flush();
@@ -695,21 +682,7 @@ impl Qp {
         if !this.kernel || io.dead || io.attr.state == QpState::Reset {
             return Err(EINVAL);
         }
-        let rq = io.rq.as_ref().ok_or(EINVAL)?;
-        let mut r = Ok(());
-        while wrs.pending() {
-            let prod = rq.producer();
-            let next = rq.advance(prod, 1);
-            if next == rq.consumer() {
-                r = Err(ENOMEM);
-                break;
-            }
-            if let Err(e) = wrs.write_next(rq, prod, io.caps.max_recv_sge) {
-                r = Err(e);
-                break;
-            }
-            rq.set_producer(next);
-        }
+        let r = wrs.post(io.rq.as_ref().ok_or(EINVAL)?, io.caps.max_recv_sge);
         if io.attr.state == QpState::Err {
             let mut app = Glue { qp: this, io };
             app.flush();

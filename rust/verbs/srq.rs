@@ -126,17 +126,7 @@ impl Srq {
     /// the requests before the failed one are posted.
     pub(crate) fn post(&self, wrs: &mut RecvWrs) -> Result {
         let g = self.inner.lock();
-        let ring = g.ring.as_ref().ok_or(EINVAL)?;
-        while wrs.pending() {
-            let prod = ring.producer();
-            let next = ring.advance(prod, 1);
-            if next == ring.consumer() {
-                return Err(ENOMEM);
-            }
-            wrs.write_next(ring, prod, g.max_sge)?;
-            ring.set_producer(next);
-        }
-        Ok(())
+        wrs.post(g.ring.as_ref().ok_or(EINVAL)?, g.max_sge)
     }
 
     /// `modify_srq`: arms the limit (`IB_SRQ_LIMIT`); resizing

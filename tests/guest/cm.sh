@@ -8,48 +8,37 @@
 #   cm.sh [mr0|rxe0]
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
-load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
-if [[ $dev == rxe* ]]; then
-  load_kmod rdma_rxe >/dev/null 2>&1
-  check "rdma link add $dev type rxe netdev $MR_IF" rdma link add "$dev" type rxe netdev "$MR_IF"
-else
-  lsmod | grep -q '^metaroce ' || check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
-  check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
-fi
+add_link "$dev"
 check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-server() { ((MR_ID == 1)); }
+# pair "SERVER ARGS" "CLIENT ARGS" TOOL: guest 1 runs TOOL SERVER-ARGS, guest 2
+# retries TOOL CLIENT-ARGS until the server listens; output in $out, exit in $rc.
+pair() {
+  local srv=$1 cli=$2 tool=$3
+  if ((MR_ID == 1)); then
+    out=$(timeout 180 "$tool" $srv 2>&1); rc=$?
+  else
+    out=$(retry 90 timeout 180 "$tool" $cli 2>&1); rc=$?
+  fi
+  [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+  return 0
+}
 
 # rping: RC, rdma_cm connect, SEND + RDMA READ + RDMA WRITE per ping; -v
 # prints each ping's payload on the server, which checks the pattern.
-if server; then
-  out=$(timeout 180 rping -s -a "$MR_IP4" -C 10 -v 2>&1); rc=$?
-else
-  out=$(retry 90 timeout 180 rping -c -a "$MR_PEER_IP4" -C 10 -v 2>&1); rc=$?
-fi
-[[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+pair "-s -a $MR_IP4 -C 10 -v" "-c -a $MR_PEER_IP4 -C 10 -v" rping
 n=$(grep -c 'ping data: rdma-ping-' <<<"$out")
 if ((rc == 0 && n == 10)); then pass "$dev: rping -C 10 -v: 10 pings carried ($(grep -m1 'ping data' <<<"$out"))"
 else fail "$dev: rping -C 10 -v (rc=$rc, $n pings)" "$out$(dmesg | tail -30)"; fi
 sleep 2
 
 # ucmatose: RC connections through rdma_cm, sends on each, disconnect.
-if server; then
-  out=$(timeout 180 ucmatose -b "$MR_IP4" -c 2 -C 10 2>&1); rc=$?
-else
-  out=$(retry 90 timeout 180 ucmatose -s "$MR_PEER_IP4" -c 2 -C 10 2>&1); rc=$?
-fi
-[[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+pair "-b $MR_IP4 -c 2 -C 10" "-s $MR_PEER_IP4 -c 2 -C 10" ucmatose
 if ((rc == 0)) && grep -q 'test complete' <<<"$out"; then pass "$dev: ucmatose 2 connections x 10 messages: $(grep -E 'completion|test complete' <<<"$out" | tr '\n' ' ')"
 else fail "$dev: ucmatose (rc=$rc)" "$out$(dmesg | tail -30)"; fi
 sleep 2
 
 # udaddy: UD through rdma_cm (SIDR resolves the peer's QPN and Q_Key).
-if server; then
-  out=$(timeout 180 udaddy -b "$MR_IP4" -c 2 -C 10 2>&1); rc=$?
-else
-  out=$(retry 90 timeout 180 udaddy -s "$MR_PEER_IP4" -c 2 -C 10 2>&1); rc=$?
-fi
-[[ -n ${MR_VERBOSE:-} ]] && diag "$out"
+pair "-b $MR_IP4 -c 2 -C 10" "-s $MR_PEER_IP4 -c 2 -C 10" udaddy
 if ((rc == 0)) && grep -q 'test complete' <<<"$out"; then pass "$dev: udaddy 2 endpoints x 10 datagrams: $(grep -E 'test complete' <<<"$out" | tr '\n' ' ')"
 else fail "$dev: udaddy (rc=$rc)" "$out$(dmesg | tail -30)"; fi
 

@@ -19,14 +19,7 @@ src=$MR_REPO/tests/integrity/integrity.c
 if [[ -x $bin && ! $bin -ot $src ]]; then pass "out/integrity built and up to date"
 else fail "out/integrity missing or older than its source: run 'make -C tests/integrity' on the host"; done_testing; fi
 
-load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
-if [[ $dev == rxe* ]]; then
-  load_kmod rdma_rxe >/dev/null 2>&1
-  check "rdma link add $dev type rxe netdev $MR_IF" rdma link add "$dev" type rxe netdev "$MR_IF"
-else
-  lsmod | grep -q '^metaroce ' || check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
-  check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
-fi
+add_link "$dev"
 check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
 if (($# > 0)); then
   load_kmod sch_netem >/dev/null 2>&1

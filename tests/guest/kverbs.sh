@@ -11,7 +11,7 @@
 # report exactly that test as failed: the module's own self-check.
 # Run with -n 2 (guest 2 only idles). PARAMS go to the module's first load
 # (e.g. last_wqe=1: also expect IB_EVENT_QP_LAST_WQE_REACHED for an SRQ QP
-# moved to ERR, which metaroce does not raise yet; access_errors=0: skip the
+# moved to ERR, as tests/run does; access_errors=0: skip the
 # IB_WC_REM_ACCESS_ERR cases).
 #   kverbs.sh [mr0|rxe0] [PARAMS...]
 . "$MR_REPO/tests/lib.sh"
@@ -21,14 +21,7 @@ shift
 modargs=("$@")
 ko=$MR_REPO/tests/modules/kverbs/kverbs_test.ko
 par=/sys/module/kverbs_test/parameters
-load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
-if [[ $dev == rxe* ]]; then
-  load_kmod rdma_rxe >/dev/null 2>&1
-  check "rdma link add $dev type rxe netdev $MR_IF" rdma link add "$dev" type rxe netdev "$MR_IF"
-else
-  check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
-  check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
-fi
+add_link "$dev"
 gid=$(retry 20 gid_index "$dev" "$MR_IP4") || gid=""
 [[ -n $gid ]] && pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid" || fail "$dev: GID for $MR_IP4"
 [[ -f $ko ]] || { fail "no $ko (build: make -C \$KDIR M=\$PWD/tests/modules/kverbs LLVM=1 modules)"; done_testing; }

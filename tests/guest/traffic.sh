@@ -8,14 +8,7 @@
 # then run over a lossy, duplicating, reordering link.
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
-load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
-if [[ $dev == rxe* ]]; then
-  load_kmod rdma_rxe >/dev/null 2>&1
-  check "rdma link add $dev type rxe netdev $MR_IF" rdma link add "$dev" type rxe netdev "$MR_IF"
-else
-  lsmod | grep -q '^metaroce ' || check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
-  check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
-fi
+add_link "$dev"
 check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
 shift
 mode=${1:-} lossy=""
