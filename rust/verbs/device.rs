@@ -314,7 +314,8 @@ fn attrs() -> DeviceAttrs {
             | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
             | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
             | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
-            | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64,
+            | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64
+            | b::ib_uverbs_device_cap_flags_IB_UVERBS_DEVICE_ATOMIC_WRITE as u64,
         max_qp: DEFAULT_MAX - 16,
         max_qp_wr: DEFAULT_MAX,
         max_send_sge: 32,

@@ -72,6 +72,7 @@ mod wr {
     pub(super) const LOCAL_INV: u32 = 7;
     pub(super) const BIND_MW: u32 = 8;
     pub(super) const SEND_WITH_INV: u32 = 9;
+    pub(super) const ATOMIC_WRITE: u32 = 15;
     pub(super) const REG_MR: u32 = 0x20;
 }
 
@@ -91,6 +92,7 @@ mod wc {
     pub(super) const OP_BIND_MW: u32 = 5;
     pub(super) const OP_LOCAL_INV: u32 = 6;
     pub(super) const OP_REG_MR: u32 = 10;
+    pub(super) const OP_ATOMIC_WRITE: u32 = 9;
     pub(super) const MW_BIND_ERR: u32 = 6;
     pub(super) const REM_ACCESS_ERR: u32 = 10;
     pub(super) const REM_INV_REQ_ERR: u32 = 9;
@@ -856,6 +858,7 @@ impl Glue<'_> {
                 wr::RDMA_READ => wc::OP_RDMA_READ,
                 wr::ATOMIC_CMP_AND_SWP => wc::OP_COMP_SWAP,
                 wr::ATOMIC_FETCH_AND_ADD => wc::OP_FETCH_ADD,
+                wr::ATOMIC_WRITE => wc::OP_ATOMIC_WRITE,
                 _ => wc::OP_SEND,
             };
             self.qp.scq.push(
@@ -974,7 +977,9 @@ impl Glue<'_> {
     /// Copies `dst.len()` bytes at `offset` of the WQE's data into `dst`.
     fn gather(&self, m: &SendMsg, offset: u32, dst: &mut [u8]) -> Result {
         let sq = self.io.sq.as_ref().ok_or(EINVAL)?;
-        if m.wqe.send_flags & send_flags::INLINE != 0 {
+        // ATOMIC_WRITE's 8 bytes are in the WQE (`dma.atomic_wr`, where
+        // inline data goes).
+        if m.wqe.send_flags & send_flags::INLINE != 0 || m.wqe.opcode == wr::ATOMIC_WRITE {
             return SendWqe::inline_data(sq, m.slot, offset as usize, dst);
         }
         let n = m.wqe.num_sge.min(self.io.caps.max_send_sge);
@@ -1175,6 +1180,7 @@ impl Glue<'_> {
             wr::SEND_WITH_IMM => (Op::SendImm, Reth::default(), w.length),
             wr::SEND_WITH_INV => (Op::SendInv, Reth::default(), w.length),
             wr::RDMA_WRITE => (Op::Write, rdma, w.length),
+            wr::ATOMIC_WRITE => (Op::AtomicWrite, Reth { len: 8, ..rdma }, 8),
             wr::RDMA_WRITE_WITH_IMM => (Op::WriteImm, rdma, w.length),
             wr::RDMA_READ => (Op::ReadReq, rdma, 0),
             wr::ATOMIC_CMP_AND_SWP => (Op::AtomicCmpSwap, atomic, 16),
@@ -1188,6 +1194,7 @@ impl Glue<'_> {
             || (inline && w.length > self.io.caps.max_inline_data)
             || w.length > (1 << 31)
             || (is_atomic && (w.remote_addr % 8 != 0 || w.length < 8))
+            || (op == Op::AtomicWrite && (w.remote_addr % 8 != 0 || w.length != 8))
         {
             return self.refuse(msn, w, slot);
         }
@@ -1769,8 +1776,16 @@ impl App for Glue<'_> {
         // (remote access error) instead of a silent success.
         let qp_access = self.io.attr.access;
         match p.op {
-            Op::Write | Op::WriteImm if !p.payload.is_empty() => {
+            Op::AtomicWrite
+                if p.offset != 0
+                    || p.payload.len() != 8
+                    || p.reth.unwrap_or_default().va % 8 != 0 =>
+            {
+                return Err(Refuse::Invalid);
+            }
+            Op::Write | Op::WriteImm | Op::AtomicWrite if !p.payload.is_empty() => {
                 // (A zero-length RDMA WRITE validates no R_Key, IBTA 9.7.4.1.4.)
+                // ATOMIC_WRITE: one aligned 8-byte copy into the page.
                 let r = p.reth.unwrap_or_default();
                 let va = r.va.wrapping_add(u64::from(p.offset));
                 let ok = qp_access & access::REMOTE_WRITE != 0

@@ -67,6 +67,9 @@ pub enum Op {
     /// SEND with invalidate: the immediate field carries the rkey the
     /// responder invalidates when the receive completes.
     SendInv = 9,
+    /// ATOMIC WRITE (IBTA 1.5 9.4.6): 8 bytes stored at the RETH's (va, rkey)
+    /// as one 8-byte write; acknowledged like a WRITE.
+    AtomicWrite = 10,
 }
 
 impl Op {
@@ -83,6 +86,7 @@ impl Op {
             7 => Op::AtomicFetchAdd,
             8 => Op::AtomicResp,
             9 => Op::SendInv,
+            10 => Op::AtomicWrite,
             _ => return None,
         })
     }
@@ -91,7 +95,12 @@ impl Op {
     pub fn needs_reth(self) -> bool {
         matches!(
             self,
-            Op::Write | Op::WriteImm | Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd
+            Op::Write
+                | Op::WriteImm
+                | Op::ReadReq
+                | Op::AtomicCmpSwap
+                | Op::AtomicFetchAdd
+                | Op::AtomicWrite
         )
     }
 

@@ -75,7 +75,7 @@ proptest! {
 
     #[test]
     fn data_header_roundtrip(
-        path in 0u8..64, conn: u32, psn: u32, stamp: u32, stream: u16, op in 0u8..10,
+        path in 0u8..64, conn: u32, psn: u32, stamp: u32, stream: u16, op in 0u8..11,
         floor_back in 0u32..256, ssn: u32, msn: u32, msg_len in 0u32..100_000, off_pick: u32,
         va: u64, rkey: u32, imm: u32, plen_pick: u16,
     ) {
