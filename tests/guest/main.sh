@@ -7,8 +7,8 @@
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
 check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
 diag "$(dmesg | grep -m1 'metaroce .* loaded')"
-diag "$(ibv_devices 2>&1)"
 MR_NESTED=1 MR_VERBOSE=1 . "$MR_REPO/tests/guest/traffic.sh" mr0
+diag "$(ibv_devices 2>&1)"
 diag "$(rdma link show mr0/1)"
 diag "$(ibv_devinfo -d mr0 | grep -E 'hca_id|transport|node_guid|state|active_mtu|link_layer')"
 check "rdma link delete mr0" rdma link delete mr0
