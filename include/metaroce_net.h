@@ -59,6 +59,8 @@ int metaroce_skb_linearize(struct sk_buff *skb);
 u8 *metaroce_skb_data(const struct sk_buff *skb);
 unsigned int metaroce_skb_len(const struct sk_buff *skb);
 const u8 *metaroce_skb_network_header(const struct sk_buff *skb);
+/* irqs_disabled(): hard interrupts are off on this CPU. */
+bool metaroce_irqs_disabled(void);
 void metaroce_local_bh_disable(void);
 void metaroce_local_bh_enable(void);
 

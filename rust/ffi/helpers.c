@@ -385,6 +385,11 @@ const u8 *metaroce_skb_network_header(const struct sk_buff *skb)
 	return skb_network_header(skb);
 }
 
+bool metaroce_irqs_disabled(void)
+{
+	return irqs_disabled();
+}
+
 void metaroce_local_bh_disable(void)
 {
 	local_bh_disable();

@@ -214,7 +214,10 @@ pub(crate) trait Driver: 'static {
     fn poll_cq(cq: &Self::Cq, max: usize, f: &mut dyn FnMut(&[u8; Wc::KERNEL_SIZE])) -> usize;
     /// `create_ah` (IBTA 11.2.2.1) on `pd`; returns it and its number (the
     /// rxe ABI's `ah_num`, by which UD work requests name it).
-    fn create_ah(dev: &Self::Data, pd: usize, av: &Av) -> Result<(Self::Ah, u32)>;
+    /// `sleepable`: the caller may sleep (`RDMA_CREATE_AH_SLEEPABLE`; ib_cm
+    /// creates AHs under a spinlock with interrupts off, so allocate with
+    /// `GFP_ATOMIC` otherwise).
+    fn create_ah(dev: &Self::Data, pd: usize, av: &Av, sleepable: bool) -> Result<(Self::Ah, u32)>;
     /// `destroy_ah`.
     fn destroy_ah(dev: &Self::Data, ah: &Self::Ah);
     /// The number a UD work request names `ah` by.
@@ -1353,7 +1356,10 @@ impl<T: Driver> Adapter<T> {
                     (*ibah).pd,
                 )
             };
-            let (ah, num) = T::create_ah(dev, pd as usize, &av)?;
+            // SAFETY: as above.
+            let sleepable =
+                unsafe { (*init).flags } & b::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
+            let (ah, num) = T::create_ah(dev, pd as usize, &av, sleepable)?;
             if udata.outlen() >= size_of::<b::rxe_create_ah_resp>() {
                 let mut resp = [0u8; 8];
                 resp[..4].copy_from_slice(&num.to_ne_bytes());

@@ -5,12 +5,26 @@
 //! context must hold them with bottom halves disabled, or a softirq that runs
 //! on the same CPU while the lock is held (e.g. when a transmit re-enables
 //! bottom halves) spins on it forever.
+//!
+//! Kernel verbs consumers may call in with hard interrupts disabled (ib_mad
+//! posts under `spin_lock_irqsave`, ib_cm creates AHs under one). Then no
+//! softirq can run on this CPU, and `local_bh_enable` must not be called
+//! (it would run softirqs with interrupts off): the lock is taken plainly.
+//! Code that transmits must not run then (see [`irqs_disabled`]).
 
 use super::bindings as b;
 use core::ops::{Deref, DerefMut};
 use kernel::prelude::*;
 use kernel::sync::lock::{spinlock::SpinLockBackend, Guard};
 use kernel::sync::SpinLock;
+
+/// Whether hard interrupts are disabled on this CPU (`irqs_disabled()`):
+/// nothing may be transmitted then (the network stack re-enables bottom
+/// halves); defer it to a timer or softirq.
+pub(crate) fn irqs_disabled() -> bool {
+    // SAFETY: reads this CPU's interrupt flag.
+    unsafe { b::metaroce_irqs_disabled() }
+}
 
 /// Bottom halves disabled (`local_bh_disable`) while this lives.
 pub(crate) struct BhDisabled(core::marker::PhantomData<*mut ()>);
@@ -40,11 +54,12 @@ pub(crate) struct BhLock<T> {
     inner: SpinLock<T>,
 }
 
-/// The guard of a [`BhLock`]: unlocks, then re-enables bottom halves.
+/// The guard of a [`BhLock`]: unlocks, then re-enables bottom halves (if
+/// it disabled them).
 pub(crate) struct BhGuard<'a, T> {
     // Field order is drop order: unlock before enabling bottom halves.
     guard: Guard<'a, T, SpinLockBackend>,
-    _bh: BhDisabled,
+    _bh: Option<BhDisabled>,
 }
 
 impl<T> BhLock<T> {
@@ -54,9 +69,11 @@ impl<T> BhLock<T> {
         pin_init!(BhLock { inner <- inner })
     }
 
-    /// Disables bottom halves, then locks.
+    /// Disables bottom halves, then locks. With hard interrupts already
+    /// disabled only locks: no softirq can interrupt the holder on this CPU,
+    /// and bottom halves must not be re-enabled with interrupts off.
     pub(crate) fn lock(&self) -> BhGuard<'_, T> {
-        let bh = BhDisabled::new();
+        let bh = (!irqs_disabled()).then(BhDisabled::new);
         BhGuard {
             guard: self.inner.lock(),
             _bh: bh,

@@ -47,9 +47,10 @@ impl AhTable {
         })
     }
 
-    /// Enters an AH; `ENOMEM` when `max` exist (rxe's pool limit).
-    pub(crate) fn insert(&self, pd: usize, av: Av) -> Result<Ah> {
-        let res = RBTreeNodeReservation::new(GFP_KERNEL)?;
+    /// Enters an AH, allocating with `flags`; `ENOMEM` when `max` exist
+    /// (rxe's pool limit).
+    pub(crate) fn insert(&self, pd: usize, av: Av, flags: kernel::alloc::Flags) -> Result<Ah> {
+        let res = RBTreeNodeReservation::new(flags)?;
         let mut t = self.inner.lock();
         if t.count >= self.max {
             return Err(ENOMEM);

@@ -143,8 +143,10 @@ impl Driver for Metaroce {
         cq.poll(max, f)
     }
 
-    fn create_ah(dev: &DeviceData, pd: usize, av: &Av) -> Result<(Ah, u32)> {
-        let ah = dev.ahs.insert(pd, *av)?;
+    fn create_ah(dev: &DeviceData, pd: usize, av: &Av, sleepable: bool) -> Result<(Ah, u32)> {
+        let ah = dev
+            .ahs
+            .insert(pd, *av, if sleepable { GFP_KERNEL } else { GFP_ATOMIC })?;
         let num = ah.num;
         Ok((ah, num))
     }

@@ -232,6 +232,15 @@ impl_has_timer! { impl HasTimer for Qp { self.timer } }
 impl TimerCallback for Qp {
     fn fired(this: &Arc<Self>) {
         let mut g = this.inner.lock();
+        if this.qp_type.is_datagram() {
+            // Datagrams a kernel consumer posted with interrupts off.
+            if matches!(g.io.attr.state, QpState::Rts | QpState::Sqd) {
+                let Inner { io, scratch, .. } = &mut *g;
+                let mut app = Glue { qp: this, io };
+                app.datagrams_out(scratch);
+            }
+            return;
+        }
         {
             let Inner { conn, io, .. } = &mut *g;
             if let Some(c) = conn {
@@ -670,6 +679,13 @@ impl Qp {
             }
             r
         };
+        if crate::ffi::sync::irqs_disabled() {
+            // Called with interrupts off (ib_mad posts under an irqsave
+            // lock): transmitting needs them on, so the QP's timer sends
+            // from softirq, at the next tick.
+            Timer::arm(this, now_ns());
+            return r;
+        }
         Self::doorbell(this)?;
         r
     }
