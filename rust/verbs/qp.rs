@@ -736,31 +736,28 @@ impl Qp {
                 // The core's counters, into the device's.
                 let st = *c.stats();
                 let last = core::mem::replace(&mut io.last_stats, st);
-                let d = &this.dev;
-                d.count(
-                    counter::RETRANSMITS,
-                    u64::from(st.retx.wrapping_sub(last.retx)),
-                );
-                d.count(
-                    counter::TIMEOUTS,
-                    u64::from(st.timeouts.wrapping_sub(last.timeouts)),
-                );
-                d.count(
-                    counter::PATH_MOVES,
-                    u64::from(st.moves.wrapping_sub(last.moves)),
-                );
-                d.count(
-                    counter::DUPLICATES,
-                    u64::from(st.dup_rx.wrapping_sub(last.dup_rx)),
-                );
-                d.count(
-                    counter::SACK_LOSSES,
-                    u64::from(st.sack_lost.wrapping_sub(last.sack_lost)),
-                );
-                d.count(
-                    counter::ECN_ECHOED,
-                    u64::from(st.ce_echoed.wrapping_sub(last.ce_echoed)),
-                );
+                for (k, n) in [
+                    (counter::RETRANSMITS, st.retx.wrapping_sub(last.retx)),
+                    (
+                        counter::TIMEOUTS,
+                        u32::from(st.timeouts.wrapping_sub(last.timeouts)),
+                    ),
+                    (
+                        counter::PATH_MOVES,
+                        u32::from(st.moves.wrapping_sub(last.moves)),
+                    ),
+                    (counter::DUPLICATES, st.dup_rx.wrapping_sub(last.dup_rx)),
+                    (
+                        counter::SACK_LOSSES,
+                        st.sack_lost.wrapping_sub(last.sack_lost),
+                    ),
+                    (
+                        counter::ECN_ECHOED,
+                        st.ce_echoed.wrapping_sub(last.ce_echoed),
+                    ),
+                ] {
+                    this.dev.count(k, u64::from(n));
+                }
                 break c.poll_timeout();
             };
             budget -= 1;
