@@ -139,6 +139,14 @@ unsafe impl<R: UdpReceiver> Send for UdpTunnel<R> {}
 unsafe impl<R: UdpReceiver> Sync for UdpTunnel<R> {}
 
 /// A negative errno from C as an [`Error`].
+/// Whether `e`, from [`UdpTunnel::send`], means there is no route to the
+/// destination (`EHOSTUNREACH`, `ENETUNREACH`), as opposed to a datagram
+/// lost for want of memory or queue room.
+pub(crate) fn is_unreachable(e: Error) -> bool {
+    let n = e.to_errno();
+    n == neg(b::EHOSTUNREACH) || n == neg(b::ENETUNREACH)
+}
+
 fn errno(e: c_int) -> Error {
     Error::from_errno(e)
 }

@@ -306,8 +306,10 @@ pub(crate) trait Driver: 'static {
         iova: u64,
         access: u32,
     ) -> Result<(Self::Mr, u32, u32)>;
-    /// `dereg_mr`: after this returns the memory is no longer accessed.
-    fn dereg_mr(dev: &Self::Data, mr: Self::Mr);
+    /// `dereg_mr`: after `Ok` the memory is no longer accessed and `mr` is
+    /// dropped; after an error (`EINVAL`: a memory window is still bound to
+    /// it, IBTA 10.6.7.2.6) the MR stays registered.
+    fn dereg_mr(dev: &Self::Data, mr: &Self::Mr) -> Result;
 }
 
 /// A network device, borrowed for the duration of a callback.
@@ -1921,10 +1923,17 @@ impl<T: Driver> Adapter<T> {
                 return Err(EINVAL);
             }
             let slot = KBox::new_uninit(GFP_KERNEL)?;
-            let mut pages = KVec::from_elem(0u64, max_num_sg as usize, GFP_KERNEL)?;
+            // The driver checks `max_num_sg` against its limit before any
+            // allocation is sized by it.
             let (d, key) = T::alloc_mr(dev, pd as usize, max_num_sg)?;
             let mut m = Self::mr_box(slot, d, key, key, 0, 0);
-            core::mem::swap(&mut m.pages, &mut pages);
+            match KVec::from_elem(0u64, max_num_sg as usize, GFP_KERNEL) {
+                Ok(pages) => m.pages = pages,
+                Err(e) => {
+                    let _ = T::dereg_mr(dev, &m.data);
+                    return Err(e.into());
+                }
+            }
             Ok(m)
         })();
         match r {
@@ -2027,13 +2036,16 @@ impl<T: Driver> Adapter<T> {
     /// Called only by the RDMA core with an MR from [`Self::reg_user_mr`],
     /// [`Self::get_dma_mr`] or [`Self::alloc_mr`].
     unsafe extern "C" fn dereg_mr(mr: *mut b::ib_mr, _udata: *mut b::ib_udata) -> c_int {
-        // SAFETY: `mr` starts a boxed `MrBox` of ours, given back once.
-        unsafe {
-            let dev = Self::data((*mr).device);
-            let m = KBox::from_raw(mr.cast::<MrBox<T::Mr>>());
-            let MrBox { data, .. } = KBox::into_inner(m);
-            T::dereg_mr(dev, data);
+        let m = mr.cast::<MrBox<T::Mr>>();
+        // SAFETY: `mr` is a live MR of ours on a live device: it starts a
+        // boxed `MrBox`, which the core hands back here until we free it.
+        let r = unsafe { T::dereg_mr(Self::data((*mr).device), &(*m).data) };
+        if let Err(e) = r {
+            // The core keeps the MR (and calls again later).
+            return e.to_errno();
         }
+        // SAFETY: as above; freed once, on success only.
+        drop(unsafe { KBox::from_raw(m) });
         0
     }
 }

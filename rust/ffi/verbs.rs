@@ -357,9 +357,18 @@ impl UMem {
             .checked_add(len_us)
             .map(|e| e.div_ceil(PAGE_SIZE))
             .ok_or(EINVAL)?;
-        let mut pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
+        // Pin first: `ib_umem_get` checks RLIMIT_MEMLOCK and that the range is
+        // mapped, so no user-chosen size reaches an allocation before that.
         // SAFETY: `ib` is a live device; errors come back as ERR_PTR.
         let umem = from_err_ptr(unsafe { b::ib_umem_get(ib, start as _, len_us, access) })?;
+        let mut pages = match KVVec::with_capacity(npages, GFP_KERNEL) {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: `umem` came from `ib_umem_get`, released once.
+                unsafe { b::ib_umem_release(umem) };
+                return Err(e.into());
+            }
+        };
         // SAFETY: `umem` is pinned; `pages` has room for `npages` entries.
         let n = unsafe { b::metaroce_umem_pages(umem, pages.as_mut_ptr(), npages as _) as usize };
         if n != npages {
@@ -536,6 +545,16 @@ impl Mem {
         }
     }
 
+    /// Whether bytes `[off, off + n)` are in the region (for [`Mem::Kernel`]:
+    /// a kernel virtual address range, see [`Self::kernel_range`]), so that
+    /// an access check refuses what a copy would.
+    pub(crate) fn covers(&self, off: usize, n: usize) -> bool {
+        match self {
+            Mem::Kernel => Self::kernel_range(off, n).is_ok(),
+            _ => off.checked_add(n).is_some_and(|end| end <= self.len()),
+        }
+    }
+
     /// Checks a kernel address range: non-null, no wrap, in the kernel half.
     fn kernel_range(off: usize, n: usize) -> Result<*mut u8> {
         let end = off.checked_add(n).ok_or(EFAULT)?;
@@ -619,6 +638,27 @@ impl CqEvents {
         }
     }
 
+    /// Raises `IB_EVENT_CQ_ERR` (IBTA 11.6.3.1: a completion was lost to a
+    /// full CQ) through the CQ's `event_handler`, as rxe does on overrun.
+    pub(crate) fn overrun(&self) {
+        let cq = self.0.lock();
+        if cq.0.is_null() {
+            return;
+        }
+        // SAFETY: non-null means the CQ is not yet destroyed (`detach`
+        // clears it under this lock first); the event lives for the call.
+        unsafe {
+            let c = cq.0;
+            if let Some(h) = (*c).event_handler {
+                let mut ev: b::ib_event = core::mem::zeroed();
+                ev.device = (*c).device;
+                ev.element.cq = c;
+                ev.event = b::ib_event_type_IB_EVENT_CQ_ERR;
+                h(&mut ev, (*c).cq_context);
+            }
+        }
+    }
+
     pub(super) fn detach(&self) {
         self.0.lock().0 = ptr::null_mut();
     }
@@ -691,6 +731,16 @@ impl QpEvents {
     /// entered the error state and takes no more WQEs from it
     /// (`ib_drain_qp` of such a QP waits for it).
     pub(crate) fn last_wqe_reached(&self) {
+        self.raise(b::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED);
+    }
+
+    /// Raises `IB_EVENT_SQ_DRAINED` (IBTA 10.3.1.2, 11.6.3.1): a QP moved to
+    /// SQD with asynchronous notification has no send WQE in progress left.
+    pub(crate) fn sq_drained(&self) {
+        self.raise(b::ib_event_type_IB_EVENT_SQ_DRAINED);
+    }
+
+    fn raise(&self, event: b::ib_event_type) {
         let qp = self.0.lock();
         if qp.0.is_null() {
             return;
@@ -703,7 +753,7 @@ impl QpEvents {
                 let mut ev: b::ib_event = core::mem::zeroed();
                 ev.device = (*q).device;
                 ev.element.qp = q;
-                ev.event = b::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED;
+                ev.event = event;
                 h(&mut ev, (*q).qp_context);
             }
         }
@@ -1410,6 +1460,7 @@ impl SendWrs {
                 op,
                 b::ib_wr_opcode_IB_WR_SEND
                     | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM
+                    | b::ib_wr_opcode_IB_WR_SEND_WITH_INV
                     | b::ib_wr_opcode_IB_WR_RDMA_WRITE
                     | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
             );
@@ -1421,7 +1472,14 @@ impl SendWrs {
             // in the same 8 bytes, handed back unchanged in `ib_wc`).
             wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
             opcode: op,
-            send_flags: flags,
+            // IB_SEND_INLINE on an opcode that carries no inline data (READ,
+            // atomics, local operations) is ignored, as in rxe: the WQE then
+            // holds SGEs, never to be read as data.
+            send_flags: if inline {
+                flags
+            } else {
+                flags & !send_flags::INLINE
+            },
             // SAFETY: a 32-bit union; the raw bits are carried.
             ex: unsafe { wr.ex.invalidate_rkey },
             length,

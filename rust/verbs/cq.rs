@@ -25,8 +25,8 @@ struct Inner {
     /// Our producer index: the shared copy is written, never read back.
     prod: u32,
     arm: Arm,
-    /// Completions dropped because the ring was full (a CQ overrun, IBTA
-    /// 11.4.2.1: the CQ is in error from then on).
+    /// The last completion was lost to a full ring (a CQ overrun, IBTA
+    /// 11.4.2.1); cleared by the next one written.
     overrun: bool,
     dead: bool,
 }
@@ -80,7 +80,8 @@ impl Cq {
     }
 
     /// Appends a completion of QP `qp`; raises the CQ event if armed for it.
-    /// Returns `false` (and marks the CQ overrun) if the ring is full.
+    /// Returns `false` if the ring is full: the completion is lost and
+    /// `IB_EVENT_CQ_ERR` raised (the caller's QP enters the error state).
     pub(crate) fn push(&self, wc: &Wc, solicited: bool, qp: QpHandle) -> bool {
         let fire = {
             let mut g = self.inner.lock();
@@ -89,7 +90,14 @@ impl Cq {
             };
             let next = ring.advance(g.prod, 1);
             if next == ring.consumer() {
+                // Overrun: the completion is lost. The consumer hears of it
+                // once per overrun (IB_EVENT_CQ_ERR, as rxe_cq_post raises).
+                let first = !g.overrun;
                 g.overrun = true;
+                drop(g);
+                if first {
+                    self.events.overrun();
+                }
                 return false;
             }
             let written = if self.kernel {
@@ -102,6 +110,7 @@ impl Cq {
             }
             ring.set_producer(next);
             g.prod = next;
+            g.overrun = false;
             let fire =
                 g.arm == Arm::Next || (g.arm == Arm::Solicited && (solicited || wc.status != 0));
             if fire {

@@ -300,9 +300,14 @@ impl Driver for Metaroce {
         Ok((mr, key, key))
     }
 
-    fn dereg_mr(dev: &DeviceData, mr: Mr) {
+    fn dereg_mr(dev: &DeviceData, mr: &Mr) -> Result {
+        // rxe_dereg_mr: not while a memory window is bound to it.
+        if dev.mws.bound_to(mr.key) {
+            return Err(EINVAL);
+        }
         // Dropped here, in process context: unpinning may sleep.
-        drop(dev.mrs.remove(&mr));
+        drop(dev.mrs.remove(mr));
+        Ok(())
     }
 }
 

@@ -45,8 +45,7 @@ impl MrEntry {
         }
         let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
         let off = usize::try_from(off).map_err(|_| EFAULT)?;
-        let end = off.checked_add(len).ok_or(EFAULT)?;
-        if end > self.mem.len() {
+        if !self.mem.covers(off, len) {
             return Err(EFAULT);
         }
         Ok(off)

@@ -35,6 +35,9 @@ struct MwEntry {
     pd: usize,
     mw_type: u32,
     bound: Option<Binding>,
+    /// Type 2: the QP whose BIND_MW bound it; only requests arriving on that
+    /// QP may use it (IBTA 10.6.7.2.2, rxe's `mw->qp` check).
+    qpn: u32,
 }
 
 struct Table {
@@ -95,6 +98,7 @@ impl MwTable {
                 pd,
                 mw_type,
                 bound: None,
+                qpn: 0,
             },
         ));
         Ok((Mw { index }, rkey))
@@ -114,10 +118,11 @@ impl MwTable {
     }
 
     /// Binds the window `mw_rkey` names to `b`, under the new key `new_rkey`
-    /// (same index, IBTA 10.6.7.2.1), for a QP of `pd`.
+    /// (same index, IBTA 10.6.7.2.1), for QP `qpn` of `pd`.
     pub(crate) fn bind(
         &self,
         pd: usize,
+        qpn: u32,
         mw_rkey: u32,
         new_rkey: u32,
         b: Binding,
@@ -137,6 +142,7 @@ impl MwTable {
         }
         e.rkey = new_rkey;
         e.bound = (b.len != 0 || e.mw_type == 2).then_some(b);
+        e.qpn = qpn;
         Ok(())
     }
 
@@ -151,10 +157,27 @@ impl MwTable {
         Ok(())
     }
 
-    /// The binding remote key `rkey` names, if it is a bound window of `pd`.
-    pub(crate) fn resolve(&self, pd: usize, rkey: u32) -> Option<Binding> {
+    /// The binding remote key `rkey` names, if it is a bound window of `pd`
+    /// that a request arriving on QP `qpn` may use (a type 2 window only on
+    /// the QP that bound it).
+    pub(crate) fn resolve(&self, pd: usize, qpn: u32, rkey: u32) -> Option<Binding> {
         let t = self.inner.lock();
         let e = t.tree.get(&(rkey >> 8))?;
-        (e.rkey == rkey && e.pd == pd).then_some(e.bound).flatten()
+        let qp_ok = e.mw_type != 2 || e.qpn == qpn;
+        (e.rkey == rkey && e.pd == pd && qp_ok)
+            .then_some(e.bound)
+            .flatten()
+    }
+
+    /// Whether a window is bound to the MR with key `mr_key` (which then
+    /// cannot be deregistered, IBTA 10.6.7.2.6). Walks every window: for
+    /// `dereg_mr` only.
+    pub(crate) fn bound_to(&self, mr_key: u32) -> bool {
+        let t = self.inner.lock();
+        let found = t
+            .tree
+            .values()
+            .any(|e| e.bound.is_some_and(|b| b.mr_key >> 8 == mr_key >> 8));
+        found
     }
 }

@@ -38,7 +38,7 @@ use crate::ffi::verbs::{
 };
 use crate::net::Endpoint;
 use crate::proto::conn::{
-    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, Stats,
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, Stats, Unreadable,
 };
 use crate::proto::time::Instant;
 use crate::proto::wire::{Op, Reth};
@@ -113,6 +113,10 @@ struct SendMsg {
     /// A READ or atomic: completes only once its response is whole.
     needs_resp: bool,
     resp_done: bool,
+    /// The WQE failed (an `IB_WC_*` status; 0: not failed): it completes
+    /// with this status once every earlier WQE has, and the QP enters the
+    /// error state.
+    fail: u32,
 }
 
 /// An SRQ WQE a message took.
@@ -132,6 +136,17 @@ struct Resp {
     len: u32,
     /// Atomic: the original value, big-endian as carried.
     data: [u8; 8],
+    /// Not served ([`resp_status`]: the message tag carries it; 0: served).
+    status: u16,
+}
+
+/// The tag of a READ/atomic response message: 0 when served; otherwise why
+/// the responder could not serve it (IBTA 9.7.5.2.4 NAK codes), checked at
+/// the time the responder executes the request, after the request itself was
+/// acknowledged. The requester completes the WQE with the matching status.
+mod resp_status {
+    /// The key, range or access right no longer allow the operation.
+    pub(super) const ACCESS: u16 = 1;
 }
 
 /// What the receiver knows of a message from its packets.
@@ -179,10 +194,21 @@ struct Io {
     /// each, by number modulo the SQ size.
     tx_reads: u32,
     reads: KVec<u32>,
+    /// READ/atomic responses whole (so `tx_reads - reads_done` are
+    /// outstanding, at most `max_rd_atomic`: rxe's `check_init_depth`).
+    reads_done: u32,
     /// Responder: responses owed (`resp_next` - `resp_acked` of them).
     resps: KVec<Resp>,
     resp_next: u32,
     resp_acked: u32,
+    /// Responder: MSN of the next request-stream message to complete.
+    rx_msn: u32,
+    /// A completion was lost to a full CQ: the QP enters the error state
+    /// (IBTA 11.4.2.1, class G).
+    cq_lost: core::cell::Cell<bool>,
+    /// Moved to SQD with `IB_QP_EN_SQD_ASYNC_NOTIFY`: raise
+    /// `IB_EVENT_SQ_DRAINED` once no send is in progress.
+    sqd_notify: bool,
     src: Option<IpAddr>,
     dst: Option<IpAddr>,
     /// The first failure of the QP, reported on its oldest WQE.
@@ -238,6 +264,7 @@ impl TimerCallback for Qp {
                 let Inner { io, scratch, .. } = &mut *g;
                 let mut app = Glue { qp: this, io };
                 app.datagrams_out(scratch);
+                app.settle();
             }
             return;
         }
@@ -266,6 +293,7 @@ impl Endpoint for Qp {
             if app.datagram_in(payload, meta).is_err() {
                 this.dev.count(counter::RX_DROPS, 1);
             }
+            app.settle();
             return;
         }
         let mut g = this.inner.lock();
@@ -391,9 +419,13 @@ impl Qp {
             srq_sge,
             tx_reads: 0,
             reads,
+            reads_done: 0,
             resps,
             resp_next: 0,
             resp_acked: 0,
+            rx_msn: 0,
+            cq_lost: core::cell::Cell::new(false),
+            sqd_notify: false,
             src: None,
             dst: None,
             error: None,
@@ -553,6 +585,11 @@ impl Qp {
                         let mut app = Glue { qp: this, io };
                         app.flush();
                     }
+                    QpState::Sqd => {
+                        io.sqd_notify = io.attr.en_sqd_async_notify;
+                        let mut app = Glue { qp: this, io };
+                        app.sq_drained_check();
+                    }
                     _ => {}
                 }
             }
@@ -639,13 +676,22 @@ impl Qp {
     pub(crate) fn doorbell(this: &Arc<Self>) -> Result {
         {
             let mut g = this.inner.lock();
-            if !matches!(g.io.attr.state, QpState::Rts | QpState::Sqd) {
-                return Err(EINVAL);
+            match g.io.attr.state {
+                QpState::Rts | QpState::Sqd => {}
+                // Posting in the error state succeeds, and the WQEs complete
+                // with flush errors (rxe_post_send; IBTA 10.8.3.3).
+                QpState::Err if !g.io.dead => {
+                    let Inner { io, .. } = &mut *g;
+                    Glue { qp: this, io }.flush();
+                    return Ok(());
+                }
+                _ => return Err(EINVAL),
             }
             if this.qp_type.is_datagram() {
                 let Inner { io, scratch, .. } = &mut *g;
                 let mut app = Glue { qp: this, io };
                 app.datagrams_out(scratch);
+                app.settle();
                 return Ok(());
             }
         }
@@ -727,6 +773,7 @@ impl Qp {
             };
             let now = Instant(now_ns());
             let mut app = Glue { qp: this, io };
+            app.settle();
             let t = if budget > 0 {
                 c.poll_transmit(now, scratch, &mut app)
             } else {
@@ -781,10 +828,10 @@ impl Qp {
     }
 }
 
-/// The connection's per-path timeout budget: verbs `retry_cnt` (at least
-/// 1, so one lost packet never ends a connection whose peer is alive).
+/// The connection's timeout budget: verbs `retry_cnt` retries per path
+/// (0: the first local ACK timeout fails the QP, IBTA 9.7.6.1.3).
 fn retry_cnt(t: &QpAttr) -> u8 {
-    t.retry_cnt.max(1)
+    t.retry_cnt
 }
 
 /// Verbs `rnr_retry` (7 means unlimited, as in IBTA).
@@ -821,8 +868,12 @@ impl Io {
         self.rq_cons = 0;
         self.rx_rsn = 0;
         self.tx_reads = 0;
+        self.reads_done = 0;
         self.resp_next = 0;
         self.resp_acked = 0;
+        self.rx_msn = 0;
+        self.cq_lost.set(false);
+        self.sqd_notify = false;
         self.error = None;
         for r in self.rx.iter_mut() {
             r.valid = false;
@@ -845,6 +896,18 @@ impl Glue<'_> {
         self.io.sends.get(i).copied()
     }
 
+    /// Marks in-flight send message `msn` as failed with `status` (the
+    /// first failure stands).
+    fn set_fail(&mut self, msn: u32, status: u32) {
+        if let Some(i) = (msn as usize).checked_rem(self.io.sends.len()) {
+            if let Some(s) = self.io.sends.get_mut(i) {
+                if s.fail == 0 {
+                    s.fail = status;
+                }
+            }
+        }
+    }
+
     fn record(&mut self, msn: u32, m: SendMsg) {
         if let Some(i) = (msn as usize).checked_rem(self.io.sends.len()) {
             if let Some(s) = self.io.sends.get_mut(i) {
@@ -855,10 +918,7 @@ impl Glue<'_> {
 
     /// Completes the oldest send WQE (in order).
     fn complete_send(&mut self, status: u32) {
-        let Some(sq) = self.io.sq.as_ref() else {
-            return;
-        };
-        if self.io.sq_msn == self.io.msns {
+        if self.io.sq.is_none() || self.io.sq_msn == self.io.msns {
             return;
         }
         let Some(m) = self.send_msg(self.io.sq_msn) else {
@@ -874,22 +934,53 @@ impl Glue<'_> {
                 wr::ATOMIC_WRITE => wc::OP_ATOMIC_WRITE,
                 _ => wc::OP_SEND,
             };
-            self.qp.scq.push(
-                &Wc {
-                    wr_id: m.wqe.wr_id,
-                    status,
-                    opcode,
-                    byte_len: m.wqe.length,
-                    qp_num: self.qp.qpn,
-                    ..Wc::default()
-                },
-                false,
-                self.qp.handle,
-            );
+            let wc = Wc {
+                wr_id: m.wqe.wr_id,
+                status,
+                opcode,
+                byte_len: m.wqe.length,
+                qp_num: self.qp.qpn,
+                ..Wc::default()
+            };
+            self.post(&self.qp.scq, &wc, false);
         }
+        let Some(sq) = self.io.sq.as_ref() else {
+            return;
+        };
         self.io.sq_cons = sq.advance(self.io.sq_cons, 1);
         self.io.sq_msn = self.io.sq_msn.wrapping_add(1);
         sq.set_consumer(self.io.sq_cons);
+        self.sq_drained_check();
+    }
+
+    /// Writes a completion into `cq`; a full CQ loses it, raises
+    /// `IB_EVENT_CQ_ERR` and sends the QP to the error state (IBTA 11.4.2.1,
+    /// class G; rxe's `rxe_cq_post`), by [`Self::settle`].
+    fn post(&self, cq: &Cq, wc: &Wc, solicited: bool) {
+        if !cq.push(wc, solicited, self.qp.handle) {
+            self.io.cq_lost.set(true);
+        }
+    }
+
+    /// After a completion was lost to a full CQ: the QP enters the error
+    /// state (once). Called where no completion is being written.
+    fn settle(&mut self) {
+        if self.io.cq_lost.take() && self.io.attr.state != QpState::Err {
+            self.flush();
+            self.io.cq_lost.set(false);
+        }
+    }
+
+    /// In SQD with asynchronous notification: raises `IB_EVENT_SQ_DRAINED`
+    /// once no send WQE is in progress (IBTA 10.3.1.2).
+    fn sq_drained_check(&mut self) {
+        if self.io.sqd_notify
+            && self.io.attr.state == QpState::Sqd
+            && self.io.sq_msn == self.io.msns
+        {
+            self.io.sqd_notify = false;
+            self.qp.events.sq_drained();
+        }
     }
 
     /// Moves the QP to the error state and completes every outstanding WQE:
@@ -898,9 +989,17 @@ impl Glue<'_> {
     fn flush(&mut self) {
         self.io.attr.state = QpState::Err;
         // Sends that became messages, then those still only in the ring.
+        // The oldest takes the QP's error (a NAK, retries exhausted); a WQE
+        // that failed on its own reports its own status; the rest flush.
         let mut first = self.io.error.take();
         while self.io.sq_msn != self.io.msns {
-            self.complete_send(first.take().unwrap_or(wc::WR_FLUSH_ERR));
+            let own = self.send_msg(self.io.sq_msn).map_or(0, |m| m.fail);
+            let status = match (first.take(), own) {
+                (_, f) if f != 0 => f,
+                (Some(e), _) => e,
+                _ => wc::WR_FLUSH_ERR,
+            };
+            self.complete_send(status);
         }
         if let Some(sq) = self.io.sq.as_ref() {
             let prod = sq.producer();
@@ -958,33 +1057,27 @@ impl Glue<'_> {
             Some((r, status)) if r == rsn => status,
             _ => wc::WR_FLUSH_ERR,
         };
-        self.qp.rcq.push(
-            &Wc {
-                wr_id,
-                status,
-                opcode: wc::OP_RECV,
-                qp_num: self.qp.qpn,
-                ..Wc::default()
-            },
-            false,
-            self.qp.handle,
-        );
+        let wc = Wc {
+            wr_id,
+            status,
+            opcode: wc::OP_RECV,
+            qp_num: self.qp.qpn,
+            ..Wc::default()
+        };
+        self.post(&self.qp.rcq, &wc, false);
     }
 
     /// Writes the `IBV_WC_WR_FLUSH_ERR` completion of a WQE the error state
     /// discards (IBTA 10.3.1).
     fn flushed(&self, cq: &Cq, wr_id: u64, opcode: u32) {
-        cq.push(
-            &Wc {
-                wr_id,
-                status: wc::WR_FLUSH_ERR,
-                opcode,
-                qp_num: self.qp.qpn,
-                ..Wc::default()
-            },
-            false,
-            self.qp.handle,
-        );
+        let wc = Wc {
+            wr_id,
+            status: wc::WR_FLUSH_ERR,
+            opcode,
+            qp_num: self.qp.qpn,
+            ..Wc::default()
+        };
+        self.post(cq, &wc, false);
     }
 
     /// Copies `dst.len()` bytes at `offset` of the WQE's data into `dst`.
@@ -1010,9 +1103,13 @@ impl Glue<'_> {
     fn scatter(&self, slot: u32, offset: u32, data: &[u8]) -> Result {
         let rq = self.io.rq.as_ref().ok_or(EINVAL)?;
         let w = RecvWqe::read(rq, slot)?;
-        let n = w.num_sge.min(self.io.caps.max_recv_sge);
+        if w.num_sge > self.io.caps.max_recv_sge {
+            // A malformed WQE in the shared ring (the provider never writes
+            // one): IBTA 9.9.3.1.1 class A, local QP operation error.
+            return Err(E2BIG);
+        }
         self.walk_sges(
-            n,
+            w.num_sge,
             |i| RecvWqe::sge(rq, slot, i),
             offset,
             data.len(),
@@ -1027,8 +1124,12 @@ impl Glue<'_> {
         let t = self.io.taken.get(i).copied().ok_or(EINVAL)?;
         let ms = self.io.srq_sge;
         let sges = self.io.taken_sges.get(i * ms..(i + 1) * ms).ok_or(EINVAL)?;
+        if t.num_sge > ms as u32 {
+            // A malformed SRQ WQE (see `scatter`).
+            return Err(E2BIG);
+        }
         self.walk_sges(
-            t.num_sge.min(ms as u32),
+            t.num_sge,
             |k| sges.get(k as usize).copied().ok_or(EINVAL),
             offset,
             data.len(),
@@ -1102,12 +1203,22 @@ impl Glue<'_> {
     fn cannot_place(&mut self, rsn: u32, e: Error) -> Refuse {
         let status = if e == EFAULT {
             LOC_LEN_ERR
+        } else if e == E2BIG {
+            wc::LOC_QP_OP_ERR
         } else {
             wc::LOC_PROT_ERR
         };
         self.io.rx_error = Some((rsn, status));
         self.flush();
         Refuse::Invalid
+    }
+
+    /// A request this responder refuses for good (IBTA 9.9.3.1.2 class C:
+    /// invalid request, remote access error): the requester is NAKed with
+    /// `r`, and this QP enters the error state (rxe's `do_class_ac_error`).
+    fn responder_error(&mut self, r: Refuse) -> Refuse {
+        self.flush();
+        r
     }
 
     fn rx_slot(&mut self, msn: u32) -> Option<&mut RxMsg> {
@@ -1153,7 +1264,8 @@ impl Glue<'_> {
             let status = self.local_op(&w);
             let signaled = self.qp.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
             if signaled || status != wc::SUCCESS {
-                self.qp.scq.push(
+                self.post(
+                    &self.qp.scq,
                     &Wc {
                         wr_id: w.wr_id,
                         status,
@@ -1166,7 +1278,6 @@ impl Glue<'_> {
                         ..Wc::default()
                     },
                     false,
-                    self.qp.handle,
                 );
             }
             let next = sq.advance(slot, 1);
@@ -1198,18 +1309,36 @@ impl Glue<'_> {
             wr::RDMA_READ => (Op::ReadReq, rdma, 0),
             wr::ATOMIC_CMP_AND_SWP => (Op::AtomicCmpSwap, atomic, 16),
             wr::ATOMIC_FETCH_AND_ADD => (Op::AtomicFetchAdd, atomic, 8),
-            // Anything else (ATOMIC_WRITE, FLUSH …) is not carried.
-            _ => return self.refuse(msn, w, slot),
+            // Anything else (FLUSH …) is not carried.
+            _ => return self.refuse(msn, w, slot, wc::LOC_QP_OP_ERR),
         };
         let inline = w.send_flags & send_flags::INLINE != 0;
         let is_atomic = matches!(op, Op::AtomicCmpSwap | Op::AtomicFetchAdd);
         if w.num_sge > self.io.caps.max_send_sge
             || (inline && w.length > self.io.caps.max_inline_data)
             || w.length > (1 << 31)
-            || (is_atomic && (w.remote_addr % 8 != 0 || w.length < 8))
-            || (op == Op::AtomicWrite && (w.remote_addr % 8 != 0 || w.length != 8))
+            || (is_atomic && w.length < 8)
+            || (op == Op::AtomicWrite && w.length != 8)
         {
-            return self.refuse(msn, w, slot);
+            return self.refuse(msn, w, slot, wc::LOC_QP_OP_ERR);
+        }
+        // The bytes a request carries must all be readable before any of
+        // them is sent (a bad lkey, another PD's MR, an SGE past its MR):
+        // otherwise nothing is sent and the WQE completes with a local
+        // protection error (rxe's `finish_packet`).
+        let gathers = matches!(
+            op,
+            Op::Send | Op::SendImm | Op::SendInv | Op::Write | Op::WriteImm
+        ) && !inline;
+        if gathers && self.check_gather(&w, slot).is_err() {
+            return self.refuse(msn, w, slot, wc::LOC_PROT_ERR);
+        }
+        let needs_resp = matches!(op, Op::ReadReq) || is_atomic;
+        // At most `max_rd_atomic` READs and atomics outstanding (IBTA
+        // 9.7.3.1.3 initiator depth; rxe's `check_init_depth`).
+        let depth = u32::from(self.io.attr.max_rd_atomic.max(1));
+        if needs_resp && self.io.tx_reads.wrapping_sub(self.io.reads_done) >= depth {
+            return None;
         }
         let tag = if consumes_recv(op) {
             let t = self.io.tx_rsn as u16;
@@ -1218,7 +1347,6 @@ impl Glue<'_> {
         } else {
             0
         };
-        let needs_resp = matches!(op, Op::ReadReq) || is_atomic;
         if needs_resp {
             let k = self.io.tx_reads;
             self.io.tx_reads = k.wrapping_add(1);
@@ -1251,6 +1379,7 @@ impl Glue<'_> {
                 acked: false,
                 needs_resp,
                 resp_done: false,
+                fail: 0,
             },
         );
         self.io.msns = self.io.msns.wrapping_add(1);
@@ -1258,10 +1387,13 @@ impl Glue<'_> {
         Some(info)
     }
 
-    /// A WQE the device cannot carry: it completes with a local QP
-    /// operation error and the QP goes to the error state.
-    fn refuse(&mut self, msn: u32, w: SendWqe, slot: u32) -> Option<MsgInfo> {
-        self.io.error = Some(wc::LOC_QP_OP_ERR);
+    /// A WQE that cannot be carried out: once every earlier WQE has
+    /// completed (completions stay in SQ order), it completes with `status`
+    /// and the QP goes to the error state; nothing of it is sent.
+    fn refuse(&mut self, msn: u32, w: SendWqe, slot: u32, status: u32) -> Option<MsgInfo> {
+        if self.io.sq_msn != self.io.msns {
+            return None;
+        }
         self.io.msns = self.io.msns.wrapping_add(1);
         self.advance_scan(slot);
         self.record(
@@ -1269,11 +1401,26 @@ impl Glue<'_> {
             SendMsg {
                 wqe: w,
                 slot,
+                fail: status,
                 ..SendMsg::default()
             },
         );
         self.flush();
         None
+    }
+
+    /// Whether every byte send WQE `w` (in SQ slot `slot`) gathers lies in
+    /// an MR of the QP's PD that the lkey names.
+    fn check_gather(&self, w: &SendWqe, slot: u32) -> Result {
+        let sq = self.io.sq.as_ref().ok_or(EINVAL)?;
+        self.walk_sges(
+            w.num_sge,
+            |i| SendWqe::sge(sq, slot, i),
+            0,
+            w.length as usize,
+            |_, _, _| Ok(()),
+            0,
+        )
     }
 
     fn advance_scan(&mut self, slot: u32) {
@@ -1326,9 +1473,15 @@ impl Glue<'_> {
             };
         }
         let (va, len) = (w.remote_addr, w.mw_length);
+        // C10-74: remote write or atomic access through a window needs
+        // local write access to its MR.
+        let mut need = access::MW_BIND;
+        if w.mw_access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0 {
+            need |= access::LOCAL_WRITE;
+        }
         let in_mr = self.qp.dev.mrs.with(w.mw_mr_lkey, |e| {
             let l = usize::try_from(len).map_err(|_| EINVAL)?;
-            e.check(pd, va, l, access::MW_BIND).map(|_| ())
+            e.check(pd, va, l, need).map(|_| ())
         });
         if in_mr.is_err() {
             return wc::MW_BIND_ERR;
@@ -1339,7 +1492,12 @@ impl Glue<'_> {
             len,
             access: w.mw_access,
         };
-        match self.qp.dev.mws.bind(pd, w.mw_rkey, w.mw_new_rkey, b) {
+        match self
+            .qp
+            .dev
+            .mws
+            .bind(pd, self.qp.qpn, w.mw_rkey, w.mw_new_rkey, b)
+        {
             Ok(()) => wc::SUCCESS,
             Err(_) => wc::MW_BIND_ERR,
         }
@@ -1358,7 +1516,12 @@ impl Glue<'_> {
     ) -> Result<R> {
         let pd = self.qp.pd;
         if rkey >> 8 >= MW_BASE {
-            let b = self.qp.dev.mws.resolve(pd, rkey).ok_or(EACCES)?;
+            let b = self
+                .qp
+                .dev
+                .mws
+                .resolve(pd, self.qp.qpn, rkey)
+                .ok_or(EACCES)?;
             let end = va.checked_add(len as u64).ok_or(EFAULT)?;
             if va < b.va || end > b.va.saturating_add(b.len) || b.access & need != need {
                 return Err(EACCES);
@@ -1381,6 +1544,12 @@ impl Glue<'_> {
             let Some(m) = self.send_msg(self.io.sq_msn) else {
                 return;
             };
+            if m.fail != 0 {
+                // The oldest WQE failed: it completes with its status, the
+                // QP enters the error state and the rest flush.
+                self.flush();
+                return;
+            }
             if !m.acked || (m.needs_resp && !m.resp_done) {
                 return;
             }
@@ -1409,14 +1578,33 @@ impl Glue<'_> {
             rkey: r.reth.rkey,
             len: r.reth.len,
             data: [0; 8],
+            status: 0,
         };
-        if r.op != Op::ReadReq {
+        if r.op == Op::ReadReq {
+            // Checked again now that it executes: the key may have been
+            // invalidated or the MR deregistered since the request arrived.
+            let ok = self.io.attr.access & access::REMOTE_READ != 0
+                && (r.reth.len == 0
+                    || self
+                        .remote(
+                            r.reth.rkey,
+                            r.reth.va,
+                            r.reth.len as usize,
+                            access::REMOTE_READ,
+                            |_, _| Ok(()),
+                        )
+                        .is_ok());
+            if !ok {
+                resp.status = resp_status::ACCESS;
+            }
+        } else {
             resp.op = Op::AtomicResp;
             resp.len = 8;
             let ok = self.io.attr.access & access::REMOTE_ATOMIC != 0;
-            let (pd, ops) = (self.qp.pd, r.operands);
+            let ops = r.operands;
             let cas = r.op == Op::AtomicCmpSwap;
-            let _ = pd;
+            // Checked and executed under one hold of the MR table: the
+            // region cannot go away between the check and the operation.
             let res = self.remote(
                 r.reth.rkey,
                 r.reth.va,
@@ -1450,9 +1638,9 @@ impl Glue<'_> {
             );
             match res {
                 Ok(old) => resp.data = old.to_be_bytes(),
-                Err(_) => {
-                    self.qp.dev.count(counter::RX_DROPS, 1);
-                }
+                // Memory untouched; the requester gets a remote access
+                // error, never an original value that was not read.
+                Err(_) => resp.status = resp_status::ACCESS,
             }
         }
         if let Some(i) = (k as usize).checked_rem(RESP_SLOTS) {
@@ -1494,7 +1682,10 @@ impl Glue<'_> {
             let imm = w.opcode == wr::SEND_WITH_IMM;
             match ah {
                 _ if w.opcode != wr::SEND && !imm => status = wc::LOC_QP_OP_ERR,
-                _ if len > room || w.num_sge > self.io.caps.max_send_sge => status = LOC_LEN_ERR,
+                _ if w.num_sge > self.io.caps.max_send_sge => status = wc::LOC_QP_OP_ERR,
+                // IBTA C10-93.1.1: a UD message longer than the MTU emits
+                // no packet and generates no error (rxe does the same).
+                _ if len > room => {}
                 None => status = wc::LOC_QP_OP_ERR,
                 Some(ah) => {
                     let qkey = if w.ud_qkey & 0x8000_0000 != 0 {
@@ -1531,24 +1722,35 @@ impl Glue<'_> {
                         let (src, dst) =
                             (IpAddr::from_gid(&ah.av.sgid), IpAddr::from_gid(&ah.av.dgid));
                         let sport = 49152 + (self.qp.qpn & 0x3fff) as u16;
-                        if self
-                            .qp
-                            .dev
-                            .transport
-                            .send(&src, &dst, sport, true, &scratch[..DATAGRAM_LEN + len])
-                            .is_ok()
-                        {
-                            self.qp.dev.count(counter::TX_PACKETS, 1);
-                            self.qp
-                                .dev
-                                .count(counter::TX_BYTES, (DATAGRAM_LEN + len) as u64);
+                        match self.qp.dev.transport.send(
+                            &src,
+                            &dst,
+                            sport,
+                            true,
+                            &scratch[..DATAGRAM_LEN + len],
+                        ) {
+                            Ok(()) => {
+                                self.qp.dev.count(counter::TX_PACKETS, 1);
+                                self.qp
+                                    .dev
+                                    .count(counter::TX_BYTES, (DATAGRAM_LEN + len) as u64);
+                            }
+                            // No route to the AH's address: a local QP
+                            // operation error (rxe fails the WQE when it
+                            // cannot build the packet); a datagram lost
+                            // any other way is UD's to lose.
+                            Err(e) if crate::ffi::net::is_unreachable(e) => {
+                                status = wc::LOC_QP_OP_ERR;
+                            }
+                            Err(_) => {}
                         }
                     }
                 }
             }
             let signaled = self.qp.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
             if signaled || status != wc::SUCCESS {
-                self.qp.scq.push(
+                self.post(
+                    &self.qp.scq,
                     &Wc {
                         wr_id: w.wr_id,
                         status,
@@ -1558,7 +1760,6 @@ impl Glue<'_> {
                         ..Wc::default()
                     },
                     false,
-                    self.qp.handle,
                 );
             }
             self.io.sq_cons = sq.advance(slot, 1);
@@ -1581,13 +1782,31 @@ impl Glue<'_> {
         {
             return Err(EINVAL);
         }
-        let rq = self.io.rq.as_ref().ok_or(EINVAL)?;
+        // The receive: the RQ's next, or the SRQ's (into entry 0 of `taken`,
+        // which only RC QPs index by RSN). None posted: UD drops (IBTA
+        // 10.7.2.2).
         let slot = self.io.rq_cons;
-        if slot == rq.producer() {
-            // No receive posted: UD drops (IBTA 10.7.2.2).
-            return Err(ENOMEM);
-        }
-        let w = RecvWqe::read(rq, slot)?;
+        let wr_id = match self.qp.srq.as_ref() {
+            Some(srq) => {
+                let ms = self.io.srq_sge;
+                let sl = self.io.taken_sges.get_mut(..ms).ok_or(EINVAL)?;
+                let (wr_id, num_sge) = srq.take(sl).ok_or(ENOMEM)?;
+                let t = self.io.taken.get_mut(0).ok_or(EINVAL)?;
+                *t = Taken {
+                    valid: true,
+                    wr_id,
+                    num_sge,
+                };
+                wr_id
+            }
+            None => {
+                let rq = self.io.rq.as_ref().ok_or(EINVAL)?;
+                if slot == rq.producer() {
+                    return Err(ENOMEM);
+                }
+                RecvWqe::read(rq, slot)?.wr_id
+            }
+        };
         let mut grh = [0u8; GRH_LEN];
         match (meta.src, meta.dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
@@ -1612,8 +1831,13 @@ impl Glue<'_> {
             }
             _ => {}
         }
-        let fits = self.scatter(slot, 0, &grh).is_ok()
-            && self.scatter(slot, GRH_LEN as u32, payload).is_ok();
+        let fits = if self.qp.srq.is_some() {
+            self.scatter_taken(0, 0, &grh).is_ok()
+                && self.scatter_taken(0, GRH_LEN as u32, payload).is_ok()
+        } else {
+            self.scatter(slot, 0, &grh).is_ok()
+                && self.scatter(slot, GRH_LEN as u32, payload).is_ok()
+        };
         let imm = h.flags & crate::proto::wire::GF_IMM != 0;
         // Kernel consumers (the MAD layer building a reply's AH with
         // `ib_init_ah_attr_from_wc`) learn which IP header the GRH area holds.
@@ -1622,9 +1846,10 @@ impl Glue<'_> {
             (true, IpAddr::V4(_)) => (NET_IPV4, WC_WITH_NETWORK_HDR_TYPE),
             (true, IpAddr::V6(_)) => (NET_IPV6, WC_WITH_NETWORK_HDR_TYPE),
         };
-        self.qp.rcq.push(
+        self.post(
+            &self.qp.rcq,
             &Wc {
-                wr_id: w.wr_id,
+                wr_id,
                 status: if fits { wc::SUCCESS } else { LOC_LEN_ERR },
                 opcode: wc::OP_RECV,
                 byte_len: (GRH_LEN + payload.len()) as u32,
@@ -1635,10 +1860,14 @@ impl Glue<'_> {
                 net_type,
             },
             h.flags & crate::proto::wire::GF_SE != 0,
-            self.qp.handle,
         );
-        self.io.rq_cons = rq.advance(slot, 1);
-        rq.set_consumer(self.io.rq_cons);
+        if let Some(t) = self.io.taken.get_mut(0) {
+            t.valid = false;
+        }
+        if let (None, Some(rq)) = (self.qp.srq.as_ref(), self.io.rq.as_ref()) {
+            self.io.rq_cons = rq.advance(slot, 1);
+            rq.set_consumer(self.io.rq_cons);
+        }
         Ok(())
     }
 }
@@ -1680,43 +1909,46 @@ impl App for Glue<'_> {
         let r = self.resp(msn)?;
         Some(MsgInfo {
             op: r.op,
-            len: r.len,
+            len: if r.status != 0 { 0 } else { r.len },
+            tag: r.status,
             ..MsgInfo::default()
         })
     }
 
-    fn payload(&mut self, stream: u16, msn: u32, offset: u32, dst: &mut [u8]) {
+    fn payload(
+        &mut self,
+        stream: u16,
+        msn: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> core::result::Result<(), Unreadable> {
         if stream == RESP {
             let Some(r) = self.resp(msn) else {
-                dst.fill(0);
-                return;
+                return Err(Unreadable::Local);
             };
             if r.op == Op::AtomicResp {
                 let o = (offset as usize).min(8);
                 let n = dst.len().min(8 - o);
                 dst[..n].copy_from_slice(&r.data[o..o + n]);
-                return;
+                return Ok(());
             }
             let ok = self.io.attr.access & access::REMOTE_READ != 0;
             let va = r.va.wrapping_add(u64::from(offset));
             let n = dst.len();
+            // Read again on every (re)transmission, checked again each
+            // time: memory deregistered or a window invalidated since the
+            // request was executed is never read (or sent as zeros); the
+            // requester is NAKed instead (rxe re-checks in `read_reply`).
             let res = self.remote(r.rkey, va, n, access::REMOTE_READ, |e, off| {
                 if !ok {
                     return Err(EACCES);
                 }
                 e.read(off, dst)
             });
-            if res.is_err() {
-                // No NAK on the wire yet for a READ the responder may not
-                // serve: the requester gets zeros (counted here).
-                dst.fill(0);
-                self.qp.dev.count(counter::RX_DROPS, 1);
-            }
-            return;
+            return res.map_err(|_| Unreadable::Remote);
         }
         let Some(m) = self.send_msg(msn) else {
-            dst.fill(0);
-            return;
+            return Err(Unreadable::Local);
         };
         let res = match m.info.op {
             Op::AtomicCmpSwap | Op::AtomicFetchAdd => {
@@ -1737,13 +1969,13 @@ impl App for Glue<'_> {
             _ => self.gather(&m, offset, dst),
         };
         if res.is_err() {
-            // A bad lkey or a region the WQE's PD cannot read: the data is
-            // zeroed and the WQE will complete with a protection error.
-            dst.fill(0);
-            if self.io.error.is_none() {
-                self.io.error = Some(wc::LOC_PROT_ERR);
-            }
+            // Its memory went away after the WQE was checked (deregistered
+            // while in flight): nothing more of it is sent, and the WQE
+            // completes with a local protection error.
+            self.set_fail(msn, wc::LOC_PROT_ERR);
+            return Err(Unreadable::Local);
         }
+        Ok(())
     }
 
     fn place(&mut self, p: &Placement<'_>) -> core::result::Result<(), Refuse> {
@@ -1757,6 +1989,13 @@ impl App for Glue<'_> {
             let Some(m) = self.send_msg(msn) else {
                 return Ok(());
             };
+            if p.tag == resp_status::ACCESS {
+                // The responder could not serve it (its memory went away
+                // between the request's check and its execution).
+                self.set_fail(msn, wc::REM_ACCESS_ERR);
+                self.complete_sends();
+                return Ok(());
+            }
             let len = if p.op == Op::AtomicResp {
                 8
             } else {
@@ -1772,74 +2011,80 @@ impl App for Glue<'_> {
             } else {
                 p.payload
             };
-            if p.offset as usize + data.len() > len as usize
-                || self.scatter_send(&m, p.offset, data).is_err()
-            {
+            if p.offset as usize + data.len() > len as usize {
+                // More than the WQE asked for: the peer is broken.
                 self.qp.dev.count(counter::RX_DROPS, 1);
+                return Ok(());
+            }
+            if self.scatter_send(&m, p.offset, data).is_err() {
+                // The READ's or atomic's local SGEs cannot take the data (bad
+                // lkey, no LOCAL_WRITE, past the MR): a local protection
+                // error, never a success with nothing placed (rxe_comp).
+                self.set_fail(msn, wc::LOC_PROT_ERR);
+                self.complete_sends();
             }
             return Ok(());
         }
-        if matches!(p.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd)
-            && self.io.resp_next.wrapping_sub(self.io.resp_acked) as usize >= RESP_SLOTS
-        {
-            return Err(Rnr(min_rnr).into());
+        if matches!(p.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
+            // Every response owed must have its own slot until acknowledged:
+            // those already queued, plus one for each request-stream message
+            // from the next to complete up to this one (each may be a READ
+            // or atomic, answered in that order).
+            let owed = self.io.resp_next.wrapping_sub(self.io.resp_acked);
+            let ahead = p.msn.wrapping_sub(self.io.rx_msn);
+            if owed.saturating_add(ahead) as usize >= RESP_SLOTS {
+                return Err(Rnr(min_rnr).into());
+            }
         }
-        // Remote access checks (IBTA 9.7.5.1.3, C9-88): a packet the QP or
-        // the key does not allow is refused, and the requester gets a NAK
-        // (remote access error) instead of a silent success.
+        // The QP's own access rights first (rxe's `check_qp_attr_access`):
+        // an operation the QP does not take is an invalid request, whatever
+        // its length; then alignment, then the key (IBTA 9.7.5.1.3, C9-88).
+        // Refusals are class C responder errors: the requester is NAKed and
+        // this QP enters the error state too.
         let qp_access = self.io.attr.access;
-        match p.op {
-            Op::AtomicWrite
-                if p.offset != 0
-                    || p.payload.len() != 8
-                    || p.reth.unwrap_or_default().va % 8 != 0 =>
-            {
-                return Err(Refuse::Invalid);
+        let need_qp = match p.op {
+            Op::Write | Op::WriteImm | Op::AtomicWrite => access::REMOTE_WRITE,
+            Op::ReadReq => access::REMOTE_READ,
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd => access::REMOTE_ATOMIC,
+            _ => 0,
+        };
+        if qp_access & need_qp != need_qp {
+            return Err(self.responder_error(Refuse::Invalid));
+        }
+        let r = p.reth.unwrap_or_default();
+        let key_ok = match p.op {
+            Op::AtomicWrite if p.offset != 0 || p.payload.len() != 8 || r.va % 8 != 0 => {
+                return Err(self.responder_error(Refuse::Invalid));
             }
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd if r.va % 8 != 0 => {
+                // rxe: RESPST_ERR_MISALIGNED_ATOMIC, NAK invalid request.
+                return Err(self.responder_error(Refuse::Invalid));
+            }
+            // (A zero-length RDMA WRITE validates no R_Key, IBTA 9.7.4.1.4.)
+            // ATOMIC_WRITE: one aligned 8-byte copy into the page.
             Op::Write | Op::WriteImm | Op::AtomicWrite if !p.payload.is_empty() => {
-                // (A zero-length RDMA WRITE validates no R_Key, IBTA 9.7.4.1.4.)
-                // ATOMIC_WRITE: one aligned 8-byte copy into the page.
-                let r = p.reth.unwrap_or_default();
                 let va = r.va.wrapping_add(u64::from(p.offset));
-                let ok = qp_access & access::REMOTE_WRITE != 0
-                    && self
-                        .remote(
-                            r.rkey,
-                            va,
-                            p.payload.len(),
-                            access::REMOTE_WRITE,
-                            |e, off| e.write(off, p.payload),
-                        )
-                        .is_ok();
-                if !ok {
-                    return Err(Refuse::Access);
-                }
+                self.remote(
+                    r.rkey,
+                    va,
+                    p.payload.len(),
+                    access::REMOTE_WRITE,
+                    |e, off| e.write(off, p.payload),
+                )
+                .is_ok()
             }
-            Op::ReadReq => {
-                let r = p.reth.unwrap_or_default();
-                let ok = qp_access & access::REMOTE_READ != 0
-                    && (r.len == 0
-                        || self
-                            .remote(r.rkey, r.va, r.len as usize, access::REMOTE_READ, |_, _| {
-                                Ok(())
-                            })
-                            .is_ok());
-                if !ok {
-                    return Err(Refuse::Access);
-                }
-            }
-            Op::AtomicCmpSwap | Op::AtomicFetchAdd => {
-                let r = p.reth.unwrap_or_default();
-                let ok = qp_access & access::REMOTE_ATOMIC != 0
-                    && r.va % 8 == 0
-                    && self
-                        .remote(r.rkey, r.va, 8, access::REMOTE_ATOMIC, |_, _| Ok(()))
-                        .is_ok();
-                if !ok {
-                    return Err(Refuse::Access);
-                }
-            }
-            _ => {}
+            Op::ReadReq if r.len != 0 => self
+                .remote(r.rkey, r.va, r.len as usize, access::REMOTE_READ, |_, _| {
+                    Ok(())
+                })
+                .is_ok(),
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd => self
+                .remote(r.rkey, r.va, 8, access::REMOTE_ATOMIC, |_, _| Ok(()))
+                .is_ok(),
+            _ => true,
+        };
+        if !key_ok {
+            return Err(self.responder_error(Refuse::Access));
         }
         if consumes_recv(p.op) {
             // The RSN's low 16 bits are in the tag; rebuild it against the
@@ -1930,9 +2175,11 @@ impl App for Glue<'_> {
                     }
                 }
             }
+            self.io.reads_done = self.io.reads_done.wrapping_add(1);
             self.complete_sends();
             return;
         }
+        self.io.rx_msn = msn.wrapping_add(1);
         let Some(r) = self.rx_slot(msn).map(|r| {
             let v = *r;
             r.valid = false;
@@ -1981,13 +2228,18 @@ impl App for Glue<'_> {
                     self.qp.dev.mrs.invalidate(pd, key).is_ok()
                 };
                 if !done {
-                    status = wc::LOC_QP_OP_ERR;
+                    // Class J (IBTA 9.9.3.1.2; rxe's
+                    // RESPST_ERR_INVALIDATE_RKEY): the receive completes
+                    // with a remote invalid request error and the QP
+                    // enters the error state.
+                    status = wc::REM_INV_REQ_ERR;
                 }
                 (wc::OP_RECV, wc::WITH_INVALIDATE, key)
             }
             _ => (wc::OP_RECV_RDMA_WITH_IMM, wc::WITH_IMM, r.imm.to_be()),
         };
-        self.qp.rcq.push(
+        self.post(
+            &self.qp.rcq,
             &Wc {
                 wr_id,
                 status,
@@ -2000,19 +2252,27 @@ impl App for Glue<'_> {
                 net_type: 0,
             },
             r.solicited,
-            self.qp.handle,
         );
         if let Some(rq) = self.io.rq.as_ref() {
             self.io.rq_cons = rq.advance(self.io.rq_cons, 1);
             rq.set_consumer(self.io.rq_cons);
         }
         self.io.rx_rsn = self.io.rx_rsn.wrapping_add(1);
+        if status != wc::SUCCESS {
+            self.flush();
+        }
     }
 
     fn acked(&mut self, stream: u16, msn: u32) {
         if stream == RESP {
             if msn == self.io.resp_acked {
                 self.io.resp_acked = self.io.resp_acked.wrapping_add(1);
+            }
+            // A request refused at execution is a class C responder error:
+            // once the requester has its answer, this QP enters the error
+            // state (rxe's `do_class_ac_error`).
+            if self.resp(msn).is_some_and(|r| r.status != 0) {
+                self.flush();
             }
             return;
         }
@@ -2038,6 +2298,12 @@ impl App for Glue<'_> {
             ConnError::MessageVanished => wc::LOC_QP_OP_ERR,
             ConnError::RemoteAccess => wc::REM_ACCESS_ERR,
             ConnError::RemoteInvalid => wc::REM_INV_REQ_ERR,
+            // The WQE whose bytes could not be read carries its own status
+            // (`set_fail`); a responder's failure flushes its own WQEs.
+            ConnError::LocalProtection => {
+                self.flush();
+                return;
+            }
         });
         self.flush();
     }

@@ -91,7 +91,8 @@ impl Srq {
     }
 
     /// Takes the oldest posted WQE: its `wr_id` and SGEs (into `sges`, at
-    /// most `sges.len()`); `None` if none is posted.
+    /// most `sges.len()`), and its `num_sge` as written (more than
+    /// `sges.len()` for a malformed WQE); `None` if none is posted.
     pub(crate) fn take(&self, sges: &mut [Sge]) -> Option<(u64, u32)> {
         let (taken, fire) = {
             let mut g = self.inner.lock();
@@ -105,6 +106,9 @@ impl Srq {
             for (i, s) in sges.iter_mut().enumerate().take(n as usize) {
                 *s = RecvWqe::sge(ring, cons, i as u32).ok()?;
             }
+            // More SGEs than the SRQ takes (a malformed WQE from the shared
+            // ring) is reported as is: the taker fails that receive.
+            let n = w.num_sge;
             let next = ring.advance(cons, 1);
             ring.set_consumer(next);
             let left = ring.distance(next, ring.producer());

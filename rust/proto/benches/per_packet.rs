@@ -2,7 +2,9 @@
 //! process the ACK at the sender. `payload()` is a no-op in the "core" case (copying the
 //! bytes is the verbs layer's job); the "copy" case adds a 4 KiB memcpy into the datagram.
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Refuse};
+use metaroce_proto::conn::{
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Unreadable,
+};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{Op, Reth};
 
@@ -27,11 +29,12 @@ impl App for BenchApp {
             solicited: false,
         })
     }
-    fn payload(&mut self, _: u16, _: u32, _: u32, dst: &mut [u8]) {
+    fn payload(&mut self, _: u16, _: u32, _: u32, dst: &mut [u8]) -> Result<(), Unreadable> {
         if self.copy {
             let n = dst.len().min(self.src.len());
             dst[..n].copy_from_slice(&self.src[..n]);
         }
+        Ok(())
     }
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         self.placed += p.payload.len() as u64;

@@ -1,6 +1,8 @@
 //! Quick per-packet loop without criterion: `ACK_EVERY=1|2|4 cargo run --release -p
 //! metaroce-proto --example breakdown` (run under `perf record` to profile).
-use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Refuse};
+use metaroce_proto::conn::{
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Unreadable,
+};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{Op, Reth};
 use std::time::Instant as W;
@@ -17,7 +19,9 @@ impl App for A {
             solicited: false,
         })
     }
-    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}
+    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) -> Result<(), Unreadable> {
+        Ok(())
+    }
     fn place(&mut self, _: &Placement<'_>) -> Result<(), Refuse> {
         Ok(())
     }

@@ -133,10 +133,37 @@ pub struct Placement<'a> {
     pub payload: &'a [u8],
 }
 
-/// Receiver-not-ready: the application cannot take this packet yet; the value is the RNR
-/// timer in units of 10 µs.
+/// Receiver-not-ready: the application cannot take this packet yet; the value is the 5-bit
+/// RNR timer code of IBTA 9.7.5.2.8 table 45 (the QP's `min_rnr_timer`), which the
+/// sender waits for before it retries ([`rnr_timer_ns`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rnr(pub u8);
+
+/// The RNR NAK timer of IBTA 9.7.5.2.8 table 45: how long a sender waits after an RNR NAK
+/// carrying `code` (5 bits; higher bits ignored), in nanoseconds. Code 0 is the longest
+/// (655.36 ms); codes 1-31 run from 0.01 ms to 491.52 ms.
+pub fn rnr_timer_ns(code: u8) -> u64 {
+    /// Table 45 in units of 10 µs, by code.
+    const TABLE: [u32; 32] = [
+        65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
+        1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+    ];
+    let units = TABLE.get(usize::from(code & 0x1f)).copied().unwrap_or(1);
+    u64::from(units) * 10_000
+}
+
+/// Why the application cannot supply a message's bytes ([`App::payload`]). The packet is
+/// not sent and the connection fails with [`ConnError::LocalProtection`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unreadable {
+    /// A buffer of the application's own request (bad key, access right or bounds, or
+    /// memory deregistered since it was posted): only this side fails.
+    Local,
+    /// Memory a response reads on the peer's behalf (an RDMA READ's source) is no longer
+    /// accessible: the peer is also NAKed (remote access error), as a responder does for a
+    /// request it can no longer serve.
+    Remote,
+}
 
 /// Why the application refuses a received packet ([`App::place`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +198,8 @@ pub enum ConnError {
     RemoteAccess,
     /// The peer refused a packet (NAK: invalid request).
     RemoteInvalid,
+    /// The application could not supply a packet's bytes ([`Unreadable`]).
+    LocalProtection,
 }
 
 /// The application (verbs layer) seen from the core. Payload bytes never live in the core.
@@ -178,7 +207,14 @@ pub trait App {
     /// The message `msn` queued on `stream`, if it has been posted.
     fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo>;
     /// Copies bytes `[offset, offset + dst.len())` of message `(stream, msn)` into `dst`.
-    fn payload(&mut self, stream: u16, msn: u32, offset: u32, dst: &mut [u8]);
+    /// An error sends nothing (never a packet of made-up bytes) and fails the connection.
+    fn payload(
+        &mut self,
+        stream: u16,
+        msn: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), Unreadable>;
     /// Places received bytes (idempotent: the same bytes may arrive again only after a
     /// retransmission raced an ACK, and are then not placed twice).
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse>;
@@ -963,7 +999,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         self.inflight = self.inflight.saturating_sub(freed);
         if rnr_any {
-            let t = u64::from(a.rnr_timer.max(1)) * 10_000;
+            let t = rnr_timer_ns(a.rnr_timer);
             let until = now.add_nanos(t);
             self.rnr_until = if self.rnr_until == Instant::NEVER {
                 until
@@ -1359,7 +1395,17 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         h.encode(buf)?;
         let dst = buf.get_mut(hl..hl + usize::from(len))?;
-        app.payload(stream, msn, offset, dst);
+        if let Err(e) = app.payload(stream, msn, offset, dst) {
+            if e == Unreadable::Remote {
+                // Tell the peer (on path 0: a NAK fails its whole connection).
+                self.nak_path = 0;
+                self.nak_psn = self.rx.first().map_or(0, |r| r.cum);
+                self.nak_inv = false;
+                self.ack_pending |= 1;
+            }
+            self.fail(ConnError::LocalProtection, app);
+            return None;
+        }
         let src_port = t.src_port;
         let psn = t.next_psn;
         if let Some(t) = self.tx.get_mut(p) {

@@ -122,3 +122,58 @@ fn invalid_request_nak_fails_the_sender_with_its_own_error() {
     assert_eq!(net.app_a.errors, vec![ConnError::RemoteInvalid]);
     assert!(!net.app_b.completed[0].contains(&1));
 }
+
+/// A message whose bytes the sender cannot read (its buffer was deregistered) is never
+/// sent: no packet of made-up bytes reaches the peer, nothing of it is placed, and only
+/// the sender fails, with a local protection error.
+#[test]
+fn unreadable_local_payload_sends_nothing_and_fails_only_the_sender() {
+    use metaroce_proto::conn::{ConnError, Unreadable};
+    let mut net = Net::new(97, 4, 0.0);
+    net.a = Connection::new(kernel_config(1, 2));
+    net.b = Connection::new(kernel_config(2, 1));
+    net.app_a.unreadable = Some((0, 2, Unreadable::Local));
+    for _ in 0..4 {
+        net.app_a.msgs[0].push(3000);
+    }
+    net.run(net.now + 5_000_000_000);
+    assert_eq!(net.app_a.errors, vec![ConnError::LocalProtection]);
+    assert!(net.app_b.errors.is_empty(), "{:?}", net.app_b.errors);
+    assert!(
+        !net.app_b.placed.keys().any(|&(s, m)| s == 0 && m >= 2),
+        "bytes of the unreadable message (or later ones) reached the peer"
+    );
+    assert!(!net.app_a.supplied.iter().any(|&(_, m, _)| m == 2));
+}
+
+/// A responder that can no longer read what it owes the peer (an RDMA READ's source
+/// deregistered mid-response) fails and NAKs: the peer fails with a remote access error
+/// instead of waiting for, or completing with, bytes that were never read.
+#[test]
+fn unreadable_response_naks_the_peer() {
+    use metaroce_proto::conn::{ConnError, Unreadable};
+    let mut net = Net::new(96, 4, 0.0);
+    net.a = Connection::new(kernel_config(1, 2));
+    net.b = Connection::new(kernel_config(2, 1));
+    net.app_a.msgs[0].push(1000);
+    net.app_b.msgs[1].push(9000);
+    net.app_b.unreadable = Some((1, 0, Unreadable::Remote));
+    net.run(net.now + 5_000_000_000);
+    assert_eq!(net.app_b.errors, vec![ConnError::LocalProtection]);
+    assert_eq!(net.app_a.errors, vec![ConnError::RemoteAccess]);
+    assert!(!net.app_a.completed[1].contains(&0));
+}
+
+/// IBTA 9.7.5.2.8 table 45: the RNR NAK timer codes.
+#[test]
+fn rnr_timer_codes_follow_ibta_table_45() {
+    use metaroce_proto::conn::rnr_timer_ns;
+    assert_eq!(rnr_timer_ns(0), 655_360_000);
+    assert_eq!(rnr_timer_ns(1), 10_000);
+    assert_eq!(rnr_timer_ns(12), 640_000);
+    assert_eq!(rnr_timer_ns(14), 1_280_000);
+    assert_eq!(rnr_timer_ns(31), 491_520_000);
+    assert_eq!(rnr_timer_ns(32 + 12), 640_000, "only the low 5 bits count");
+    let t: Vec<u64> = (1..32).map(rnr_timer_ns).collect();
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "codes 1-31 increase");
+}

@@ -2,7 +2,9 @@
 
 use crate::net::{BaseKind, BasePkt, Body, Fabric, NodeId, Pkt, Rng, Topo};
 use metaroce_proto::cc::{CcConfig, PathCc};
-use metaroce_proto::conn::{App, Config, ConnError, Connection, MsgInfo, Placement, Refuse};
+use metaroce_proto::conn::{
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Unreadable,
+};
 use metaroce_proto::fair::FairShare;
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{peek_dst_conn, Op, Reth};
@@ -54,7 +56,9 @@ impl App for SimApp {
             solicited: false,
         })
     }
-    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}
+    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) -> Result<(), Unreadable> {
+        Ok(())
+    }
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         self.placed += p.payload.len() as u64;
         Ok(())

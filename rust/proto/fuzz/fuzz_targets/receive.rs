@@ -3,7 +3,9 @@
 //! dropped with a counted reason, and the connection's invariants must hold afterwards.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use metaroce_proto::conn::{App, ConnError, Config, Connection, MsgInfo, Placement, Refuse, Rnr};
+use metaroce_proto::conn::{
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, Unreadable,
+};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{DropCounters, Op, Reth};
 
@@ -12,12 +14,25 @@ struct A {
 }
 impl App for A {
     fn message(&mut self, s: u16, msn: u32) -> Option<MsgInfo> {
-        (s < 2 && msn < 4).then_some(MsgInfo { op: Op::Write, len: 3000, reth: Reth::default(), imm: 0, tag: 0, solicited: false })
+        (s < 2 && msn < 4).then_some(MsgInfo {
+            op: Op::Write,
+            len: 3000,
+            reth: Reth::default(),
+            imm: 0,
+            tag: 0,
+            solicited: false,
+        })
     }
-    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) {}
+    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) -> Result<(), Unreadable> {
+        Ok(())
+    }
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         self.placed += p.payload.len() as u64;
-        if p.msn == 3 && p.offset == 0 { Err(Rnr(1).into()) } else { Ok(()) }
+        if p.msn == 3 && p.offset == 0 {
+            Err(Rnr(1).into())
+        } else {
+            Ok(())
+        }
     }
     fn complete(&mut self, _: u16, _: u32) {}
     fn acked(&mut self, _: u16, _: u32) {}
@@ -25,7 +40,13 @@ impl App for A {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let cfg = Config { local_conn: 7, peer_conn: 9, paths: 4, mtu: 1024, ..Config::default() };
+    let cfg = Config {
+        local_conn: 7,
+        peer_conn: 9,
+        paths: 4,
+        mtu: 1024,
+        ..Config::default()
+    };
     let mut c: Connection<4, 1, 2> = Connection::new(cfg);
     let mut app = A { placed: 0 };
     let mut buf = [0u8; 1200];

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use metaroce_proto::conn::{
-    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, TxKind,
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, TxKind, Unreadable,
 };
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::Op;
@@ -48,6 +48,10 @@ pub struct TestApp {
     pub refuse: Option<(u16, u32)>,
     /// ... with this reason (default: remote access error).
     pub refuse_as: Option<Refuse>,
+    /// The bytes of this message (stream, msn) cannot be read, with this kind.
+    pub unreadable: Option<(u16, u32, Unreadable)>,
+    /// Every (stream, msn, offset) whose bytes `payload` supplied.
+    pub supplied: Vec<(u16, u32, u32)>,
     pub expect_len: BTreeMap<(u16, u32), u32>,
 }
 
@@ -78,10 +82,23 @@ impl App for TestApp {
             solicited: msn.is_multiple_of(3),
         })
     }
-    fn payload(&mut self, stream: u16, msn: u32, offset: u32, dst: &mut [u8]) {
+    fn payload(
+        &mut self,
+        stream: u16,
+        msn: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), Unreadable> {
+        if let Some((s, m, kind)) = self.unreadable {
+            if (s, m) == (stream, msn) {
+                return Err(kind);
+            }
+        }
         for (i, b) in dst.iter_mut().enumerate() {
             *b = pattern(stream, msn, offset + i as u32);
         }
+        self.supplied.push((stream, msn, offset));
+        Ok(())
     }
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         if self.refuse == Some((p.stream, p.msn)) {
