@@ -32,14 +32,16 @@ void *metaroce_sk_user_data(struct sock *sk);
 /*
  * Output routes for a UDP datagram from the socket's namespace: a held dst
  * (release with dst_release, or hand it to udp_tunnel{,6}_xmit_skb) or NULL,
- * with the errno in *err. Addresses in network order.
+ * with the errno in *err. Addresses in network order. A non-zero `oif` binds
+ * the lookup to that netdev (as rxe does: a RoCE device sends through its own
+ * netdev, and a destination with no route is taken as on-link there).
  */
 struct dst_entry *metaroce_route4(struct socket *sock, __be32 saddr,
 				  __be32 daddr, __be16 sport, __be16 dport,
-				  u8 tos, int *err);
+				  u8 tos, int oif, int *err);
 struct dst_entry *metaroce_route6(struct socket *sock, const u8 *saddr,
 				  const u8 *daddr, __be16 sport, __be16 dport,
-				  u8 tclass, int *err);
+				  u8 tclass, int oif, int *err);
 /*
  * An skb (GFP_ATOMIC) with room for `len` bytes of UDP payload after headroom
  * for the link-layer, IP (v4 or v6) and UDP headers of `dst`; NULL if none.

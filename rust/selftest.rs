@@ -224,6 +224,7 @@ pub(crate) extern "C" fn metaroce_rust_udp_selftest() -> c_int {
     let r4 = tunnel.send(
         &LO4,
         &LO4,
+        0,
         TEST_SRC_PORT4,
         TEST_UDP_PORT,
         true,
@@ -233,6 +234,7 @@ pub(crate) extern "C" fn metaroce_rust_udp_selftest() -> c_int {
     let r6 = tunnel.send(
         &LO6,
         &LO6,
+        0,
         TEST_SRC_PORT6,
         TEST_UDP_PORT,
         true,
@@ -245,17 +247,26 @@ pub(crate) extern "C" fn metaroce_rust_udp_selftest() -> c_int {
     }
     // Nothing to send: no datagram, no error.
     if tunnel
-        .send(&LO4, &LO4, TEST_SRC_PORT4, TEST_UDP_PORT, true, 64, |_| 0)
+        .send(
+            &LO4,
+            &LO4,
+            0,
+            TEST_SRC_PORT4,
+            TEST_UDP_PORT,
+            true,
+            64,
+            |_| 0,
+        )
         .is_err()
     {
         return 5;
     }
-    if tunnel.send(&LO4, &LO6, 1, TEST_UDP_PORT, false, 64, |_| 1) != Err(EINVAL) {
+    if tunnel.send(&LO4, &LO6, 0, 1, TEST_UDP_PORT, false, 64, |_| 1) != Err(EINVAL) {
         return 6;
     }
     // TEST-NET-1 from a loopback source: no route, whatever the guest's routes.
     let unreachable = IpAddr::V4([192, 0, 2, 1]);
-    match tunnel.send(&LO4, &unreachable, 1, TEST_UDP_PORT, false, 64, |_| 1) {
+    match tunnel.send(&LO4, &unreachable, 0, 1, TEST_UDP_PORT, false, 64, |_| 1) {
         Err(e) if e.to_errno() == -(crate::ffi::bindings::EHOSTUNREACH as i32) => {}
         other => {
             pr_err!("selftest: send to 192.0.2.1: {:?}\n", other);

@@ -270,9 +270,10 @@ void *metaroce_sk_user_data(struct sock *sk)
 
 struct dst_entry *metaroce_route4(struct socket *sock, __be32 saddr,
 				  __be32 daddr, __be16 sport, __be16 dport,
-				  u8 tos, int *err)
+				  u8 tos, int oif, int *err)
 {
 	struct flowi4 fl4 = {
+		.flowi4_oif = oif,
 		.flowi4_proto = IPPROTO_UDP,
 		.flowi4_tos = tos & INET_DSCP_MASK,
 		.saddr = saddr,
@@ -291,9 +292,10 @@ struct dst_entry *metaroce_route4(struct socket *sock, __be32 saddr,
 
 struct dst_entry *metaroce_route6(struct socket *sock, const u8 *saddr,
 				  const u8 *daddr, __be16 sport, __be16 dport,
-				  u8 tclass, int *err)
+				  u8 tclass, int oif, int *err)
 {
 	struct flowi6 fl6 = {
+		.flowi6_oif = oif,
 		.flowi6_proto = IPPROTO_UDP,
 		.flowlabel = ip6_make_flowinfo(tclass, 0),
 		.fl6_sport = sport,

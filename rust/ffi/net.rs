@@ -233,7 +233,8 @@ impl<R: UdpReceiver> UdpTunnel<R> {
     /// Sends one datagram from `src` to `dst`:`dst_port` with UDP source port
     /// `src_port`.
     ///
-    /// Routes first (source address `src`), then allocates an skb (atomic)
+    /// Routes first (source address `src`; through netdev `oif` if it is not
+    /// 0, as a RoCE device sends through its own netdev), then allocates an skb (atomic)
     /// with headroom for every header and calls `fill` with a zeroed buffer
     /// of `max_len` bytes for the UDP payload; `fill` returns how many bytes
     /// it wrote (at most `max_len`; 0 sends nothing and returns `Ok`). The IP
@@ -254,6 +255,7 @@ impl<R: UdpReceiver> UdpTunnel<R> {
         &self,
         src: &IpAddr,
         dst: &IpAddr,
+        oif: i32,
         src_port: u16,
         dst_port: u16,
         ect: bool,
@@ -274,8 +276,9 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                 let mut err = 0;
                 // SAFETY: `sock4` is live (type invariant); `err` is a valid
                 // out-pointer.
-                let dst =
-                    unsafe { b::metaroce_route4(self.sock4, s, d, sport, dport, tos, &mut err) };
+                let dst = unsafe {
+                    b::metaroce_route4(self.sock4, s, d, sport, dport, tos, oif, &mut err)
+                };
                 let route = Route::new(dst)?;
                 let Some(skb) = TxSkb::filled(&route, max_len, fill)? else {
                     return Ok(());
@@ -317,6 +320,7 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                         sport,
                         dport,
                         tos,
+                        oif,
                         &mut err,
                     )
                 };

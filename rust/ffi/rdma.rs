@@ -209,6 +209,9 @@ pub(crate) trait Driver: 'static {
         cqe: u32,
         uc: Option<&UContext>,
     ) -> Result<MmInfo>;
+    /// How many completions `cq` holds (its ring may be larger than asked
+    /// for): what `ib_cq.cqe`, and so `ibv_create_cq`, reports, as rxe does.
+    fn cq_capacity(cq: &Self::Cq) -> u32;
     /// `poll_cq` of a kernel CQ: hands up to `max` completions to `f` as
     /// kernel CQ slots ([`Wc::KERNEL_SIZE`] bytes); returns how many.
     fn poll_cq(cq: &Self::Cq, max: usize, f: &mut dyn FnMut(&[u8; Wc::KERNEL_SIZE])) -> usize;
@@ -1279,9 +1282,10 @@ impl<T: Driver> Adapter<T> {
                 events.detach();
                 return Err(e);
             }
+            let held = T::cq_capacity(&cq);
             // SAFETY: the core's CQ object, not yet visible to anyone else.
             unsafe {
-                (*ibcq).cqe = cqe as c_int;
+                (*ibcq).cqe = held as c_int;
                 Obj::<b::ib_cq, CqData<T::Cq>>::set(ibcq, CqData { events, cq });
             }
             Ok(0)
@@ -1331,8 +1335,9 @@ impl<T: Driver> Adapter<T> {
             };
             let mi = T::resize_cq(dev, &d.cq, cqe, uc.as_ref())?;
             udata.write(&mi.bytes())?;
+            let held = T::cq_capacity(&d.cq);
             // SAFETY: the core serialises verbs on one CQ object.
-            unsafe { (*ibcq).cqe = cqe as c_int };
+            unsafe { (*ibcq).cqe = held as c_int };
             Ok(0)
         })
     }

@@ -147,17 +147,19 @@ impl<P: Endpoint> Transport<P> {
         self.dispatch.unknown.load(Ordering::Relaxed) + self.tunnel.malformed()
     }
 
-    /// Sends one datagram to the peer's port (see [`UdpTunnel::send`]).
+    /// Sends one datagram to the peer's port through netdev `oif` (see
+    /// [`UdpTunnel::send`]).
     pub(crate) fn send(
         &self,
         src: &IpAddr,
         dst: &IpAddr,
+        oif: i32,
         src_port: u16,
         ect: bool,
         data: &[u8],
     ) -> Result {
         self.tunnel
-            .send(src, dst, src_port, self.port, ect, data.len(), |buf| {
+            .send(src, dst, oif, src_port, self.port, ect, data.len(), |buf| {
                 let n = data.len().min(buf.len());
                 buf[..n].copy_from_slice(&data[..n]);
                 n

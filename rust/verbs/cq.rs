@@ -124,6 +124,15 @@ impl Cq {
         true
     }
 
+    /// Completions the ring holds (one slot stays free).
+    pub(crate) fn capacity(&self) -> u32 {
+        self.inner
+            .lock()
+            .ring
+            .as_ref()
+            .map_or(0, |r| r.slots().saturating_sub(1))
+    }
+
     /// Arms the CQ; returns whether completions are waiting.
     pub(crate) fn arm(&self, solicited_only: bool) -> bool {
         let mut g = self.inner.lock();

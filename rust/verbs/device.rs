@@ -139,6 +139,10 @@ impl Driver for Metaroce {
         cq.resize(cqe, dev.attrs.max_cqe, uc)
     }
 
+    fn cq_capacity(cq: &Arc<Cq>) -> u32 {
+        cq.capacity()
+    }
+
     fn poll_cq(cq: &Arc<Cq>, max: usize, f: &mut dyn FnMut(&[u8; Wc::KERNEL_SIZE])) -> usize {
         cq.poll(max, f)
     }

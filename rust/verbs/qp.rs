@@ -660,10 +660,14 @@ impl Qp {
                         break;
                     };
                     let len = t.len.min(scratch.len());
-                    let _ = this
-                        .dev
-                        .transport
-                        .send(&src, &dst, t.src_port, t.ect, &scratch[..len]);
+                    let _ = this.dev.transport.send(
+                        &src,
+                        &dst,
+                        this.dev.ifindex,
+                        t.src_port,
+                        t.ect,
+                        &scratch[..len],
+                    );
                 }
             }
             io.dead = true;
@@ -773,7 +777,9 @@ impl Qp {
             };
             let now = Instant(now_ns());
             let mut app = Glue { qp: this, io };
-            app.settle();
+            if app.settle() {
+                c.abort();
+            }
             let t = if budget > 0 {
                 c.poll_transmit(now, scratch, &mut app)
             } else {
@@ -814,7 +820,14 @@ impl Qp {
             if this
                 .dev
                 .transport
-                .send(&src, &dst, t.src_port, t.ect, &scratch[..len])
+                .send(
+                    &src,
+                    &dst,
+                    this.dev.ifindex,
+                    t.src_port,
+                    t.ect,
+                    &scratch[..len],
+                )
                 .is_ok()
             {
                 this.dev.count(counter::TX_PACKETS, 1);
@@ -957,18 +970,26 @@ impl Glue<'_> {
     /// `IB_EVENT_CQ_ERR` and sends the QP to the error state (IBTA 11.4.2.1,
     /// class G; rxe's `rxe_cq_post`), by [`Self::settle`].
     fn post(&self, cq: &Cq, wc: &Wc, solicited: bool) {
-        if !cq.push(wc, solicited, self.qp.handle) {
+        // Only a receive completion lost sends the QP to the error state
+        // (responder class G); a lost send completion is the consumer's to
+        // hear of through the event, as in rxe.
+        if !cq.push(wc, solicited, self.qp.handle) && wc.opcode & wc::OP_RECV != 0 {
             self.io.cq_lost.set(true);
         }
     }
 
-    /// After a completion was lost to a full CQ: the QP enters the error
-    /// state (once). Called where no completion is being written.
-    fn settle(&mut self) {
+    /// After a receive completion was lost to a full CQ: the QP enters the
+    /// error state (once); returns whether it did, so that the caller stops
+    /// the connection before it acknowledges what was received (the sender
+    /// then times out, as with rxe). Called where no completion is being
+    /// written.
+    fn settle(&mut self) -> bool {
         if self.io.cq_lost.take() && self.io.attr.state != QpState::Err {
             self.flush();
             self.io.cq_lost.set(false);
+            return true;
         }
+        false
     }
 
     /// In SQD with asynchronous notification: raises `IB_EVENT_SQ_DRAINED`
@@ -1725,6 +1746,7 @@ impl Glue<'_> {
                         match self.qp.dev.transport.send(
                             &src,
                             &dst,
+                            self.qp.dev.ifindex,
                             sport,
                             true,
                             &scratch[..DATAGRAM_LEN + len],
@@ -1926,6 +1948,10 @@ impl App for Glue<'_> {
             let Some(r) = self.resp(msn) else {
                 return Err(Unreadable::Local);
             };
+            if r.status != 0 || dst.is_empty() {
+                // A refused request's zero-length answer: nothing to read.
+                return Ok(());
+            }
             if r.op == Op::AtomicResp {
                 let o = (offset as usize).min(8);
                 let n = dst.len().min(8 - o);
@@ -2300,7 +2326,7 @@ impl App for Glue<'_> {
             ConnError::RemoteInvalid => wc::REM_INV_REQ_ERR,
             // The WQE whose bytes could not be read carries its own status
             // (`set_fail`); a responder's failure flushes its own WQEs.
-            ConnError::LocalProtection => {
+            ConnError::LocalProtection | ConnError::Aborted => {
                 self.flush();
                 return;
             }

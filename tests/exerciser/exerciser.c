@@ -2922,6 +2922,63 @@ static void ep_huge_mr(void)
 	}
 }
 
+/*
+ * Rows 4 and 5: the responder checks a READ's or atomic's rkey when the
+ * request arrives but executes it in order, after every earlier message. A
+ * SEND with no receive posted holds the responder (RNR, rnr_retry 7) while a
+ * READ or FETCH_ADD behind it arrives; the responder then deregisters the
+ * target MR and posts the receive. The READ/atomic executes against memory
+ * that is gone: it must complete with IBV_WC_REM_ACCESS_ERR, the target word
+ * untouched and the local buffer untouched -- never SUCCESS with zeros (the
+ * check-then-act race of issue 19).
+ * rxe: same result (it drops the out-of-sequence READ/atomic while the SEND
+ * is refused and NAKs it at execution, when the rkey no longer resolves).
+ */
+static void ep_dereg_race(void)
+{
+	static const struct { enum ibv_wr_opcode op; const char *what; } c[] = {
+		{ IBV_WR_RDMA_READ, "READ" },
+		{ IBV_WR_ATOMIC_FETCH_AND_ADD, "FETCH_ADD" },
+	};
+	uint64_t *word = (uint64_t *)E_DST;
+	struct ibv_wc wc[4], *s, *r;
+
+	for (int i = 0; i < 2; i++) {
+		int atomic = c[i].op == IBV_WR_ATOMIC_FETCH_AND_ADD, e, n, same, recv_e;
+		struct ibv_mr *tgt;
+
+		if (ep_pair(NULL, c[i].what))
+			continue;
+		tgt = ibv_reg_mr(ep.pd, E_DST, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC);
+		if (!tgt) {
+			checkd(0, ename(errno), "error paths: %s behind an RNR'd SEND: target MR", c[i].what);
+			continue;
+		}
+		memset(E_LOC, 0x3c, 64);
+		memset(E_DST, 0xa5, 64);
+		*word = 1000;
+		e = post_wr(ep.a, 0xe401, IBV_WR_SEND, E_SRC, 8, ep.mr->lkey, NULL, 0, 0);
+		if (!e)
+			e = post_wr(ep.a, 0xe402, c[i].op, E_LOC, atomic ? 8 : 64, ep.mr->lkey, E_DST,
+				    tgt->rkey, 5);
+		usleep(100000);	/* the request arrives and waits behind the SEND */
+		ibv_dereg_mr(tgt);
+		recv_e = post_recv1(ep.b, NULL, 0xe403, E_RECV, 64);
+		n = e ? 0 : collect(ep.cq, wc, 4, 0xe402, 20, 0);
+		s = find_wc(wc, n, 0xe402);
+		r = find_wc(wc, n, 0xe401);
+		same = all_bytes(E_LOC, 0x3c, 64);
+		checkd(!e && !recv_e && r && r->status == IBV_WC_SUCCESS && s &&
+		       s->status == IBV_WC_REM_ACCESS_ERR && same && *word == 1000, ename(e ? e : recv_e),
+		       "error paths: a %s checked on arrival whose MR is deregistered before it executes "
+		       "completes with IBV_WC_REM_ACCESS_ERR, target and local buffer untouched "
+		       "(rxe read_reply/atomic_reply) (SEND %s; %s %s; local %s, remote word %llu)",
+		       c[i].what, wc_str(r), c[i].what, wc_str(s), same ? "untouched" : "WRITTEN",
+		       (unsigned long long)*word);
+	}
+}
+
 static void test_error_paths(struct ibv_pd *pd)
 {
 	struct ibv_mr *dead;
@@ -2946,6 +3003,7 @@ static void test_error_paths(struct ibv_pd *pd)
 
 	ep_scatter();
 	ep_gather();
+	ep_dereg_race();
 	ep_cq_overrun();
 	ep_many_reads();
 	ep_mw();

@@ -5,7 +5,8 @@
 # checks SEND/RECV (0 B .. 66000 B, multi-SGE, IMM, inline), RDMA WRITE (+IMM),
 # READ, atomics, fast registration (REG_MR, SEND_WITH_INV, LOCAL_INV), SRQ,
 # remote access errors, unsignaled WRs, CQ events, error returns, flush on ERR and
-# ib_drain_qp, every payload byte compared. Its TAP lines ("kverbs_test: ok N
+# ib_drain_qp, inline SEND_WITH_INV, huge ib_alloc_mr, CQ overrun
+# (IB_EVENT_CQ_ERR), SEND_WITH_INV of an unknown rkey, every payload byte compared. Its TAP lines ("kverbs_test: ok N
 # - ...") in the kernel log become this script's TAP. Then a second load with
 # corrupt=3 (one expected byte of the 3rd payload comparison flipped) must
 # report exactly that test as failed: the module's own self-check.

@@ -200,6 +200,8 @@ pub enum ConnError {
     RemoteInvalid,
     /// The application could not supply a packet's bytes ([`Unreadable`]).
     LocalProtection,
+    /// The application stopped the connection ([`Connection::abort`]).
+    Aborted,
 }
 
 /// The application (verbs layer) seen from the core. Payload bytes never live in the core.
@@ -478,6 +480,20 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
     }
 
+    /// Stops the connection at once: nothing more is sent, not even the ACKs already
+    /// due, every datagram is dropped (`closed`), and [`App::error`] is not called. For a receiver that could not report what
+    /// it received (its completion queue overflowed, IBTA class G): unacknowledged, the
+    /// peer's packets time out at the sender.
+    pub fn abort(&mut self) {
+        self.ack_pending = 0;
+        self.ack_at = Instant::NEVER;
+        self.nak_path = 0xff;
+        self.rnr_path = 0xff;
+        if self.state == ConnState::Open {
+            self.state = ConnState::Error(ConnError::Aborted);
+        }
+    }
+
     /// Sets the verbs retry limits (`retry_cnt`, `rnr_retry`, and the
     /// patience [`Config::give_up_ns`]), which verbs fixes only when the QP
     /// moves to RTS, after the connection exists.
@@ -703,6 +719,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         ce: bool,
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
+        if self.state == ConnState::Error(ConnError::Aborted) {
+            return Err(DropReason::Closed);
+        }
         // Dispatch on the type byte so each header is decoded in place (same validation
         // and drop reasons as `wire::decode`).
         match buf.get(1).copied() {
@@ -1048,6 +1067,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         buf: &mut [u8],
         app: &mut A,
     ) -> Option<Transmit> {
+        if self.state == ConnState::Error(ConnError::Aborted) {
+            return None;
+        }
         if self.ack_pending != 0 {
             if self.ack_at != Instant::NEVER && self.rx.iter().all(|r| r.acked == 0) {
                 self.ack_at = Instant::NEVER;
@@ -1075,6 +1097,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             return None;
         }
         let r = self.send_data(now, buf, app);
+        if r.is_none() && self.ack_pending != 0 {
+            // A failure while building data (an unreadable response) queued
+            // a NAK: it goes out now, not at some later timer.
+            return self.send_ack(buf);
+        }
         if let Some(t) = &r {
             if self.cfg.pacing && self.peer_hint != 0 {
                 let bytes = (t.len as u64).saturating_add(u64::from(self.cfg.wire_overhead));

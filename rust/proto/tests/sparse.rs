@@ -177,3 +177,26 @@ fn rnr_timer_codes_follow_ibta_table_45() {
     let t: Vec<u64> = (1..32).map(rnr_timer_ns).collect();
     assert!(t.windows(2).all(|w| w[0] < w[1]), "codes 1-31 increase");
 }
+
+/// A receiver that aborts (its completion queue overflowed) sends nothing more, not even
+/// the ACK of what it just received: the sender fails with retry exceeded instead of
+/// completing a message whose receive completion was lost.
+#[test]
+fn aborted_receiver_never_acknowledges_and_the_sender_times_out() {
+    use metaroce_proto::conn::ConnError;
+    let mut net = Net::new(95, 4, 0.0);
+    let mut cfg_a = kernel_config(1, 2);
+    cfg_a.retry_cnt = 1;
+    cfg_a.give_up_ns = 0;
+    net.a = Connection::new(cfg_a);
+    net.b = Connection::new(kernel_config(2, 1));
+    net.b.abort();
+    net.app_a.msgs[0].push(100);
+    net.run(net.now + 10_000_000_000);
+    assert!(net.app_a.acked[0].is_empty(), "{:?}", net.app_a.acked[0]);
+    assert_eq!(net.app_a.errors, vec![ConnError::RetryExceeded]);
+    assert!(
+        net.app_b.errors.is_empty(),
+        "abort does not call App::error"
+    );
+}

@@ -14,6 +14,11 @@
  * corrupt=N flips one expected byte of the N-th payload comparison: the run
  * must then report that test as not ok (the test's own self-check).
  *
+ * Error paths on QP pairs of their own (E/F, G/H): inline SEND_WITH_INV and
+ * multi-SGE inline SEND, ib_alloc_mr with a huge max_num_sg (alloc_mr_sg=N
+ * adds N to the values tried), CQ overrun of a kernel CQ by send and by
+ * receive completions (IB_EVENT_CQ_ERR), SEND_WITH_INV of an unknown rkey.
+ *
  * The device has no dma_device (ib_uses_virt_dma): ib_dma_map_single returns
  * kernel virtual addresses, used in SGEs with pd->local_dma_lkey and as
  * remote addresses with pd->unsafe_global_rkey (READ/WRITE) or the rkey of a
@@ -49,6 +54,9 @@ MODULE_PARM_DESC(access_errors, "check remote access errors (IB_WC_REM_ACCESS_ER
 static int last_wqe = 1;
 module_param(last_wqe, int, 0444);
 MODULE_PARM_DESC(last_wqe, "check IB_EVENT_QP_LAST_WQE_REACHED for an SRQ QP moved to ERR (default 1; 0 skips it)");
+static uint alloc_mr_sg;
+module_param(alloc_mr_sg, uint, 0444);
+MODULE_PARM_DESC(alloc_mr_sg, "also expect ib_alloc_mr(IB_MR_TYPE_MEM_REG) with this max_num_sg to fail without a WARNING (0: only 1<<31 and UINT_MAX; rxe WARNs for 1<<30)");
 static int passed, failed, finished;
 module_param(passed, int, 0444);
 module_param(failed, int, 0444);
@@ -67,6 +75,7 @@ struct side {
 	u8 *tx, *rx;
 	u64 tx_dma, rx_dma;
 	bool tx_mapped, rx_mapped;
+	bool raw_cq; /* cq from ib_create_cq (else ib_alloc_cq) */
 	u32 sq_psn;
 };
 
@@ -78,8 +87,10 @@ static struct {
 	u8 mac[ETH_ALEN];
 	struct ib_pd *pd;
 	struct ib_mr *atomic_mr;
-	struct side a, b, c, d;
+	struct side a, b, c, d, e, f, g, h;
 	struct ib_srq *srq;
+	struct ib_cq *ovf_cq;
+	atomic_t cq_err_events, ovf_other_events;
 	u8 *exp, *img;
 	struct ib_qp_cap cap;
 	atomic_t events, stray_events, last_wqe_events;
@@ -308,12 +319,12 @@ static int to_rtr(struct side *s, struct side *peer)
 				       IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
 }
 
-static int to_rts(struct side *s)
+static int to_rts_t(struct side *s, u8 timeout, u8 retry_cnt)
 {
 	struct ib_qp_attr a = {
 		.qp_state = IB_QPS_RTS,
-		.timeout = 18,
-		.retry_cnt = 7,
+		.timeout = timeout,
+		.retry_cnt = retry_cnt,
 		.rnr_retry = 7,
 		.sq_psn = s->sq_psn,
 		.max_rd_atomic = 4,
@@ -321,6 +332,11 @@ static int to_rts(struct side *s)
 
 	return ib_modify_qp(s->qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
 				       IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int to_rts(struct side *s)
+{
+	return to_rts_t(s, 18, 7);
 }
 
 static int set_state(struct ib_qp *qp, enum ib_qp_state st)
@@ -391,7 +407,8 @@ static bool reconnect(void)
 
 /* --- tests --- */
 
-static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap, struct ib_srq *srq);
+static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap, struct ib_srq *srq,
+			     u32 inl);
 
 /* SEND (or SEND_WITH_IMM) of len bytes from ns SGEs of A to nr SGEs of B. */
 static void t_send(const char *name, u32 len, int ns, int nr, bool imm, bool inl)
@@ -1093,14 +1110,14 @@ static void t_srq(void)
 		report(false, "ib_create_srq: %d", r);
 		return;
 	}
-	t.c.qp = make_qp(t.c.cq, &cap, t.srq);
+	t.c.qp = make_qp(t.c.cq, &cap, t.srq, 64);
 	if (IS_ERR(t.c.qp)) {
 		r = PTR_ERR(t.c.qp);
 		t.c.qp = NULL;
 		report(false, "ib_create_qp(RC, SRQ): %d", r);
 		return;
 	}
-	t.d.qp = make_qp(t.d.cq, &cap, NULL);
+	t.d.qp = make_qp(t.d.cq, &cap, NULL, 64);
 	if (IS_ERR(t.d.qp)) {
 		r = PTR_ERR(t.d.qp);
 		t.d.qp = NULL;
@@ -1297,6 +1314,453 @@ static void t_drain(void)
 	report(ok, "ib_drain_qp(B) returns; its 2 posted receives completed with IB_WC_WR_FLUSH_ERR through wr_cqe->done");
 }
 
+/*
+ * --- Error paths of issue 19, each on its own QPs (E/F, G/H) so that A and B
+ * are not disturbed: inline SEND_WITH_INV (row 7), ib_alloc_mr with a huge
+ * max_num_sg, CQ overrun (row 3), SEND_WITH_INV of an unknown rkey (row 12).
+ */
+
+/* Destroys s's QP, then its CQ (only s's QP uses it). */
+static void side_free(struct side *s)
+{
+	if (s->qp)
+		ib_destroy_qp(s->qp);
+	s->qp = NULL;
+	if (s->cq && s->raw_cq)
+		ib_destroy_cq(s->cq);
+	else if (s->cq)
+		ib_free_cq(s->cq);
+	s->cq = NULL;
+}
+
+/*
+ * Creates RC QPs for x and y on their own CQs (inline room inl) and connects
+ * them; y's requester uses local ACK timeout y_timeout and retry_cnt y_retry.
+ */
+static bool pair_connect(struct side *x, struct side *y, u32 inl, u8 y_timeout, u8 y_retry,
+			 struct ib_qp_cap *xcap)
+{
+	struct ib_qp_cap ycap;
+	int r;
+
+	x->qp = make_qp(x->cq, xcap, NULL, inl);
+	if (IS_ERR(x->qp)) {
+		r = PTR_ERR(x->qp);
+		x->qp = NULL;
+		return fail_why("%s: ib_create_qp(RC, max_inline_data %u): %d", x->name, inl, r);
+	}
+	y->qp = make_qp(y->cq, &ycap, NULL, inl);
+	if (IS_ERR(y->qp)) {
+		r = PTR_ERR(y->qp);
+		y->qp = NULL;
+		return fail_why("%s: ib_create_qp(RC, max_inline_data %u): %d", y->name, inl, r);
+	}
+	r = to_init(x->qp) ?: to_init(y->qp) ?: to_rtr(x, y) ?: to_rtr(y, x) ?:
+	    to_rts_t(x, 18, 7) ?: to_rts_t(y, y_timeout, y_retry);
+	if (r)
+		return fail_why("%s/%s: modify RESET->INIT->RTR->RTS: %d", x->name, y->name, r);
+	return true;
+}
+
+static enum ib_qp_state query_state(struct ib_qp *qp)
+{
+	struct ib_qp_init_attr ia;
+	struct ib_qp_attr a = {};
+	int r = ib_query_qp(qp, &a, IB_QP_STATE, &ia);
+
+	return r ? (enum ib_qp_state)-1 : a.qp_state;
+}
+
+/*
+ * ib_alloc_mr(IB_MR_TYPE_MEM_REG) with a max_num_sg far above the device's
+ * max_fast_reg_page_list_len must fail (an ERR_PTR) without a kernel WARNING
+ * (a page list sized by max_num_sg before the check asks kmalloc for more
+ * than MAX_PAGE_ORDER: WARN in __alloc_pages). rxe 6.12 does not check the
+ * limit: it kcallocs max_num_sg (as an int) page entries, which for these
+ * values overflows: -ENOMEM, no WARNING; for 1 << 30 it WARNs (16 GiB).
+ * The run's log check catches a WARNING too; here TAINT_WARN tells.
+ */
+static void t_alloc_mr_huge(void)
+{
+	u32 huge[3] = { 1U << 31, UINT_MAX, alloc_mr_sg };
+	int i, n = alloc_mr_sg ? 3 : 2;
+
+	for (i = 0; i < n; i++) {
+		bool tainted = test_taint(TAINT_WARN), ok;
+		struct ib_mr *mr = ib_alloc_mr(t.pd, IB_MR_TYPE_MEM_REG, huge[i]);
+		bool warned = !tainted && test_taint(TAINT_WARN);
+		long r = IS_ERR(mr) ? PTR_ERR(mr) : 0;
+
+		if (!IS_ERR(mr))
+			ib_dereg_mr(mr);
+		ok = (r || fail_why("an MR was returned")) &&
+		     (!warned || fail_why("the call raised a kernel WARNING (TAINT_WARN set)"));
+		report(ok, "ib_alloc_mr(IB_MR_TYPE_MEM_REG, max_num_sg %u > max_fast_reg_page_list_len %u): an ERR_PTR (got %ld; rxe: -ENOMEM), no kernel WARNING%s",
+		       huge[i], t.ibdev->attrs.max_fast_reg_page_list_len, r,
+		       tainted ? " (TAINT_WARN was already set: only the log check tells)" : "");
+	}
+}
+
+/* E/F: F's receive buffer (t.b.rx + 64, 256 B, guards around); E's inline source. */
+#define FRX 64
+#define FLEN 256
+
+/*
+ * F posts one receive of FLEN B; E posts wr (inline: its source is
+ * overwritten right after the post). Both complete successfully; *fwc: F's.
+ */
+static bool ef_send(struct ib_send_wr *wr, u8 *src, struct ib_wc *fwc)
+{
+	struct ib_sge rs = { t.b.rx_dma + FRX, FLEN, t.pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .sg_list = &rs, .num_sge = 1 };
+	const struct ib_recv_wr *rbad = NULL;
+	const struct ib_send_wr *sbad = NULL;
+	int r;
+
+	memset(t.b.rx, GUARD, 2 * FRX + FLEN);
+	rwr.wr_id = wr->wr_id = ++t.wrid;
+	r = ib_post_recv(t.f.qp, &rwr, &rbad);
+	if (r)
+		return fail_why("F: ib_post_recv: %d", r);
+	r = ib_post_send(t.e.qp, wr, &sbad);
+	if (r)
+		return fail_why("E: ib_post_send (opcode %d, flags %#x): %d", wr->opcode,
+				wr->send_flags, r);
+	if (wr->send_flags & IB_SEND_INLINE) /* the device's copy: free again */
+		memset(src, 0x33, FLEN);
+	return expect_wc(&t.e, t.wrid, IB_WC_SUCCESS, IB_WC_SEND, NULL) &&
+	       expect_wc(&t.f, t.wrid, IB_WC_SUCCESS, IB_WC_RECV, fwc);
+}
+
+/* F's receive buffer holds exactly want[0..len) at FRX, guards elsewhere. */
+static bool f_got(const u8 *want, u32 len, const struct ib_wc *wc)
+{
+	if (wc->byte_len != len)
+		return fail_why("F: byte_len %u, expected %u", wc->byte_len, len);
+	memset(t.img, GUARD, 2 * FRX + FLEN);
+	memcpy(t.img + FRX, want, len);
+	return same(t.img, t.b.rx, 2 * FRX + FLEN, "F's receive buffer (payload and guards)");
+}
+
+/*
+ * Row 7: IB_WR_SEND_WITH_INV with IB_SEND_INLINE carries the inline bytes
+ * (rxe: WR_INLINE_MASK for SEND_WITH_INV, rxe_opcode.c) and invalidates the
+ * named fast-reg MR of F; plain inline SEND from 3 SGEs as a guard.
+ * Row 12: SEND_WITH_INV whose rkey names no MR/MW of F's PD (IBTA 9.9.3
+ * responder class J, rxe_resp.c RESPST_ERR_INVALIDATE_RKEY): F's receive
+ * completes with IB_WC_REM_INV_REQ_ERR and F goes to ERR (its other receive
+ * flushed); the responder still ACKs, so E's SEND succeeds.
+ */
+static void t_inline_inv(void)
+{
+	struct scatterlist sgl;
+	struct ib_qp_cap cap;
+	struct ib_mr *mr = NULL;
+	struct ib_reg_wr rw = {};
+	struct ib_send_wr wr = {};
+	struct ib_sge ss[3];
+	struct ib_wc wc;
+	u8 *src = NULL;
+	u64 src_dma = 0;
+	bool ok, mapped = false, sg_mapped = false;
+	int r;
+
+	t.e.name = "E";
+	t.f.name = "F";
+	t.e.cq = ib_alloc_cq(t.ibdev, NULL, CQE, 0, IB_POLL_DIRECT);
+	t.f.cq = ib_alloc_cq(t.ibdev, NULL, CQE, 0, IB_POLL_DIRECT);
+	if (IS_ERR(t.e.cq) || IS_ERR(t.f.cq)) {
+		report(false, "E/F: ib_alloc_cq: %d / %d", PTR_ERR_OR_ZERO(t.e.cq),
+		       PTR_ERR_OR_ZERO(t.f.cq));
+		if (IS_ERR(t.e.cq))
+			t.e.cq = NULL;
+		if (IS_ERR(t.f.cq))
+			t.f.cq = NULL;
+		goto out;
+	}
+	t.e.sq_psn = 0x2000;
+	t.f.sq_psn = 0xfff800;
+	ok = pair_connect(&t.e, &t.f, 128, 18, 7, &cap) &&
+	     (cap.max_inline_data >= 100 ||
+	      fail_why("max_inline_data %u < 100", cap.max_inline_data));
+	if (!report(ok, "QP E (max_inline_data 128 asked, %u granted) <-> QP F, on their own CQs: connected",
+		    cap.max_inline_data))
+		goto out;
+
+	src = kmalloc(FLEN, GFP_KERNEL);
+	if (!src) {
+		report(false, "kmalloc");
+		goto out;
+	}
+	src_dma = ib_dma_map_single(t.ibdev, src, FLEN, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(t.ibdev, src_dma)) {
+		report(false, "ib_dma_map_single of the inline source");
+		goto out;
+	}
+	mapped = true;
+
+	/* F's fast-reg MR over page 0 of B's (page-aligned) send buffer. */
+	mr = ib_alloc_mr(t.pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(mr)) {
+		report(false, "ib_alloc_mr(IB_MR_TYPE_MEM_REG, 1): %ld", PTR_ERR(mr));
+		mr = NULL;
+		goto out;
+	}
+	sg_init_one(&sgl, t.b.tx, PAGE_SIZE);
+	sg_mapped = ib_dma_map_sg(t.ibdev, &sgl, 1, DMA_BIDIRECTIONAL) == 1;
+	r = sg_mapped ? ib_map_mr_sg(mr, &sgl, 1, NULL, PAGE_SIZE) : -EIO;
+	ib_update_fast_reg_key(mr, 0x71);
+	rw.wr.opcode = IB_WR_REG_MR;
+	rw.mr = mr;
+	rw.key = mr->rkey;
+	rw.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
+	ok = (r == 1 || fail_why("ib_map_mr_sg: %d", r)) &&
+	     post_wait(&t.f, &rw.wr, IB_WC_SUCCESS, IB_WC_REG_MR);
+	if (!report(ok, "F: fast-reg MR of one page registered (IB_WR_REG_MR, rkey %#x)", mr->rkey))
+		goto out;
+
+	/* Row 7: 100 B inline, 1 SGE, invalidating F's valid MR. */
+	pattern(src, 100);
+	memcpy(t.exp, src, 100);
+	ss[0] = (struct ib_sge){ src_dma, 100, t.pd->local_dma_lkey };
+	wr.sg_list = ss;
+	wr.num_sge = 1;
+	wr.opcode = IB_WR_SEND_WITH_INV;
+	wr.send_flags = IB_SEND_SIGNALED | IB_SEND_INLINE;
+	wr.ex.invalidate_rkey = mr->rkey;
+	ok = ef_send(&wr, src, &wc);
+	if (ok && (!(wc.wc_flags & IB_WC_WITH_INVALIDATE) || wc.ex.invalidate_rkey != mr->rkey))
+		ok = fail_why("F: wc_flags %#x invalidate_rkey %#x, expected IB_WC_WITH_INVALIDATE %#x",
+			      wc.wc_flags, wc.ex.invalidate_rkey, mr->rkey);
+	ok = ok && f_got(t.exp, 100, &wc);
+	report(ok, "SEND_WITH_INV + IB_SEND_INLINE, 100 B from a kmalloc'd buffer overwritten after the post: F gets exactly the 100 inline bytes (byte_len 100), IB_WC_WITH_INVALIDATE and the rkey (rxe: inline allowed for SEND_WITH_INV)");
+
+	/* Guard: plain inline SEND from 3 SGEs (30 + 45 + 25 B, gaps between). */
+	pattern(src, FLEN);
+	memcpy(t.exp, src, 30);
+	memcpy(t.exp + 30, src + 40, 45);
+	memcpy(t.exp + 75, src + 100, 25);
+	ss[0] = (struct ib_sge){ src_dma, 30, t.pd->local_dma_lkey };
+	ss[1] = (struct ib_sge){ src_dma + 40, 45, t.pd->local_dma_lkey };
+	ss[2] = (struct ib_sge){ src_dma + 100, 25, t.pd->local_dma_lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = ss;
+	wr.num_sge = 3;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED | IB_SEND_INLINE;
+	ok = ef_send(&wr, src, &wc) && f_got(t.exp, 100, &wc);
+	if (ok && (wc.wc_flags & (IB_WC_WITH_INVALIDATE | IB_WC_WITH_IMM)))
+		ok = fail_why("F: wc_flags %#x", wc.wc_flags);
+	report(ok, "SEND + IB_SEND_INLINE from 3 SGEs (30 + 45 + 25 B): F gets the 100 B concatenated, byte_len 100");
+
+	/* Row 12: an rkey no MR/MW of F's PD has (F's MR's index, another key byte). */
+	{
+		u32 bogus = mr->rkey ^ 0x5a;
+		struct ib_sge s1 = { t.a.tx_dma, 16, t.pd->local_dma_lkey };
+		struct ib_sge rs[2] = {
+			{ t.b.rx_dma, 64, t.pd->local_dma_lkey },
+			{ t.b.rx_dma + 64, 64, t.pd->local_dma_lkey },
+		};
+		struct ib_recv_wr rwr[2] = {
+			{ .next = &rwr[1], .sg_list = &rs[0], .num_sge = 1 },
+			{ .sg_list = &rs[1], .num_sge = 1 },
+		};
+		const struct ib_recv_wr *rbad = NULL;
+		struct ib_wc ewc = {}, fwc = {};
+		u64 id = t.wrid + 1;
+		enum ib_qp_state st;
+
+		t.wrid += 3;
+		rwr[0].wr_id = id;
+		rwr[1].wr_id = id + 1;
+		pattern(t.a.tx, 16);
+		r = ib_post_recv(t.f.qp, rwr, &rbad);
+		memset(&wr, 0, sizeof(wr));
+		wr.sg_list = &s1;
+		wr.num_sge = 1;
+		wr.opcode = IB_WR_SEND_WITH_INV;
+		wr.ex.invalidate_rkey = bogus;
+		ok = (r == 0 || fail_why("F: ib_post_recv: %d", r)) &&
+		     post_wait(&t.e, &wr, IB_WC_SUCCESS, IB_WC_SEND);
+		if (poll_one(t.e.cq, &ewc, 0) > 0)
+			pr_info("#   E: also completion wr_id %llu status %d (%s)\n", ewc.wr_id,
+				ewc.status, ib_wc_status_msg(ewc.status));
+		report(ok, "SEND_WITH_INV of rkey %#x (no MR/MW of F's PD has it): E's SEND completes IB_WC_SUCCESS (rxe: the responder ACKs it, IBTA 9.9.3 class J)",
+		       bogus);
+		ok = expect_wc(&t.f, id, IB_WC_REM_INV_REQ_ERR, -1, &fwc) &&
+		     expect_wc(&t.f, id + 1, IB_WC_WR_FLUSH_ERR, -1, NULL);
+		st = query_state(t.f.qp);
+		if (ok && st != IB_QPS_ERR)
+			ok = fail_why("F: ib_query_qp state %d, expected IB_QPS_ERR (%d)", st,
+				      IB_QPS_ERR);
+		report(ok, "... F's receive completes with IB_WC_REM_INV_REQ_ERR, F goes to ERR (query: %d), its other receive IB_WC_WR_FLUSH_ERR (IBTA 9.9.3 responder class J, rxe RESPST_ERR_INVALIDATE_RKEY)",
+		       st);
+	}
+out:
+	side_free(&t.e);
+	side_free(&t.f);
+	if (sg_mapped)
+		ib_dma_unmap_sg(t.ibdev, &sgl, 1, DMA_BIDIRECTIONAL);
+	if (mr)
+		ib_dereg_mr(mr);
+	if (mapped)
+		ib_dma_unmap_single(t.ibdev, src_dma, FLEN, DMA_TO_DEVICE);
+	kfree(src);
+}
+
+static void ovf_comp(struct ib_cq *cq, void *ctx)
+{
+}
+
+static void ovf_cq_event(struct ib_event *ev, void *ctx)
+{
+	if (ev->event == IB_EVENT_CQ_ERR && ev->element.cq == READ_ONCE(t.ovf_cq))
+		atomic_inc(&t.cq_err_events);
+	else
+		atomic_inc(&t.ovf_other_events);
+	wake_up(&t.evq);
+}
+
+/*
+ * Row 3: a kernel CQ of 4 CQEs (ib_create_cq with an event_handler), never
+ * polled, gets more completions than it holds. IBTA 11.4.2.1 / 11.6.3: a CQ
+ * overrun is an affiliated asynchronous error, IB_EVENT_CQ_ERR (rxe_cq_post:
+ * the completion is dropped and the event handler called, per dropped one).
+ * recv = false: G's send completions overrun it; G's requester goes on (rxe),
+ * H receives every message. recv = true: G's receive completions overrun it:
+ * IBTA 9.9.3 responder class G (rxe RESPST_ERR_CQ_OVERFLOW): G goes to ERR
+ * without acknowledging the message, so H's SEND of it ends in
+ * IB_WC_RETRY_EXC_ERR (H: timeout 14, retry_cnt 2). Either way the CQ keeps
+ * the completions it had room for, in order. Nothing is left outstanding on
+ * G (nothing to flush into the full CQ); no ib_drain_qp (its completion
+ * could not be queued); QPs are destroyed before their CQs.
+ */
+static void t_cq_overrun(bool recv)
+{
+	struct ib_cq_init_attr ca = { .cqe = 4 };
+	struct side *g = &t.g, *h = &t.h, *snd, *rcv;
+	struct ib_send_wr wr[12] = {};
+	struct ib_recv_wr rwr[12] = {};
+	struct ib_sge ss[12], rs[12];
+	const struct ib_recv_wr *rbad = NULL;
+	const struct ib_send_wr *sbad = NULL;
+	const char *what = recv ? "receive" : "send";
+	struct ib_qp_cap cap;
+	struct ib_wc wc;
+	u64 id0 = t.wrid + 1;
+	int i, n, cqe, r;
+	bool ok;
+
+	g->name = "G";
+	h->name = "H";
+	atomic_set(&t.cq_err_events, 0);
+	atomic_set(&t.ovf_other_events, 0);
+	g->cq = ib_create_cq(t.ibdev, ovf_comp, ovf_cq_event, NULL, &ca);
+	if (IS_ERR(g->cq)) {
+		report(false, "ib_create_cq(cqe 4, event_handler): %ld", PTR_ERR(g->cq));
+		g->cq = NULL;
+		return;
+	}
+	g->raw_cq = true;
+	WRITE_ONCE(t.ovf_cq, g->cq);
+	h->cq = ib_alloc_cq(t.ibdev, NULL, CQE, 0, IB_POLL_DIRECT);
+	if (IS_ERR(h->cq)) {
+		report(false, "H: ib_alloc_cq: %ld", PTR_ERR(h->cq));
+		h->cq = NULL;
+		goto out;
+	}
+	cqe = g->cq->cqe;
+	n = recv ? cqe + 1 : cqe + 2;
+	g->sq_psn = 0x300 + recv;
+	h->sq_psn = 0xabc00 + recv;
+	ok = pair_connect(g, h, 64, recv ? 14 : 18, recv ? 2 : 7, &cap) &&
+	     ((cqe >= 4 && n <= ARRAY_SIZE(wr)) || fail_why("cqe %d", cqe));
+	if (!report(ok, "QP G on a CQ from ib_create_cq(cqe 4, event_handler) (%d CQEs granted) <-> QP H: connected",
+		    cqe))
+		goto out;
+
+	t.wrid += n;
+	snd = recv ? h : g;
+	rcv = recv ? g : h;
+	memset(t.b.rx, GUARD, n * 64);
+	for (i = 0; i < n; i++) {
+		pattern(t.a.tx + i * 64, 8);
+		ss[i] = (struct ib_sge){ t.a.tx_dma + i * 64, 8, t.pd->local_dma_lkey };
+		rs[i] = (struct ib_sge){ t.b.rx_dma + i * 64, 64, t.pd->local_dma_lkey };
+		rwr[i].wr_id = id0 + i;
+		rwr[i].sg_list = &rs[i];
+		rwr[i].num_sge = 1;
+		rwr[i].next = i + 1 < n ? &rwr[i + 1] : NULL;
+		wr[i].wr_id = id0 + i;
+		wr[i].sg_list = &ss[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IB_WR_SEND;
+		wr[i].send_flags = IB_SEND_SIGNALED;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	r = ib_post_recv(rcv->qp, rwr, &rbad);
+	if (r) {
+		report(false, "%s: ib_post_recv of %d: %d", rcv->name, n, r);
+		goto out;
+	}
+	r = ib_post_send(snd->qp, wr, &sbad);
+	if (r) {
+		report(false, "%s: ib_post_send of %d: %d", snd->name, n, r);
+		goto out;
+	}
+
+	/* The peer's side (H's CQ is large). */
+	ok = true;
+	for (i = 0; i < n && ok; i++) {
+		if (!recv) {
+			ok = expect_wc(h, id0 + i, IB_WC_SUCCESS, IB_WC_RECV, &wc) &&
+			     (wc.byte_len == 8 || fail_why("H: byte_len %u", wc.byte_len)) &&
+			     same(t.a.tx + i * 64, t.b.rx + i * 64, 8, "H's receive buffer");
+		} else if (i < cqe) {
+			ok = expect_wc(h, id0 + i, IB_WC_SUCCESS, IB_WC_SEND, NULL);
+		} else {
+			ok = expect_wc(h, id0 + i, IB_WC_RETRY_EXC_ERR, -1, NULL);
+		}
+	}
+	if (recv)
+		report(ok, "receive CQ overrun: H's first %d SENDs complete IB_WC_SUCCESS, the one G could not complete IB_WC_RETRY_EXC_ERR (G did not ACK it: IBTA 9.9.3 class G, rxe)",
+		       cqe);
+	else
+		report(ok, "send CQ overrun: H receives all %d SENDs of G, data checked", n);
+
+	ok = wait_event_timeout(t.evq, atomic_read(&t.cq_err_events) > 0,
+				msecs_to_jiffies(timeout_ms)) ||
+	     fail_why("no IB_EVENT_CQ_ERR within %d ms (%d other events)", timeout_ms,
+		      atomic_read(&t.ovf_other_events));
+	msleep(100);
+	report(ok && !atomic_read(&t.ovf_other_events),
+	       "%s CQ overrun (%d completions for %d CQEs, not polled): IB_EVENT_CQ_ERR to the CQ's event_handler (got %d, %d other events; IBTA 11.4.2.1, rxe_cq_post)",
+	       what, n, cqe, atomic_read(&t.cq_err_events), atomic_read(&t.ovf_other_events));
+
+	ok = true;
+	for (i = 0; i < cqe && ok; i++)
+		ok = expect_wc(g, id0 + i, IB_WC_SUCCESS, recv ? IB_WC_RECV : IB_WC_SEND, NULL);
+	if (ok) {
+		while (poll_one(g->cq, &wc, 300) > 0)
+			i++;
+		if (i != cqe)
+			ok = fail_why("%d completions in a CQ whose ib_cq.cqe is %d: it holds more than it reports (rxe reports its ring's capacity, 2^k - 1)",
+				      i, cqe);
+	}
+	report(ok, "... the CQ holds the first %d (its ib_cq.cqe) %s completions, in order, IB_WC_SUCCESS, and nothing more (rxe drops the rest)",
+	       cqe, what);
+	if (recv) {
+		enum ib_qp_state st = query_state(g->qp);
+
+		report(st == IB_QPS_ERR, "... G, whose receive completion did not fit, is in ERR (ib_query_qp: %d; IBTA 9.9.3 responder class G, rxe RESPST_ERR_CQ_OVERFLOW)",
+		       st);
+	}
+out:
+	side_free(g);
+	side_free(h);
+	WRITE_ONCE(t.ovf_cq, NULL);
+}
+
 /* --- setup and teardown --- */
 
 static bool map(struct side *s)
@@ -1347,14 +1811,15 @@ static bool find_gid(void)
 	return true;
 }
 
-static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap, struct ib_srq *srq)
+static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap, struct ib_srq *srq,
+			     u32 inl)
 {
 	struct ib_qp_init_attr ia = {
 		.event_handler = qp_event,
 		.send_cq = cq,
 		.recv_cq = cq,
 		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4,
-			 .max_recv_sge = 4, .max_inline_data = 64 },
+			 .max_recv_sge = 4, .max_inline_data = inl },
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.qp_type = IB_QPT_RC,
 		.srq = srq,
@@ -1430,13 +1895,13 @@ static bool setup(void)
 	report(true, "CQs: ib_create_cq (own comp_handler) %d CQEs, ib_alloc_cq(IB_POLL_DIRECT) %d CQEs",
 	       t.a.cq->cqe, t.b.cq->cqe);
 
-	t.a.qp = make_qp(t.a.cq, &t.cap, NULL);
+	t.a.qp = make_qp(t.a.cq, &t.cap, NULL, 64);
 	if (IS_ERR(t.a.qp)) {
 		r = PTR_ERR(t.a.qp);
 		t.a.qp = NULL;
 		return report(false, "ib_create_qp(RC) A: %d", r);
 	}
-	t.b.qp = make_qp(t.b.cq, &bcap, NULL);
+	t.b.qp = make_qp(t.b.cq, &bcap, NULL, 64);
 	if (IS_ERR(t.b.qp)) {
 		r = PTR_ERR(t.b.qp);
 		t.b.qp = NULL;
@@ -1489,6 +1954,10 @@ static void teardown(void)
 		__module_get(THIS_MODULE);
 		return;
 	}
+	side_free(&t.e);
+	side_free(&t.f);
+	side_free(&t.g);
+	side_free(&t.h);
 	if (t.a.qp)
 		ib_destroy_qp(t.a.qp);
 	if (t.b.qp)
@@ -1584,6 +2053,10 @@ static int __init kverbs_test_init(void)
 		STEP(t_access("FETCH_AND_ADD with an rkey without IB_ACCESS_REMOTE_ATOMIC: IB_WC_REM_ACCESS_ERR",
 			      IB_WR_ATOMIC_FETCH_AND_ADD, t.pd->unsafe_global_rkey));
 	}
+	STEP(t_alloc_mr_huge());
+	STEP(t_inline_inv());
+	STEP(t_cq_overrun(false));
+	STEP(t_cq_overrun(true));
 	STEP(t_full_and_flush());
 	t_drain();
 out:
