@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The QP as a verbs object: `create_qp` (ring sizing as rxe), `modify_qp`
+//! (the IBTA state machine and attribute checks), `query_qp` and
+//! `destroy_qp`.
+
+use super::*;
+
+impl Qp {
+    /// Creates an RC, UD or GSI QP with its rings mapped into `uc` (none: a
+    /// kernel consumer's QP, posted to with `ib_post_send`/`ib_post_recv`);
+    /// `handle` is the core's `ib_qp` its kernel completions name. The GSI
+    /// QP is QPN 1 of its device; there is one per device (`EBUSY`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn create(
+        dev: &Arc<DevShared>,
+        pd: usize,
+        init: &mut QpInit,
+        scq: &Arc<Cq>,
+        rcq: &Arc<Cq>,
+        srq: Option<&Arc<Srq>>,
+        uc: Option<&UContext>,
+        handle: QpHandle,
+        events: QpEvents,
+    ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
+        if init.qp_type == QpType::Gsi && uc.is_some() {
+            return Err(EINVAL);
+        }
+        let a = dev.attrs;
+        let c = &mut init.caps;
+        // rxe_qp_chk_cap: every size within the device limits.
+        if c.max_send_wr > a.max_qp_wr
+            || c.max_send_sge > a.max_send_sge
+            || c.max_recv_wr > a.max_qp_wr
+            || c.max_recv_sge > a.max_recv_sge
+            || c.max_inline_data > MAX_INLINE
+        {
+            return Err(EINVAL);
+        }
+        c.max_send_wr = c.max_send_wr.max(1);
+        c.max_recv_wr = c.max_recv_wr.max(1);
+        c.max_send_sge = c.max_send_sge.max(1);
+        c.max_recv_sge = c.max_recv_sge.max(1);
+        // Inline room is what the SGE array occupies, as rxe reports it.
+        let room = (c.max_send_sge as usize * SGE_SIZE).max(c.max_inline_data as usize);
+        c.max_inline_data = room as u32;
+        c.max_send_sge = (room / SGE_SIZE) as u32;
+        let sq = Queue::new(uc, c.max_send_wr, sq_elem(c))?;
+        // With an SRQ the QP has no RQ of its own (nothing to map).
+        let rq = match srq {
+            Some(_) => None,
+            None => Some(Queue::new(
+                uc,
+                c.max_recv_wr,
+                RecvWqe::HEADER + c.max_recv_sge as usize * SGE_SIZE,
+            )?),
+        };
+        // rxe reports the ring capacity back as the granted depth.
+        c.max_send_wr = sq.slots() - 1;
+        c.max_recv_wr = rq.as_ref().map_or(0, |q| q.slots() - 1);
+        if srq.is_some() {
+            c.max_recv_sge = 0;
+        }
+        let (sq_mi, rq_mi) = (
+            sq.mminfo(),
+            rq.as_ref().map(|q| q.mminfo()).unwrap_or_default(),
+        );
+        let srq_sge = srq.map_or(0, |s| s.max_sge() as usize);
+        let mut taken = KVec::new();
+        let mut taken_sges = KVec::new();
+        if srq.is_some() {
+            taken.extend_with(RX_TRACK, Taken::default(), GFP_KERNEL)?;
+            taken_sges.extend_with(RX_TRACK * srq_sge, Sge::default(), GFP_KERNEL)?;
+        }
+        let mut sends = KVec::new();
+        sends.extend_with(sq.slots() as usize, SendMsg::default(), GFP_KERNEL)?;
+        let mut rx = KVec::new();
+        rx.extend_with(RX_TRACK, RxMsg::default(), GFP_KERNEL)?;
+        let mut reads = KVec::new();
+        reads.extend_with(sends.len(), 0u32, GFP_KERNEL)?;
+        let mut resps = KVec::new();
+        resps.extend_with(RESP_SLOTS, Resp::default(), GFP_KERNEL)?;
+        let mut scratch = KVec::new();
+        scratch.extend_with(4096 + 256, 0u8, GFP_KERNEL)?;
+        let io = Io {
+            attr: QpAttr {
+                port: 1,
+                ..QpAttr::default()
+            },
+            caps: *c,
+            sq: Some(sq),
+            rq,
+            sq_cons: 0,
+            scan: 0,
+            sq_msn: 0,
+            msns: 0,
+            sends,
+            tx_rsn: 0,
+            rq_cons: 0,
+            rx_rsn: 0,
+            rx,
+            taken,
+            taken_sges,
+            srq_sge,
+            tx_reads: 0,
+            reads,
+            reads_done: 0,
+            resps,
+            resp_next: 0,
+            resp_acked: 0,
+            rx_msn: 0,
+            cq_lost: core::cell::Cell::new(false),
+            sqd_notify: false,
+            src: None,
+            dst: None,
+            error: None,
+            last_stats: Stats::default(),
+            last_wqe_sent: false,
+            rx_error: None,
+            dead: false,
+        };
+        let mut io = Some(io);
+        let mut scratch = Some(scratch);
+        let (qp_type, sq_sig_all) = (init.qp_type, init.sq_sig_all);
+        let make = |qpn| {
+            let io = io.take().ok_or(EINVAL)?;
+            let scratch = scratch.take().ok_or(EINVAL)?;
+            Arc::pin_init(
+                pin_init!(Qp {
+                    qpn,
+                    qp_type,
+                    handle,
+                    kernel: uc.is_none(),
+                    events: events.clone(),
+                    pd,
+                    sq_sig_all,
+                    dev: dev.clone(),
+                    scq: scq.clone(),
+                    rcq: rcq.clone(),
+                    srq: srq.cloned(),
+                    timer <- Timer::new(),
+                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, io, scratch }, "metaroce_qp"),
+                }),
+                GFP_KERNEL,
+            )
+        };
+        let (qpn, qp) = if qp_type == QpType::Gsi {
+            dev.transport.insert_gsi(dev.ifindex, make)?
+        } else {
+            dev.transport.insert(make)?
+        };
+        Ok((qp, qpn, rq_mi, sq_mi))
+    }
+
+    /// `modify_qp`: validates like rxe (`rxe_qp_chk_attr`) and applies.
+    pub(crate) fn modify(this: &Arc<Self>, a: &QpAttr) -> Result {
+        let m = a.mask;
+        // A move to RTR may need a connection: allocate it before taking the
+        // QP lock (softirqs take that lock; an allocation may sleep).
+        let mut spare =
+            if m & qp_mask::STATE != 0 && a.state == QpState::Rtr && this.qp_type == QpType::Rc {
+                Some(KBox::new(Conn::new(Config::default()), GFP_KERNEL)?)
+            } else {
+                None
+            };
+        {
+            let mut g = this.inner.lock();
+            let Inner { conn, io, .. } = &mut *g;
+            if io.dead {
+                return Err(EINVAL);
+            }
+            let cur = if m & qp_mask::CUR_STATE != 0 {
+                a.cur_state
+            } else {
+                io.attr.state
+            };
+            let new = if m & qp_mask::STATE != 0 {
+                a.state
+            } else {
+                cur
+            };
+            if !modify_qp_is_ok(cur, new, this.qp_type, m) {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::PORT != 0 && a.port != 1 {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::PKEY_INDEX != 0 && a.pkey_index != 0 {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::PATH_MTU != 0 && !(1..=5).contains(&a.path_mtu) {
+                return Err(EINVAL);
+            }
+            let max_rd = this.dev.attrs.max_qp_rd_atom;
+            if (m & qp_mask::MAX_QP_RD_ATOMIC != 0 && u32::from(a.max_rd_atomic) > max_rd)
+                || (m & qp_mask::MAX_DEST_RD_ATOMIC != 0
+                    && u32::from(a.max_dest_rd_atomic) > max_rd)
+            {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::TIMEOUT != 0 && a.timeout > 31 {
+                return Err(EINVAL);
+            }
+            // Field widths of IBTA 9.7.5.2.8-9 and 10.2.4 (rxe does not check
+            // these; the exerciser holds metaroce to IBTA).
+            if (m & qp_mask::DEST_QPN != 0 && a.dest_qpn > 0x00ff_ffff)
+                || (m & qp_mask::RETRY_CNT != 0 && a.retry_cnt > 7)
+                || (m & qp_mask::RNR_RETRY != 0 && a.rnr_retry > 7)
+                || (m & qp_mask::MIN_RNR_TIMER != 0 && a.min_rnr_timer > 31)
+            {
+                return Err(EINVAL);
+            }
+            // Access bits: the standard ones and the optional range
+            // (IB_ACCESS_OPTIONAL, bits 20-29), as rxe_qp_chk_attr allows.
+            if m & qp_mask::ACCESS_FLAGS != 0 && a.access & !(0xff | 0x3ff0_0000) != 0 {
+                return Err(EINVAL);
+            }
+            if m & qp_mask::CAP != 0
+                && (a.caps.max_send_wr > io.caps.max_send_wr
+                    || a.caps.max_recv_wr > io.caps.max_recv_wr
+                    || a.caps.max_send_sge > io.caps.max_send_sge
+                    || a.caps.max_recv_sge > io.caps.max_recv_sge)
+            {
+                return Err(EINVAL);
+            }
+            let t = &mut io.attr;
+            macro_rules! take {
+                ($bit:expr, $($f:ident),+) => { if m & $bit != 0 { $( t.$f = a.$f; )+ } };
+            }
+            take!(qp_mask::ACCESS_FLAGS, access);
+            take!(qp_mask::QKEY, qkey);
+            take!(qp_mask::PATH_MTU, path_mtu);
+            take!(qp_mask::RQ_PSN, rq_psn);
+            take!(qp_mask::SQ_PSN, sq_psn);
+            take!(qp_mask::DEST_QPN, dest_qpn);
+            take!(qp_mask::MIN_RNR_TIMER, min_rnr_timer);
+            take!(qp_mask::TIMEOUT, timeout);
+            take!(qp_mask::RETRY_CNT, retry_cnt);
+            take!(qp_mask::RNR_RETRY, rnr_retry);
+            take!(qp_mask::MAX_QP_RD_ATOMIC, max_rd_atomic);
+            take!(qp_mask::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+            take!(qp_mask::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+            if m & qp_mask::AV != 0 {
+                t.av = a.av;
+                if let Some(av) = a.av {
+                    io.src = Some(IpAddr::from_gid(&av.sgid));
+                    io.dst = Some(IpAddr::from_gid(&av.dgid));
+                }
+            }
+            if new != cur || m & qp_mask::STATE != 0 {
+                io.attr.state = new;
+                match new {
+                    QpState::Reset => {
+                        *conn = None;
+                        io.reset();
+                    }
+                    QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
+                        if let Some(mut c) = spare.take() {
+                            *c = Conn::new(this.config(io));
+                            *conn = Some(c);
+                        }
+                    }
+                    QpState::Rts => {
+                        if let Some(c) = conn.as_mut() {
+                            let t = &io.attr;
+                            c.set_retry_limits(retry_cnt(t), rnr_retry(t), give_up_ns(t));
+                        }
+                    }
+                    QpState::Err => {
+                        let mut app = Glue { qp: this, io };
+                        app.flush();
+                    }
+                    QpState::Sqd => {
+                        io.sqd_notify = io.attr.en_sqd_async_notify;
+                        let mut app = Glue { qp: this, io };
+                        app.sq_drained_check();
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Self::pump(this);
+        Ok(())
+    }
+
+    pub(super) fn config(&self, io: &Io) -> Config {
+        let mtu = 128u16 << io.attr.path_mtu.clamp(1, 5);
+        let t = &io.attr;
+        Config {
+            local_conn: self.qpn,
+            peer_conn: t.dest_qpn,
+            paths: PATHS,
+            mtu,
+            // ECMP entropy: a per-QP base in the dynamic port range.
+            base_src_port: 49152 + ((self.qpn.wrapping_mul(2_654_435_761) >> 16) as u16 & 0x3ff8),
+            // Guests under emulation have millisecond RTTs: a timer tick
+            // (jiffies) is the floor anyway.
+            init_rto_ns: 20_000_000,
+            min_rto_ns: 4_000_000,
+            max_rto_ns: 500_000_000,
+            retry_cnt: retry_cnt(t),
+            rnr_retry: rnr_retry(t),
+            give_up_ns: give_up_ns(t),
+            ack_delay_ns: 0,
+            pacing: false,
+            ..Config::default()
+        }
+    }
+
+    /// `query_qp`.
+    pub(crate) fn query(&self, a: &mut QpAttr, init: &mut QpInit) {
+        let g = self.inner.lock();
+        *a = g.io.attr;
+        a.caps = g.io.caps;
+        init.caps = g.io.caps;
+        init.qp_type = self.qp_type;
+        init.sq_sig_all = self.sq_sig_all;
+    }
+
+    /// `destroy_qp`: unlists the QP, stops its timer, flushes its WQEs and
+    /// releases its rings (in process context, before the user context can
+    /// go away).
+    pub(crate) fn destroy(this: &Arc<Self>) {
+        let table_ref = if this.qp_type == QpType::Gsi {
+            this.dev.transport.remove_gsi(this.dev.ifindex)
+        } else {
+            this.dev.transport.remove(this.qpn)
+        };
+        this.timer.shutdown();
+        let (sq, rq, conn) = {
+            let mut g = this.inner.lock();
+            let Inner { conn, io, scratch } = &mut *g;
+            // No asynchronous event from a QP being destroyed.
+            io.last_wqe_sent = true;
+            let mut app = Glue { qp: this, io };
+            app.flush();
+            // The peer may still wait for the ACK of what this QP received
+            // last (applications often destroy right after their last
+            // completion): repeat the ACKs once, in case the first was lost.
+            if let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), app.io.src, app.io.dst) {
+                c.ack_all();
+                for _ in 0..crate::proto::conn::MAX_PATHS {
+                    let now = Instant(now_ns());
+                    let Some(t) = c.poll_transmit(now, scratch, &mut app) else {
+                        break;
+                    };
+                    let len = t.len.min(scratch.len());
+                    let _ = this.dev.transport.send(
+                        &src,
+                        &dst,
+                        this.dev.ifindex,
+                        t.src_port,
+                        t.ect,
+                        &scratch[..len],
+                    );
+                }
+            }
+            io.dead = true;
+            (io.sq.take(), io.rq.take(), conn.take())
+        };
+        drop((sq, rq, conn, table_ref));
+    }
+}

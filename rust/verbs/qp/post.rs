@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Posting and transmission: the user doorbell, kernel `ib_post_send` /
+//! `ib_post_recv`, and the pump that sends what the protocol core has to send
+//! and arms the QP's timer.
+
+use super::*;
+
+impl Qp {
+    /// The user doorbell: new WQEs are in the SQ ring.
+    pub(crate) fn doorbell(this: &Arc<Self>) -> Result {
+        {
+            let mut g = this.inner.lock();
+            match g.io.attr.state {
+                QpState::Rts | QpState::Sqd => {}
+                // Posting in the error state succeeds, and the WQEs complete
+                // with flush errors (rxe_post_send; IBTA 10.8.3.3).
+                QpState::Err if !g.io.dead => {
+                    let Inner { io, .. } = &mut *g;
+                    Glue { qp: this, io }.flush();
+                    return Ok(());
+                }
+                _ => return Err(EINVAL),
+            }
+            if this.qp_type.is_datagram() {
+                let Inner { io, scratch, .. } = &mut *g;
+                let mut app = Glue { qp: this, io };
+                app.datagrams_out(scratch);
+                app.settle();
+                return Ok(());
+            }
+        }
+        Self::pump(this);
+        Ok(())
+    }
+
+    /// Kernel `ib_post_send`: writes the chain into the SQ ring and rings the
+    /// doorbell. `EINVAL` before RTS (as rxe) or for a request
+    /// [`SendWrs::write_next`] rejects, `ENOMEM` when the ring is full; the
+    /// requests before the failed one are posted. In the error state the
+    /// requests complete with flush errors.
+    pub(crate) fn post_kernel_send(this: &Arc<Self>, wrs: &mut SendWrs) -> Result {
+        let r = {
+            let mut g = this.inner.lock();
+            let Inner { io, .. } = &mut *g;
+            if !this.kernel || io.dead {
+                return Err(EINVAL);
+            }
+            let flush = match io.attr.state {
+                QpState::Rts | QpState::Sqd => false,
+                QpState::Err => true,
+                _ => return Err(EINVAL),
+            };
+            let sq = io.sq.as_ref().ok_or(EINVAL)?;
+            let r = wrs.post(sq, this.qp_type.is_datagram(), &io.caps);
+            if flush {
+                let mut app = Glue { qp: this, io };
+                app.flush();
+                return r;
+            }
+            r
+        };
+        if crate::ffi::sync::irqs_disabled() {
+            // Called with interrupts off (ib_mad posts under an irqsave
+            // lock): transmitting needs them on, so the QP's timer sends
+            // from softirq, at the next tick.
+            Timer::arm(this, now_ns());
+            return r;
+        }
+        Self::doorbell(this)?;
+        r
+    }
+
+    /// Kernel `ib_post_recv`: writes the chain into the RQ ring. `EINVAL` in
+    /// RESET (as rxe), with an SRQ, or for too many SGEs; `ENOMEM` when the
+    /// ring is full. In the error state the requests complete with flush
+    /// errors.
+    pub(crate) fn post_kernel_recv(this: &Arc<Self>, wrs: &mut RecvWrs) -> Result {
+        let mut g = this.inner.lock();
+        let Inner { io, .. } = &mut *g;
+        if !this.kernel || io.dead || io.attr.state == QpState::Reset {
+            return Err(EINVAL);
+        }
+        let r = wrs.post(io.rq.as_ref().ok_or(EINVAL)?, io.caps.max_recv_sge);
+        if io.attr.state == QpState::Err {
+            let mut app = Glue { qp: this, io };
+            app.flush();
+        }
+        r
+    }
+
+    /// Sends whatever the core has to send (at most 256 datagrams per call),
+    /// then arms the timer for the core's next deadline.
+    pub(super) fn pump(this: &Arc<Self>) {
+        Self::pump_locked(this, this.inner.lock());
+    }
+
+    /// [`Self::pump`] with the QP lock already held (`g`), so that what the
+    /// caller just did and the datagrams it calls for (the ACK of data whose
+    /// completion user space can already see) are one critical section: a
+    /// `destroy_qp` racing the receive cannot discard that ACK.
+    pub(super) fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, Inner>) {
+        let mut budget = 256;
+        let next = loop {
+            let Inner { conn, io, scratch } = &mut *g;
+            let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), io.src, io.dst) else {
+                return;
+            };
+            let now = Instant(now_ns());
+            let mut app = Glue { qp: this, io };
+            if app.settle() {
+                c.abort();
+            }
+            let t = if budget > 0 {
+                c.poll_transmit(now, scratch, &mut app)
+            } else {
+                None
+            };
+            let Some(t) = t else {
+                // The core's counters, into the device's.
+                let st = *c.stats();
+                let last = core::mem::replace(&mut io.last_stats, st);
+                for (k, n) in [
+                    (counter::RETRANSMITS, st.retx.wrapping_sub(last.retx)),
+                    (
+                        counter::TIMEOUTS,
+                        u32::from(st.timeouts.wrapping_sub(last.timeouts)),
+                    ),
+                    (
+                        counter::PATH_MOVES,
+                        u32::from(st.moves.wrapping_sub(last.moves)),
+                    ),
+                    (counter::DUPLICATES, st.dup_rx.wrapping_sub(last.dup_rx)),
+                    (
+                        counter::SACK_LOSSES,
+                        st.sack_lost.wrapping_sub(last.sack_lost),
+                    ),
+                    (
+                        counter::ECN_ECHOED,
+                        st.ce_echoed.wrapping_sub(last.ce_echoed),
+                    ),
+                ] {
+                    this.dev.count(k, u64::from(n));
+                }
+                break c.poll_timeout();
+            };
+            budget -= 1;
+            let len = t.len.min(scratch.len());
+            // Sent under the QP lock: the tunnel transmits with bottom halves
+            // off, so a datagram to this host is received later, in softirq.
+            if this
+                .dev
+                .transport
+                .send(
+                    &src,
+                    &dst,
+                    this.dev.ifindex,
+                    t.src_port,
+                    t.ect,
+                    &scratch[..len],
+                )
+                .is_ok()
+            {
+                this.dev.count(counter::TX_PACKETS, 1);
+                this.dev.count(counter::TX_BYTES, len as u64);
+            }
+        };
+        drop(g);
+        if let Some(at) = next {
+            Timer::arm(this, at.as_nanos());
+        }
+    }
+}

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Unreliable datagram QPs (and the GSI QP): each SEND one DATAGRAM packet
+//! outside any connection; receives land after the 40-byte GRH area.
+
+use super::*;
+
+/// Bytes of the GRH area at the start of every UD receive buffer (IBTA
+/// 11.4.1.1: 40 bytes, the IPv4 header in its last 20 for RoCE v2 over IPv4).
+const GRH_LEN: usize = 40;
+
+impl Glue<'_> {
+    /// UD: sends every new WQE of the SQ as one DATAGRAM packet and
+    /// completes it (UD is unreliable: at once).
+    pub(super) fn datagrams_out(&mut self, scratch: &mut [u8]) {
+        use crate::proto::wire::{DatagramHeader, DATAGRAM_LEN, GF_IMM, GF_SE};
+        loop {
+            let Some(sq) = self.io.sq.as_ref() else {
+                return;
+            };
+            let slot = self.io.sq_cons;
+            if slot == sq.producer() {
+                return;
+            }
+            let Ok(w) = SendWqe::read(sq, slot) else {
+                return;
+            };
+            let mut status = wc::SUCCESS;
+            let ah = self.qp.dev.ahs.get(w.ah_num).filter(|a| a.pd == self.qp.pd);
+            let len = w.length as usize;
+            let room = scratch
+                .len()
+                .saturating_sub(DATAGRAM_LEN)
+                .min(UD_MAX_PAYLOAD);
+            let imm = w.opcode == wr::SEND_WITH_IMM;
+            match ah {
+                _ if w.opcode != wr::SEND && !imm => status = wc::LOC_QP_OP_ERR,
+                _ if w.num_sge > self.io.caps.max_send_sge => status = wc::LOC_QP_OP_ERR,
+                // IBTA C10-93.1.1: a UD message longer than the MTU emits
+                // no packet and generates no error (rxe does the same).
+                _ if len > room => {}
+                None => status = wc::LOC_QP_OP_ERR,
+                Some(ah) => {
+                    let qkey = if w.ud_qkey & 0x8000_0000 != 0 {
+                        self.io.attr.qkey
+                    } else {
+                        w.ud_qkey
+                    };
+                    let h = DatagramHeader {
+                        dst_qpn: w.ud_qpn & 0x00ff_ffff,
+                        src_qpn: self.qp.qpn,
+                        qkey,
+                        flags: if imm { GF_IMM } else { 0 }
+                            | if w.send_flags & send_flags::SOLICITED != 0 {
+                                GF_SE
+                            } else {
+                                0
+                            },
+                        payload_len: len as u16,
+                        imm: u32::from_be(w.ex),
+                        stamp: now_ns() as u32,
+                    };
+                    let m = SendMsg {
+                        wqe: w,
+                        slot,
+                        ..SendMsg::default()
+                    };
+                    let ok = h.encode(scratch).is_some()
+                        && self
+                            .gather(&m, 0, &mut scratch[DATAGRAM_LEN..DATAGRAM_LEN + len])
+                            .is_ok();
+                    if !ok {
+                        status = wc::LOC_PROT_ERR;
+                    } else {
+                        let (src, dst) =
+                            (IpAddr::from_gid(&ah.av.sgid), IpAddr::from_gid(&ah.av.dgid));
+                        let sport = 49152 + (self.qp.qpn & 0x3fff) as u16;
+                        match self.qp.dev.transport.send(
+                            &src,
+                            &dst,
+                            self.qp.dev.ifindex,
+                            sport,
+                            true,
+                            &scratch[..DATAGRAM_LEN + len],
+                        ) {
+                            Ok(()) => {
+                                self.qp.dev.count(counter::TX_PACKETS, 1);
+                                self.qp
+                                    .dev
+                                    .count(counter::TX_BYTES, (DATAGRAM_LEN + len) as u64);
+                            }
+                            // No route to the AH's address: a local QP
+                            // operation error (rxe fails the WQE when it
+                            // cannot build the packet); a datagram lost
+                            // any other way is UD's to lose.
+                            Err(e) if crate::ffi::net::is_unreachable(e) => {
+                                status = wc::LOC_QP_OP_ERR;
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                }
+            }
+            let signaled = self.qp.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
+            if signaled || status != wc::SUCCESS {
+                self.post(
+                    &self.qp.scq,
+                    &Wc {
+                        wr_id: w.wr_id,
+                        status,
+                        opcode: wc::OP_SEND,
+                        byte_len: w.length,
+                        qp_num: self.qp.qpn,
+                        ..Wc::default()
+                    },
+                    false,
+                );
+            }
+            self.io.sq_cons = sq.advance(slot, 1);
+            sq.set_consumer(self.io.sq_cons);
+            if status != wc::SUCCESS {
+                self.flush();
+                return;
+            }
+        }
+    }
+
+    /// UD: one received DATAGRAM into the next posted receive, after the
+    /// 40-byte GRH area (IBTA 11.4.1.1).
+    pub(super) fn datagram_in(&mut self, pkt: &[u8], meta: &RxMeta) -> Result {
+        let (h, payload) = crate::proto::wire::decode_datagram(pkt).map_err(|_| EINVAL)?;
+        if !matches!(
+            self.io.attr.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd
+        ) || h.qkey != self.io.attr.qkey
+        {
+            return Err(EINVAL);
+        }
+        // The receive: the RQ's next, or the SRQ's (into entry 0 of `taken`,
+        // which only RC QPs index by RSN). None posted: UD drops (IBTA
+        // 10.7.2.2).
+        let slot = self.io.rq_cons;
+        let wr_id = match self.qp.srq.as_ref() {
+            Some(srq) => {
+                let ms = self.io.srq_sge;
+                let sl = self.io.taken_sges.get_mut(..ms).ok_or(EINVAL)?;
+                let (wr_id, num_sge) = srq.take(sl).ok_or(ENOMEM)?;
+                let t = self.io.taken.get_mut(0).ok_or(EINVAL)?;
+                *t = Taken {
+                    valid: true,
+                    wr_id,
+                    num_sge,
+                };
+                wr_id
+            }
+            None => {
+                let rq = self.io.rq.as_ref().ok_or(EINVAL)?;
+                if slot == rq.producer() {
+                    return Err(ENOMEM);
+                }
+                RecvWqe::read(rq, slot)?.wr_id
+            }
+        };
+        let mut grh = [0u8; GRH_LEN];
+        match (meta.src, meta.dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                // The IPv4 header, as RoCE v2 receivers see it.
+                let total = (20 + 8 + pkt.len()) as u16;
+                grh[20] = 0x45;
+                grh[22..24].copy_from_slice(&total.to_be_bytes());
+                grh[28] = 64;
+                grh[29] = 17;
+                grh[32..36].copy_from_slice(&s);
+                grh[36..40].copy_from_slice(&d);
+                let sum = ipv4_checksum(&grh[20..40]);
+                grh[30..32].copy_from_slice(&sum.to_be_bytes());
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                grh[0] = 0x60;
+                grh[4..6].copy_from_slice(&((8 + pkt.len()) as u16).to_be_bytes());
+                grh[6] = 17;
+                grh[7] = 64;
+                grh[8..24].copy_from_slice(&s);
+                grh[24..40].copy_from_slice(&d);
+            }
+            _ => {}
+        }
+        let fits = if self.qp.srq.is_some() {
+            self.scatter_taken(0, 0, &grh).is_ok()
+                && self.scatter_taken(0, GRH_LEN as u32, payload).is_ok()
+        } else {
+            self.scatter(slot, 0, &grh).is_ok()
+                && self.scatter(slot, GRH_LEN as u32, payload).is_ok()
+        };
+        let imm = h.flags & crate::proto::wire::GF_IMM != 0;
+        // Kernel consumers (the MAD layer building a reply's AH with
+        // `ib_init_ah_attr_from_wc`) learn which IP header the GRH area holds.
+        let (net_type, net_flag) = match (self.qp.kernel, meta.src) {
+            (false, _) => (0, 0),
+            (true, IpAddr::V4(_)) => (NET_IPV4, WC_WITH_NETWORK_HDR_TYPE),
+            (true, IpAddr::V6(_)) => (NET_IPV6, WC_WITH_NETWORK_HDR_TYPE),
+        };
+        self.post(
+            &self.qp.rcq,
+            &Wc {
+                wr_id,
+                status: if fits { wc::SUCCESS } else { wc::LOC_LEN_ERR },
+                opcode: wc::OP_RECV,
+                byte_len: (GRH_LEN + payload.len()) as u32,
+                ex: if imm { h.imm.to_be() } else { 0 },
+                qp_num: self.qp.qpn,
+                src_qp: h.src_qpn,
+                wc_flags: WC_GRH | net_flag | if imm { wc::WITH_IMM } else { 0 },
+                net_type,
+            },
+            h.flags & crate::proto::wire::GF_SE != 0,
+        );
+        if let Some(t) = self.io.taken.get_mut(0) {
+            t.valid = false;
+        }
+        if let (None, Some(rq)) = (self.qp.srq.as_ref(), self.io.rq.as_ref()) {
+            self.io.rq_cons = rq.advance(slot, 1);
+            rq.set_consumer(self.io.rq_cons);
+        }
+        Ok(())
+    }
+}
+
+/// `IB_WC_GRH`.
+const WC_GRH: u32 = 1;
+/// `IB_WC_WITH_NETWORK_HDR_TYPE`.
+const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
+/// `RDMA_NETWORK_IPV4`, `RDMA_NETWORK_IPV6` (`enum rdma_network_type`).
+const NET_IPV4: u8 = 2;
+const NET_IPV6: u8 = 3;
+
+/// The IPv4 header checksum (RFC 791) of `h`, whose checksum field is zero.
+fn ipv4_checksum(h: &[u8]) -> u16 {
+    let mut sum: u32 = h
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+/// Largest UD payload: one IB MTU of 4096 bytes.
+const UD_MAX_PAYLOAD: usize = 4096;
