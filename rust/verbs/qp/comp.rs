@@ -40,26 +40,7 @@ impl Glue<'_> {
         let Some(m) = self.send_msg(self.io.sq_msn) else {
             return;
         };
-        let signaled = self.qp.sq_sig_all || m.wqe.send_flags & send_flags::SIGNALED != 0;
-        if signaled || status != wc::SUCCESS {
-            let opcode = match m.wqe.opcode {
-                wr::RDMA_WRITE | wr::RDMA_WRITE_WITH_IMM => wc::OP_RDMA_WRITE,
-                wr::RDMA_READ => wc::OP_RDMA_READ,
-                wr::ATOMIC_CMP_AND_SWP => wc::OP_COMP_SWAP,
-                wr::ATOMIC_FETCH_AND_ADD => wc::OP_FETCH_ADD,
-                wr::ATOMIC_WRITE => wc::OP_ATOMIC_WRITE,
-                _ => wc::OP_SEND,
-            };
-            let wc = Wc {
-                wr_id: m.wqe.wr_id,
-                status,
-                opcode,
-                byte_len: m.wqe.length,
-                qp_num: self.qp.qpn,
-                ..Wc::default()
-            };
-            self.post(&self.qp.scq, &wc, false);
-        }
+        self.send_cqe(&m.wqe, status);
         let Some(sq) = self.io.sq.as_ref() else {
             return;
         };
@@ -67,6 +48,35 @@ impl Glue<'_> {
         self.io.sq_msn = self.io.sq_msn.wrapping_add(1);
         sq.set_consumer(self.io.sq_cons);
         self.sq_drained_check();
+    }
+
+    /// Writes the completion of send WQE `w` with `status` if it asks for
+    /// one (signaled, or any with `sq_sig_all`) or failed (IBTA 10.8.3.1).
+    pub(super) fn send_cqe(&self, w: &SendWqe, status: u32) {
+        let signaled = self.qp.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
+        if !signaled && status == wc::SUCCESS {
+            return;
+        }
+        let (opcode, byte_len) = match w.opcode {
+            wr::RDMA_WRITE | wr::RDMA_WRITE_WITH_IMM => (wc::OP_RDMA_WRITE, w.length),
+            wr::RDMA_READ => (wc::OP_RDMA_READ, w.length),
+            wr::ATOMIC_CMP_AND_SWP => (wc::OP_COMP_SWAP, w.length),
+            wr::ATOMIC_FETCH_AND_ADD => (wc::OP_FETCH_ADD, w.length),
+            wr::ATOMIC_WRITE => (wc::OP_ATOMIC_WRITE, w.length),
+            wr::BIND_MW => (wc::OP_BIND_MW, 0),
+            wr::REG_MR => (wc::OP_REG_MR, 0),
+            wr::LOCAL_INV => (wc::OP_LOCAL_INV, 0),
+            _ => (wc::OP_SEND, w.length),
+        };
+        let wc = Wc {
+            wr_id: w.wr_id,
+            status,
+            opcode,
+            byte_len,
+            qp_num: self.qp.qpn,
+            ..Wc::default()
+        };
+        self.post(&self.qp.scq, &wc, false);
     }
 
     /// Writes a completion into `cq`; a full CQ loses it, raises

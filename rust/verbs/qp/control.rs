@@ -345,14 +345,7 @@ impl Qp {
                         break;
                     };
                     let len = t.len.min(scratch.len());
-                    let _ = this.dev.transport.send(
-                        &src,
-                        &dst,
-                        this.dev.ifindex,
-                        t.src_port,
-                        t.ect,
-                        &scratch[..len],
-                    );
+                    let _ = this.transmit(&src, &dst, &t, &scratch[..len]);
                 }
             }
             io.dead = true;

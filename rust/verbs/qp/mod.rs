@@ -52,7 +52,8 @@ use crate::ffi::verbs::{
 };
 use crate::net::Endpoint;
 use crate::proto::conn::{
-    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, Stats, Unreadable,
+    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, Stats, Transmit,
+    Unreadable,
 };
 use crate::proto::time::Instant;
 use crate::proto::wire::{Op, Reth};

@@ -7,6 +7,20 @@
 use super::*;
 
 impl Qp {
+    /// Sends datagram `bytes` the core described in `t` from `src` to `dst`
+    /// through the device's netdev.
+    pub(super) fn transmit(
+        &self,
+        src: &IpAddr,
+        dst: &IpAddr,
+        t: &Transmit,
+        bytes: &[u8],
+    ) -> Result {
+        self.dev
+            .transport
+            .send(src, dst, self.dev.ifindex, t.src_port, t.ect, bytes)
+    }
+
     /// The user doorbell: new WQEs are in the SQ ring.
     pub(crate) fn doorbell(this: &Arc<Self>) -> Result {
         {
@@ -148,19 +162,7 @@ impl Qp {
             let len = t.len.min(scratch.len());
             // Sent under the QP lock: the tunnel transmits with bottom halves
             // off, so a datagram to this host is received later, in softirq.
-            if this
-                .dev
-                .transport
-                .send(
-                    &src,
-                    &dst,
-                    this.dev.ifindex,
-                    t.src_port,
-                    t.ect,
-                    &scratch[..len],
-                )
-                .is_ok()
-            {
+            if this.transmit(&src, &dst, &t, &scratch[..len]).is_ok() {
                 this.dev.count(counter::TX_PACKETS, 1);
                 this.dev.count(counter::TX_BYTES, len as u64);
             }

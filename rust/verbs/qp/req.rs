@@ -38,24 +38,7 @@ impl Glue<'_> {
                 return None;
             }
             let status = self.local_op(&w);
-            let signaled = self.qp.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
-            if signaled || status != wc::SUCCESS {
-                self.post(
-                    &self.qp.scq,
-                    &Wc {
-                        wr_id: w.wr_id,
-                        status,
-                        opcode: match w.opcode {
-                            wr::BIND_MW => wc::OP_BIND_MW,
-                            wr::REG_MR => wc::OP_REG_MR,
-                            _ => wc::OP_LOCAL_INV,
-                        },
-                        qp_num: self.qp.qpn,
-                        ..Wc::default()
-                    },
-                    false,
-                );
-            }
+            self.send_cqe(&w, status);
             let next = sq.advance(slot, 1);
             self.io.scan = next;
             self.io.sq_cons = next;

@@ -101,21 +101,7 @@ impl Glue<'_> {
                     }
                 }
             }
-            let signaled = self.qp.sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
-            if signaled || status != wc::SUCCESS {
-                self.post(
-                    &self.qp.scq,
-                    &Wc {
-                        wr_id: w.wr_id,
-                        status,
-                        opcode: wc::OP_SEND,
-                        byte_len: w.length,
-                        qp_num: self.qp.qpn,
-                        ..Wc::default()
-                    },
-                    false,
-                );
-            }
+            self.send_cqe(&w, status);
             self.io.sq_cons = sq.advance(slot, 1);
             sq.set_consumer(self.io.sq_cons);
             if status != wc::SUCCESS {
