@@ -200,3 +200,28 @@ fn aborted_receiver_never_acknowledges_and_the_sender_times_out() {
         "abort does not call App::error"
     );
 }
+
+/// Verbs `retry_cnt` 0 means no retry (IBTA 9.7.6.1.3): the first timeout without
+/// progress fails the connection; with 2, it takes more than one.
+#[test]
+fn retry_cnt_zero_fails_at_the_first_timeout() {
+    use metaroce_proto::conn::ConnError;
+    for (retry_cnt, want_more_than_one) in [(0u8, false), (2u8, true)] {
+        let mut net = Net::new(94, 4, 0.0);
+        let mut cfg_a = kernel_config(1, 2);
+        cfg_a.retry_cnt = retry_cnt;
+        cfg_a.give_up_ns = 0;
+        net.a = Connection::new(cfg_a);
+        net.b = Connection::new(kernel_config(2, 1));
+        net.b.abort();
+        net.app_a.msgs[0].push(100);
+        net.run(net.now + 10_000_000_000);
+        assert_eq!(net.app_a.errors, vec![ConnError::RetryExceeded]);
+        let timeouts = net.a.stats().timeouts;
+        assert_eq!(
+            timeouts > 1,
+            want_more_than_one,
+            "retry_cnt {retry_cnt}: {timeouts} timeouts"
+        );
+    }
+}
