@@ -81,7 +81,8 @@ impl Cq {
 
     /// Appends a completion of QP `qp`; raises the CQ event if armed for it.
     /// Returns `false` if the ring is full: the completion is lost and
-    /// `IB_EVENT_CQ_ERR` raised (the caller's QP enters the error state).
+    /// `IB_EVENT_CQ_ERR` raised (once per run of lost completions); the
+    /// caller decides what the loss means for its QP.
     pub(crate) fn push(&self, wc: &Wc, solicited: bool, qp: QpHandle) -> bool {
         let fire = {
             let mut g = self.inner.lock();
