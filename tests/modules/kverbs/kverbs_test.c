@@ -51,6 +51,9 @@ MODULE_PARM_DESC(corrupt, "self-check: corrupt the N-th payload comparison");
 static int access_errors = 1;
 module_param(access_errors, int, 0444);
 MODULE_PARM_DESC(access_errors, "check remote access errors (IB_WC_REM_ACCESS_ERR; default 1)");
+static int dma_user_va = 1;
+module_param(dma_user_va, int, 0444);
+MODULE_PARM_DESC(dma_user_va, "READ through the DMA MR's rkey at a user-space address must fail with IB_WC_REM_ACCESS_ERR (default 1; rxe reads whatever the address maps to: 0 for rxe)");
 static int last_wqe = 1;
 module_param(last_wqe, int, 0444);
 MODULE_PARM_DESC(last_wqe, "check IB_EVENT_QP_LAST_WQE_REACHED for an SRQ QP moved to ERR (default 1; 0 skips it)");
@@ -1206,10 +1209,113 @@ static void t_srq(void)
 }
 
 /*
+ * Issue 19 row 10(b): ib_post_send racing a move to ERR. Every call either
+ * returns 0 -- all its work requests were taken, and each completes exactly
+ * once (IB_WC_SUCCESS or IB_WC_WR_FLUSH_ERR) -- or fails with *bad_wr naming
+ * its first request not taken (never NULL), and only the requests before it
+ * complete. rxe: posting in ERR succeeds and flushes (rxe_post_send).
+ */
+#define RACE_POSTS 300
+static struct {
+	u32 taken;		/* work requests taken, wr_ids RACE_BASE .. + taken */
+	int errors, bad_null, bad_wrong;
+	atomic_t go;
+} race;
+#define RACE_BASE 0x7ace0000ULL
+
+static int race_poster(void *arg)
+{
+	struct ib_rdma_wr w[2] = {};
+	struct ib_sge sg[2];
+	const struct ib_send_wr *bad;
+	int i, k, r;
+
+	while (!atomic_read(&race.go))
+		cpu_relax();
+	for (i = 0; i < RACE_POSTS; i++) {
+		for (k = 0; k < 2; k++) {
+			sg[k] = (struct ib_sge){ t.a.tx_dma + 8 * k, 8, t.pd->local_dma_lkey };
+			w[k].wr.wr_id = RACE_BASE + race.taken + k;
+			w[k].wr.sg_list = &sg[k];
+			w[k].wr.num_sge = 1;
+			w[k].wr.opcode = IB_WR_RDMA_WRITE;
+			w[k].wr.send_flags = IB_SEND_SIGNALED;
+			w[k].wr.next = k ? NULL : &w[1].wr;
+			w[k].remote_addr = t.b.rx_dma + 8 * k;
+			w[k].rkey = t.pd->unsafe_global_rkey;
+		}
+		bad = NULL;
+		r = ib_post_send(t.a.qp, &w[0].wr, &bad);
+		if (!r) {
+			race.taken += 2;
+			continue;
+		}
+		race.errors++;
+		if (!bad)
+			race.bad_null++;
+		else if (bad == &w[1].wr)
+			race.taken += 1;
+		else if (bad != &w[0].wr)
+			race.bad_wrong++;
+		usleep_range(50, 100); /* full SQ: let it drain */
+	}
+	return 0;
+}
+
+static void t_post_err_race(void)
+{
+	static u8 seen[2 * RACE_POSTS];
+	struct task_struct *th;
+	struct ib_wc wc;
+	u32 got = 0, dup = 0, stray = 0, bad_status = 0;
+	unsigned long end;
+	bool ok;
+
+	memset(&race, 0, sizeof(race));
+	memset(seen, 0, sizeof(seen));
+	th = kthread_run(race_poster, NULL, "kverbs_race");
+	if (IS_ERR(th)) {
+		report(false, "post/ERR race: kthread_run: %ld", PTR_ERR(th));
+		return;
+	}
+	get_task_struct(th);
+	atomic_set(&race.go, 1);
+	usleep_range(2000, 4000);
+	set_state(t.a.qp, IB_QPS_ERR);
+	kthread_stop(th);
+	put_task_struct(th);
+	end = jiffies + msecs_to_jiffies(timeout_ms);
+	while (got < race.taken && time_before(jiffies, end)) {
+		if (ib_poll_cq(t.a.cq, 1, &wc) <= 0) {
+			usleep_range(200, 1000);
+			continue;
+		}
+		if (wc.wr_id < RACE_BASE || wc.wr_id >= RACE_BASE + ARRAY_SIZE(seen)) {
+			stray++;
+			continue;
+		}
+		if (seen[wc.wr_id - RACE_BASE]++)
+			dup++;
+		if (wc.status != IB_WC_SUCCESS && wc.status != IB_WC_WR_FLUSH_ERR)
+			bad_status++;
+		got++;
+	}
+	ok = (!race.bad_null && !race.bad_wrong) ||
+	     fail_why("%d failed posts had *bad_wr NULL, %d a wrong one", race.bad_null,
+		      race.bad_wrong);
+	ok = ok && ((got == race.taken && !dup && !stray && !bad_status && cq_empty(&t.a, 200)) ||
+		    fail_why("%u work requests taken, %u completed (%u twice, %u stray, %u bad status)",
+			     race.taken, got, dup, stray, bad_status));
+	report(ok, "ib_post_send racing a move to ERR: %u WRs taken in %d posts (%d refused), each completes once, every refusal names its bad_wr",
+	       race.taken, RACE_POSTS, race.errors);
+	t.desync = true;
+}
+
+/*
  * Remote access errors (access_errors=1): the requester's WQE must complete
  * with IB_WC_REM_ACCESS_ERR (the responder NAKs), and its QP goes to ERR.
  */
-static void t_access(const char *name, enum ib_wr_opcode op, u32 rkey)
+static void t_access_at(const char *name, enum ib_wr_opcode op, u32 rkey, u64 raddr)
 {
 	struct ib_sge s = { t.a.rx_dma, 8, t.pd->local_dma_lkey };
 	struct ib_atomic_wr aw = {};
@@ -1223,12 +1329,12 @@ static void t_access(const char *name, enum ib_wr_opcode op, u32 rkey)
 
 	WRITE_ONCE(*target, 42);
 	if (op == IB_WR_ATOMIC_FETCH_AND_ADD) {
-		aw.remote_addr = t.b.rx_dma + 4096;
+		aw.remote_addr = raddr;
 		aw.compare_add = 1;
 		aw.rkey = rkey;
 		w = &aw.wr;
 	} else {
-		rw.remote_addr = t.b.rx_dma + 4096;
+		rw.remote_addr = raddr;
 		rw.rkey = rkey;
 		w = &rw.wr;
 	}
@@ -1247,6 +1353,11 @@ static void t_access(const char *name, enum ib_wr_opcode op, u32 rkey)
 		ok = fail_why("target memory changed to %llu", READ_ONCE(*target));
 	report(ok, "%s", name);
 	t.desync = true; /* the QP is in ERR now: reconnect */
+}
+
+static void t_access(const char *name, enum ib_wr_opcode op, u32 rkey)
+{
+	t_access_at(name, op, rkey, t.b.rx_dma + 4096);
 }
 
 /* ib_drain_qp on B, in a thread so that a device that never flushes fails the test instead of hanging it. */
@@ -2052,7 +2163,16 @@ static int __init kverbs_test_init(void)
 			      IB_WR_RDMA_READ, t.pd->unsafe_global_rkey ^ 0x5500));
 		STEP(t_access("FETCH_AND_ADD with an rkey without IB_ACCESS_REMOTE_ATOMIC: IB_WC_REM_ACCESS_ERR",
 			      IB_WR_ATOMIC_FETCH_AND_ADD, t.pd->unsafe_global_rkey));
+		/*
+		 * Issue 19 row 5: the DMA MR addresses kernel virtual memory
+		 * only; a READ through its rkey at a user-space address is a
+		 * remote access error, never a success with zeros.
+		 */
+		if (dma_user_va)
+			STEP(t_access_at("RDMA READ through the DMA MR's rkey at a user-space address (0x10000): IB_WC_REM_ACCESS_ERR",
+					 IB_WR_RDMA_READ, t.pd->unsafe_global_rkey, 0x10000));
 	}
+	STEP(t_post_err_race());
 	STEP(t_alloc_mr_huge());
 	STEP(t_inline_inv());
 	STEP(t_cq_overrun(false));
