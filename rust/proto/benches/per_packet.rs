@@ -2,47 +2,16 @@
 //! process the ACK at the sender. `payload()` is a no-op in the "core" case (copying the
 //! bytes is the verbs layer's job); the "copy" case adds a 4 KiB memcpy into the datagram.
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use metaroce_proto::conn::{
-    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Unreadable,
-};
+use metaroce_proto::conn::{Config, Connection};
+use metaroce_proto::testkit::BulkApp;
 use metaroce_proto::time::Instant;
-use metaroce_proto::wire::{Op, Reth};
 
-struct BenchApp {
-    copy: bool,
-    src: Vec<u8>,
-    placed: u64,
-}
-
-impl App for BenchApp {
-    fn message(&mut self, stream: u16, _msn: u32) -> Option<MsgInfo> {
-        (stream == 0).then_some(MsgInfo {
-            op: Op::Write,
-            len: 1 << 20,
-            reth: Reth {
-                va: 0x1000,
-                rkey: 1,
-                len: 1 << 20,
-            },
-            imm: 0,
-            tag: 0,
-            solicited: false,
-        })
+/// One endless stream of 1 MiB WRITEs; `src` is copied into every packet (empty: no copy).
+fn app(src: &[u8]) -> BulkApp<'_> {
+    BulkApp {
+        src,
+        ..BulkApp::write(1 << 20, 1).with_reth(0x1000, 1)
     }
-    fn payload(&mut self, _: u16, _: u32, _: u32, dst: &mut [u8]) -> Result<(), Unreadable> {
-        if self.copy {
-            let n = dst.len().min(self.src.len());
-            dst[..n].copy_from_slice(&self.src[..n]);
-        }
-        Ok(())
-    }
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
-        self.placed += p.payload.len() as u64;
-        Ok(())
-    }
-    fn complete(&mut self, _: u16, _: u32) {}
-    fn acked(&mut self, _: u16, _: u32) {}
-    fn error(&mut self, _: ConnError) {}
 }
 
 type C = Connection<8, 1, 4>;
@@ -62,8 +31,8 @@ fn pair(ack_every: u8) -> (C, C) {
 fn one_packet(
     a: &mut C,
     b: &mut C,
-    aa: &mut BenchApp,
-    ba: &mut BenchApp,
+    aa: &mut BulkApp<'_>,
+    ba: &mut BulkApp<'_>,
     now: &mut u64,
     buf: &mut [u8],
 ) {
@@ -84,16 +53,9 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     for (copy, ack_every) in [(false, 1u8), (false, 2), (true, 2)] {
         let (mut a, mut b) = pair(ack_every);
-        let mut aa = BenchApp {
-            copy,
-            src: vec![7u8; 4096],
-            placed: 0,
-        };
-        let mut ba = BenchApp {
-            copy,
-            src: Vec::new(),
-            placed: 0,
-        };
+        let src = vec![7u8; 4096];
+        let mut aa = app(if copy { &src } else { &[] });
+        let mut ba = app(&[]);
         let mut buf = vec![0u8; 4200];
         let mut now = 1_000u64;
         let name = match (copy, ack_every) {

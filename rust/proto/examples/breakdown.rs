@@ -1,34 +1,9 @@
 //! Quick per-packet loop without criterion: `ACK_EVERY=1|2|4 cargo run --release -p
 //! metaroce-proto --example breakdown` (run under `perf record` to profile).
-use metaroce_proto::conn::{
-    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Unreadable,
-};
+use metaroce_proto::conn::{Config, Connection};
+use metaroce_proto::testkit::BulkApp;
 use metaroce_proto::time::Instant;
-use metaroce_proto::wire::{Op, Reth};
 use std::time::Instant as W;
-
-struct A;
-impl App for A {
-    fn message(&mut self, s: u16, _: u32) -> Option<MsgInfo> {
-        (s == 0).then_some(MsgInfo {
-            op: Op::Write,
-            len: 1 << 20,
-            reth: Reth::default(),
-            imm: 0,
-            tag: 0,
-            solicited: false,
-        })
-    }
-    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) -> Result<(), Unreadable> {
-        Ok(())
-    }
-    fn place(&mut self, _: &Placement<'_>) -> Result<(), Refuse> {
-        Ok(())
-    }
-    fn complete(&mut self, _: u16, _: u32) {}
-    fn acked(&mut self, _: u16, _: u32) {}
-    fn error(&mut self, _: ConnError) {}
-}
 
 fn main() {
     type C = Connection<8, 1, 4>;
@@ -43,6 +18,8 @@ fn main() {
         ..Config::default()
     };
     let (mut a, mut b) = (C::new(cfg(1, 2)), C::new(cfg(2, 1)));
+    // One endless stream of 1 MiB WRITEs each way, payload not copied.
+    let (mut aa, mut ba) = (BulkApp::write(1 << 20, 1), BulkApp::write(1 << 20, 1));
     let mut buf = vec![0u8; 4200];
     let mut ab = vec![0u8; 128];
     let n = 2_000_000u64;
@@ -52,14 +29,14 @@ fn main() {
     for _ in 0..n {
         now += 400;
         let t = Instant(now);
-        if let Some(tx) = a.poll_transmit(t, &mut buf, &mut A) {
+        if let Some(tx) = a.poll_transmit(t, &mut buf, &mut aa) {
             datas += 1;
             reqs += u64::from(buf[19] & 0x20 != 0);
-            let _ = b.handle_packet(t, &buf[..tx.len], false, &mut A);
+            let _ = b.handle_packet(t, &buf[..tx.len], false, &mut ba);
         }
-        if let Some(ack) = b.poll_transmit(t, &mut ab, &mut A) {
+        if let Some(ack) = b.poll_transmit(t, &mut ab, &mut ba) {
             acks += 1;
-            let _ = a.handle_packet(t, &ab[..ack.len], false, &mut A);
+            let _ = a.handle_packet(t, &ab[..ack.len], false, &mut aa);
         }
     }
     println!(

@@ -7,3 +7,6 @@
 #[path = "proto.rs"]
 mod proto;
 pub use proto::*;
+
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;

@@ -10,19 +10,22 @@ pub const VERSION: u8 = 1;
 /// Default UDP destination port (a module parameter; deliberately not RoCEv2's 4791).
 pub const DEFAULT_UDP_PORT: u16 = 4792;
 /// Length of the common header.
-pub const COMMON_LEN: usize = 16;
+pub const COMMON_LEN: usize = field::common::STAMP.end;
 /// Length of a data packet's headers without optional extensions.
-pub const DATA_LEN: usize = 44;
+pub const DATA_LEN: usize = field::data::MSG_LEN.end;
 /// Length of the remote-address extension (RETH).
-pub const RETH_LEN: usize = 16;
+pub const RETH_LEN: usize = field::reth::LEN.end;
 /// Length of the immediate-data extension.
-pub const IMM_LEN: usize = 4;
+pub const IMM_LEN: usize = field::imm::IMM.end;
 /// Length of an ACK packet.
-pub const ACK_LEN: usize = 68;
+pub const ACK_LEN: usize = field::ack::SACK.end;
 /// Length of a PROBE packet.
-pub const PROBE_LEN: usize = 20;
+pub const PROBE_LEN: usize = field::probe::FLOOR.end;
 /// Length of a DATAGRAM packet's headers (unreliable datagram service).
-pub const DATAGRAM_LEN: usize = 32;
+pub const DATAGRAM_LEN: usize = field::datagram::IMM.end;
+
+mod field;
+use field::Field;
 /// Largest header a data packet can have.
 pub const MAX_DATA_HEADER: usize = DATA_LEN + RETH_LEN + IMM_LEN;
 
@@ -38,6 +41,25 @@ pub enum PacketType {
     Probe = 3,
     /// One unreliable datagram (verbs UD SEND): no connection, no ACK.
     Datagram = 4,
+}
+
+impl PacketType {
+    /// Decodes a type byte.
+    pub fn from_u8(v: u8) -> Option<PacketType> {
+        use PacketType::*;
+        // Types are numbered from 1 in this order.
+        let by_number = [Data, Ack, Probe, Datagram];
+        by_number.get(usize::from(v).wrapping_sub(1)).copied()
+    }
+}
+
+/// The packet type of a datagram, read from the type byte without validating anything
+/// else (`None`: too short to have one, or unknown).
+#[inline]
+pub fn peek_type(buf: &[u8]) -> Option<PacketType> {
+    buf.get(field::common::TYPE)
+        .copied()
+        .and_then(PacketType::from_u8)
 }
 
 /// Verbs operation of the message a data packet belongs to. The core carries it; the
@@ -320,34 +342,29 @@ impl DataHeader {
     /// if `out` is too short.
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         let n = self.header_len();
+        use field::data::*;
         let b = out.get_mut(..n)?;
-        put_common(
-            b,
-            PacketType::Data,
-            self.path,
-            self.dst_conn,
-            self.psn,
-            self.stamp,
-        );
-        put_u16(b, 16, self.stream);
-        put_u8(b, 18, self.op);
-        put_u8(b, 19, self.flags);
-        put_u16(b, 20, self.payload_len);
-        put_u16(b, 22, self.tag);
-        put_u32(b, 24, self.floor);
-        put_u32(b, 28, self.ssn);
-        put_u32(b, 32, self.msn);
-        put_u32(b, 36, self.offset);
-        put_u32(b, 40, self.msg_len);
-        let mut at = DATA_LEN;
+        let (t, path, conn) = (PacketType::Data, self.path, self.dst_conn);
+        put_common(b, t, path, conn, self.psn, self.stamp)?;
+        put(b, STREAM, self.stream.to_be_bytes())?;
+        *b.get_mut(OP)? = self.op;
+        *b.get_mut(FLAGS)? = self.flags;
+        put(b, PAYLOAD_LEN, self.payload_len.to_be_bytes())?;
+        put(b, TAG, self.tag.to_be_bytes())?;
+        put(b, FLOOR, self.floor.to_be_bytes())?;
+        put(b, SSN, self.ssn.to_be_bytes())?;
+        put(b, MSN, self.msn.to_be_bytes())?;
+        put(b, OFFSET, self.offset.to_be_bytes())?;
+        put(b, MSG_LEN, self.msg_len.to_be_bytes())?;
+        let mut ext = b.get_mut(DATA_LEN..)?;
         if self.flags & DF_RETH != 0 {
-            put_u64(b, at, self.reth.va);
-            put_u32(b, at + 8, self.reth.rkey);
-            put_u32(b, at + 12, self.reth.len);
-            at += RETH_LEN;
+            put(ext, field::reth::VA, self.reth.va.to_be_bytes())?;
+            put(ext, field::reth::RKEY, self.reth.rkey.to_be_bytes())?;
+            put(ext, field::reth::LEN, self.reth.len.to_be_bytes())?;
+            ext = ext.get_mut(RETH_LEN..)?;
         }
         if self.flags & DF_IMM != 0 {
-            put_u32(b, at, self.imm);
+            put(ext, field::imm::IMM, self.imm.to_be_bytes())?;
         }
         Some(n)
     }
@@ -383,21 +400,20 @@ pub struct AckHeader {
 impl AckHeader {
     /// Writes the ACK to the start of `out`; returns [`ACK_LEN`] or `None` if too short.
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
+        use field::ack::*;
         let b = out.get_mut(..ACK_LEN)?;
-        put_common(b, PacketType::Ack, self.path, self.dst_conn, 0, self.echo);
-        put_u32(b, 16, self.cum);
-        put_u32(b, 20, self.rate_hint);
-        put_u16(b, 24, self.ce);
-        put_u16(b, 26, self.acked);
-        put_u8(b, 28, self.flags);
-        put_u8(b, 29, self.rnr_timer);
-        put_u16(b, 30, 0);
-        put_u32(b, 32, self.rnr_psn);
+        put_common(b, PacketType::Ack, self.path, self.dst_conn, 0, self.echo)?;
+        put(b, CUM, self.cum.to_be_bytes())?;
+        put(b, RATE_HINT, self.rate_hint.to_be_bytes())?;
+        put(b, CE, self.ce.to_be_bytes())?;
+        put(b, ACKED, self.acked.to_be_bytes())?;
+        *b.get_mut(FLAGS)? = self.flags;
+        *b.get_mut(RNR_TIMER)? = self.rnr_timer;
+        put(b, RESERVED, [0; 2])?;
+        put(b, RNR_PSN, self.rnr_psn.to_be_bytes())?;
         let mut s = [0u8; SACK_BYTES];
         self.sack.encode(&mut s);
-        if let Some(d) = b.get_mut(36..36 + SACK_BYTES) {
-            d.copy_from_slice(&s);
-        }
+        put(b, SACK, s)?;
         Some(ACK_LEN)
     }
 }
@@ -421,15 +437,9 @@ impl ProbeHeader {
     /// Writes the probe to the start of `out`; returns [`PROBE_LEN`] or `None`.
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         let b = out.get_mut(..PROBE_LEN)?;
-        put_common(
-            b,
-            PacketType::Probe,
-            self.path,
-            self.dst_conn,
-            self.psn,
-            self.stamp,
-        );
-        put_u32(b, 16, self.floor);
+        let (t, path, conn) = (PacketType::Probe, self.path, self.dst_conn);
+        put_common(b, t, path, conn, self.psn, self.stamp)?;
+        put(b, field::probe::FLOOR, self.floor.to_be_bytes())?;
         Some(PROBE_LEN)
     }
 }
@@ -451,7 +461,7 @@ pub fn peek_dst_conn(buf: &[u8]) -> Result<u32, DropReason> {
     if buf.len() < COMMON_LEN {
         return Err(DropReason::Truncated);
     }
-    Ok(get_u32(buf, 4))
+    get_u32(buf, field::common::DST_CONN)
 }
 
 /// Validates the common header; returns (type, path, dst_conn, psn, stamp).
@@ -460,29 +470,30 @@ fn common(buf: &[u8]) -> Result<(u8, u8, u32, u32, u32), DropReason> {
     if buf.len() < COMMON_LEN {
         return Err(DropReason::Truncated);
     }
-    if get_u8(buf, 0) != VERSION {
+    use field::common::*;
+    if get_u8(buf, VERSION)? != self::VERSION {
         return Err(DropReason::BadVersion);
     }
-    if get_u8(buf, 3) != 0 {
+    if get_u8(buf, RESERVED)? != 0 {
         return Err(DropReason::BadFlags);
     }
     Ok((
-        get_u8(buf, 1),
-        get_u8(buf, 2),
-        get_u32(buf, 4),
-        get_u32(buf, 8),
-        get_u32(buf, 12),
+        get_u8(buf, TYPE)?,
+        get_u8(buf, PATH)?,
+        get_u32(buf, DST_CONN)?,
+        get_u32(buf, PSN)?,
+        get_u32(buf, STAMP)?,
     ))
 }
 
 /// Decodes and validates a MetaRoCE datagram (the UDP payload).
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
-    match common(buf)?.0 {
-        1 => decode_data_packet(buf).map(|(h, p)| Packet::Data(h, p)),
-        2 => decode_ack_packet(buf).map(Packet::Ack),
-        3 => decode_probe_packet(buf).map(Packet::Probe),
-        _ => Err(DropReason::UnknownType),
+    match PacketType::from_u8(common(buf)?.0) {
+        Some(PacketType::Data) => decode_data_packet(buf).map(|(h, p)| Packet::Data(h, p)),
+        Some(PacketType::Ack) => decode_ack_packet(buf).map(Packet::Ack),
+        Some(PacketType::Probe) => decode_probe_packet(buf).map(Packet::Probe),
+        Some(PacketType::Datagram) | None => Err(DropReason::UnknownType),
     }
 }
 
@@ -509,30 +520,27 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
     if buf.len() != ACK_LEN {
         return Err(DropReason::LengthMismatch);
     }
-    let flags = get_u8(buf, 28);
+    use field::ack::*;
+    let flags = get_u8(buf, FLAGS)?;
     if flags & !(AF_RNR | AF_NAK | AF_INV) != 0
         || (flags & AF_INV != 0 && flags & AF_NAK == 0)
-        || get_u16(buf, 30) != 0
+        || get_u16(buf, RESERVED)? != 0
         || psn != 0
     {
         return Err(DropReason::BadFlags);
-    }
-    let mut s = [0u8; SACK_BYTES];
-    if let Some(src) = buf.get(36..36 + SACK_BYTES) {
-        s.copy_from_slice(src);
     }
     Ok(AckHeader {
         path,
         dst_conn,
         echo: stamp,
-        cum: get_u32(buf, 16),
-        rate_hint: get_u32(buf, 20),
-        ce: get_u16(buf, 24),
-        acked: get_u16(buf, 26),
+        cum: get_u32(buf, CUM)?,
+        rate_hint: get_u32(buf, RATE_HINT)?,
+        ce: get_u16(buf, CE)?,
+        acked: get_u16(buf, ACKED)?,
         flags,
-        rnr_timer: get_u8(buf, 29),
-        rnr_psn: get_u32(buf, 32),
-        sack: Sack::decode(&s),
+        rnr_timer: get_u8(buf, RNR_TIMER)?,
+        rnr_psn: get_u32(buf, RNR_PSN)?,
+        sack: Sack::decode(&get(buf, SACK)?),
     })
 }
 
@@ -554,7 +562,7 @@ pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
         dst_conn,
         psn,
         stamp,
-        floor: get_u32(buf, 16),
+        floor: get_u32(buf, field::probe::FLOOR)?,
     })
 }
 
@@ -569,9 +577,10 @@ fn decode_data(
     if buf.len() < DATA_LEN {
         return Err(DropReason::Truncated);
     }
-    let op_raw = get_u8(buf, 18);
+    use field::data::*;
+    let op_raw = get_u8(buf, OP)?;
     let op = Op::from_u8(op_raw).ok_or(DropReason::UnknownOp)?;
-    let flags = get_u8(buf, 19);
+    let flags = get_u8(buf, FLAGS)?;
     if flags & !DF_KNOWN != 0 {
         return Err(DropReason::BadFlags);
     }
@@ -580,16 +589,16 @@ fn decode_data(
         dst_conn,
         psn,
         stamp,
-        stream: get_u16(buf, 16),
+        stream: get_u16(buf, STREAM)?,
         op: op_raw,
         flags,
-        payload_len: get_u16(buf, 20),
-        tag: get_u16(buf, 22),
-        floor: get_u32(buf, 24),
-        ssn: get_u32(buf, 28),
-        msn: get_u32(buf, 32),
-        offset: get_u32(buf, 36),
-        msg_len: get_u32(buf, 40),
+        payload_len: get_u16(buf, PAYLOAD_LEN)?,
+        tag: get_u16(buf, TAG)?,
+        floor: get_u32(buf, FLOOR)?,
+        ssn: get_u32(buf, SSN)?,
+        msn: get_u32(buf, MSN)?,
+        offset: get_u32(buf, OFFSET)?,
+        msg_len: get_u32(buf, MSG_LEN)?,
         reth: Reth::default(),
         imm: 0,
     };
@@ -600,17 +609,17 @@ fn decode_data(
     if buf.len() - hl != h.payload_len as usize {
         return Err(DropReason::LengthMismatch);
     }
-    let mut at = DATA_LEN;
+    let mut ext = buf.get(DATA_LEN..).ok_or(DropReason::Truncated)?;
     if flags & DF_RETH != 0 {
         h.reth = Reth {
-            va: get_u64(buf, at),
-            rkey: get_u32(buf, at + 8),
-            len: get_u32(buf, at + 12),
+            va: get_u64(ext, field::reth::VA)?,
+            rkey: get_u32(ext, field::reth::RKEY)?,
+            len: get_u32(ext, field::reth::LEN)?,
         };
-        at += RETH_LEN;
+        ext = ext.get(RETH_LEN..).ok_or(DropReason::Truncated)?;
     }
     if flags & DF_IMM != 0 {
-        h.imm = get_u32(buf, at);
+        h.imm = get_u32(ext, field::imm::IMM)?;
     }
     let end = h
         .offset
@@ -640,67 +649,58 @@ fn decode_data(
     Ok((h, payload))
 }
 
-fn put_common(b: &mut [u8], t: PacketType, path: u8, conn: u32, psn: u32, stamp: u32) {
-    put_u8(b, 0, VERSION);
-    put_u8(b, 1, t as u8);
-    put_u8(b, 2, path);
-    put_u8(b, 3, 0);
-    put_u32(b, 4, conn);
-    put_u32(b, 8, psn);
-    put_u32(b, 12, stamp);
+fn put_common(
+    b: &mut [u8],
+    t: PacketType,
+    path: u8,
+    conn: u32,
+    psn: u32,
+    stamp: u32,
+) -> Option<()> {
+    use field::common::*;
+    *b.get_mut(VERSION)? = self::VERSION;
+    *b.get_mut(TYPE)? = t as u8;
+    *b.get_mut(PATH)? = path;
+    *b.get_mut(RESERVED)? = 0;
+    put(b, DST_CONN, conn.to_be_bytes())?;
+    put(b, PSN, psn.to_be_bytes())?;
+    put(b, STAMP, stamp.to_be_bytes())
 }
 
+// Field access. Every caller has checked the buffer's length against its header first;
+// a field beyond the end is still not read as 0 (or written nowhere) but fails: `None`
+// when encoding, `Truncated` when decoding.
+
+/// Writes `v` to field `f` of `b` (`None` if `b` is too short or `f` is not `K` bytes).
 #[inline]
-fn put_u8(b: &mut [u8], at: usize, v: u8) {
-    if let Some(d) = b.get_mut(at) {
-        *d = v;
-    }
+fn put<const K: usize>(b: &mut [u8], f: Field, v: [u8; K]) -> Option<()> {
+    let d: &mut [u8; K] = b.get_mut(f)?.try_into().ok()?;
+    *d = v;
+    Some(())
+}
+
+/// The bytes of field `f` of `b`.
+#[inline]
+fn get<const K: usize>(b: &[u8], f: Field) -> Result<[u8; K], DropReason> {
+    b.get(f)
+        .and_then(|s| s.try_into().ok())
+        .ok_or(DropReason::Truncated)
 }
 #[inline]
-fn put_u16(b: &mut [u8], at: usize, v: u16) {
-    if let Some(d) = b.get_mut(at..at + 2) {
-        d.copy_from_slice(&v.to_be_bytes());
-    }
+fn get_u8(b: &[u8], at: usize) -> Result<u8, DropReason> {
+    b.get(at).copied().ok_or(DropReason::Truncated)
 }
 #[inline]
-fn put_u32(b: &mut [u8], at: usize, v: u32) {
-    if let Some(d) = b.get_mut(at..at + 4) {
-        d.copy_from_slice(&v.to_be_bytes());
-    }
+fn get_u16(b: &[u8], f: Field) -> Result<u16, DropReason> {
+    get(b, f).map(u16::from_be_bytes)
 }
 #[inline]
-fn put_u64(b: &mut [u8], at: usize, v: u64) {
-    if let Some(d) = b.get_mut(at..at + 8) {
-        d.copy_from_slice(&v.to_be_bytes());
-    }
+fn get_u32(b: &[u8], f: Field) -> Result<u32, DropReason> {
+    get(b, f).map(u32::from_be_bytes)
 }
 #[inline]
-fn get_u8(b: &[u8], at: usize) -> u8 {
-    b.get(at).copied().unwrap_or(0)
-}
-#[inline]
-fn get_u16(b: &[u8], at: usize) -> u16 {
-    let mut a = [0u8; 2];
-    if let Some(s) = b.get(at..at + 2) {
-        a.copy_from_slice(s);
-    }
-    u16::from_be_bytes(a)
-}
-#[inline]
-fn get_u32(b: &[u8], at: usize) -> u32 {
-    let mut a = [0u8; 4];
-    if let Some(s) = b.get(at..at + 4) {
-        a.copy_from_slice(s);
-    }
-    u32::from_be_bytes(a)
-}
-#[inline]
-fn get_u64(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    if let Some(s) = b.get(at..at + 8) {
-        a.copy_from_slice(s);
-    }
-    u64::from_be_bytes(a)
+fn get_u64(b: &[u8], f: Field) -> Result<u64, DropReason> {
+    get(b, f).map(u64::from_be_bytes)
 }
 
 /// Datagram flag: immediate data is valid.
@@ -733,14 +733,15 @@ impl DatagramHeader {
     /// Writes the headers to the start of `out`; returns their length, or
     /// `None` if `out` is too short.
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
+        use field::datagram::*;
         let b = out.get_mut(..DATAGRAM_LEN)?;
-        put_common(b, PacketType::Datagram, 0, self.dst_qpn, 0, self.stamp);
-        put_u32(b, 16, self.src_qpn);
-        put_u32(b, 20, self.qkey);
-        put_u8(b, 24, self.flags);
-        put_u8(b, 25, 0);
-        put_u16(b, 26, self.payload_len);
-        put_u32(b, 28, self.imm);
+        put_common(b, PacketType::Datagram, 0, self.dst_qpn, 0, self.stamp)?;
+        put(b, SRC_QPN, self.src_qpn.to_be_bytes())?;
+        put(b, QKEY, self.qkey.to_be_bytes())?;
+        *b.get_mut(FLAGS)? = self.flags;
+        *b.get_mut(RESERVED)? = 0;
+        put(b, PAYLOAD_LEN, self.payload_len.to_be_bytes())?;
+        put(b, IMM, self.imm.to_be_bytes())?;
         Some(DATAGRAM_LEN)
     }
 }
@@ -754,17 +755,18 @@ pub fn decode_datagram(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), DropReason
     if buf.len() < DATAGRAM_LEN {
         return Err(DropReason::Truncated);
     }
-    let flags = get_u8(buf, 24);
-    if path != 0 || psn != 0 || flags & !(GF_IMM | GF_SE) != 0 || get_u8(buf, 25) != 0 {
+    use field::datagram::*;
+    let flags = get_u8(buf, FLAGS)?;
+    if path != 0 || psn != 0 || flags & !(GF_IMM | GF_SE) != 0 || get_u8(buf, RESERVED)? != 0 {
         return Err(DropReason::BadFlags);
     }
     let h = DatagramHeader {
         dst_qpn: dst,
-        src_qpn: get_u32(buf, 16),
-        qkey: get_u32(buf, 20),
+        src_qpn: get_u32(buf, SRC_QPN)?,
+        qkey: get_u32(buf, QKEY)?,
         flags,
-        payload_len: get_u16(buf, 26),
-        imm: get_u32(buf, 28),
+        payload_len: get_u16(buf, PAYLOAD_LEN)?,
+        imm: get_u32(buf, IMM)?,
         stamp,
     };
     let payload = buf.get(DATAGRAM_LEN..).ok_or(DropReason::Truncated)?;

@@ -539,23 +539,13 @@ fn main() {
     let wall = WallClock::now();
     let mut rows = Vec::new();
     let run = |n: u32| only.map(|o| o == n).unwrap_or(true);
-    if run(1) {
-        scenario1(sc, &mut rows);
-    }
-    if run(2) {
-        scenario2(sc, &mut rows);
-    }
-    if run(3) {
-        scenario3(sc, &mut rows);
-    }
-    if run(4) {
-        scenario4(sc, &mut rows);
-    }
-    if run(5) {
-        scenario5(sc, &mut rows);
-    }
-    if run(6) {
-        scenario6(sc, &mut rows);
+    let scenarios: [fn(Scale, &mut Vec<Row>); 6] = [
+        scenario1, scenario2, scenario3, scenario4, scenario5, scenario6,
+    ];
+    for (n, scenario) in (1..).zip(scenarios) {
+        if run(n) {
+            scenario(sc, &mut rows);
+        }
     }
     println!(
         "MetaRoCE simulator, {} scale, seed {seed}: {GBPS} Gb/s links, {DELAY} ns/hop, \

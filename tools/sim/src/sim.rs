@@ -2,12 +2,11 @@
 
 use crate::net::{BaseKind, BasePkt, Body, Fabric, NodeId, Pkt, Rng, Topo};
 use metaroce_proto::cc::{CcConfig, PathCc};
-use metaroce_proto::conn::{
-    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Unreadable,
-};
+use metaroce_proto::conn::{Config, Connection};
 use metaroce_proto::fair::FairShare;
+use metaroce_proto::testkit::BulkApp;
 use metaroce_proto::time::Instant;
-use metaroce_proto::wire::{peek_dst_conn, Op, Reth};
+use metaroce_proto::wire::peek_dst_conn;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -26,53 +25,7 @@ pub enum Transport {
 
 /// Application for simulated MetaRoCE endpoints: an endless (or bounded) supply of
 /// messages on every stream; counts unique bytes placed and completions.
-#[derive(Default, Debug)]
-pub struct SimApp {
-    pub msg_len: u32,
-    pub streams: u16,
-    /// Messages per stream (u32::MAX = endless).
-    pub limit: u32,
-    pub placed: u64,
-    pub completed_msgs: u64,
-    pub acked_msgs: u64,
-    pub errors: u32,
-}
-
-impl App for SimApp {
-    fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
-        if stream >= self.streams || msn >= self.limit {
-            return None;
-        }
-        Some(MsgInfo {
-            op: Op::Write,
-            len: self.msg_len,
-            reth: Reth {
-                va: 0x10_0000,
-                rkey: 1,
-                len: self.msg_len,
-            },
-            imm: 0,
-            tag: 0,
-            solicited: false,
-        })
-    }
-    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) -> Result<(), Unreadable> {
-        Ok(())
-    }
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
-        self.placed += p.payload.len() as u64;
-        Ok(())
-    }
-    fn complete(&mut self, _: u16, _: u32) {
-        self.completed_msgs += 1;
-    }
-    fn acked(&mut self, _: u16, _: u32) {
-        self.acked_msgs += 1;
-    }
-    fn error(&mut self, _: ConnError) {
-        self.errors += 1;
-    }
-}
+pub type SimApp = BulkApp<'static>;
 
 /// Baseline RoCEv2-style endpoint: one path, go-back-N on the first gap, no SACK,
 /// DCTCP-style ECN window (the same AIMD code as MetaRoCE's per-path controller).
@@ -247,11 +200,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         min_rto_ns: self.params.min_rto_ns,
                         ..Config::default()
                     };
+                    let streams = if host == a { self.params.streams } else { 0 };
                     let app = SimApp {
-                        msg_len: self.params.msg_len,
-                        streams: if host == a { self.params.streams } else { 0 },
                         limit,
-                        ..SimApp::default()
+                        ..BulkApp::write(self.params.msg_len, streams).with_reth(0x10_0000, 1)
                     };
                     Ep::Meta(Box::new(Connection::new(cfg)), app)
                 }

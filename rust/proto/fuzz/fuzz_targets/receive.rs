@@ -3,40 +3,19 @@
 //! dropped with a counted reason, and the connection's invariants must hold afterwards.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use metaroce_proto::conn::{
-    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, Unreadable,
-};
+use metaroce_proto::conn::{Config, Connection};
+use metaroce_proto::testkit::BulkApp;
 use metaroce_proto::time::Instant;
-use metaroce_proto::wire::{DropCounters, Op, Reth};
+use metaroce_proto::wire::DropCounters;
 
-struct A {
-    placed: u64,
-}
-impl App for A {
-    fn message(&mut self, s: u16, msn: u32) -> Option<MsgInfo> {
-        (s < 2 && msn < 4).then_some(MsgInfo {
-            op: Op::Write,
-            len: 3000,
-            reth: Reth::default(),
-            imm: 0,
-            tag: 0,
-            solicited: false,
-        })
+/// Four 3000-byte WRITEs on each of two streams; the first packet of message 3 is
+/// refused with RNR.
+fn app() -> BulkApp<'static> {
+    BulkApp {
+        limit: 4,
+        rnr_msn: Some(3),
+        ..BulkApp::write(3000, 2)
     }
-    fn payload(&mut self, _: u16, _: u32, _: u32, _: &mut [u8]) -> Result<(), Unreadable> {
-        Ok(())
-    }
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
-        self.placed += p.payload.len() as u64;
-        if p.msn == 3 && p.offset == 0 {
-            Err(Rnr(1).into())
-        } else {
-            Ok(())
-        }
-    }
-    fn complete(&mut self, _: u16, _: u32) {}
-    fn acked(&mut self, _: u16, _: u32) {}
-    fn error(&mut self, _: ConnError) {}
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -48,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         ..Config::default()
     };
     let mut c: Connection<4, 1, 2> = Connection::new(cfg);
-    let mut app = A { placed: 0 };
+    let mut app = app();
     let mut buf = [0u8; 1200];
     let mut now = 1_000u64;
     while c.poll_transmit(Instant(now), &mut buf, &mut app).is_some() {}

@@ -1,0 +1,266 @@
+//! The sender's view of the receiver: [`Connection::on_ack`] resolves the in-flight
+//! records of a path (acknowledged, lost to a SACK gap, refused with RNR), updates the
+//! RTT, the rate-hint trim and the path's congestion window; and the receiver's side,
+//! [`Connection::send_ack`], which also carries a pending NAK or RNR report.
+
+use super::super::path::PathState;
+use super::super::sack::{seq_lt, SACK_BITS};
+use super::super::time::Instant;
+use super::super::wire::{AckHeader, DropReason, AF_INV, AF_NAK, AF_RNR};
+use super::timers::Timer;
+use super::{
+    charge, rnr_timer_ns, App, ConnError, ConnState, Connection, RefusalKind, RxEvent, Transmit,
+    TxKind,
+};
+
+impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+    pub(super) fn on_ack<A: App>(
+        &mut self,
+        now: Instant,
+        a: &AckHeader,
+        app: &mut A,
+    ) -> Result<RxEvent, DropReason> {
+        let p = self.rx_path_check(a.dst_conn, a.path)?;
+        if let ConnState::Error(_) = self.state {
+            return Err(DropReason::Closed);
+        }
+        let cfg = self.cfg;
+        let (base, next) = match self.tx.get(p) {
+            Some(t) => (t.base_psn, t.next_psn),
+            None => return Err(DropReason::BadPath),
+        };
+        if seq_lt(next, a.cum) {
+            return Err(DropReason::AckOutOfRange);
+        }
+        let highest = a
+            .sack
+            .highest()
+            .map(|h| a.cum.wrapping_add(1).wrapping_add(h));
+        if let Some(hp) = highest {
+            if !seq_lt(hp, next) {
+                return Err(DropReason::AckOutOfRange);
+            }
+        }
+        self.peer_hint = a.rate_hint;
+        // ECN also trims the hinted rate once per round trip: x3/4 after a round in which
+        // most packets (over all paths) carried CE, i.e. the congestion is at the receiver's
+        // edge rather than on a few fabric routes (which the per-path windows handle), and
+        // back to the full hint after a round that was not. Queues above the marking
+        // threshold then drain faster than the 5 % headroom of the hint alone allows.
+        self.rate_ce = self.rate_ce.saturating_add(a.ce);
+        self.rate_acked = self.rate_acked.saturating_add(a.acked);
+        let stamp = now.wire_stamp();
+        if (stamp.wrapping_sub(self.rate_round) as i32) >= 0 {
+            let s = u32::from(self.rate_scale);
+            let edge = u32::from(self.rate_ce) * 2 > u32::from(self.rate_acked);
+            let s = if edge { s * 3 / 4 } else { 1024 };
+            self.rate_scale = s.clamp(64, 1024) as u16;
+            self.rate_ce = 0;
+            self.rate_acked = 0;
+            self.rate_round = stamp.wrapping_add(self.min_rtt.max(1));
+        }
+        // RTT from the echoed stamp.
+        let sample = now.wire_stamp().wrapping_sub(a.echo);
+        let mut rtt_ok = false;
+        if let Some(t) = self.tx.get_mut(p) {
+            if sample < 1 << 31 && sample > 0 {
+                t.rtt_sample(sample);
+                rtt_ok = true;
+            }
+            if t.state == PathState::Probing && !t.probe_due && a.echo == t.probe_stamp {
+                self.probing &= !(1u64 << (p % 64));
+                t.state = PathState::Active;
+                t.timeouts = 0;
+                t.backoff = 0;
+                t.cc.reset(&cfg.cc);
+                t.rto_at = Instant::NEVER;
+            }
+        }
+        if rtt_ok && (self.min_rtt == 0 || sample < self.min_rtt) {
+            self.min_rtt = sample;
+        }
+        if a.flags & AF_NAK != 0 {
+            let e = if a.flags & AF_INV != 0 {
+                ConnError::RemoteInvalid
+            } else {
+                ConnError::RemoteAccess
+            };
+            self.fail(e, app);
+            return Ok(RxEvent::Ack);
+        }
+        let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
+        let mut acked_bytes = 0u32;
+        let mut lost_any = false;
+        let mut min_psn: Option<u32> = None;
+        let mut rnr_fail = false;
+        let mut rnr_any = false;
+        let mut freed = 0u32;
+        for w in 0..W {
+            let mut bits = self
+                .flight
+                .members
+                .get(p)
+                .and_then(|m| m.get(w))
+                .copied()
+                .unwrap_or(0);
+            while bits != 0 {
+                let i = bits.trailing_zeros() as usize;
+                let bit = 1u64 << i;
+                bits &= bits - 1;
+                let Some(k) = self.flight.pool.get_mut(w * 64 + i) else {
+                    continue;
+                };
+                let d16 = k.psn.wrapping_sub(base as u16);
+                let psn = base.wrapping_add(u32::from(d16));
+                let off = psn.wrapping_sub(a.cum);
+                let acked =
+                    seq_lt(psn, a.cum) || ((1..=SACK_BITS).contains(&off) && a.sack.get(off - 1));
+                let outcome = if rnr_psn == Some(psn) && !acked {
+                    k.bump_rnr();
+                    if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
+                        rnr_fail = true;
+                    }
+                    rnr_any = true;
+                    2
+                } else if acked {
+                    0
+                } else if highest.map(|h| seq_lt(psn, h)).unwrap_or(false) {
+                    1
+                } else {
+                    min_psn = Some(match min_psn {
+                        Some(m) if seq_lt(m, psn) => m,
+                        _ => psn,
+                    });
+                    continue;
+                };
+                let len = charge(k.len);
+                let stream = k.stream();
+                let ssn16 = k.ssn;
+                let last = k.last();
+                freed = freed.saturating_add(len);
+                if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
+                    *m &= !bit;
+                }
+                match outcome {
+                    0 => {
+                        acked_bytes = acked_bytes.saturating_add(len);
+                        if let Some(b) = self.flight.busy.get_mut(w) {
+                            *b &= !bit;
+                        }
+                        if let Some(st) = self.stx.get_mut(usize::from(stream)) {
+                            let ssn = st.ssn_from_low(ssn16);
+                            let sid = u16::from(stream);
+                            st.on_acked(ssn, last, |msn| app.acked(sid, msn));
+                        }
+                    }
+                    1 => {
+                        lost_any = true;
+                        self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
+                        if let Some(l) = self.flight.lost.get_mut(w) {
+                            *l |= bit;
+                        }
+                    }
+                    _ => {
+                        if let Some(r) = self.flight.rnr_wait.get_mut(w) {
+                            *r |= bit;
+                        }
+                    }
+                }
+            }
+        }
+        self.flight.inflight = self.flight.inflight.saturating_sub(freed);
+        if rnr_any {
+            let t = rnr_timer_ns(a.rnr_timer);
+            let until = now.add_nanos(t);
+            let wait = self.timers.get(Timer::RnrRetry);
+            let wait = if wait == Instant::NEVER {
+                until
+            } else {
+                wait.max(until)
+            };
+            self.timers.set(Timer::RnrRetry, wait);
+        }
+        let rto_now = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
+        let min_rto = u64::from(cfg.min_rto_ns);
+        if let Some(t) = self.tx.get_mut(p) {
+            t.inflight = t.inflight.saturating_sub(freed);
+            t.base_psn = min_psn.unwrap_or(t.next_psn);
+            let rtt = u64::from(t.srtt.max(1));
+            t.cc.on_ack(&cfg.cc, now, rtt, acked_bytes, a.acked, a.ce);
+            if lost_any {
+                t.cc.on_loss(&cfg.cc, now, rtt);
+            }
+            if acked_bytes > 0 {
+                t.timeouts = 0;
+                t.backoff = 0;
+            }
+            if t.inflight == 0 {
+                if t.state == PathState::Active {
+                    t.rto_at = Instant::NEVER;
+                }
+            } else if acked_bytes > 0 || t.rto_at == Instant::NEVER {
+                t.rto_at = now.add_nanos(rto_now.max(min_rto));
+            }
+        }
+        if acked_bytes > 0 {
+            self.stall = 0;
+            self.progress_at = now;
+            self.flight.ramp = self.flight.ramp.saturating_add(acked_bytes);
+        }
+        if rnr_fail {
+            self.fail(ConnError::RnrRetryExceeded, app);
+        }
+        Ok(RxEvent::Ack)
+    }
+
+    pub(super) fn send_ack(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+        let p = self.reports.ack_pending.trailing_zeros() as usize;
+        self.reports.ack_pending &= !(1u64 << (p % 64));
+        let rx = self.rx.get_mut(p)?;
+        // A NAK for this path goes first; an RNR report for it waits for the next ACK.
+        let nak = self.reports.nak.filter(|n| usize::from(n.path) == p);
+        let rnr = self
+            .reports
+            .rnr
+            .filter(|r| usize::from(r.path) == p && nak.is_none());
+        let report = nak.or(rnr);
+        let h = AckHeader {
+            path: p as u8,
+            dst_conn: self.cfg.peer_conn,
+            echo: rx.echo,
+            cum: rx.cum,
+            rate_hint: self.local_hint,
+            ce: rx.ce,
+            acked: rx.acked,
+            flags: match report.map(|r| r.kind) {
+                Some(RefusalKind::Invalid) => AF_NAK | AF_INV,
+                Some(RefusalKind::Access) => AF_NAK,
+                Some(RefusalKind::Rnr { .. }) => AF_RNR,
+                None => 0,
+            },
+            rnr_timer: match report.map(|r| r.kind) {
+                Some(RefusalKind::Rnr { timer }) => timer,
+                _ => 0,
+            },
+            rnr_psn: report.map_or(0, |r| r.psn),
+            sack: rx.sack,
+        };
+        let len = h.encode(buf)?;
+        self.stats.ce_echoed = self.stats.ce_echoed.wrapping_add(u32::from(rx.ce));
+        rx.ce = 0;
+        rx.acked = 0;
+        if rnr.is_some() {
+            self.reports.rnr = None;
+        }
+        if nak.is_some() {
+            self.reports.nak = None;
+        }
+        Some(Transmit {
+            len,
+            path: p as u8,
+            src_port: self.tx.get(p).map(|t| t.src_port).unwrap_or(0),
+            ect: false,
+            kind: TxKind::Ack,
+        })
+    }
+}

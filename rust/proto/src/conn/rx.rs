@@ -1,0 +1,182 @@
+//! The receiver half: [`Connection::handle_packet`] dispatches a datagram by its packet
+//! type; data is checked against the path and stream windows and placed through
+//! [`App::place`] (a refusal queues an RNR report or a NAK), probes are answered. ACKs
+//! are the sender's business ([`super::ack`]).
+
+use super::super::sack::{seq_lt, SACK_BITS};
+use super::super::stream::RxVerdict;
+use super::super::time::Instant;
+use super::super::wire::{
+    decode, decode_ack_packet, decode_data_packet, decode_probe_packet, peek_type, DataHeader,
+    DropReason, Op, PacketType, ProbeHeader, DF_ACKREQ, DF_IMM, DF_LAST, DF_RETH, DF_SE,
+};
+use super::timers::Timer;
+use super::{
+    App, ConnError, ConnState, Connection, Placement, Refusal, RefusalKind, Refuse, Rnr, RxEvent,
+};
+
+impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+    /// Processes one received datagram (the UDP payload). `ce` is whether the IP header
+    /// carried ECN CE. Malformed or unacceptable packets return the reason to count.
+    pub fn handle_packet<A: App>(
+        &mut self,
+        now: Instant,
+        buf: &[u8],
+        ce: bool,
+        app: &mut A,
+    ) -> Result<RxEvent, DropReason> {
+        if self.state == ConnState::Error(ConnError::Aborted) {
+            return Err(DropReason::Closed);
+        }
+        // Dispatch on the type byte so each header is decoded in place (same validation
+        // and drop reasons as `wire::decode`).
+        match peek_type(buf) {
+            Some(PacketType::Data) => {
+                let (h, payload) = decode_data_packet(buf)?;
+                self.on_data(now, &h, payload, ce, app)
+            }
+            Some(PacketType::Ack) => {
+                let a = decode_ack_packet(buf)?;
+                self.on_ack(now, &a, app)
+            }
+            Some(PacketType::Probe) => {
+                let pr = decode_probe_packet(buf)?;
+                self.on_probe(&pr)
+            }
+            // Too short, DATAGRAM (not a connection's) or unknown: `decode` says why.
+            Some(PacketType::Datagram) | None => match decode(buf) {
+                Err(e) => Err(e),
+                Ok(_) => Err(DropReason::UnknownType),
+            },
+        }
+    }
+
+    pub(super) fn rx_path_check(&self, conn: u32, path: u8) -> Result<usize, DropReason> {
+        if conn != self.cfg.local_conn {
+            return Err(DropReason::WrongConnection);
+        }
+        let p = usize::from(path);
+        if p >= usize::from(self.cfg.paths) || p >= P {
+            return Err(DropReason::BadPath);
+        }
+        Ok(p)
+    }
+
+    pub(super) fn on_probe(&mut self, h: &ProbeHeader) -> Result<RxEvent, DropReason> {
+        let p = self.rx_path_check(h.dst_conn, h.path)?;
+        if seq_lt(h.psn, h.floor) {
+            return Err(DropReason::PsnOutOfWindow);
+        }
+        let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
+        rx.apply_floor(h.floor);
+        rx.echo = h.stamp;
+        self.reports.ack_pending |= 1u64 << p;
+        Ok(RxEvent::Probe)
+    }
+
+    pub(super) fn on_data<A: App>(
+        &mut self,
+        now: Instant,
+        h: &DataHeader,
+        payload: &[u8],
+        ce: bool,
+        app: &mut A,
+    ) -> Result<RxEvent, DropReason> {
+        let p = self.rx_path_check(h.dst_conn, h.path)?;
+        if h.payload_len > self.cfg.mtu {
+            return Err(DropReason::BadOffset);
+        }
+        let s = usize::from(h.stream);
+        if s >= S {
+            return Err(DropReason::StreamOutOfRange);
+        }
+        if seq_lt(h.psn, h.floor) {
+            return Err(DropReason::PsnOutOfWindow);
+        }
+        let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
+        let cum = if seq_lt(rx.cum, h.floor) {
+            h.floor
+        } else {
+            rx.cum
+        };
+        if h.psn.wrapping_sub(cum) > SACK_BITS && !seq_lt(h.psn, cum) {
+            return Err(DropReason::PsnOutOfWindow);
+        }
+        let srx = self.srx.get_mut(s).ok_or(DropReason::StreamOutOfRange)?;
+        let verdict = srx.check(h.ssn);
+        if verdict == RxVerdict::OutOfWindow {
+            return Err(DropReason::SsnOutOfWindow);
+        }
+        rx.apply_floor(h.floor);
+        rx.echo = h.stamp;
+        let in_order = h.psn == rx.cum;
+        let op = Op::from_u8(h.op).unwrap_or(Op::Send);
+        let last = h.flags & DF_LAST != 0;
+        let ev = if verdict == RxVerdict::New {
+            let pl = Placement {
+                stream: h.stream,
+                msn: h.msn,
+                offset: h.offset,
+                msg_len: h.msg_len,
+                op,
+                reth: (h.flags & DF_RETH != 0).then_some(h.reth),
+                imm: (h.flags & DF_IMM != 0).then_some(h.imm),
+                tag: h.tag,
+                solicited: h.flags & DF_SE != 0,
+                payload,
+            };
+            match app.place(&pl) {
+                Ok(()) => {}
+                Err(Refuse::Rnr(Rnr(t))) => {
+                    self.reports.ack_pending |= 1u64 << p;
+                    self.reports.rnr = Some(Refusal {
+                        path: p as u8,
+                        kind: RefusalKind::Rnr { timer: t },
+                        psn: h.psn,
+                    });
+                    return Err(DropReason::ReceiverNotReady);
+                }
+                Err(r @ (Refuse::Access | Refuse::Invalid)) => {
+                    self.reports.ack_pending |= 1u64 << p;
+                    let kind = if r == Refuse::Invalid {
+                        RefusalKind::Invalid
+                    } else {
+                        RefusalKind::Access
+                    };
+                    self.reports.nak = Some(Refusal {
+                        path: p as u8,
+                        kind,
+                        psn: h.psn,
+                    });
+                    return Err(DropReason::Refused);
+                }
+            }
+            let stream = h.stream;
+            srx.accept(h.ssn, last, |msn| app.complete(stream, msn));
+            RxEvent::Data
+        } else {
+            self.stats.dup_rx = self.stats.dup_rx.wrapping_add(1);
+            RxEvent::Duplicate
+        };
+        rx.mark(h.psn);
+        rx.acked = rx.acked.saturating_add(1);
+        if ce {
+            rx.ce = rx.ce.saturating_add(1);
+        }
+        // ACK at once on anything the sender must hear about quickly; otherwise every
+        // `ack_every` packets of the path, or after `ack_delay_ns`.
+        let urgent = rx.acked >= u16::from(self.cfg.ack_every)
+            || last
+            || ce
+            || !in_order
+            || ev == RxEvent::Duplicate
+            || h.flags & DF_ACKREQ != 0;
+        if urgent {
+            self.reports.ack_pending |= 1u64 << p;
+        } else if !self.timers.is_armed(Timer::DelayedAck) {
+            let at = now.add_nanos(u64::from(self.cfg.ack_delay_ns));
+            self.timers.set(Timer::DelayedAck, at);
+        }
+        Ok(ev)
+    }
+}

@@ -1,0 +1,205 @@
+//! Deadlines: the connection-wide timer table (delayed ACK, RNR wait, pacing), the
+//! per-path retransmission/probe timeout ([`rto_at`](super::super::path::PathTx::rto_at)) and what happens when they
+//! expire: [`Connection::poll_timeout`], [`Connection::handle_timeout`] and the path
+//! timeout that moves a path to probing, then to a new source port.
+
+use super::super::path::PathState;
+use super::super::time::Instant;
+use super::{charge, port_for, App, ConnError, ConnState, Connection, MAX_PATHS};
+
+/// A connection-wide timer (the per-path RTO is [`rto_at`](super::super::path::PathTx::rto_at)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Timer {
+    /// Delayed ACK: the paths with unacknowledged data owe an ACK.
+    DelayedAck,
+    /// End of the RNR wait: the packets refused with RNR go back to the
+    /// retransmission queue.
+    RnrRetry,
+    /// Pacing: when the next data packet may go out. Always holds the next send time;
+    /// it is a deadline only while the connection is `paced`.
+    Pacing,
+}
+
+/// The connection-wide deadlines, [`Instant::NEVER`] when not armed.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TimerTable {
+    delayed_ack: Instant,
+    rnr_retry: Instant,
+    pacing: Instant,
+}
+
+impl TimerTable {
+    pub(super) const fn new() -> Self {
+        TimerTable {
+            delayed_ack: Instant::NEVER,
+            rnr_retry: Instant::NEVER,
+            pacing: Instant::ZERO,
+        }
+    }
+
+    fn slot(&mut self, t: Timer) -> &mut Instant {
+        match t {
+            Timer::DelayedAck => &mut self.delayed_ack,
+            Timer::RnrRetry => &mut self.rnr_retry,
+            Timer::Pacing => &mut self.pacing,
+        }
+    }
+
+    /// The deadline of `t` ([`Instant::NEVER`]: not armed).
+    pub(super) fn get(&self, t: Timer) -> Instant {
+        match t {
+            Timer::DelayedAck => self.delayed_ack,
+            Timer::RnrRetry => self.rnr_retry,
+            Timer::Pacing => self.pacing,
+        }
+    }
+
+    pub(super) fn set(&mut self, t: Timer, at: Instant) {
+        *self.slot(t) = at;
+    }
+
+    pub(super) fn stop(&mut self, t: Timer) {
+        self.set(t, Instant::NEVER);
+    }
+
+    pub(super) fn is_armed(&self, t: Timer) -> bool {
+        self.get(t) != Instant::NEVER
+    }
+
+    /// Whether `t` has expired at `now` (never for a timer that is not armed).
+    fn expired(&self, t: Timer, now: Instant) -> bool {
+        self.get(t) <= now
+    }
+
+    /// The earliest connection-wide deadline; pacing's only if `paced`.
+    fn next(&self, paced: bool) -> Instant {
+        let t = self.rnr_retry.min(self.delayed_ack);
+        if paced {
+            t.min(self.pacing)
+        } else {
+            t
+        }
+    }
+}
+
+impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+    /// The next instant at which [`Connection::handle_timeout`] (or, for pacing,
+    /// [`Connection::poll_transmit`]) must be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.timers.next(self.paced);
+        for p in self.tx.iter().take(usize::from(self.cfg.paths)) {
+            t = t.min(p.rto_at);
+        }
+        if t == Instant::NEVER {
+            None
+        } else {
+            Some(t)
+        }
+    }
+
+    /// Processes expired timers.
+    pub fn handle_timeout<A: App>(&mut self, now: Instant, app: &mut A) {
+        if self.timers.expired(Timer::DelayedAck, now) {
+            self.timers.stop(Timer::DelayedAck);
+            for (p, rx) in self.rx.iter().enumerate().take(MAX_PATHS) {
+                if rx.acked > 0 {
+                    self.reports.ack_pending |= 1u64 << p;
+                }
+            }
+        }
+        if self.timers.expired(Timer::RnrRetry, now) {
+            for w in 0..W {
+                let r = self.flight.rnr_wait.get(w).copied().unwrap_or(0);
+                if let Some(l) = self.flight.lost.get_mut(w) {
+                    *l |= r;
+                }
+                if let Some(r) = self.flight.rnr_wait.get_mut(w) {
+                    *r = 0;
+                }
+            }
+            self.timers.stop(Timer::RnrRetry);
+        }
+        for p in 0..usize::from(self.cfg.paths).min(P) {
+            let due = self.tx.get(p).map(|t| t.rto_at <= now).unwrap_or(false);
+            if due {
+                self.path_timeout(now, p, app);
+            }
+        }
+    }
+
+    pub(super) fn fail<A: App>(&mut self, e: ConnError, app: &mut A) {
+        if self.state == ConnState::Open {
+            self.state = ConnState::Error(e);
+            app.error(e);
+        }
+    }
+
+    pub(super) fn path_timeout<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
+        self.stats.timeouts = self.stats.timeouts.wrapping_add(1);
+        self.abandon_path(p);
+        self.stall = self.stall.saturating_add(1);
+        if self.progress_at == Instant::NEVER {
+            self.progress_at = now;
+        }
+        let limit = u16::from(self.cfg.retry_cnt).saturating_mul(u16::from(self.cfg.paths));
+        let patient = now.nanos_since(self.progress_at) < self.cfg.give_up_ns;
+        if self.stall > limit && !patient {
+            self.fail(ConnError::RetryExceeded, app);
+        }
+        let move_after = self.cfg.move_after;
+        let cfg = self.cfg;
+        let mut moved = false;
+        if let Some(t) = self.tx.get_mut(p) {
+            t.timeouts = t.timeouts.saturating_add(1);
+            t.backoff = t.backoff.saturating_add(1).min(6);
+            match t.state {
+                PathState::Active => {
+                    // Congestion never causes a timeout alone: suspect failure, probe.
+                    t.state = PathState::Probing;
+                    self.probing |= 1u64 << (p % 64);
+                }
+                PathState::Probing => {
+                    if t.timeouts > move_after {
+                        t.moves = t.moves.wrapping_add(1);
+                        t.src_port = port_for(&cfg, p as u8, t.moves);
+                        t.timeouts = 0;
+                        t.backoff = 0;
+                        moved = true;
+                    }
+                }
+                PathState::Unused => {}
+            }
+            t.probe_due = true;
+            t.rto_at = Instant::NEVER;
+        }
+        if moved {
+            self.stats.moves = self.stats.moves.wrapping_add(1);
+        }
+    }
+
+    /// Moves every in-flight packet of path `p` to the retransmission queue.
+    pub(super) fn abandon_path(&mut self, p: usize) {
+        let Some(m) = self.flight.members.get_mut(p) else {
+            return;
+        };
+        let m = core::mem::replace(m, [0; W]);
+        let mut freed = 0u32;
+        for (w, mut bits) in m.into_iter().enumerate() {
+            if let Some(l) = self.flight.lost.get_mut(w) {
+                *l |= bits;
+            }
+            while bits != 0 {
+                let i = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(k) = self.flight.pool.get(w * 64 + i) {
+                    freed = freed.saturating_add(charge(k.len));
+                }
+            }
+        }
+        self.flight.inflight = self.flight.inflight.saturating_sub(freed);
+        if let Some(t) = self.tx.get_mut(p) {
+            t.inflight = 0;
+            t.base_psn = t.next_psn;
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! The sender half: [`Connection::poll_transmit`] sends, in order, pending ACKs, due
+//! probes, then data — retransmissions first — within the windows and at the paced rate;
+//! data packets are built around the application's bytes ([`App::payload`]).
+
+use super::super::path::PathState;
+use super::super::time::Instant;
+use super::super::wire::{
+    DataHeader, ProbeHeader, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX, DF_SE,
+    MAX_DATA_HEADER,
+};
+use super::timers::Timer;
+use super::{
+    charge, wrap, App, ConnError, ConnState, Connection, MsgInfo, Pkt, Refusal, RefusalKind,
+    Transmit, TxKind, Unreadable,
+};
+
+impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+    /// Writes the next datagram to send into `buf` (at least `mtu + 84` bytes), or returns
+    /// `None` if nothing may be sent now. Call repeatedly until `None`.
+    pub fn poll_transmit<A: App>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        app: &mut A,
+    ) -> Option<Transmit> {
+        if self.state == ConnState::Error(ConnError::Aborted) {
+            return None;
+        }
+        if self.reports.ack_pending != 0 {
+            if self.timers.is_armed(Timer::DelayedAck) && self.rx.iter().all(|r| r.acked == 0) {
+                self.timers.stop(Timer::DelayedAck);
+            }
+            return self.send_ack(buf);
+        }
+        if self.state != ConnState::Open {
+            return None;
+        }
+        if self.probing != 0 {
+            for p in 0..usize::from(self.cfg.paths).min(P) {
+                let due = self
+                    .tx
+                    .get(p)
+                    .map(|t| t.state == PathState::Probing && t.probe_due)
+                    .unwrap_or(false);
+                if due {
+                    return self.send_probe(now, p, buf);
+                }
+            }
+        }
+        self.paced = false;
+        if self.cfg.pacing && self.peer_hint != 0 && now < self.timers.get(Timer::Pacing) {
+            self.paced = true;
+            return None;
+        }
+        let r = self.send_data(now, buf, app);
+        if r.is_none() && self.reports.ack_pending != 0 {
+            // A failure while building data (an unreadable response) queued
+            // a NAK: it goes out now, not at some later timer.
+            return self.send_ack(buf);
+        }
+        if let Some(t) = &r {
+            if self.cfg.pacing && self.peer_hint != 0 {
+                let bytes = (t.len as u64).saturating_add(u64::from(self.cfg.wire_overhead));
+                let r = u64::from(self.peer_hint) * u64::from(self.rate_scale) / 1024;
+                let d = bytes.saturating_mul(1_000_000) / r.max(1);
+                let next = self.timers.get(Timer::Pacing).max(now).add_nanos(d);
+                self.timers.set(Timer::Pacing, next);
+            }
+        }
+        r
+    }
+
+    pub(super) fn send_probe(
+        &mut self,
+        now: Instant,
+        p: usize,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
+        let rto = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
+        let t = self.tx.get_mut(p)?;
+        let stamp = now.wire_stamp();
+        let h = ProbeHeader {
+            path: p as u8,
+            dst_conn: self.cfg.peer_conn,
+            psn: t.next_psn,
+            stamp,
+            floor: t.base_psn,
+        };
+        let len = h.encode(buf)?;
+        t.probe_due = false;
+        t.probe_stamp = stamp;
+        t.rto_at = now.add_nanos(rto);
+        Some(Transmit {
+            len,
+            path: p as u8,
+            src_port: t.src_port,
+            ect: true,
+            kind: TxKind::Probe,
+        })
+    }
+
+    fn pick_path(&mut self, len: u32) -> Option<usize> {
+        let n = usize::from(self.cfg.paths).min(P);
+        let start = usize::from(self.rr_path);
+        for k in 0..n {
+            let p = wrap(start + k, n);
+            let Some(t) = self.tx.get(p) else { continue };
+            if t.state != PathState::Active || !t.span_ok() {
+                continue;
+            }
+            if t.inflight == 0 || t.inflight.saturating_add(len) <= t.cc.pwnd {
+                self.rr_path = wrap(p + 1, n) as u8;
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    fn find_lost(&self) -> Option<(usize, usize)> {
+        for w in 0..W {
+            let l = self.flight.lost.get(w).copied().unwrap_or(0);
+            if l != 0 {
+                return Some((w, l.trailing_zeros() as usize));
+            }
+        }
+        None
+    }
+
+    fn find_free(&self) -> Option<(usize, usize)> {
+        for w in 0..W {
+            let used = self.flight.busy.get(w).copied().unwrap_or(u64::MAX);
+            // Records beyond N do not exist: treat their bits as used.
+            let valid = N.saturating_sub(w * 64);
+            let used = if valid >= 64 {
+                used
+            } else {
+                used | (u64::MAX << valid)
+            };
+            if used != u64::MAX {
+                return Some((w, (!used).trailing_zeros() as usize));
+            }
+        }
+        None
+    }
+
+    pub(super) fn send_data<A: App>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        app: &mut A,
+    ) -> Option<Transmit> {
+        // Start-up ramp: the window may at most double per round trip (slow start) until
+        // the peer's rate hint has had time to count every sender.
+        if self.flight.inflight >= self.flight.ramp && self.flight.inflight > 0 {
+            return None;
+        }
+        if let Some(cap) = self.hint_cap() {
+            let sum = self.qwnd_sum();
+            if self.flight.inflight >= cap.min(sum) && self.flight.inflight > 0 {
+                return None;
+            }
+        }
+        // Retransmissions first, on any healthy path.
+        if let Some((w, i)) = self.find_lost() {
+            let k = *self.flight.pool.get(w * 64 + i)?;
+            let st = self.stx.get(usize::from(k.stream()))?;
+            let msn = st.msn_from_low(k.msn);
+            let ssn = st.ssn_from_low(k.ssn);
+            let Some(info) = app.message(u16::from(k.stream()), msn) else {
+                self.fail(ConnError::MessageVanished, app);
+                return None;
+            };
+            let p = self.pick_path(charge(k.len))?;
+            let t = self.build_data(
+                now,
+                p,
+                buf,
+                u16::from(k.stream()),
+                msn,
+                ssn,
+                k.offset(),
+                k.len,
+                &info,
+                true,
+                app,
+            )?;
+            if let Some(l) = self.flight.lost.get_mut(w) {
+                *l &= !(1u64 << i);
+            }
+            self.track(now, w, i, p, k.len);
+            self.stats.retx = self.stats.retx.wrapping_add(1);
+            return Some(t);
+        }
+        let (w, i) = self.find_free()?;
+        let n = S.min(256);
+        for k in 0..n {
+            let s = wrap(usize::from(self.rr_stream) + k, n);
+            let Some(st) = self.stx.get(s) else { continue };
+            if !st.can_send() {
+                continue;
+            }
+            let (msn, off, ssn) = (st.tx_msn, st.tx_off, st.next_ssn);
+            let Some(info) = app.message(s as u16, msn) else {
+                continue;
+            };
+            let rem = info.len.saturating_sub(off);
+            let len = rem.min(u32::from(self.cfg.mtu)) as u16;
+            let p = self.pick_path(charge(len))?;
+            let t =
+                self.build_data(now, p, buf, s as u16, msn, ssn, off, len, &info, false, app)?;
+            let last = off.saturating_add(u32::from(len)) >= info.len;
+            if let Some(k) = self.flight.pool.get_mut(w * 64 + i) {
+                *k = Pkt {
+                    path: 0,
+                    meta: (s as u8 & 0x0f) | if last { 0x10 } else { 0 },
+                    psn: 0,
+                    ssn: ssn as u16,
+                    msn: msn as u16,
+                    len,
+                    off_lo: off as u16,
+                    off_hi: (off >> 16) as u16,
+                };
+            }
+            if let Some(st) = self.stx.get_mut(s) {
+                st.next_ssn = st.next_ssn.wrapping_add(1);
+                if last {
+                    st.tx_msn = st.tx_msn.wrapping_add(1);
+                    st.tx_off = 0;
+                } else {
+                    st.tx_off = off.saturating_add(u32::from(len));
+                }
+            }
+            if let Some(b) = self.flight.busy.get_mut(w) {
+                *b |= 1u64 << i;
+            }
+            self.track(now, w, i, p, len);
+            self.rr_stream = wrap(s + 1, n) as u8;
+            return Some(t);
+        }
+        None
+    }
+
+    fn qwnd_sum(&self) -> u32 {
+        self.tx
+            .iter()
+            .filter(|t| t.state == PathState::Active)
+            .fold(0u32, |a, t| a.saturating_add(t.cc.pwnd))
+    }
+
+    /// Records pool entry `(w, i)` as in flight on path `p` with the PSN just assigned.
+    fn track(&mut self, now: Instant, w: usize, i: usize, p: usize, len: u16) {
+        let rto = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
+        let Some(t) = self.tx.get_mut(p) else { return };
+        let psn = t.next_psn.wrapping_sub(1);
+        if t.rto_at == Instant::NEVER {
+            t.rto_at = now.add_nanos(rto);
+        }
+        t.inflight = t.inflight.saturating_add(charge(len));
+        if let Some(k) = self.flight.pool.get_mut(w * 64 + i) {
+            k.path = p as u8;
+            k.psn = psn as u16;
+        }
+        if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
+            *m |= 1u64 << i;
+        }
+        self.flight.inflight = self.flight.inflight.saturating_add(charge(len));
+        self.stats.data_tx = self.stats.data_tx.wrapping_add(1);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build_data<A: App>(
+        &mut self,
+        now: Instant,
+        p: usize,
+        buf: &mut [u8],
+        stream: u16,
+        msn: u32,
+        ssn: u32,
+        offset: u32,
+        len: u16,
+        info: &MsgInfo,
+        retransmit: bool,
+        app: &mut A,
+    ) -> Option<Transmit> {
+        let t = self.tx.get(p)?;
+        let end = offset.saturating_add(u32::from(len));
+        let last = end >= info.len;
+        let mut flags = 0u8;
+        if offset == 0 {
+            flags |= DF_FIRST;
+        }
+        if last {
+            flags |= DF_LAST;
+        }
+        if info.op.needs_reth() {
+            flags |= DF_RETH;
+        }
+        if info.op.has_imm() && last {
+            flags |= DF_IMM;
+        }
+        if info.solicited && last {
+            flags |= DF_SE;
+        }
+        if retransmit {
+            flags |= DF_RETX;
+        }
+        // A window (path, start-up ramp or hint cap) is full after this packet: ask for
+        // an immediate ACK rather than wait for the receiver's delayed-ACK timer.
+        let two = charge(len).saturating_mul(2);
+        let conn_cap = self.flight.ramp.min(self.hint_cap().unwrap_or(u32::MAX));
+        if t.inflight.saturating_add(two) > t.cc.pwnd
+            || self.flight.inflight.saturating_add(two) > conn_cap
+        {
+            flags |= DF_ACKREQ;
+        }
+        let h = DataHeader {
+            path: p as u8,
+            dst_conn: self.cfg.peer_conn,
+            psn: t.next_psn,
+            stamp: now.wire_stamp(),
+            stream,
+            op: info.op as u8,
+            flags,
+            payload_len: len,
+            tag: info.tag,
+            floor: t.base_psn,
+            ssn,
+            msn,
+            offset,
+            msg_len: info.len,
+            reth: info.reth,
+            imm: info.imm,
+        };
+        let hl = h.header_len();
+        if buf.len() < hl.saturating_add(usize::from(len)) || hl > MAX_DATA_HEADER {
+            return None;
+        }
+        h.encode(buf)?;
+        let dst = buf.get_mut(hl..hl + usize::from(len))?;
+        if let Err(e) = app.payload(stream, msn, offset, dst) {
+            if e == Unreadable::Remote {
+                // Tell the peer (on path 0: a NAK fails its whole connection).
+                self.reports.nak = Some(Refusal {
+                    path: 0,
+                    kind: RefusalKind::Access,
+                    psn: self.rx.first().map_or(0, |r| r.cum),
+                });
+                self.reports.ack_pending |= 1;
+            }
+            self.fail(ConnError::LocalProtection, app);
+            return None;
+        }
+        let src_port = t.src_port;
+        let psn = t.next_psn;
+        if let Some(t) = self.tx.get_mut(p) {
+            t.next_psn = t.next_psn.wrapping_add(1);
+        }
+        Some(Transmit {
+            len: hl + usize::from(len),
+            path: p as u8,
+            src_port,
+            ect: true,
+            kind: TxKind::Data {
+                stream,
+                msn,
+                offset,
+                len,
+                psn,
+                retransmit,
+            },
+        })
+    }
+}

@@ -1,0 +1,82 @@
+//! Where each header field lies (`Documentation/transport.rst`): a single-byte field is
+//! its offset, a wider one its byte range. Encoding and decoding both read this table,
+//! so no offset is written twice.
+
+/// The bytes of a multi-byte field.
+pub(crate) type Field = core::ops::Range<usize>;
+
+/// Common header, every datagram.
+pub(crate) mod common {
+    use super::Field;
+    pub(crate) const VERSION: usize = 0;
+    pub(crate) const TYPE: usize = 1;
+    pub(crate) const PATH: usize = 2;
+    /// Reserved, zero.
+    pub(crate) const RESERVED: usize = 3;
+    pub(crate) const DST_CONN: Field = 4..8;
+    pub(crate) const PSN: Field = 8..12;
+    pub(crate) const STAMP: Field = 12..16;
+}
+
+/// DATA, after the common header.
+pub(crate) mod data {
+    use super::Field;
+    pub(crate) const STREAM: Field = 16..18;
+    pub(crate) const OP: usize = 18;
+    pub(crate) const FLAGS: usize = 19;
+    pub(crate) const PAYLOAD_LEN: Field = 20..22;
+    pub(crate) const TAG: Field = 22..24;
+    pub(crate) const FLOOR: Field = 24..28;
+    pub(crate) const SSN: Field = 28..32;
+    pub(crate) const MSN: Field = 32..36;
+    pub(crate) const OFFSET: Field = 36..40;
+    pub(crate) const MSG_LEN: Field = 40..44;
+}
+
+/// The RETH extension, from its own start (after the DATA header).
+pub(crate) mod reth {
+    use super::Field;
+    pub(crate) const VA: Field = 0..8;
+    pub(crate) const RKEY: Field = 8..12;
+    pub(crate) const LEN: Field = 12..16;
+}
+
+/// The immediate-data extension, from its own start (after the RETH, if any).
+pub(crate) mod imm {
+    use super::Field;
+    pub(crate) const IMM: Field = 0..4;
+}
+
+/// ACK, after the common header (whose PSN is zero and whose stamp is the echo).
+pub(crate) mod ack {
+    use super::super::super::sack::SACK_BYTES;
+    use super::Field;
+    pub(crate) const CUM: Field = 16..20;
+    pub(crate) const RATE_HINT: Field = 20..24;
+    pub(crate) const CE: Field = 24..26;
+    pub(crate) const ACKED: Field = 26..28;
+    pub(crate) const FLAGS: usize = 28;
+    pub(crate) const RNR_TIMER: usize = 29;
+    /// Reserved, zero.
+    pub(crate) const RESERVED: Field = 30..32;
+    pub(crate) const RNR_PSN: Field = 32..36;
+    pub(crate) const SACK: Field = 36..36 + SACK_BYTES;
+}
+
+/// PROBE, after the common header.
+pub(crate) mod probe {
+    use super::Field;
+    pub(crate) const FLOOR: Field = 16..20;
+}
+
+/// DATAGRAM, after the common header (whose path and PSN are zero).
+pub(crate) mod datagram {
+    use super::Field;
+    pub(crate) const SRC_QPN: Field = 16..20;
+    pub(crate) const QKEY: Field = 20..24;
+    pub(crate) const FLAGS: usize = 24;
+    /// Reserved, zero.
+    pub(crate) const RESERVED: usize = 25;
+    pub(crate) const PAYLOAD_LEN: Field = 26..28;
+    pub(crate) const IMM: Field = 28..32;
+}
