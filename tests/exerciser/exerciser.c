@@ -1434,13 +1434,14 @@ struct conn_opts {
 	uint8_t min_rnr_timer;	/* RTR: the code this QP's RNR NAKs carry */
 	uint8_t rnr_retry;	/* RTS */
 	uint8_t timeout;	/* RTS: local ACK timeout, 4.096 us * 2^timeout */
+	uint8_t retry_cnt;	/* RTS */
 	int depth;		/* max_send_wr at creation */
 	int ext;		/* ibv_create_qp_ex with the atomic send ops */
 };
 
 static const struct conn_opts conn_default = {
 	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-	.min_rnr_timer = 12, .rnr_retry = 7, .timeout = 14, .depth = 16,
+	.min_rnr_timer = 12, .rnr_retry = 7, .timeout = 14, .retry_cnt = 7, .depth = 16,
 };
 
 static int connect_pair_opts(struct ibv_qp *a, struct ibv_qp *b, const struct conn_opts *o)
@@ -1465,7 +1466,7 @@ static int connect_pair_opts(struct ibv_qp *a, struct ibv_qp *b, const struct co
 		/* rxe checks PSNs: the peer's rq_psn from req_attrs(RTR). */
 		at.sq_psn = 0x123456;
 		at.timeout = o->timeout;
-		at.retry_cnt = 7;
+		at.retry_cnt = o->retry_cnt;
 		at.rnr_retry = o->rnr_retry;
 		at.max_rd_atomic = 1;
 		m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
@@ -2096,7 +2097,7 @@ static struct {
 /* conn_default with remote atomics allowed. */
 static const struct conn_opts ep_default = {
 	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
-	.min_rnr_timer = 12, .rnr_retry = 7, .timeout = 14, .depth = 16,
+	.min_rnr_timer = 12, .rnr_retry = 7, .timeout = 14, .retry_cnt = 7, .depth = 16,
 };
 
 static int ep_pair(const struct conn_opts *o, const char *what)
@@ -2979,6 +2980,37 @@ static void ep_dereg_race(void)
 	}
 }
 
+/*
+ * retry_cnt 0 (IBTA 9.7.6.1.3): no retry, but the first local ACK timeout
+ * (4.096 us * 2^timeout) is still waited out. With timeout 18 (1.07 s) and a
+ * responder that went to ERR (it drops every packet), the WRITE completes
+ * with IBV_WC_RETRY_EXC_ERR after about a second, not at the transport's
+ * first few-ms timeout. rxe: 1.08 s.
+ */
+static void ep_retry0(void)
+{
+	struct conn_opts o = ep_default;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+	struct ibv_wc wc[4], *s;
+	double t0, t;
+	int e, n;
+
+	o.retry_cnt = 0;
+	o.timeout = 18;
+	if (ep_pair(&o, "retry_cnt 0"))
+		return;
+	e = rcerr(ibv_modify_qp(ep.b, &at, IBV_QP_STATE));
+	t0 = now();
+	if (!e)
+		e = post_wr(ep.a, 0xef01, IBV_WR_RDMA_WRITE, E_SRC, 64, ep.mr->lkey, E_DST, ep.mr->rkey, 0);
+	n = e ? 0 : collect(ep.cq, wc, 4, 0xef01, 30, 0);
+	t = now() - t0;
+	s = find_wc(wc, n, 0xef01);
+	checkd(!e && s && s->status == IBV_WC_RETRY_EXC_ERR && t >= 1.0, ename(e),
+	       "error paths: retry_cnt 0, timeout 18, silent responder: IBV_WC_RETRY_EXC_ERR after >= 1.0 s "
+	       "(one local ACK timeout, IBTA 9.7.6.1.3) (%s after %.3f s)", wc_str(s), t);
+}
+
 static void test_error_paths(struct ibv_pd *pd)
 {
 	struct ibv_mr *dead;
@@ -3012,6 +3044,7 @@ static void test_error_paths(struct ibv_pd *pd)
 	ep_invalid_requests();
 	ep_send_inv_nothing();
 	ep_rnr();
+	ep_retry0();
 	ep_ud_route_sqd();
 	ep_huge_mr();
 out:

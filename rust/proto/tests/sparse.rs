@@ -7,7 +7,7 @@ use common::*;
 use metaroce_proto::conn::{Config, Connection};
 
 fn kernel_config(local: u32, peer: u32) -> Config {
-    // As rust/verbs/qp.rs configures an RC QP's connection.
+    // As rust/verbs/qp/control.rs configures an RC QP's connection.
     Config {
         local_conn: local,
         peer_conn: peer,

@@ -349,13 +349,15 @@ fn rnr_retry(t: &QpAttr) -> u8 {
 }
 
 /// How long a connection without progress keeps retrying before its WQE
-/// completes with `IBV_WC_RETRY_EXC_ERR`: `retry_cnt` local ACK timeouts of
-/// 4.096 us * 2^`timeout` (IBTA 9.7.6.1.3), `timeout` 0 meaning forever.
+/// completes with `IBV_WC_RETRY_EXC_ERR`: the first local ACK timeout of
+/// 4.096 us * 2^`timeout` and one more for each of the `retry_cnt` retries
+/// (IBTA 9.7.6.1.3; `retry_cnt` 0 still waits out one timeout), `timeout` 0
+/// meaning forever.
 fn give_up_ns(t: &QpAttr) -> u64 {
     if t.timeout == 0 {
         return u64::MAX;
     }
-    u64::from(retry_cnt(t)).saturating_mul(4096u64 << t.timeout.min(31))
+    (u64::from(retry_cnt(t)) + 1).saturating_mul(4096u64 << t.timeout.min(31))
 }
 
 /// Largest inline data per send WQE.
