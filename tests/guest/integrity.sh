@@ -9,7 +9,7 @@
 #   make -C tests/integrity && qemu/vm-run -n 2 -t 600 tests/guest/integrity.sh rxe0
 # The -s/-n/-M options go to the client (defaults: seed 1, 300 ops, 1 MiB,
 # about 29 MB in all); the server takes them from the client.
-. "$MR_REPO/tests/lib.sh"
+[[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
 shift
 args=()
