@@ -20,6 +20,7 @@ pub mod cc;
 pub mod conn;
 pub mod fair;
 pub mod path;
+pub mod rc;
 pub mod sack;
 pub mod stream;
 pub mod time;

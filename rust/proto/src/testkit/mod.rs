@@ -97,3 +97,5 @@ impl App for BulkApp<'_> {
         self.errors += 1;
     }
 }
+
+pub mod rc;
