@@ -626,3 +626,148 @@ impl Pair {
         self.pump(i);
     }
 }
+
+impl Pair {
+    /// A pair with a mixed workload posted on both sides (every opcode, receives on
+    /// both), for fuzzing: `srq` puts node 1 on an SRQ.
+    pub fn fuzz_setup(srq: bool, seed: u64) -> Self {
+        let mut p = Pair::new(16, srq, Link::default(), seed);
+        let all = access::LOCAL_WRITE
+            | access::REMOTE_WRITE
+            | access::REMOTE_READ
+            | access::REMOTE_ATOMIC;
+        for (i, n) in [&mut p.a, &mut p.b].into_iter().enumerate() {
+            let va = n.host.reg_mr(0x10, 1 << 16, all);
+            let s = |off: u64, len: u32| Sge {
+                addr: va + off,
+                length: len,
+                lkey: 0x10,
+            };
+            for r in 0..6u64 {
+                n.host.post_recv(r, &[s(r * 4096, 4096)]);
+            }
+            let ops = [
+                WrOpcode::Send,
+                WrOpcode::SendWithImm,
+                WrOpcode::RdmaWrite,
+                WrOpcode::RdmaWriteWithImm,
+                WrOpcode::RdmaRead,
+                WrOpcode::AtomicCmpAndSwp,
+                WrOpcode::AtomicFetchAndAdd,
+                WrOpcode::SendWithInv,
+            ];
+            for (k, op) in ops.into_iter().enumerate() {
+                let len = if matches!(op, WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd) {
+                    8
+                } else {
+                    (k as u32 + 1) * 700 + i as u32
+                };
+                n.host.post_send(SqEntry {
+                    wqe: SendWqe {
+                        wr_id: k as u64,
+                        opcode: op as u32,
+                        send_flags: crate::rc::send_flags::SIGNALED,
+                        remote_addr: (u64::from(0x10u32) << 32 | 0x1000) + 32768,
+                        rkey: 0x10,
+                        atomic_rkey: 0x10,
+                        length: len,
+                        num_sge: 1,
+                        ..SendWqe::default()
+                    },
+                    sges: vec![s(8192 + k as u64 * 64, len)],
+                    inline: Vec::new(),
+                });
+            }
+        }
+        p
+    }
+
+    /// Delivers `bytes` to node `to` at the current time and lets it respond.
+    pub fn inject(&mut self, to: u8, bytes: &[u8]) {
+        let now = Instant(self.now);
+        let n = self.node(to & 1);
+        if n.host.mode != QpMode::Err {
+            let _ = n
+                .conn
+                .handle_packet(now, bytes, false, &mut n.engine.bind(&mut n.host));
+        }
+        self.pump(to & 1);
+    }
+
+    /// Advances time by `ns` and runs both connections' expired timers.
+    pub fn tick(&mut self, ns: u64) {
+        self.now = self.now.saturating_add(ns);
+        for i in 0..2u8 {
+            let t = self.now;
+            let n = self.node(i);
+            if n.conn.poll_timeout().is_some_and(|d| d.0 <= t) {
+                n.conn
+                    .handle_timeout(Instant(t), &mut n.engine.bind(&mut n.host));
+            }
+            self.pump(i);
+        }
+    }
+
+    /// Datagrams the nodes sent and the link has not delivered yet, oldest first.
+    pub fn take_wire(&mut self) -> Vec<(u8, Vec<u8>)> {
+        let mut w = core::mem::take(&mut self.wire);
+        w.sort_by_key(|x| (x.0, x.1));
+        w.into_iter().map(|x| (x.2, x.3)).collect()
+    }
+}
+
+/// The fuzz entry: `data` drives a [`Pair::fuzz_setup`] pair. Byte 0: bit 0 SRQ. Then
+/// records of `[kind, len_lo, len_hi, bytes…]`: kind bit 0 is the destination node; bit 1
+/// set means "deliver the oldest captured datagram, mutated by XOR with `bytes`", clear
+/// means "deliver `bytes` as is"; bits 2-7 advance time by that many 100 µs. Nothing may
+/// panic; afterwards every completion is one the engine may produce. Returns the
+/// completions written (both sides, both CQs).
+pub fn fuzz_engine(data: &[u8]) -> usize {
+    let (&flags, mut rest) = match data.split_first() {
+        Some(x) => x,
+        None => return 0,
+    };
+    let mut p = Pair::fuzz_setup(flags & 1 != 0, u64::from(flags));
+    p.pump(0);
+    p.pump(1);
+    let mut captured: VecDeque<(u8, Vec<u8>)> = p.take_wire().into();
+    while let [kind, lo, hi, tail @ ..] = rest {
+        let n = usize::from(u16::from_le_bytes([*lo, *hi])).min(tail.len());
+        let (bytes, tail) = tail.split_at(n);
+        rest = tail;
+        let to = kind & 1;
+        if kind & 2 != 0 {
+            if let Some((dst, mut d)) = captured.pop_front() {
+                for (x, m) in d.iter_mut().zip(bytes) {
+                    *x ^= m;
+                }
+                p.inject(dst, &d);
+            }
+        } else {
+            p.inject(to, bytes);
+        }
+        p.tick(u64::from(kind >> 2) * 100_000);
+        captured.extend(p.take_wire());
+        if captured.len() > 256 {
+            captured.drain(..128);
+        }
+    }
+    // Whatever arrived: every WQE completes at most once, sends in SQ order.
+    for n in [&p.a, &p.b] {
+        let ids: Vec<u64> = n.host.send_cq.iter().map(|c| c.wr_id).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "send completions out of order: {ids:?}"
+        );
+        let mut r: Vec<u64> = n.host.recv_cq.iter().map(|c| c.0.wr_id).collect();
+        r.sort_unstable();
+        assert!(
+            r.windows(2).all(|w| w[0] < w[1]),
+            "a receive completed twice: {r:?}"
+        );
+    }
+    [&p.a, &p.b]
+        .iter()
+        .map(|n| n.host.send_cq.len() + n.host.recv_cq.len())
+        .sum()
+}
