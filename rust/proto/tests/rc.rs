@@ -96,6 +96,7 @@ fn every_opcode(link: Link, seed: u64) {
     for e in w {
         assert!(p.a.host.post_send(e));
     }
+    p.a.host.snapshot_key = Some(A_MR);
     assert!(p.run(5_000_000_000), "seed {seed}: did not go quiet");
     // Requester: every WQE once, in order, successful.
     let cq = &p.a.host.send_cq;
@@ -174,6 +175,23 @@ fn every_opcode(link: Link, seed: u64) {
     let read: Vec<u8> = (0..4000).map(|i| pattern(i + 7)).collect();
     assert_eq!(am[12_000..16_000], read[..]);
     let word = |m: &[u8], o: usize| u64::from_ne_bytes(m[o..o + 8].try_into().unwrap());
+    // What the requester's memory held when each READ/atomic completed: its data, all
+    // of it (a completion is written only once the response is whole and placed).
+    let snap = |id: u64| &p.a.host.snapshots.iter().find(|x| x.0 == id).unwrap().1;
+    assert!(
+        snap(5)[12_000..16_000] == read[..],
+        "seed {seed}: READ data not all placed when its completion was written"
+    );
+    assert_eq!(
+        word(snap(6), 16_000),
+        0,
+        "seed {seed}: CMP_SWAP at completion"
+    );
+    assert_eq!(
+        word(snap(7), 16_008),
+        77,
+        "seed {seed}: FETCH_ADD at completion"
+    );
     assert_eq!(word(&am, 16_000), 0, "CMP_SWAP original");
     assert_eq!(word(&am, 16_008), 77, "FETCH_ADD original");
     assert_eq!(word(bm, ATOMIC_OFF), 82, "atomics exactly once");

@@ -87,7 +87,7 @@ proptest! {
         let mut want_send = Vec::new();
         let mut want_recv = Vec::new();
         let mut placed = Vec::new();
-        let mut landed: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut landed: Vec<(u64, usize, Vec<u8>)> = Vec::new();
         let mut written: Vec<(usize, Vec<u8>)> = Vec::new();
         for (i, w) in wrs.iter().enumerate() {
             let id = i as u64;
@@ -124,7 +124,7 @@ proptest! {
                         b + (B_READ + off) as u64,
                         B_MR,
                     );
-                    landed.push((a_next, (0..len).map(|k| pattern(off + k + 7)).collect()));
+                    landed.push((id, a_next, (0..len).map(|k| pattern(off + k + 7)).collect()));
                     a_next += len;
                     want_send.push((id, WcOpcode::RdmaRead, len as u32));
                     e
@@ -136,7 +136,7 @@ proptest! {
                         B_MR,
                     );
                     e.wqe.compare_add = add;
-                    landed.push((a_next, counter.to_ne_bytes().to_vec()));
+                    landed.push((id, a_next, counter.to_ne_bytes().to_vec()));
                     counter = counter.wrapping_add(add);
                     a_next += 8;
                     want_send.push((id, WcOpcode::FetchAdd, 8));
@@ -150,7 +150,7 @@ proptest! {
                     );
                     e.wqe.compare_add = if hit { counter } else { counter ^ 1 };
                     e.wqe.swap = swap;
-                    landed.push((a_next, counter.to_ne_bytes().to_vec()));
+                    landed.push((id, a_next, counter.to_ne_bytes().to_vec()));
                     if hit {
                         counter = swap;
                     }
@@ -174,6 +174,7 @@ proptest! {
             };
             prop_assert!(p.a.host.post_send(e));
         }
+        p.a.host.snapshot_key = Some(A_MR);
         prop_assert!(p.run(60_000_000_000), "did not go quiet");
         prop_assert_eq!(p.a.host.mode, QpMode::Rts);
         prop_assert_eq!(p.b.host.mode, QpMode::Rts);
@@ -191,8 +192,11 @@ proptest! {
             let want: Vec<u8> = (from..from + len).map(pattern).collect();
             prop_assert_eq!(&bm[to..to + len], &want[..]);
         }
-        for (at, want) in &landed {
+        for (id, at, want) in &landed {
             prop_assert_eq!(&am[*at..*at + want.len()], &want[..]);
+            // Already there when the completion was written.
+            let snap = &p.a.host.snapshots.iter().find(|x| x.0 == *id).unwrap().1;
+            prop_assert!(snap[*at..*at + want.len()] == want[..], "#{} incomplete at its completion", id);
         }
         for (at, want) in &written {
             prop_assert_eq!(&bm[*at..*at + 8], &want[..]);

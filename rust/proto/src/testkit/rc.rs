@@ -82,6 +82,11 @@ pub struct Host {
     pub events: Vec<Event>,
     /// Responses longer than asked for.
     pub bad_responses: u32,
+    /// Snapshot this region's bytes at every successful send completion (into
+    /// `snapshots`), to check what a completion guarantees at the moment it is written.
+    pub snapshot_key: Option<u32>,
+    /// `(wr_id, bytes)` of each snapshot.
+    pub snapshots: Vec<(u64, Vec<u8>)>,
 }
 
 impl Host {
@@ -118,6 +123,8 @@ impl Host {
             cq_cap: usize::MAX,
             events: Vec::new(),
             bad_responses: 0,
+            snapshot_key: None,
+            snapshots: Vec::new(),
         }
     }
 
@@ -318,6 +325,10 @@ impl Completions for Host {
             return false;
         }
         self.send_cq.push(*c);
+        if let (Some(k), WcStatus::Success) = (self.snapshot_key, c.status) {
+            let b = self.mr(k).map(|m| m.bytes.clone()).unwrap_or_default();
+            self.snapshots.push((c.wr_id, b));
+        }
         true
     }
     fn push_recv(&mut self, c: &Cqe, solicited: bool) -> bool {
