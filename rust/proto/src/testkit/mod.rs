@@ -98,4 +98,5 @@ impl App for BulkApp<'_> {
     }
 }
 
+mod pair;
 pub mod rc;
