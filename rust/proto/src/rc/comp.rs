@@ -266,7 +266,7 @@ impl<T: Tables> Engine<T> {
         } else {
             p.payload
         };
-        if u64::from(p.offset) + data.len() as u64 > u64::from(len) {
+        if u64::from(p.offset).saturating_add(data.len() as u64) > u64::from(len) {
             // More than the WQE asked for: the peer is broken.
             env.bad_response();
             return Ok(());
