@@ -32,7 +32,7 @@ elif [ -z "$secs" ] && [ ! -d rust/proto/fuzz/target ]; then
 elif [ "${secs:-20}" = 0 ]; then
     echo "METAROCE_FUZZ_SECONDS=0: skipped"
 else
-    for t in decode receive; do
+    for t in decode receive rc; do
         (cd rust/proto/fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="${secs:-20}" \
             -rss_limit_mb=1024 2>&1 | tail -n 3)
     done

@@ -12,7 +12,8 @@
 
 use crate::ffi::rdma::SrqAttr;
 use crate::ffi::sync::BhLock;
-use crate::ffi::verbs::{MmInfo, Queue, RecvWqe, RecvWrs, Sge, SrqEvents, UContext, SGE_SIZE};
+use crate::ffi::verbs::{MmInfo, Queue, RecvWqe, RecvWrs, SrqEvents, UContext, SGE_SIZE};
+use crate::proto::rc::Sge;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -104,7 +105,12 @@ impl Srq {
             let w = RecvWqe::read(ring, cons).ok()?;
             let n = w.num_sge.min(g.max_sge).min(sges.len() as u32);
             for (i, s) in sges.iter_mut().enumerate().take(n as usize) {
-                *s = RecvWqe::sge(ring, cons, i as u32).ok()?;
+                let k = RecvWqe::sge(ring, cons, i as u32).ok()?;
+                *s = Sge {
+                    addr: k.addr,
+                    length: k.length,
+                    lkey: k.lkey,
+                };
             }
             // More SGEs than the SRQ takes (a malformed WQE from the shared
             // ring) is reported as is: the taker fails that receive.

@@ -8,5 +8,10 @@
 mod proto;
 pub use proto::*;
 
+// The test kit's RC model keeps its rings, memory and CQs in `Vec`s (host only: the
+// kernel module never includes `testkit`).
+#[cfg(any(test, feature = "testkit"))]
+extern crate alloc;
+
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

@@ -12,6 +12,10 @@
 //! buffers, asks [`conn::Connection::poll_timeout`] for the next deadline and calls
 //! [`conn::Connection::handle_timeout`] when it passes. Message payloads stay with the caller
 //! (the verbs layer); the core pulls them through the [`conn::App`] trait.
+//!
+//! The verbs layer's RC rules are here too: [`rc`] is the RC engine (requester, responder,
+//! completer; IBTA 9.7, 10.8), the connection's [`conn::App`] over small traits the kernel
+//! implements on its rings, memory regions and CQs.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
@@ -20,6 +24,7 @@ pub mod cc;
 pub mod conn;
 pub mod fair;
 pub mod path;
+pub mod rc;
 pub mod sack;
 pub mod stream;
 pub mod time;

@@ -5,6 +5,8 @@
 //! `destroy_qp`.
 
 use super::*;
+use crate::proto::rc;
+use kernel::alloc::KVec;
 
 impl Qp {
     /// Creates an RC, UD or GSI QP with its rings mapped into `uc` (none: a
@@ -66,20 +68,7 @@ impl Qp {
             rq.as_ref().map(|q| q.mminfo()).unwrap_or_default(),
         );
         let srq_sge = srq.map_or(0, |s| s.max_sge() as usize);
-        let mut taken = KVec::new();
-        let mut taken_sges = KVec::new();
-        if srq.is_some() {
-            taken.extend_with(RX_TRACK, Taken::default(), GFP_KERNEL)?;
-            taken_sges.extend_with(RX_TRACK * srq_sge, Sge::default(), GFP_KERNEL)?;
-        }
-        let mut sends = KVec::new();
-        sends.extend_with(sq.slots() as usize, SendMsg::default(), GFP_KERNEL)?;
-        let mut rx = KVec::new();
-        rx.extend_with(RX_TRACK, RxMsg::default(), GFP_KERNEL)?;
-        let mut reads = KVec::new();
-        reads.extend_with(sends.len(), 0u32, GFP_KERNEL)?;
-        let mut resps = KVec::new();
-        resps.extend_with(RESP_SLOTS, Resp::default(), GFP_KERNEL)?;
+        let rc = Engine::new(env::tables(sq.slots() as usize, srq_sge)?);
         let mut scratch = KVec::new();
         scratch.extend_with(4096 + 256, 0u8, GFP_KERNEL)?;
         let io = Io {
@@ -90,40 +79,19 @@ impl Qp {
             caps: *c,
             sq: Some(sq),
             rq,
-            sq_cons: 0,
-            scan: 0,
-            sq_msn: 0,
-            msns: 0,
-            sends,
-            tx_rsn: 0,
-            rq_cons: 0,
-            rx_rsn: 0,
-            rx,
-            taken,
-            taken_sges,
             srq_sge,
-            tx_reads: 0,
-            reads,
-            reads_done: 0,
-            resps,
-            resp_next: 0,
-            resp_acked: 0,
-            rx_msn: 0,
-            cq_lost: core::cell::Cell::new(false),
-            sqd_notify: false,
             src: None,
             dst: None,
-            error: None,
             last_stats: Stats::default(),
-            last_wqe_sent: false,
-            rx_error: None,
             dead: false,
         };
+        let mut rc = Some(rc);
         let mut io = Some(io);
         let mut scratch = Some(scratch);
         let (qp_type, sq_sig_all) = (init.qp_type, init.sq_sig_all);
         let make = |qpn| {
             let io = io.take().ok_or(EINVAL)?;
+            let rc = rc.take().ok_or(EINVAL)?;
             let scratch = scratch.take().ok_or(EINVAL)?;
             Arc::pin_init(
                 pin_init!(Qp {
@@ -139,7 +107,7 @@ impl Qp {
                     rcq: rcq.clone(),
                     srq: srq.cloned(),
                     timer <- Timer::new(),
-                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, io, scratch }, "metaroce_qp"),
+                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, io, rc, scratch }, "metaroce_qp"),
                 }),
                 GFP_KERNEL,
             )
@@ -165,7 +133,7 @@ impl Qp {
             };
         {
             let mut g = this.inner.lock();
-            let Inner { conn, io, .. } = &mut *g;
+            let Inner { conn, io, rc, .. } = &mut *g;
             if io.dead {
                 return Err(EINVAL);
             }
@@ -253,6 +221,7 @@ impl Qp {
                     QpState::Reset => {
                         *conn = None;
                         io.reset();
+                        rc.reset();
                     }
                     QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
                         if let Some(mut c) = spare.take() {
@@ -262,18 +231,18 @@ impl Qp {
                     }
                     QpState::Rts => {
                         if let Some(c) = conn.as_mut() {
+                            let mut r = Config::default();
                             let t = &io.attr;
-                            c.set_retry_limits(retry_cnt(t), rnr_retry(t), give_up_ns(t));
+                            rc::retry_config(&mut r, t.timeout, t.retry_cnt, t.rnr_retry);
+                            c.set_retry_limits(r.retry_cnt, r.rnr_retry, r.give_up_ns);
                         }
                     }
                     QpState::Err => {
-                        let mut app = Glue { qp: this, io };
-                        app.flush();
+                        rc.flush(&mut Glue { qp: this, io });
                     }
                     QpState::Sqd => {
-                        io.sqd_notify = io.attr.en_sqd_async_notify;
-                        let mut app = Glue { qp: this, io };
-                        app.sq_drained_check();
+                        let notify = io.attr.en_sqd_async_notify;
+                        rc.enter_sqd(&mut Glue { qp: this, io }, notify);
                     }
                     _ => {}
                 }
@@ -286,7 +255,7 @@ impl Qp {
     pub(super) fn config(&self, io: &Io) -> Config {
         let mtu = 128u16 << io.attr.path_mtu.clamp(1, 5);
         let t = &io.attr;
-        Config {
+        let mut c = Config {
             local_conn: self.qpn,
             peer_conn: t.dest_qpn,
             paths: PATHS,
@@ -298,13 +267,12 @@ impl Qp {
             init_rto_ns: 20_000_000,
             min_rto_ns: 4_000_000,
             max_rto_ns: 500_000_000,
-            retry_cnt: retry_cnt(t),
-            rnr_retry: rnr_retry(t),
-            give_up_ns: give_up_ns(t),
             ack_delay_ns: 0,
             pacing: false,
             ..Config::default()
-        }
+        };
+        rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);
+        c
     }
 
     /// `query_qp`.
@@ -329,15 +297,21 @@ impl Qp {
         this.timer.shutdown();
         let (sq, rq, conn) = {
             let mut g = this.inner.lock();
-            let Inner { conn, io, scratch } = &mut *g;
+            let Inner {
+                conn,
+                io,
+                rc,
+                scratch,
+            } = &mut *g;
             // No asynchronous event from a QP being destroyed.
-            io.last_wqe_sent = true;
-            let mut app = Glue { qp: this, io };
-            app.flush();
+            rc.quiet();
+            let mut env = Glue { qp: this, io };
+            rc.flush(&mut env);
             // The peer may still wait for the ACK of what this QP received
             // last (applications often destroy right after their last
             // completion): repeat the ACKs once, in case the first was lost.
-            if let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), app.io.src, app.io.dst) {
+            if let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), env.io.src, env.io.dst) {
+                let mut app = rc.bind(&mut env);
                 c.ack_all();
                 for _ in 0..crate::proto::conn::MAX_PATHS {
                     let now = Instant(now_ns());

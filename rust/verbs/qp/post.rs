@@ -30,17 +30,19 @@ impl Qp {
                 // Posting in the error state succeeds, and the WQEs complete
                 // with flush errors (rxe_post_send; IBTA 10.8.3.3).
                 QpState::Err if !g.io.dead => {
-                    let Inner { io, .. } = &mut *g;
-                    Glue { qp: this, io }.flush();
+                    let Inner { io, rc, .. } = &mut *g;
+                    rc.flush(&mut Glue { qp: this, io });
                     return Ok(());
                 }
                 _ => return Err(EINVAL),
             }
             if this.qp_type.is_datagram() {
-                let Inner { io, scratch, .. } = &mut *g;
-                let mut app = Glue { qp: this, io };
-                app.datagrams_out(scratch);
-                app.settle();
+                let Inner {
+                    io, rc, scratch, ..
+                } = &mut *g;
+                let mut env = Glue { qp: this, io };
+                env.datagrams_out(rc, scratch);
+                rc.settle(&mut env);
                 return Ok(());
             }
         }
@@ -56,7 +58,7 @@ impl Qp {
     pub(crate) fn post_kernel_send(this: &Arc<Self>, wrs: &mut SendWrs) -> Result {
         let r = {
             let mut g = this.inner.lock();
-            let Inner { io, .. } = &mut *g;
+            let Inner { io, rc, .. } = &mut *g;
             if !this.kernel || io.dead {
                 return Err(EINVAL);
             }
@@ -68,8 +70,7 @@ impl Qp {
             let sq = io.sq.as_ref().ok_or(EINVAL)?;
             let r = wrs.post(sq, this.qp_type.is_datagram(), &io.caps);
             if flush {
-                let mut app = Glue { qp: this, io };
-                app.flush();
+                rc.flush(&mut Glue { qp: this, io });
                 return r;
             }
             r
@@ -91,14 +92,13 @@ impl Qp {
     /// errors.
     pub(crate) fn post_kernel_recv(this: &Arc<Self>, wrs: &mut RecvWrs) -> Result {
         let mut g = this.inner.lock();
-        let Inner { io, .. } = &mut *g;
+        let Inner { io, rc, .. } = &mut *g;
         if !this.kernel || io.dead || io.attr.state == QpState::Reset {
             return Err(EINVAL);
         }
         let r = wrs.post(io.rq.as_ref().ok_or(EINVAL)?, io.caps.max_recv_sge);
         if io.attr.state == QpState::Err {
-            let mut app = Glue { qp: this, io };
-            app.flush();
+            rc.flush(&mut Glue { qp: this, io });
         }
         r
     }
@@ -116,24 +116,29 @@ impl Qp {
     pub(super) fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, Inner>) {
         let mut budget = 256;
         let next = loop {
-            let Inner { conn, io, scratch } = &mut *g;
+            let Inner {
+                conn,
+                io,
+                rc,
+                scratch,
+            } = &mut *g;
             let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), io.src, io.dst) else {
                 return;
             };
             let now = Instant(now_ns());
-            let mut app = Glue { qp: this, io };
-            if app.settle() {
+            let mut env = Glue { qp: this, io };
+            if rc.settle(&mut env) {
                 c.abort();
             }
             let t = if budget > 0 {
-                c.poll_transmit(now, scratch, &mut app)
+                c.poll_transmit(now, scratch, &mut rc.bind(&mut env))
             } else {
                 None
             };
             let Some(t) = t else {
                 // The core's counters, into the device's.
                 let st = *c.stats();
-                let last = core::mem::replace(&mut io.last_stats, st);
+                let last = core::mem::replace(&mut env.io.last_stats, st);
                 for (k, n) in [
                     (counter::RETRANSMITS, st.retx.wrapping_sub(last.retx)),
                     (

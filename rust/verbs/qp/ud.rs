@@ -4,6 +4,10 @@
 //! outside any connection; receives land after the 40-byte GRH area.
 
 use super::*;
+use crate::ffi::verbs::{send_flags, Wc};
+use crate::proto::rc::{wc_flags, WcOpcode, WcStatus, WrOpcode};
+
+type Rc = Engine<RcTables>;
 
 /// Bytes of the GRH area at the start of every UD receive buffer (IBTA
 /// 11.4.1.1: 40 bytes, the IPv4 header in its last 20 for RoCE v2 over IPv4).
@@ -12,34 +16,30 @@ const GRH_LEN: usize = 40;
 impl Glue<'_> {
     /// UD: sends every new WQE of the SQ as one DATAGRAM packet and
     /// completes it (UD is unreliable: at once).
-    pub(super) fn datagrams_out(&mut self, scratch: &mut [u8]) {
+    pub(super) fn datagrams_out(&mut self, rc: &mut Rc, scratch: &mut [u8]) {
         use crate::proto::wire::{DatagramHeader, DATAGRAM_LEN, GF_IMM, GF_SE};
         loop {
-            let Some(sq) = self.io.sq.as_ref() else {
+            let Some((slot, ew)) = rc.datagram_next(self) else {
                 return;
             };
-            let slot = self.io.sq_cons;
-            if slot == sq.producer() {
-                return;
-            }
-            let Ok(w) = SendWqe::read(sq, slot) else {
+            let Some(Ok(w)) = self.io.sq.as_ref().map(|q| SendWqe::read(q, slot)) else {
                 return;
             };
-            let mut status = wc::SUCCESS;
+            let mut status = WcStatus::Success;
             let ah = self.qp.dev.ahs.get(w.ah_num).filter(|a| a.pd == self.qp.pd);
             let len = w.length as usize;
             let room = scratch
                 .len()
                 .saturating_sub(DATAGRAM_LEN)
                 .min(UD_MAX_PAYLOAD);
-            let imm = w.opcode == wr::SEND_WITH_IMM;
+            let imm = w.opcode == WrOpcode::SendWithImm as u32;
             match ah {
-                _ if w.opcode != wr::SEND && !imm => status = wc::LOC_QP_OP_ERR,
-                _ if w.num_sge > self.io.caps.max_send_sge => status = wc::LOC_QP_OP_ERR,
+                _ if w.opcode != WrOpcode::Send as u32 && !imm => status = WcStatus::LocQpOpErr,
+                _ if w.num_sge > self.io.caps.max_send_sge => status = WcStatus::LocQpOpErr,
                 // IBTA C10-93.1.1: a UD message longer than the MTU emits
                 // no packet and generates no error (rxe does the same).
                 _ if len > room => {}
-                None => status = wc::LOC_QP_OP_ERR,
+                None => status = WcStatus::LocQpOpErr,
                 Some(ah) => {
                     let qkey = if w.ud_qkey & 0x8000_0000 != 0 {
                         self.io.attr.qkey
@@ -60,17 +60,16 @@ impl Glue<'_> {
                         imm: u32::from_be(w.ex),
                         stamp: now_ns() as u32,
                     };
-                    let m = SendMsg {
-                        wqe: w,
-                        slot,
-                        ..SendMsg::default()
-                    };
                     let ok = h.encode(scratch).is_some()
-                        && self
-                            .gather(&m, 0, &mut scratch[DATAGRAM_LEN..DATAGRAM_LEN + len])
-                            .is_ok();
+                        && Rc::datagram_gather(
+                            self,
+                            &ew,
+                            slot,
+                            &mut scratch[DATAGRAM_LEN..DATAGRAM_LEN + len],
+                        )
+                        .is_ok();
                     if !ok {
-                        status = wc::LOC_PROT_ERR;
+                        status = WcStatus::LocProtErr;
                     } else {
                         let (src, dst) =
                             (IpAddr::from_gid(&ah.av.sgid), IpAddr::from_gid(&ah.av.dgid));
@@ -94,18 +93,14 @@ impl Glue<'_> {
                             // cannot build the packet); a datagram lost
                             // any other way is UD's to lose.
                             Err(e) if crate::ffi::net::is_unreachable(e) => {
-                                status = wc::LOC_QP_OP_ERR;
+                                status = WcStatus::LocQpOpErr;
                             }
                             Err(_) => {}
                         }
                     }
                 }
             }
-            self.send_cqe(&w, status);
-            self.io.sq_cons = sq.advance(slot, 1);
-            sq.set_consumer(self.io.sq_cons);
-            if status != wc::SUCCESS {
-                self.flush();
+            if !rc.datagram_sent(self, slot, &ew, status) {
                 return;
             }
         }
@@ -113,7 +108,7 @@ impl Glue<'_> {
 
     /// UD: one received DATAGRAM into the next posted receive, after the
     /// 40-byte GRH area (IBTA 11.4.1.1).
-    pub(super) fn datagram_in(&mut self, pkt: &[u8], meta: &RxMeta) -> Result {
+    pub(super) fn datagram_in(&mut self, rc: &mut Rc, pkt: &[u8], meta: &RxMeta) -> Result {
         let (h, payload) = crate::proto::wire::decode_datagram(pkt).map_err(|_| EINVAL)?;
         if !matches!(
             self.io.attr.state,
@@ -122,31 +117,6 @@ impl Glue<'_> {
         {
             return Err(EINVAL);
         }
-        // The receive: the RQ's next, or the SRQ's (into entry 0 of `taken`,
-        // which only RC QPs index by RSN). None posted: UD drops (IBTA
-        // 10.7.2.2).
-        let slot = self.io.rq_cons;
-        let wr_id = match self.qp.srq.as_ref() {
-            Some(srq) => {
-                let ms = self.io.srq_sge;
-                let sl = self.io.taken_sges.get_mut(..ms).ok_or(EINVAL)?;
-                let (wr_id, num_sge) = srq.take(sl).ok_or(ENOMEM)?;
-                let t = self.io.taken.get_mut(0).ok_or(EINVAL)?;
-                *t = Taken {
-                    valid: true,
-                    wr_id,
-                    num_sge,
-                };
-                wr_id
-            }
-            None => {
-                let rq = self.io.rq.as_ref().ok_or(EINVAL)?;
-                if slot == rq.producer() {
-                    return Err(ENOMEM);
-                }
-                RecvWqe::read(rq, slot)?.wr_id
-            }
-        };
         let mut grh = [0u8; GRH_LEN];
         match (meta.src, meta.dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
@@ -171,13 +141,9 @@ impl Glue<'_> {
             }
             _ => {}
         }
-        let fits = if self.qp.srq.is_some() {
-            self.scatter_taken(0, 0, &grh).is_ok()
-                && self.scatter_taken(0, GRH_LEN as u32, payload).is_ok()
-        } else {
-            self.scatter(slot, 0, &grh).is_ok()
-                && self.scatter(slot, GRH_LEN as u32, payload).is_ok()
-        };
+        // The receive: the RQ's next, or the SRQ's. None posted: UD drops
+        // (IBTA 10.7.2.2).
+        let (wr_id, fits) = rc.datagram_receive(self, &[&grh, payload]).ok_or(ENOMEM)?;
         let imm = h.flags & crate::proto::wire::GF_IMM != 0;
         // Kernel consumers (the MAD layer building a reply's AH with
         // `ib_init_ah_attr_from_wc`) learn which IP header the GRH area holds.
@@ -186,28 +152,28 @@ impl Glue<'_> {
             (true, IpAddr::V4(_)) => (NET_IPV4, WC_WITH_NETWORK_HDR_TYPE),
             (true, IpAddr::V6(_)) => (NET_IPV6, WC_WITH_NETWORK_HDR_TYPE),
         };
-        self.post(
-            &self.qp.rcq,
-            &Wc {
-                wr_id,
-                status: if fits { wc::SUCCESS } else { wc::LOC_LEN_ERR },
-                opcode: wc::OP_RECV,
-                byte_len: (GRH_LEN + payload.len()) as u32,
-                ex: if imm { h.imm.to_be() } else { 0 },
-                qp_num: self.qp.qpn,
-                src_qp: h.src_qpn,
-                wc_flags: WC_GRH | net_flag | if imm { wc::WITH_IMM } else { 0 },
-                net_type,
-            },
-            h.flags & crate::proto::wire::GF_SE != 0,
-        );
-        if let Some(t) = self.io.taken.get_mut(0) {
-            t.valid = false;
+        let wc = Wc {
+            wr_id,
+            status: if fits {
+                WcStatus::Success
+            } else {
+                WcStatus::LocLenErr
+            } as u32,
+            opcode: WcOpcode::Recv as u32,
+            byte_len: (GRH_LEN + payload.len()) as u32,
+            ex: if imm { h.imm.to_be() } else { 0 },
+            qp_num: self.qp.qpn,
+            src_qp: h.src_qpn,
+            wc_flags: WC_GRH | net_flag | if imm { wc_flags::WITH_IMM } else { 0 },
+            net_type,
+        };
+        let solicited = h.flags & crate::proto::wire::GF_SE != 0;
+        // A receive completion lost to a full CQ: the QP enters the error
+        // state (IBTA 11.4.2.1, class G).
+        if !self.qp.rcq.push(&wc, solicited, self.qp.handle) {
+            rc.note_cq_lost();
         }
-        if let (None, Some(rq)) = (self.qp.srq.as_ref(), self.io.rq.as_ref()) {
-            self.io.rq_cons = rq.advance(slot, 1);
-            rq.set_consumer(self.io.rq_cons);
-        }
+        rc.datagram_received(self);
         Ok(())
     }
 }

@@ -97,3 +97,6 @@ impl App for BulkApp<'_> {
         self.errors += 1;
     }
 }
+
+mod pair;
+pub mod rc;

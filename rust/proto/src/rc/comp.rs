@@ -1,0 +1,318 @@
+//! The completer (IBTA 10.8.3.1, 11.4.2; rxe's `rxe_comp.c`): send completions in SQ
+//! order, READ and atomic responses placed into the WQEs they answer, the error state
+//! and its flush, and a completion queue overrun.
+
+use super::super::conn::{ConnError, Placement, Refuse};
+use super::super::wire::Op;
+use super::env::Env;
+use super::types::{send_flags, Cqe, QpMode, SendWqe, WcOpcode, WcStatus, WrOpcode};
+use super::{at, conn_error_status, Engine, SendMsg, Tables, RESP_ACCESS};
+
+impl<T: Tables> Engine<T> {
+    pub(super) fn send_msg(&mut self, msn: u32) -> Option<SendMsg> {
+        at(self.t.sends(), msn).copied()
+    }
+
+    /// Marks in-flight send message `msn` as failed with `status` (the first failure
+    /// stands).
+    pub(super) fn set_fail(&mut self, msn: u32, status: WcStatus) {
+        if let Some(s) = at(self.t.sends(), msn) {
+            if s.fail.is_none() {
+                s.fail = Some(status);
+            }
+        }
+    }
+
+    pub(super) fn record(&mut self, msn: u32, m: SendMsg) {
+        if let Some(s) = at(self.t.sends(), msn) {
+            *s = m;
+        }
+    }
+
+    /// Completes the oldest send WQE (in order) with `status`.
+    fn complete_send<E: Env>(&mut self, env: &mut E, status: WcStatus) {
+        if env.sq_producer().is_none() || self.sq_msn == self.msns {
+            return;
+        }
+        let Some(m) = self.send_msg(self.sq_msn) else {
+            return;
+        };
+        self.send_cqe(env, &m.wqe, status);
+        self.sq_cons = env.sq_advance(self.sq_cons, 1);
+        self.sq_msn = self.sq_msn.wrapping_add(1);
+        env.sq_set_consumer(self.sq_cons);
+        self.sq_drained_check(env);
+    }
+
+    /// Writes the completion of send WQE `w` with `status` if it asks for one
+    /// (signaled, or any with `sq_sig_all`) or failed (IBTA 10.8.3.1). A lost send
+    /// completion only raises the CQ's event (as rxe).
+    pub(super) fn send_cqe<E: Env>(&mut self, env: &mut E, w: &SendWqe, status: WcStatus) {
+        let signaled = env.attrs().sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
+        if !signaled && status == WcStatus::Success {
+            return;
+        }
+        let (opcode, byte_len) = match WrOpcode::from_raw(w.opcode) {
+            Some(WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm) => {
+                (WcOpcode::RdmaWrite, w.length)
+            }
+            Some(WrOpcode::RdmaRead) => (WcOpcode::RdmaRead, w.length),
+            Some(WrOpcode::AtomicCmpAndSwp) => (WcOpcode::CompSwap, w.length),
+            Some(WrOpcode::AtomicFetchAndAdd) => (WcOpcode::FetchAdd, w.length),
+            Some(WrOpcode::AtomicWrite) => (WcOpcode::AtomicWrite, w.length),
+            Some(WrOpcode::BindMw) => (WcOpcode::BindMw, 0),
+            Some(WrOpcode::RegMr) => (WcOpcode::RegMr, 0),
+            Some(WrOpcode::LocalInv) => (WcOpcode::LocalInv, 0),
+            _ => (WcOpcode::Send, w.length),
+        };
+        let c = Cqe {
+            wr_id: w.wr_id,
+            status,
+            opcode,
+            byte_len,
+            ..Cqe::default()
+        };
+        env.push_send(&c);
+    }
+
+    /// Writes a receive completion; a full CQ loses it and the QP enters the error state
+    /// at the next [`Self::settle`] (IBTA 11.4.2.1, responder class G; rxe's
+    /// `rxe_cq_post`).
+    pub(super) fn push_recv<E: Env>(&mut self, env: &mut E, c: &Cqe, solicited: bool) {
+        if !env.push_recv(c, solicited) {
+            self.cq_lost = true;
+        }
+    }
+
+    /// A receive completion the host wrote itself (UD) was lost to a full CQ.
+    pub fn note_cq_lost(&mut self) {
+        self.cq_lost = true;
+    }
+
+    /// After a receive completion was lost to a full CQ: the QP enters the error state
+    /// (once); returns whether it did, so that the caller stops the connection before it
+    /// acknowledges what was received (the sender then times out, as with rxe). Call it
+    /// where no completion is being written.
+    pub fn settle<E: Env>(&mut self, env: &mut E) -> bool {
+        if core::mem::take(&mut self.cq_lost) && env.mode() != QpMode::Err {
+            self.flush(env);
+            self.cq_lost = false;
+            return true;
+        }
+        false
+    }
+
+    /// In SQD with asynchronous notification: raises `IB_EVENT_SQ_DRAINED` once no send
+    /// WQE is in progress (IBTA 10.3.1.2).
+    pub(super) fn sq_drained_check<E: Env>(&mut self, env: &mut E) {
+        if self.sqd_notify && env.mode() == QpMode::Sqd && self.sq_msn == self.msns {
+            self.sqd_notify = false;
+            env.sq_drained();
+        }
+    }
+
+    /// Moves the QP to the error state and completes every outstanding WQE: the oldest
+    /// send with the connection's error (if any), a WQE that failed on its own with its
+    /// own status, the rest with `IB_WC_WR_FLUSH_ERR` (IBTA 10.3.1, 11.4.2.3); receives
+    /// likewise, the one a message could not be placed into with that error.
+    pub fn flush<E: Env>(&mut self, env: &mut E) {
+        env.enter_error();
+        // Sends that became messages, then those still only in the ring.
+        let mut first = self.error.take();
+        while self.sq_msn != self.msns {
+            let own = self.send_msg(self.sq_msn).and_then(|m| m.fail);
+            let status = match (first.take(), own) {
+                (_, Some(f)) => f,
+                (Some(e), None) => e,
+                (None, None) => WcStatus::WrFlushErr,
+            };
+            let before = self.sq_msn;
+            self.complete_send(env, status);
+            if self.sq_msn == before {
+                // No SQ: nothing to complete.
+                self.msns = self.sq_msn;
+            }
+        }
+        if let Some(prod) = env.sq_producer() {
+            let mut i = self.sq_cons;
+            while i != prod {
+                if let Some(w) = env.sq_wqe(i) {
+                    let c = Cqe {
+                        wr_id: w.wr_id,
+                        status: WcStatus::WrFlushErr,
+                        ..Cqe::default()
+                    };
+                    env.push_send(&c);
+                }
+                i = env.sq_advance(i, 1);
+            }
+            self.sq_cons = prod;
+            self.scan = prod;
+            env.sq_set_consumer(prod);
+        }
+        if let Some(prod) = env.rq_producer() {
+            let mut i = self.rq_cons;
+            let mut rsn = self.rx_rsn;
+            while i != prod {
+                if let Some(w) = env.rq_wqe(i) {
+                    self.flushed_rx(env, rsn, w.wr_id);
+                }
+                i = env.rq_advance(i, 1);
+                rsn = rsn.wrapping_add(1);
+            }
+            self.rq_cons = prod;
+            env.rq_set_consumer(prod);
+        }
+        // SRQ WQEs taken by messages that will not complete now.
+        let n = self.t.taken().len() as u32;
+        for k in 0..n {
+            let rsn = self.rx_rsn.wrapping_add(k);
+            let Some(t) = at(self.t.taken(), rsn) else {
+                break;
+            };
+            if t.valid {
+                t.valid = false;
+                let wr_id = t.wr_id;
+                self.flushed_rx(env, rsn, wr_id);
+            }
+        }
+        self.msns = self.sq_msn;
+        // On an SRQ, the QP takes no more of its WQEs: tell the consumer once per entry
+        // into the error state (IBTA 11.6.3.1).
+        if env.attrs().srq_sge.is_some() && !self.last_wqe_sent {
+            self.last_wqe_sent = true;
+            env.last_wqe_reached();
+        }
+    }
+
+    /// The completion of receive `rsn` as the error state discards it: the status of the
+    /// error it met, if it met one (a message it could not hold), else
+    /// `IB_WC_WR_FLUSH_ERR`.
+    fn flushed_rx<E: Env>(&mut self, env: &mut E, rsn: u32, wr_id: u64) {
+        let status = match self.rx_error {
+            Some((r, status)) if r == rsn => status,
+            _ => WcStatus::WrFlushErr,
+        };
+        let c = Cqe {
+            wr_id,
+            status,
+            opcode: WcOpcode::Recv,
+            ..Cqe::default()
+        };
+        self.push_recv(env, &c, false);
+    }
+
+    /// Completes, in SQ order, every WQE whose request is acknowledged and whose
+    /// response (READ, atomic) is whole.
+    fn complete_sends<E: Env>(&mut self, env: &mut E) {
+        while self.sq_msn != self.msns {
+            let Some(m) = self.send_msg(self.sq_msn) else {
+                return;
+            };
+            if m.fail.is_some() {
+                // The oldest WQE failed: it completes with its status, the QP enters the
+                // error state and the rest flush.
+                self.flush(env);
+                return;
+            }
+            if !m.acked || (m.needs_resp && !m.resp_done) {
+                return;
+            }
+            let before = self.sq_msn;
+            self.complete_send(env, WcStatus::Success);
+            if self.sq_msn == before {
+                return;
+            }
+        }
+    }
+
+    /// The send message response number `k` answers.
+    fn read_msn(&mut self, k: u32) -> Option<u32> {
+        at(self.t.reads(), k).copied()
+    }
+
+    /// Requester: a packet of a READ or atomic response, placed into the SGEs of the WQE
+    /// it answers (IBTA 9.7.5.1.4-5).
+    pub(super) fn place_response<E: Env>(
+        &mut self,
+        env: &mut E,
+        p: &Placement<'_>,
+    ) -> Result<(), Refuse> {
+        let Some(msn) = self.read_msn(p.msn) else {
+            return Ok(());
+        };
+        let Some(m) = self.send_msg(msn) else {
+            return Ok(());
+        };
+        if p.tag == RESP_ACCESS {
+            // The responder could not serve it (its memory went away between the
+            // request's check and its execution).
+            self.set_fail(msn, WcStatus::RemAccessErr);
+            self.complete_sends(env);
+            return Ok(());
+        }
+        let len = if p.op == Op::AtomicResp {
+            8
+        } else {
+            m.wqe.length
+        };
+        // An atomic's original value travels big-endian; the WQE's buffer gets it in
+        // host order, as an 8-byte integer.
+        let mut v = [0u8; 8];
+        let data = if p.op == Op::AtomicResp && p.payload.len() == 8 && p.offset == 0 {
+            v.copy_from_slice(p.payload);
+            v = u64::from_be_bytes(v).to_ne_bytes();
+            &v[..]
+        } else {
+            p.payload
+        };
+        if u64::from(p.offset).saturating_add(data.len() as u64) > u64::from(len) {
+            // More than the WQE asked for: the peer is broken.
+            env.bad_response();
+            return Ok(());
+        }
+        if Self::scatter_send(env, &m, p.offset, data).is_err() {
+            // The READ's or atomic's local SGEs cannot take the data (bad lkey, no
+            // LOCAL_WRITE, past the MR): a local protection error, never a success with
+            // nothing placed (rxe_comp).
+            self.set_fail(msn, WcStatus::LocProtErr);
+            self.complete_sends(env);
+        }
+        Ok(())
+    }
+
+    /// Requester: response `k` is whole; its WQE may complete.
+    pub(super) fn response_complete<E: Env>(&mut self, env: &mut E, k: u32) {
+        if let Some(msn) = self.read_msn(k) {
+            if let Some(s) = at(self.t.sends(), msn) {
+                s.resp_done = true;
+            }
+        }
+        self.reads_done = self.reads_done.wrapping_add(1);
+        self.complete_sends(env);
+    }
+
+    /// Requester: request `msn` is acknowledged; completes what it can, in SQ order.
+    pub(super) fn request_acked<E: Env>(&mut self, env: &mut E, msn: u32) {
+        if let Some(status) = self.error.take() {
+            if msn == self.sq_msn {
+                self.complete_send(env, status);
+            }
+            self.flush(env);
+            return;
+        }
+        if let Some(s) = at(self.t.sends(), msn) {
+            s.acked = true;
+        }
+        self.complete_sends(env);
+    }
+
+    /// The connection failed: the QP enters the error state, the oldest WQE reporting
+    /// why ([`conn_error_status`]).
+    pub(super) fn failed<E: Env>(&mut self, env: &mut E, e: ConnError) {
+        if let Some(s) = conn_error_status(e) {
+            self.error = Some(s);
+        }
+        self.flush(env);
+    }
+}

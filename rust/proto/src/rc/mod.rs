@@ -1,0 +1,389 @@
+//! The RC engine (IBTA chapter 9.7 and 10.8 semantics of a reliable-connected QP, rxe's
+//! `rxe_req.c`, `rxe_resp.c` and `rxe_comp.c`), sans-I/O: work queue entries in, messages
+//! for the [`super::conn::Connection`] out, completions in order. The host (the kernel
+//! module; a model in tests) supplies its rings, memory, CQs and QP state through the
+//! small traits of [`env`]; the engine supplies the connection's [`App`] through
+//! [`Bound`].
+//!
+//! Shape: each send WQE becomes one message on stream [`REQ`] (verbs order). Receive-
+//! consuming messages (SEND, SEND_WITH_IMM, SEND_WITH_INV, WRITE_WITH_IMM) carry the low
+//! 16 bits of their receive sequence number (RSN) in the message tag, so a packet that
+//! overtakes earlier messages is placed straight into its receive. RDMA READ and atomic
+//! requests are answered once complete (so exactly once) by a response message on stream
+//! [`RESP`]; the requester matches the k-th response to its k-th READ/atomic WQE and
+//! completes it (in SQ order) when the request is acknowledged and the response whole.
+//!
+//! Files: `types` (opcodes, statuses, WQE/CQE shapes), `env` (the host's traits), `req`
+//! (requester), `resp` (responder), `comp` (completer, error state, flush), `sge`
+//! (gather/scatter), `datagram` (the ring and receive helpers UD QPs share).
+//!
+//! Storage: the per-QP tables are the caller's ([`Tables`]; sized by the SQ, [`RX_TRACK`]
+//! and [`RESP_SLOTS`]); the engine never allocates and never panics.
+
+mod comp;
+mod datagram;
+pub mod env;
+mod req;
+mod resp;
+mod sge;
+pub mod types;
+
+pub use env::{
+    AtomicOp, Completions, Env, LocalOps, MemError, Memory, QpControl, RecvQueue, SendQueue,
+};
+pub use types::{
+    access, send_flags, wc_flags, Attrs, Cqe, QpMode, RecvWqe, SendWqe, Sge, WcOpcode, WcStatus,
+    WrOpcode,
+};
+
+use super::conn::{App, Config, ConnError, MsgInfo, Placement, Refuse, Unreadable};
+use super::wire::{Op, Reth};
+
+/// Stream of requests (the SQ's messages).
+pub const REQ: u16 = 0;
+/// Stream of READ and atomic responses.
+pub const RESP: u16 = 1;
+/// READ/atomic requests a responder holds answers for at once (the `resps` table).
+pub const RESP_SLOTS: usize = 256;
+/// Messages the receiver tracks ahead of the oldest incomplete one (the `rx` and `taken`
+/// tables; `taken_sges` holds this many times the SRQ's SGEs).
+pub const RX_TRACK: usize = 256;
+
+/// A send WQE turned into a message (one entry per SQ slot).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SendMsg {
+    wqe: SendWqe,
+    info: MsgInfo,
+    slot: u32,
+    /// The request is acknowledged.
+    acked: bool,
+    /// A READ or atomic: completes only once its response is whole.
+    needs_resp: bool,
+    resp_done: bool,
+    /// The WQE failed: it completes with this status once every earlier WQE has, and the
+    /// QP enters the error state.
+    fail: Option<WcStatus>,
+}
+
+/// An SRQ WQE a message took (one entry per tracked RSN).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Taken {
+    valid: bool,
+    wr_id: u64,
+    num_sge: u32,
+}
+
+/// A READ or atomic response the responder owes, in request order.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Resp {
+    op: Op,
+    va: u64,
+    rkey: u32,
+    len: u32,
+    /// Atomic: the original value, big-endian as carried.
+    data: [u8; 8],
+    /// Not served ([`RESP_ACCESS`] in the message tag); 0: served.
+    status: u16,
+}
+
+/// The tag of a READ/atomic response whose request the responder could not serve when it
+/// executed it (the key, range or access right no longer allow it; IBTA 9.7.5.2.4): the
+/// requester completes the WQE with `IB_WC_REM_ACCESS_ERR`. 0: served.
+pub const RESP_ACCESS: u16 = 1;
+
+/// What the receiver knows of a message from its packets (one entry per tracked MSN).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RxMsg {
+    op: Op,
+    len: u32,
+    imm: u32,
+    solicited: bool,
+    valid: bool,
+    /// READ/atomic requests: the remote buffer, and an atomic's operands.
+    reth: Reth,
+    operands: [u8; 16],
+}
+
+/// The engine's per-QP tables, in caller-provided storage.
+pub trait Tables {
+    /// In-flight send messages by MSN modulo the length (the SQ's slots).
+    fn sends(&mut self) -> &mut [SendMsg];
+    /// The MSN of each READ/atomic by response number modulo the length (the SQ's slots).
+    fn reads(&mut self) -> &mut [u32];
+    /// Received messages by MSN modulo the length ([`RX_TRACK`]).
+    fn rx(&mut self) -> &mut [RxMsg];
+    /// SRQ WQEs taken, by RSN modulo the length ([`RX_TRACK`]; may be empty without an
+    /// SRQ).
+    fn taken(&mut self) -> &mut [Taken];
+    /// Their SGEs, `srq_sge` per entry of `taken`.
+    fn taken_sges(&mut self) -> &mut [Sge];
+    /// Responses owed by response number modulo the length ([`RESP_SLOTS`]).
+    fn resps(&mut self) -> &mut [Resp];
+}
+
+/// [`Tables`] from six growable or fixed buffers (`Vec`, arrays, slices).
+#[derive(Clone, Debug, Default)]
+pub struct Storage<S, R, X, T, G, P> {
+    /// See [`Tables::sends`].
+    pub sends: S,
+    /// See [`Tables::reads`].
+    pub reads: R,
+    /// See [`Tables::rx`].
+    pub rx: X,
+    /// See [`Tables::taken`].
+    pub taken: T,
+    /// See [`Tables::taken_sges`].
+    pub taken_sges: G,
+    /// See [`Tables::resps`].
+    pub resps: P,
+}
+
+impl<S, R, X, T, G, P> Tables for Storage<S, R, X, T, G, P>
+where
+    S: AsMut<[SendMsg]>,
+    R: AsMut<[u32]>,
+    X: AsMut<[RxMsg]>,
+    T: AsMut<[Taken]>,
+    G: AsMut<[Sge]>,
+    P: AsMut<[Resp]>,
+{
+    fn sends(&mut self) -> &mut [SendMsg] {
+        self.sends.as_mut()
+    }
+    fn reads(&mut self) -> &mut [u32] {
+        self.reads.as_mut()
+    }
+    fn rx(&mut self) -> &mut [RxMsg] {
+        self.rx.as_mut()
+    }
+    fn taken(&mut self) -> &mut [Taken] {
+        self.taken.as_mut()
+    }
+    fn taken_sges(&mut self) -> &mut [Sge] {
+        self.taken_sges.as_mut()
+    }
+    fn resps(&mut self) -> &mut [Resp] {
+        self.resps.as_mut()
+    }
+}
+
+/// The entry of `t` for sequence number `n` (modulo its length); `None` if `t` is empty.
+fn at<X>(t: &mut [X], n: u32) -> Option<&mut X> {
+    let i = (n as usize).checked_rem(t.len())?;
+    t.get_mut(i)
+}
+
+/// The RC engine of one QP: requester, responder and completer state. Ring indices are
+/// the host's slot numbers; message and receive numbers wrap at 2^32.
+#[derive(Clone, Debug)]
+pub struct Engine<T> {
+    t: T,
+    /// SQ slot of the oldest WQE not yet completed.
+    sq_cons: u32,
+    /// SQ slot of the next WQE to turn into a message (from `sq_cons` up to it are
+    /// messages in flight, MSN `sq_msn` onwards).
+    scan: u32,
+    /// MSN of the oldest WQE not yet completed.
+    sq_msn: u32,
+    /// WQEs turned into messages (MSN of the next one).
+    msns: u32,
+    /// Receive-consuming messages sent (RSN of the next).
+    tx_rsn: u32,
+    /// RQ slot of the oldest posted receive not yet completed, and its RSN.
+    rq_cons: u32,
+    rx_rsn: u32,
+    /// Requester: READ/atomic WQEs sent (number of the next), and responses whole (so
+    /// `tx_reads - reads_done` are outstanding, at most `max_rd_atomic`).
+    tx_reads: u32,
+    reads_done: u32,
+    /// Responder: responses owed (`resp_next - resp_acked` of them).
+    resp_next: u32,
+    resp_acked: u32,
+    /// Responder: MSN of the next request-stream message to complete.
+    rx_msn: u32,
+    /// A receive completion was lost to a full CQ: the QP enters the error state
+    /// (IBTA 11.4.2.1, class G) at the next [`Engine::settle`].
+    cq_lost: bool,
+    /// Moved to SQD with `IB_QP_EN_SQD_ASYNC_NOTIFY`: raise `IB_EVENT_SQ_DRAINED` once
+    /// no send is in progress.
+    sqd_notify: bool,
+    /// The connection's failure, reported on the oldest WQE.
+    error: Option<WcStatus>,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` raised since the QP entered the error state.
+    last_wqe_sent: bool,
+    /// The receive (by RSN) a message could not be placed into, and its status.
+    rx_error: Option<(u32, WcStatus)>,
+}
+
+impl<T: Tables> Engine<T> {
+    /// An engine over `tables` (sized as [`Tables`] says), as a QP in RESET.
+    pub fn new(tables: T) -> Self {
+        let mut e = Engine {
+            t: tables,
+            sq_cons: 0,
+            scan: 0,
+            sq_msn: 0,
+            msns: 0,
+            tx_rsn: 0,
+            rq_cons: 0,
+            rx_rsn: 0,
+            tx_reads: 0,
+            reads_done: 0,
+            resp_next: 0,
+            resp_acked: 0,
+            rx_msn: 0,
+            cq_lost: false,
+            sqd_notify: false,
+            error: None,
+            last_wqe_sent: false,
+            rx_error: None,
+        };
+        e.reset();
+        e
+    }
+
+    /// Back to RESET: every counter to zero, nothing tracked (the host empties its rings).
+    pub fn reset(&mut self) {
+        self.sq_cons = 0;
+        self.scan = 0;
+        self.sq_msn = 0;
+        self.msns = 0;
+        self.tx_rsn = 0;
+        self.rq_cons = 0;
+        self.rx_rsn = 0;
+        self.tx_reads = 0;
+        self.reads_done = 0;
+        self.resp_next = 0;
+        self.resp_acked = 0;
+        self.rx_msn = 0;
+        self.cq_lost = false;
+        self.sqd_notify = false;
+        self.error = None;
+        self.last_wqe_sent = false;
+        self.rx_error = None;
+        for r in self.t.rx().iter_mut() {
+            r.valid = false;
+        }
+        for t in self.t.taken().iter_mut() {
+            t.valid = false;
+        }
+    }
+
+    /// The QP moved to SQD: with `notify`, raise `IB_EVENT_SQ_DRAINED` once no send WQE
+    /// is in progress (now, if none is).
+    pub fn enter_sqd<E: Env>(&mut self, env: &mut E, notify: bool) {
+        self.sqd_notify = notify;
+        self.sq_drained_check(env);
+    }
+
+    /// The QP is being destroyed: no `IB_EVENT_QP_LAST_WQE_REACHED` from now on.
+    pub fn quiet(&mut self) {
+        self.last_wqe_sent = true;
+    }
+
+    /// The engine and `env` as the connection's application.
+    pub fn bind<'a, E: Env>(&'a mut self, env: &'a mut E) -> Bound<'a, T, E> {
+        Bound { engine: self, env }
+    }
+}
+
+/// An engine with its host: the [`App`] a [`super::conn::Connection`] calls.
+pub struct Bound<'a, T, E> {
+    /// The engine.
+    pub engine: &'a mut Engine<T>,
+    /// Its host.
+    pub env: &'a mut E,
+}
+
+/// Whether a message of `op` consumes a posted receive (IBTA 9.7.5.1.5).
+pub fn consumes_recv(op: Op) -> bool {
+    matches!(op, Op::Send | Op::SendImm | Op::SendInv | Op::WriteImm)
+}
+
+/// The connection's calls, by stream: the request stream (this QP's SQ as requester, its
+/// peer's requests as responder) and the response stream. No other stream exists.
+impl<T: Tables, E: Env> App for Bound<'_, T, E> {
+    fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
+        match stream {
+            REQ => self.engine.next_request(self.env, msn),
+            RESP => self.engine.response_message(msn),
+            _ => None,
+        }
+    }
+
+    fn payload(
+        &mut self,
+        stream: u16,
+        msn: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), Unreadable> {
+        match stream {
+            REQ => self.engine.request_payload(self.env, msn, offset, dst),
+            RESP => self.engine.response_payload(self.env, msn, offset, dst),
+            _ => Err(Unreadable::Local),
+        }
+    }
+
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
+        match p.stream {
+            REQ => self.engine.place_request(self.env, p),
+            RESP => self.engine.place_response(self.env, p),
+            _ => Err(Refuse::Invalid),
+        }
+    }
+
+    fn complete(&mut self, stream: u16, msn: u32) {
+        match stream {
+            REQ => self.engine.request_complete(self.env, msn),
+            RESP => self.engine.response_complete(self.env, msn),
+            _ => {}
+        }
+    }
+
+    fn acked(&mut self, stream: u16, msn: u32) {
+        match stream {
+            REQ => self.engine.request_acked(self.env, msn),
+            RESP => self.engine.response_acked(self.env, msn),
+            _ => {}
+        }
+    }
+
+    fn error(&mut self, e: ConnError) {
+        self.engine.failed(self.env, e)
+    }
+}
+
+/// The completion status of the oldest WQE when the connection fails with `e` (IBTA
+/// 11.6.2); `None`: no WQE takes the connection's failure (a WQE whose bytes could not
+/// be read carries its own status; an aborted connection just flushes).
+pub fn conn_error_status(e: ConnError) -> Option<WcStatus> {
+    match e {
+        ConnError::RetryExceeded => Some(WcStatus::RetryExcErr),
+        ConnError::RnrRetryExceeded => Some(WcStatus::RnrRetryExcErr),
+        ConnError::MessageVanished => Some(WcStatus::LocQpOpErr),
+        ConnError::RemoteAccess => Some(WcStatus::RemAccessErr),
+        ConnError::RemoteInvalid => Some(WcStatus::RemInvReqErr),
+        ConnError::LocalProtection | ConnError::Aborted => None,
+    }
+}
+
+/// How long a connection without progress keeps retrying before its WQE completes with
+/// `IB_WC_RETRY_EXC_ERR`, in ns: the first local ACK timeout of 4.096 us * 2^`timeout`
+/// and one more per `retry_cnt` retry (IBTA 9.7.6.1.3: `retry_cnt` 0 still waits out
+/// one timeout); `timeout` 0 means forever (`u64::MAX`). `timeout` above 31 counts as 31.
+pub fn give_up_ns(timeout: u8, retry_cnt: u8) -> u64 {
+    if timeout == 0 {
+        return u64::MAX;
+    }
+    (u64::from(retry_cnt) + 1).saturating_mul(4096u64 << timeout.min(31))
+}
+
+/// Sets the connection's retry limits from the verbs attributes: `retry_cnt` timeouts
+/// per path, `rnr_retry` RNR refusals per packet (7: unlimited, IBTA 9.7.5.2.8) and the
+/// [`give_up_ns`] patience of `timeout`.
+pub fn retry_config(cfg: &mut Config, timeout: u8, retry_cnt: u8, rnr_retry: u8) {
+    cfg.retry_cnt = retry_cnt;
+    cfg.rnr_retry = rnr_retry;
+    cfg.give_up_ns = give_up_ns(timeout, retry_cnt);
+}

@@ -1,0 +1,236 @@
+//! The requester (IBTA 9.7.4.1, 10.8.3; rxe's `rxe_req.c`): send WQEs turned into
+//! messages of the request stream, their validity checks, local operations, the
+//! initiator depth, FENCE, RSN tags, and the bytes each message carries.
+
+use super::super::conn::{MsgInfo, Unreadable};
+use super::super::wire::{Op, Reth};
+use super::env::Env;
+use super::sge::gather;
+use super::types::{send_flags, QpMode, SendWqe, WcStatus, WrOpcode};
+use super::{at, consumes_recv, Engine, SendMsg, Tables};
+
+/// The message op, RETH and length of send WQE `w`; `None` for an opcode the transport
+/// does not carry (a local QP operation error).
+fn message_of(w: &SendWqe) -> Option<(Op, Reth, u32)> {
+    let rdma = Reth {
+        va: w.remote_addr,
+        rkey: w.rkey,
+        len: w.length,
+    };
+    let atomic = Reth {
+        va: w.remote_addr,
+        rkey: w.atomic_rkey,
+        len: 8,
+    };
+    Some(match WrOpcode::from_raw(w.opcode)? {
+        WrOpcode::Send => (Op::Send, Reth::default(), w.length),
+        WrOpcode::SendWithImm => (Op::SendImm, Reth::default(), w.length),
+        WrOpcode::SendWithInv => (Op::SendInv, Reth::default(), w.length),
+        WrOpcode::RdmaWrite => (Op::Write, rdma, w.length),
+        WrOpcode::AtomicWrite => (Op::AtomicWrite, Reth { len: 8, ..rdma }, 8),
+        WrOpcode::RdmaWriteWithImm => (Op::WriteImm, rdma, w.length),
+        WrOpcode::RdmaRead => (Op::ReadReq, rdma, 0),
+        WrOpcode::AtomicCmpAndSwp => (Op::AtomicCmpSwap, atomic, 16),
+        WrOpcode::AtomicFetchAndAdd => (Op::AtomicFetchAdd, atomic, 8),
+        // Local operations never reach here; anything else (FLUSH …) is not carried.
+        _ => return None,
+    })
+}
+
+impl<T: Tables> Engine<T> {
+    /// The send message `msn` of the request stream: an in-flight one again, or the SQ's
+    /// next WQE turned into a message, if one is posted and may start.
+    pub(super) fn next_request<E: Env>(&mut self, env: &mut E, msn: u32) -> Option<MsgInfo> {
+        if msn.wrapping_sub(self.sq_msn) < self.msns.wrapping_sub(self.sq_msn) {
+            return self.send_msg(msn).map(|m| m.info);
+        }
+        if msn != self.msns || self.error.is_some() || env.mode() != QpMode::Rts {
+            return None;
+        }
+        let (w, slot) = loop {
+            let slot = self.scan;
+            if slot == env.sq_producer()? {
+                return None;
+            }
+            let w = env.sq_wqe(slot)?;
+            // IBV_SEND_FENCE: wait until earlier READs and atomics are done (IBTA
+            // 10.8.3.3).
+            if w.send_flags & send_flags::FENCE != 0 && self.responses_pending() {
+                return None;
+            }
+            if !WrOpcode::from_raw(w.opcode).is_some_and(WrOpcode::is_local) {
+                break (w, slot);
+            }
+            // Local operations complete in SQ order: run one only once every earlier WQE
+            // has completed.
+            if self.sq_msn != self.msns {
+                return None;
+            }
+            let status = env.local_op(slot);
+            self.send_cqe(env, &w, status);
+            let next = env.sq_advance(slot, 1);
+            self.scan = next;
+            self.sq_cons = next;
+            env.sq_set_consumer(next);
+            if status != WcStatus::Success {
+                self.flush(env);
+                return None;
+            }
+        };
+        let Some((op, reth, len)) = message_of(&w) else {
+            return self.refuse(env, msn, w, slot, WcStatus::LocQpOpErr);
+        };
+        let a = env.attrs();
+        let inline = w.send_flags & send_flags::INLINE != 0;
+        let is_atomic = matches!(op, Op::AtomicCmpSwap | Op::AtomicFetchAdd);
+        if w.num_sge > a.max_send_sge
+            || (inline && w.length > a.max_inline_data)
+            || w.length > (1 << 31)
+            || (is_atomic && w.length < 8)
+            || (op == Op::AtomicWrite && w.length != 8)
+        {
+            return self.refuse(env, msn, w, slot, WcStatus::LocQpOpErr);
+        }
+        // The bytes a request carries must all be readable before any is sent (a bad
+        // lkey, another PD's MR, an SGE past its MR): otherwise nothing is sent and the
+        // WQE completes with a local protection error (rxe's `finish_packet`).
+        let gathers = matches!(
+            op,
+            Op::Send | Op::SendImm | Op::SendInv | Op::Write | Op::WriteImm
+        ) && !inline;
+        if gathers && !Self::check_gather(env, &w, slot) {
+            return self.refuse(env, msn, w, slot, WcStatus::LocProtErr);
+        }
+        let needs_resp = op == Op::ReadReq || is_atomic;
+        // At most `max_rd_atomic` READs and atomics outstanding (IBTA 9.7.3.1.3
+        // initiator depth; rxe's `check_init_depth`).
+        let depth = u32::from(a.max_rd_atomic.max(1));
+        if needs_resp && self.tx_reads.wrapping_sub(self.reads_done) >= depth {
+            return None;
+        }
+        let tag = if consumes_recv(op) {
+            let t = self.tx_rsn as u16;
+            self.tx_rsn = self.tx_rsn.wrapping_add(1);
+            t
+        } else {
+            0
+        };
+        if needs_resp {
+            let k = self.tx_reads;
+            self.tx_reads = k.wrapping_add(1);
+            if let Some(r) = at(self.t.reads(), k) {
+                *r = msn;
+            }
+        }
+        let info = MsgInfo {
+            op,
+            len,
+            reth,
+            // Immediate data is stored in network order; SEND_WITH_INV's rkey in host
+            // order.
+            imm: if op == Op::SendInv {
+                w.ex
+            } else {
+                u32::from_be(w.ex)
+            },
+            tag,
+            solicited: w.send_flags & send_flags::SOLICITED != 0,
+        };
+        self.record(
+            msn,
+            SendMsg {
+                wqe: w,
+                info,
+                slot,
+                acked: false,
+                needs_resp,
+                resp_done: false,
+                fail: None,
+            },
+        );
+        self.msns = self.msns.wrapping_add(1);
+        self.scan = env.sq_advance(slot, 1);
+        Some(info)
+    }
+
+    /// A WQE that cannot be carried out: once every earlier WQE has completed
+    /// (completions stay in SQ order), it completes with `status` and the QP enters the
+    /// error state; nothing of it is sent.
+    fn refuse<E: Env>(
+        &mut self,
+        env: &mut E,
+        msn: u32,
+        w: SendWqe,
+        slot: u32,
+        status: WcStatus,
+    ) -> Option<MsgInfo> {
+        if self.sq_msn != self.msns {
+            return None;
+        }
+        self.msns = self.msns.wrapping_add(1);
+        self.scan = env.sq_advance(slot, 1);
+        self.record(
+            msn,
+            SendMsg {
+                wqe: w,
+                slot,
+                fail: Some(status),
+                ..SendMsg::default()
+            },
+        );
+        self.flush(env);
+        None
+    }
+
+    /// Whether a READ or atomic sent earlier still waits for its response.
+    fn responses_pending(&mut self) -> bool {
+        let n = self.msns.wrapping_sub(self.sq_msn);
+        (0..n).any(|k| {
+            self.send_msg(self.sq_msn.wrapping_add(k))
+                .is_some_and(|m| m.needs_resp && !m.resp_done)
+        })
+    }
+
+    /// Requester: bytes `[offset, offset + dst.len())` of request `msn` (gathered from
+    /// its SGEs or inline data, or an atomic's operands).
+    pub(super) fn request_payload<E: Env>(
+        &mut self,
+        env: &mut E,
+        msn: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), Unreadable> {
+        let Some(m) = self.send_msg(msn) else {
+            return Err(Unreadable::Local);
+        };
+        let res = match m.info.op {
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd => {
+                // Payload: swap (or addend), then compare, big-endian.
+                let (first, second) = if m.info.op == Op::AtomicCmpSwap {
+                    (m.wqe.swap, m.wqe.compare_add)
+                } else {
+                    (m.wqe.compare_add, 0)
+                };
+                let mut b = [0u8; 16];
+                let (x, y) = b.split_at_mut(8);
+                x.copy_from_slice(&first.to_be_bytes());
+                y.copy_from_slice(&second.to_be_bytes());
+                let src = b.get(offset as usize..).unwrap_or(&[]);
+                let n = dst.len().min(src.len());
+                if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
+                    d.copy_from_slice(s);
+                }
+                Ok(())
+            }
+            _ => gather(env, &m.wqe, m.slot, offset, dst),
+        };
+        if res.is_err() {
+            // Its memory went away after the WQE was checked (deregistered while in
+            // flight): nothing more of it is sent, and it completes with a local
+            // protection error.
+            self.set_fail(msn, WcStatus::LocProtErr);
+            return Err(Unreadable::Local);
+        }
+        Ok(())
+    }
+}

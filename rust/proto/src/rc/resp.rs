@@ -1,0 +1,394 @@
+//! The responder (IBTA 9.7.5; rxe's `rxe_resp.c`): access checks and placement of
+//! request packets, RSN matching of receives (RQ and SRQ), receive completions, READ and
+//! atomic execution (exactly once) and their answers on the response stream, and
+//! responder errors.
+
+use super::super::conn::{MsgInfo, Placement, Refuse, Rnr, Unreadable};
+use super::super::wire::Op;
+use super::env::{AtomicOp, Env};
+use super::sge::SgeError;
+use super::types::{access, wc_flags, Cqe, WcOpcode, WcStatus};
+use super::{at, consumes_recv, Engine, Resp, RxMsg, Tables, Taken, RESP_ACCESS, RESP_SLOTS};
+
+impl<T: Tables> Engine<T> {
+    /// A SEND's bytes do not fit receive `rsn` ([`SgeError::Len`]: longer than its SGEs)
+    /// or its SGEs are not usable: IBTA 9.7.5.2.4 responder error. The receive completes
+    /// with `IB_WC_LOC_LEN_ERR` / `IB_WC_LOC_PROT_ERR` (`IB_WC_LOC_QP_OP_ERR` for a
+    /// malformed WQE) as the QP enters the error state, and the requester is NAKed with
+    /// an invalid request (`IB_WC_REM_INV_REQ_ERR`), as rxe does.
+    fn cannot_place<E: Env>(&mut self, env: &mut E, rsn: u32, e: SgeError) -> Refuse {
+        let status = match e {
+            SgeError::Len => WcStatus::LocLenErr,
+            SgeError::QpOp => WcStatus::LocQpOpErr,
+            SgeError::Prot => WcStatus::LocProtErr,
+        };
+        self.rx_error = Some((rsn, status));
+        self.flush(env);
+        Refuse::Invalid
+    }
+
+    /// A request this responder refuses for good (IBTA 9.9.3.1.2 class C: invalid
+    /// request, remote access error): the requester is NAKed with `r`, and this QP
+    /// enters the error state too (rxe's `do_class_ac_error`).
+    fn responder_error<E: Env>(&mut self, env: &mut E, r: Refuse) -> Refuse {
+        self.flush(env);
+        r
+    }
+
+    fn resp(&mut self, k: u32) -> Option<Resp> {
+        at(self.t.resps(), k).copied()
+    }
+
+    /// Responder: a READ or atomic request is complete (exactly once): queue its
+    /// response, executing an atomic now (IBTA 9.4.5, 9.7.5.1.4).
+    fn answer<E: Env>(&mut self, env: &mut E, r: &RxMsg) {
+        let k = self.resp_next;
+        let qp_access = env.attrs().access;
+        let mut resp = Resp {
+            op: Op::ReadResp,
+            va: r.reth.va,
+            rkey: r.reth.rkey,
+            len: r.reth.len,
+            data: [0; 8],
+            status: 0,
+        };
+        if r.op == Op::ReadReq {
+            // Checked again now that it executes: the key may have been invalidated or
+            // the MR deregistered since the request arrived.
+            let ok = qp_access & access::REMOTE_READ != 0
+                && (r.reth.len == 0
+                    || env
+                        .remote_check(
+                            r.reth.rkey,
+                            r.reth.va,
+                            r.reth.len as usize,
+                            access::REMOTE_READ,
+                        )
+                        .is_ok());
+            if !ok {
+                resp.status = RESP_ACCESS;
+            }
+        } else {
+            resp.op = Op::AtomicResp;
+            resp.len = 8;
+            let mut first = [0u8; 8];
+            let mut second = [0u8; 8];
+            let (a, b) = r.operands.split_at(8);
+            first.copy_from_slice(a);
+            second.copy_from_slice(b);
+            let first = u64::from_be_bytes(first);
+            // Payload: swap (or addend), then compare.
+            let op = if r.op == Op::AtomicCmpSwap {
+                AtomicOp::CmpSwap {
+                    compare: u64::from_be_bytes(second),
+                    swap: first,
+                }
+            } else {
+                AtomicOp::FetchAdd(first)
+            };
+            // Checked and executed under one hold of the region: it cannot go away
+            // between the check and the operation. Memory untouched on failure; the
+            // requester gets a remote access error, never a value that was not read.
+            let res = if qp_access & access::REMOTE_ATOMIC == 0 {
+                None
+            } else {
+                env.remote_atomic(r.reth.rkey, r.reth.va, op).ok()
+            };
+            match res {
+                Some(old) => resp.data = old.to_be_bytes(),
+                None => resp.status = RESP_ACCESS,
+            }
+        }
+        if let Some(slot) = at(self.t.resps(), k) {
+            *slot = resp;
+        }
+        self.resp_next = k.wrapping_add(1);
+    }
+
+    /// Responder: response `msn` of the response stream, if owed (a refused request's
+    /// answer is zero-length, its status in the tag).
+    pub(super) fn response_message(&mut self, msn: u32) -> Option<MsgInfo> {
+        if msn.wrapping_sub(self.resp_acked) >= self.resp_next.wrapping_sub(self.resp_acked) {
+            return None;
+        }
+        let r = self.resp(msn)?;
+        Some(MsgInfo {
+            op: r.op,
+            len: if r.status != 0 { 0 } else { r.len },
+            tag: r.status,
+            ..MsgInfo::default()
+        })
+    }
+
+    /// Responder: bytes `[offset, offset + dst.len())` of response `msn`.
+    pub(super) fn response_payload<E: Env>(
+        &mut self,
+        env: &mut E,
+        msn: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), Unreadable> {
+        let Some(r) = self.resp(msn) else {
+            return Err(Unreadable::Local);
+        };
+        if r.status != 0 || dst.is_empty() {
+            // A refused request's zero-length answer: nothing to read.
+            return Ok(());
+        }
+        if r.op == Op::AtomicResp {
+            let src = r.data.get(offset as usize..).unwrap_or(&[]);
+            let n = dst.len().min(src.len());
+            if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
+                d.copy_from_slice(s);
+            }
+            return Ok(());
+        }
+        // Read again on every (re)transmission, checked again each time: memory
+        // deregistered or a window invalidated since the request executed is never read
+        // (or sent as zeros); the requester is NAKed instead (rxe re-checks in
+        // `read_reply`).
+        if env.attrs().access & access::REMOTE_READ == 0 {
+            return Err(Unreadable::Remote);
+        }
+        let va = r.va.wrapping_add(u64::from(offset));
+        env.remote_read(r.rkey, va, dst)
+            .map_err(|_| Unreadable::Remote)
+    }
+
+    /// Responder: a packet of a request — the responder slot bound, access checks, then
+    /// placement (RDMA WRITE at its RETH address, SEND into the receive its RSN names).
+    pub(super) fn place_request<E: Env>(
+        &mut self,
+        env: &mut E,
+        p: &Placement<'_>,
+    ) -> Result<(), Refuse> {
+        let a = env.attrs();
+        let min_rnr = a.min_rnr_timer;
+        if matches!(p.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
+            // Every response owed must have its own slot until acknowledged: those
+            // already queued, plus one for each request-stream message from the next to
+            // complete up to this one (each may be a READ or atomic, answered in order).
+            let owed = self.resp_next.wrapping_sub(self.resp_acked);
+            let ahead = p.msn.wrapping_sub(self.rx_msn);
+            let slots = self.t.resps().len().min(RESP_SLOTS);
+            if owed.saturating_add(ahead) as usize >= slots {
+                return Err(Rnr(min_rnr).into());
+            }
+        }
+        // The QP's own access rights first (rxe's `check_qp_attr_access`): an operation
+        // the QP does not take is an invalid request, whatever its length; then
+        // alignment, then the key (IBTA 9.7.5.1.3, C9-88). Refusals are class C
+        // responder errors: the requester is NAKed and this QP enters the error state.
+        let need_qp = match p.op {
+            Op::Write | Op::WriteImm | Op::AtomicWrite => access::REMOTE_WRITE,
+            Op::ReadReq => access::REMOTE_READ,
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd => access::REMOTE_ATOMIC,
+            _ => 0,
+        };
+        if a.access & need_qp != need_qp {
+            return Err(self.responder_error(env, Refuse::Invalid));
+        }
+        let r = p.reth.unwrap_or_default();
+        let key_ok = match p.op {
+            Op::AtomicWrite if p.offset != 0 || p.payload.len() != 8 || r.va & 7 != 0 => {
+                return Err(self.responder_error(env, Refuse::Invalid));
+            }
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd if r.va & 7 != 0 => {
+                // rxe: RESPST_ERR_MISALIGNED_ATOMIC, NAK invalid request.
+                return Err(self.responder_error(env, Refuse::Invalid));
+            }
+            // (A zero-length RDMA WRITE validates no R_Key, IBTA 9.7.4.1.4.)
+            // ATOMIC_WRITE: one aligned 8-byte copy into the page.
+            Op::Write | Op::WriteImm | Op::AtomicWrite if !p.payload.is_empty() => {
+                let va = r.va.wrapping_add(u64::from(p.offset));
+                env.remote_write(r.rkey, va, p.payload).is_ok()
+            }
+            Op::ReadReq if r.len != 0 => env
+                .remote_check(r.rkey, r.va, r.len as usize, access::REMOTE_READ)
+                .is_ok(),
+            Op::AtomicCmpSwap | Op::AtomicFetchAdd => env
+                .remote_check(r.rkey, r.va, 8, access::REMOTE_ATOMIC)
+                .is_ok(),
+            _ => true,
+        };
+        if !key_ok {
+            return Err(self.responder_error(env, Refuse::Access));
+        }
+        if consumes_recv(p.op) {
+            self.place_into_receive(env, p, min_rnr)?;
+        }
+        let mut operands = [0u8; 16];
+        if matches!(p.op, Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
+            if let Some(d) = operands.get_mut(p.offset as usize..) {
+                let n = p.payload.len().min(d.len());
+                if let (Some(d), Some(s)) = (d.get_mut(..n), p.payload.get(..n)) {
+                    d.copy_from_slice(s);
+                }
+            }
+        }
+        if let Some(rx) = at(self.t.rx(), p.msn) {
+            if !rx.valid {
+                *rx = RxMsg {
+                    op: p.op,
+                    len: p.msg_len,
+                    imm: 0,
+                    solicited: false,
+                    valid: true,
+                    reth: r,
+                    operands: [0; 16],
+                };
+            }
+            if let Some(i) = p.imm {
+                rx.imm = i;
+            }
+            for (d, s) in rx.operands.iter_mut().zip(operands) {
+                *d |= s;
+            }
+            rx.solicited |= p.solicited;
+        }
+        Ok(())
+    }
+
+    /// A receive-consuming packet: the receive its RSN names (the RQ's, or an SRQ WQE
+    /// taken for that RSN), RNR if not posted yet (IBTA 9.7.5.2.8), then its bytes.
+    fn place_into_receive<E: Env>(
+        &mut self,
+        env: &mut E,
+        p: &Placement<'_>,
+        min_rnr: u8,
+    ) -> Result<(), Refuse> {
+        // The RSN's low 16 bits are in the tag; rebuild it against the oldest receive not
+        // yet completed.
+        let base = self.rx_rsn;
+        let rsn = base.wrapping_add(u32::from(p.tag.wrapping_sub(base as u16)));
+        let ahead = rsn.wrapping_sub(base);
+        let scatters = p.op != Op::WriteImm;
+        if let Some(ms) = env.attrs().srq_sge {
+            let n = self.t.taken().len();
+            if ahead as usize >= n {
+                return Err(Rnr(min_rnr).into());
+            }
+            let i = (rsn as usize).checked_rem(n).unwrap_or(0);
+            let ms = ms as usize;
+            if !self.t.taken().get(i).is_some_and(|t| t.valid) {
+                let from = i.saturating_mul(ms);
+                let Some(sl) = self.t.taken_sges().get_mut(from..from.saturating_add(ms)) else {
+                    return Err(Rnr(min_rnr).into());
+                };
+                let Some((wr_id, num_sge)) = env.srq_take(sl) else {
+                    return Err(Rnr(min_rnr).into());
+                };
+                if let Some(t) = self.t.taken().get_mut(i) {
+                    *t = Taken {
+                        valid: true,
+                        wr_id,
+                        num_sge,
+                    };
+                }
+            }
+            if scatters {
+                if let Err(e) = self.scatter_taken(env, i, p.offset, p.payload) {
+                    return Err(self.cannot_place(env, rsn, e));
+                }
+            }
+        } else {
+            let Some(prod) = env.rq_producer() else {
+                return Err(Rnr(min_rnr).into());
+            };
+            let posted = env.rq_distance(self.rq_cons, prod);
+            if ahead >= posted {
+                return Err(Rnr(min_rnr).into());
+            }
+            let slot = env.rq_advance(self.rq_cons, ahead);
+            if scatters {
+                if let Err(e) = Self::scatter(env, slot, p.offset, p.payload) {
+                    return Err(self.cannot_place(env, rsn, e));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Responder: request `msn` is whole and every earlier one is: execute a READ/atomic
+    /// (queue its answer) or complete the receive it consumed (IBTA 9.7.5.1.6).
+    pub(super) fn request_complete<E: Env>(&mut self, env: &mut E, msn: u32) {
+        self.rx_msn = msn.wrapping_add(1);
+        let Some(r) = at(self.t.rx(), msn).map(|r| {
+            let v = *r;
+            r.valid = false;
+            v
+        }) else {
+            return;
+        };
+        if !r.valid {
+            return;
+        }
+        if matches!(r.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
+            self.answer(env, &r);
+            return;
+        }
+        if !consumes_recv(r.op) {
+            return;
+        }
+        let wr_id = if env.attrs().srq_sge.is_some() {
+            let Some(t) = at(self.t.taken(), self.rx_rsn) else {
+                return;
+            };
+            t.valid = false;
+            t.wr_id
+        } else {
+            let Some(w) = env.rq_wqe(self.rq_cons) else {
+                return;
+            };
+            w.wr_id
+        };
+        let mut status = WcStatus::Success;
+        let (opcode, flags, ex) = match r.op {
+            Op::Send => (WcOpcode::Recv, 0, 0),
+            Op::SendImm => (WcOpcode::Recv, wc_flags::WITH_IMM, r.imm.to_be()),
+            Op::SendInv => {
+                // IBTA 10.6.7.2.2: invalidate the named window or fast-registration MR
+                // of this QP's PD as the receive completes.
+                if !env.invalidate(r.imm) {
+                    // Class J (IBTA 9.9.3.1.2; rxe's RESPST_ERR_INVALIDATE_RKEY): the
+                    // receive completes with a remote invalid request error and the QP
+                    // enters the error state.
+                    status = WcStatus::RemInvReqErr;
+                }
+                (WcOpcode::Recv, wc_flags::WITH_INVALIDATE, r.imm)
+            }
+            _ => (WcOpcode::RecvRdmaWithImm, wc_flags::WITH_IMM, r.imm.to_be()),
+        };
+        let c = Cqe {
+            wr_id,
+            status,
+            opcode,
+            byte_len: r.len,
+            ex,
+            flags,
+            from_peer: true,
+        };
+        self.push_recv(env, &c, r.solicited);
+        if env.rq_producer().is_some() {
+            self.rq_cons = env.rq_advance(self.rq_cons, 1);
+            env.rq_set_consumer(self.rq_cons);
+        }
+        self.rx_rsn = self.rx_rsn.wrapping_add(1);
+        if status != WcStatus::Success {
+            self.flush(env);
+        }
+    }
+
+    /// Responder: the requester has response `msn`.
+    pub(super) fn response_acked<E: Env>(&mut self, env: &mut E, msn: u32) {
+        if msn == self.resp_acked {
+            self.resp_acked = self.resp_acked.wrapping_add(1);
+        }
+        // A request refused at execution is a class C responder error: once the
+        // requester has its answer, this QP enters the error state (rxe's
+        // `do_class_ac_error`).
+        if self.resp(msn).is_some_and(|r| r.status != 0) {
+            self.flush(env);
+        }
+    }
+}

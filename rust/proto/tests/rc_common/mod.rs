@@ -1,0 +1,102 @@
+//! Shared pieces of the RC engine tests: a workload builder over two model QPs
+//! ([`metaroce_proto::testkit::rc::Pair`]) and its integrity checks.
+#![allow(dead_code)]
+
+use metaroce_proto::rc::{access, send_flags, Cqe, SendWqe, Sge, WcOpcode, WcStatus, WrOpcode};
+use metaroce_proto::testkit::rc::{Link, Pair, SqEntry};
+
+/// Requester's memory: source and landing buffers.
+pub const A_MR: u32 = 0x10;
+/// Responder's memory: RDMA target, READ source, atomics, receive buffers.
+pub const B_MR: u32 = 0x20;
+pub const MR_LEN: usize = 1 << 18;
+
+pub fn pattern(i: usize) -> u8 {
+    (i.wrapping_mul(131) ^ (i >> 7) ^ 0x5a) as u8
+}
+
+/// A pair with both MRs registered, A's filled with `pattern`, B's READ source area
+/// (`B_READ..`) filled with the pattern shifted.
+pub fn setup(slots: usize, srq: bool, link: Link, seed: u64) -> (Pair, u64, u64) {
+    let mut p = Pair::new(slots, srq, link, seed);
+    let all =
+        access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    let a = p.a.host.reg_mr(A_MR, MR_LEN, access::LOCAL_WRITE);
+    let b = p.b.host.reg_mr(B_MR, MR_LEN, all);
+    for (i, x) in p.a.host.mr_mut(A_MR).unwrap().bytes.iter_mut().enumerate() {
+        *x = pattern(i);
+    }
+    for (i, x) in p.b.host.mr_mut(B_MR).unwrap().bytes[B_READ..]
+        .iter_mut()
+        .enumerate()
+    {
+        *x = pattern(i + 7);
+    }
+    (p, a, b)
+}
+
+/// Offset of B's READ source area.
+pub const B_READ: usize = 1 << 17;
+
+pub fn sge(va: u64, off: usize, len: usize, lkey: u32) -> Sge {
+    Sge {
+        addr: va + off as u64,
+        length: len as u32,
+        lkey,
+    }
+}
+
+/// A signaled WQE of `op` with `sges` (its length their sum).
+pub fn wqe(op: WrOpcode, wr_id: u64, sges: Vec<Sge>) -> SqEntry {
+    let length = sges.iter().map(|s| s.length).sum();
+    SqEntry {
+        wqe: SendWqe {
+            wr_id,
+            opcode: op as u32,
+            send_flags: send_flags::SIGNALED,
+            length,
+            num_sge: sges.len() as u32,
+            ..SendWqe::default()
+        },
+        sges,
+        inline: Vec::new(),
+    }
+}
+
+/// The same with a remote address and key.
+pub fn rdma(mut e: SqEntry, va: u64, rkey: u32) -> SqEntry {
+    e.wqe.remote_addr = va;
+    e.wqe.rkey = rkey;
+    e.wqe.atomic_rkey = rkey;
+    e
+}
+
+/// What a send completion should say.
+pub fn send_ok(c: &Cqe, wr_id: u64, opcode: WcOpcode, len: u32) {
+    assert_eq!(
+        (c.wr_id, c.status, c.opcode, c.byte_len),
+        (wr_id, WcStatus::Success, opcode, len),
+        "{c:?}"
+    );
+}
+
+/// Every WQE completed exactly once, in order, with the status listed.
+pub fn statuses(cq: &[Cqe]) -> Vec<(u64, WcStatus)> {
+    cq.iter().map(|c| (c.wr_id, c.status)).collect()
+}
+
+/// The impaired links the lossy tests use: loss, duplication, reordering.
+pub fn lossy(loss_ppm: u32, dup_ppm: u32, reorder_ppm: u32) -> Link {
+    Link {
+        loss_ppm,
+        dup_ppm,
+        reorder_ppm,
+        delay_ns: 20_000,
+        reorder_ns: 200_000,
+        b_gone: false,
+    }
+}
+
+pub fn clean() -> Link {
+    lossy(0, 0, 0)
+}

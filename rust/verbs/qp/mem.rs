@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC engine's [`Memory`] on the device's MR and MW tables: local keys
+//! (lkey, PD, access and bounds checked under the MR table lock, per
+//! piece), remote keys (an MR's own rkey, or a memory window bound to this
+//! QP, checked against the window first), atomics executed under the lock
+//! that checked them, and SEND_WITH_INV's invalidation.
+
+use super::super::mr::{access, MrEntry};
+use super::super::mw::MW_BASE;
+use super::*;
+use crate::proto::rc::{AtomicOp, MemError, Memory};
+
+/// The engine's name for a failed access: `EFAULT` (outside the region) is
+/// a length error where lengths matter; anything else is a denial.
+fn mem_err(e: Error) -> MemError {
+    if e == EFAULT {
+        MemError::Fault
+    } else {
+        MemError::Denied
+    }
+}
+
+impl Glue<'_> {
+    /// Runs `f` on region `lkey` and the offset of `va` in it, after checking
+    /// the PD, `need` access and that `len` bytes fit.
+    fn local<R>(
+        &self,
+        lkey: u32,
+        va: u64,
+        len: usize,
+        need: u32,
+        f: impl FnOnce(&MrEntry, usize) -> Result<R>,
+    ) -> core::result::Result<R, MemError> {
+        let pd = self.qp.pd;
+        self.qp
+            .dev
+            .mrs
+            .with(lkey, |e| {
+                let off = e.check(pd, va, len, need)?;
+                f(e, off)
+            })
+            .map_err(mem_err)
+    }
+
+    /// Runs `f` on the MR that remote key `rkey` opens for `[va, va + len)`
+    /// with `need` access, and the offset of `va` in it.
+    fn remote<R>(
+        &self,
+        rkey: u32,
+        va: u64,
+        len: usize,
+        need: u32,
+        f: impl FnOnce(&MrEntry, usize) -> Result<R>,
+    ) -> core::result::Result<R, MemError> {
+        let pd = self.qp.pd;
+        if rkey >> 8 >= MW_BASE {
+            let b = self
+                .qp
+                .dev
+                .mws
+                .resolve(pd, self.qp.qpn, rkey)
+                .ok_or(MemError::Denied)?;
+            let end = va.checked_add(len as u64).ok_or(MemError::Fault)?;
+            if va < b.va || end > b.va.saturating_add(b.len) || b.access & need != need {
+                return Err(MemError::Denied);
+            }
+            return self
+                .qp
+                .dev
+                .mrs
+                .with(b.mr_key, |e| {
+                    let off = e.check(pd, va, len, 0)?;
+                    f(e, off)
+                })
+                .map_err(mem_err);
+        }
+        self.qp
+            .dev
+            .mrs
+            .with(rkey, |e| {
+                let off = e.check(pd, va, len, need)?;
+                f(e, off)
+            })
+            .map_err(mem_err)
+    }
+}
+
+impl Memory for Glue<'_> {
+    fn local_check(
+        &mut self,
+        lkey: u32,
+        va: u64,
+        len: usize,
+    ) -> core::result::Result<(), MemError> {
+        self.local(lkey, va, len, 0, |_, _| Ok(()))
+    }
+    fn local_read(
+        &mut self,
+        lkey: u32,
+        va: u64,
+        dst: &mut [u8],
+    ) -> core::result::Result<(), MemError> {
+        self.local(lkey, va, dst.len(), 0, |e, off| e.read(off, dst))
+    }
+    fn local_write(
+        &mut self,
+        lkey: u32,
+        va: u64,
+        src: &[u8],
+    ) -> core::result::Result<(), MemError> {
+        self.local(lkey, va, src.len(), access::LOCAL_WRITE, |e, off| {
+            e.write(off, src)
+        })
+    }
+    fn remote_check(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        len: usize,
+        need: u32,
+    ) -> core::result::Result<(), MemError> {
+        self.remote(rkey, va, len, need, |_, _| Ok(()))
+    }
+    fn remote_read(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        dst: &mut [u8],
+    ) -> core::result::Result<(), MemError> {
+        self.remote(rkey, va, dst.len(), access::REMOTE_READ, |e, off| {
+            e.read(off, dst)
+        })
+    }
+    fn remote_write(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        src: &[u8],
+    ) -> core::result::Result<(), MemError> {
+        self.remote(rkey, va, src.len(), access::REMOTE_WRITE, |e, off| {
+            e.write(off, src)
+        })
+    }
+    fn remote_atomic(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        op: AtomicOp,
+    ) -> core::result::Result<u64, MemError> {
+        // Checked and executed under one hold of the MR table: the region
+        // cannot go away between the check and the operation.
+        self.remote(rkey, va, 8, access::REMOTE_ATOMIC, |e, off| {
+            let mut cur = [0u8; 8];
+            e.read(off, &mut cur)?;
+            let old = u64::from_ne_bytes(cur);
+            e.write(off, &op.apply(old).to_ne_bytes())?;
+            Ok(old)
+        })
+    }
+    fn invalidate(&mut self, key: u32) -> bool {
+        let pd = self.qp.pd;
+        if key >> 8 >= MW_BASE {
+            self.qp.dev.mws.invalidate(pd, key).is_ok()
+        } else {
+            self.qp.dev.mrs.invalidate(pd, key).is_ok()
+        }
+    }
+}
