@@ -4,21 +4,28 @@
 //!
 //! Limits follow rxe's (`drivers/infiniband/sw/rxe/rxe_param.h`), so that
 //! software written against rxe sees the same device shape. Capability flags
-//! name only what is implemented now; they grow as the verbs objects and the
-//! data path land (see `Documentation/`).
+//! name what is implemented: memory windows (types 1 and 2B), fast
+//! registration, atomics and ATOMIC_WRITE, port events. Devices report
+//! rxe's driver id and uverbs ABI so that rdma-core's rxe provider drives
+//! them.
 
 use super::ah::{Ah, AhTable};
+use super::counters::{self as counter, NUM_COUNTERS};
 use super::cq::Cq;
 use super::mr::{Mr, MrTable};
 use super::mw::{Mw, MwTable};
 use super::qp::Qp;
 use super::srq::Srq;
 use crate::ffi::bindings as b;
-use crate::ffi::rdma::{counter, DeviceAttrs, Driver, NetDev, PortAttrs, SrqAttr, NUM_COUNTERS};
-use crate::ffi::verbs::{
-    Av, CqEvents, Mem, MmInfo, PageList, QpAttr, QpEvents, QpHandle, QpInit, RecvWrs, SendWrs,
-    SrqEvents, UContext, Wc,
+use crate::ffi::mem::{MappedPages, Mem, PageList};
+use crate::ffi::rdma::{
+    AhCreated, Av, CounterDesc, CqCreated, CqEvents, DeviceAttrs, Driver, DriverId, MrCreated,
+    MwCreated, NetDev, PdId, PortAttrs, QpAttr, QpCreated, QpEvents, QpHandle, QpInit, SrqAttr,
+    SrqCreated, SrqEvents,
 };
+use crate::ffi::rxe_abi::{MmInfo, Wc};
+use crate::ffi::udata::UContext;
+use crate::ffi::wr::{RecvWrs, SendWrs};
 use crate::net::Transport;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -32,9 +39,6 @@ const DEFAULT_MAX: u32 = 1 << 20;
 /// MetaRoCE data header and trailer (see Documentation/transport.rst; budgeted
 /// at 80). The active MTU is the largest IB MTU that fits after them.
 const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
-
-// One `rx_drop_*` counter per drop reason of the protocol core.
-const _: () = assert!(crate::proto::wire::DropReason::COUNT == counter::NUM_DROP_REASONS);
 
 /// The metaroce driver.
 pub(crate) struct Metaroce;
@@ -55,12 +59,12 @@ pub(crate) struct DevShared {
     pub(crate) ifindex: i32,
     /// Number of the next SRQ (`srq_num` of the rxe ABI).
     pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
-    /// The device counters (`ffi::rdma::counter`).
+    /// The device counters ([`super::counters`]).
     counters: [AtomicU64; NUM_COUNTERS],
 }
 
 impl DevShared {
-    /// Adds `n` to counter `c` (`ffi::rdma::counter::*`).
+    /// Adds `n` to counter `c` ([`super::counters`]).
     pub(crate) fn count(&self, c: usize, n: u64) {
         if let Some(x) = self.counters.get(c) {
             x.fetch_add(n, Ordering::Relaxed);
@@ -71,6 +75,7 @@ impl DevShared {
 /// Per-device state.
 pub(crate) type DeviceData = Arc<DevShared>;
 
+#[vtable]
 impl Driver for Metaroce {
     type Shared = Transport<Qp>;
     type Data = DeviceData;
@@ -82,6 +87,9 @@ impl Driver for Metaroce {
     type Mw = Mw;
     const LINK_TYPE: &'static CStr = kernel::c_str!("metaroce");
     const NODE_DESC: &'static CStr = kernel::c_str!("metaroce");
+    const DRIVER_ID: DriverId = DriverId::RXE;
+    const UVERBS_ABI_VERSION: u32 = b::METAROCE_UVERBS_ABI_VERSION;
+    const COUNTERS: &'static [CounterDesc] = &counter::NAMES;
 
     fn new_device(shared: &Arc<Transport<Qp>>, netdev: &NetDev) -> Result<DeviceData> {
         if netdev.mac() == [0; 6] {
@@ -122,8 +130,9 @@ impl Driver for Metaroce {
         cqe: u32,
         uc: Option<&UContext>,
         events: CqEvents,
-    ) -> Result<(Arc<Cq>, MmInfo)> {
-        Cq::new(cqe, dev.attrs.max_cqe, uc, events)
+    ) -> Result<CqCreated<Arc<Cq>>> {
+        let (cq, ring) = Cq::new(cqe, dev.attrs.max_cqe, uc, events)?;
+        Ok(CqCreated { cq, ring })
     }
 
     fn destroy_cq(_dev: &DeviceData, cq: &Arc<Cq>) {
@@ -147,12 +156,16 @@ impl Driver for Metaroce {
         cq.poll(max, f)
     }
 
-    fn create_ah(dev: &DeviceData, pd: usize, av: &Av, sleepable: bool) -> Result<(Ah, u32)> {
+    fn req_notify_cq(cq: &Arc<Cq>, solicited_only: bool) -> bool {
+        cq.arm(solicited_only)
+    }
+
+    fn create_ah(dev: &DeviceData, pd: PdId, av: &Av, sleepable: bool) -> Result<AhCreated<Ah>> {
         let ah = dev
             .ahs
             .insert(pd, *av, if sleepable { GFP_KERNEL } else { GFP_ATOMIC })?;
         let num = ah.num;
-        Ok((ah, num))
+        Ok(AhCreated { ah, num })
     }
 
     fn destroy_ah(dev: &DeviceData, ah: &Ah) {
@@ -163,32 +176,14 @@ impl Driver for Metaroce {
         ah.num
     }
 
-    fn req_notify_cq(cq: &Arc<Cq>, solicited_only: bool) -> bool {
-        cq.arm(solicited_only)
-    }
-
-    fn create_qp(
-        dev: &DeviceData,
-        pd: usize,
-        init: &mut QpInit,
-        scq: &Arc<Cq>,
-        rcq: &Arc<Cq>,
-        srq: Option<&Arc<Srq>>,
-        uc: Option<&UContext>,
-        handle: QpHandle,
-        events: QpEvents,
-    ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
-        Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)
-    }
-
     fn create_srq(
         dev: &DeviceData,
-        pd: usize,
+        pd: PdId,
         attr: &mut SrqAttr,
         uc: Option<&UContext>,
         events: SrqEvents,
-    ) -> Result<(Arc<Srq>, u32, MmInfo)> {
-        let (srq, mi) = Srq::new(
+    ) -> Result<SrqCreated<Arc<Srq>>> {
+        let (srq, ring) = Srq::new(
             pd,
             attr,
             dev.attrs.max_srq_wr,
@@ -199,7 +194,7 @@ impl Driver for Metaroce {
         let num = dev
             .next_srq_num
             .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        Ok((srq, num, mi))
+        Ok(SrqCreated { srq, num, ring })
     }
 
     fn post_srq_recv(_dev: &DeviceData, srq: &Arc<Srq>, wrs: &mut RecvWrs) -> Result {
@@ -218,26 +213,40 @@ impl Driver for Metaroce {
         srq.kill()
     }
 
-    fn alloc_mw(dev: &DeviceData, pd: usize, mw_type: u32) -> Result<(Mw, u32)> {
+    fn alloc_mw(dev: &DeviceData, pd: PdId, mw_type: u32) -> Result<MwCreated<Mw>> {
         if mw_type != 1 && mw_type != 2 {
             return Err(EINVAL);
         }
-        dev.mws.alloc(pd, mw_type)
+        let (mw, rkey) = dev.mws.alloc(pd, mw_type)?;
+        Ok(MwCreated { mw, rkey })
     }
 
     fn dealloc_mw(dev: &DeviceData, mw: &Mw) {
         dev.mws.dealloc(mw)
     }
 
-    fn counters(dev: &DeviceData) -> [u64; NUM_COUNTERS] {
-        let mut v = [0u64; NUM_COUNTERS];
-        for (o, c) in v.iter_mut().zip(dev.counters.iter()) {
+    fn counters(dev: &DeviceData, out: &mut [u64]) {
+        for (o, c) in out.iter_mut().zip(dev.counters.iter()) {
             *o = c.load(Ordering::Relaxed);
         }
-        if let Some(u) = v.get_mut(counter::UNKNOWN_QPN) {
+        if let Some(u) = out.get_mut(counter::UNKNOWN_QPN) {
             *u = dev.transport.unknown();
         }
-        v
+    }
+
+    fn create_qp(
+        dev: &DeviceData,
+        pd: PdId,
+        init: &mut QpInit,
+        scq: &Arc<Cq>,
+        rcq: &Arc<Cq>,
+        srq: Option<&Arc<Srq>>,
+        uc: Option<&UContext>,
+        handle: QpHandle,
+        events: QpEvents,
+    ) -> Result<QpCreated<Arc<Qp>>> {
+        let (qp, qpn, rq, sq) = Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)?;
+        Ok(QpCreated { qp, qpn, rq, sq })
     }
 
     fn modify_qp(_dev: &DeviceData, qp: &Arc<Qp>, attr: &QpAttr) -> Result {
@@ -264,7 +273,7 @@ impl Driver for Metaroce {
         Qp::post_kernel_recv(qp, wrs)
     }
 
-    fn alloc_mr(dev: &DeviceData, pd: usize, max_pages: u32) -> Result<(Mr, u32)> {
+    fn alloc_mr(dev: &DeviceData, pd: PdId, max_pages: u32) -> Result<MrCreated<Mr>> {
         if max_pages > dev.attrs.max_fast_reg_page_list_len {
             return Err(EINVAL);
         }
@@ -272,7 +281,11 @@ impl Driver for Metaroce {
             .mrs
             .insert(pd, 0, 0, Mem::Pages(PageList::new(max_pages)?))?;
         let key = mr.key;
-        Ok((mr, key))
+        Ok(MrCreated {
+            mr,
+            lkey: key,
+            rkey: key,
+        })
     }
 
     fn map_mr(
@@ -281,27 +294,35 @@ impl Driver for Metaroce {
         iova: u64,
         len: u64,
         page_size: u32,
-        pages: &[u64],
+        pages: &MappedPages<'_>,
     ) -> Result {
         dev.mrs.map(mr, iova, len, page_size, pages)
     }
 
-    fn get_dma_mr(dev: &DeviceData, pd: usize, access: u32) -> Result<(Mr, u32, u32)> {
-        let mr = dev.mrs.insert(pd, access, 0, Mem::Kernel)?;
+    fn get_dma_mr(dev: &DeviceData, pd: PdId, mem: Mem, access: u32) -> Result<MrCreated<Mr>> {
+        let mr = dev.mrs.insert(pd, access, 0, mem)?;
         let key = mr.key;
-        Ok((mr, key, key))
+        Ok(MrCreated {
+            mr,
+            lkey: key,
+            rkey: key,
+        })
     }
 
     fn reg_user_mr(
         dev: &DeviceData,
-        pd: usize,
+        pd: PdId,
         mem: Mem,
         iova: u64,
         access: u32,
-    ) -> Result<(Mr, u32, u32)> {
+    ) -> Result<MrCreated<Mr>> {
         let mr = dev.mrs.insert(pd, access, iova, mem)?;
         let key = mr.key;
-        Ok((mr, key, key))
+        Ok(MrCreated {
+            mr,
+            lkey: key,
+            rkey: key,
+        })
     }
 
     fn dereg_mr(dev: &DeviceData, mr: &Mr) -> Result {

@@ -10,9 +10,11 @@
 //! When fewer WQEs than the armed limit remain, `IB_EVENT_SRQ_LIMIT_REACHED`
 //! is raised once (IBTA 11.6.3.1).
 
-use crate::ffi::rdma::SrqAttr;
+use crate::ffi::rdma::{PdId, SrqAttr, SrqEvents};
+use crate::ffi::rxe_abi::{MmInfo, Queue, RecvWqe, Sge, SGE_SIZE};
 use crate::ffi::sync::BhLock;
-use crate::ffi::verbs::{MmInfo, Queue, RecvWqe, RecvWrs, Sge, SrqEvents, UContext, SGE_SIZE};
+use crate::ffi::udata::UContext;
+use crate::ffi::wr::RecvWrs;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -33,7 +35,7 @@ struct Inner {
 /// A shared receive queue.
 #[pin_data]
 pub(crate) struct Srq {
-    pub(crate) pd: usize,
+    pub(crate) pd: PdId,
     events: SrqEvents,
     #[pin]
     inner: BhLock<Inner>,
@@ -45,7 +47,7 @@ impl Srq {
     /// `attr` is updated to what was granted. `EINVAL` for 0 or
     /// more than the device's WRs or SGEs (rxe's `rxe_srq_chk_init`).
     pub(crate) fn new(
-        pd: usize,
+        pd: PdId,
         attr: &mut SrqAttr,
         max_srq_wr: u32,
         max_srq_sge: u32,

@@ -39,11 +39,11 @@ mod ud;
 
 use super::cq::Cq;
 use super::device::DevShared;
-use super::mr::{access, MrEntry};
+use super::mr::{access, MrEntry, Span};
 use super::mw::{Binding, MW_BASE};
 use super::srq::Srq;
 use crate::ffi::net::{IpAddr, RxMeta};
-use crate::ffi::rdma::counter;
+use crate::ffi::rdma::{counter, PdId};
 use crate::ffi::sync::BhGuard;
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::verbs::{
@@ -257,7 +257,7 @@ pub(crate) struct Qp {
     /// A kernel consumer's QP (rings in kernel memory, `ib_post_*`).
     kernel: bool,
     events: QpEvents,
-    pd: usize,
+    pd: PdId,
     sq_sig_all: bool,
     dev: Arc<DevShared>,
     scq: Arc<Cq>,

@@ -89,7 +89,7 @@ impl Glue<'_> {
         sge: impl Fn(u32) -> Result<Sge>,
         offset: u32,
         len: usize,
-        mut f: impl FnMut(&MrEntry, usize, core::ops::Range<usize>) -> Result,
+        mut f: impl FnMut(&MrEntry, Span, core::ops::Range<usize>) -> Result,
         need: u32,
     ) -> Result {
         let mut skip = offset as usize;
@@ -99,16 +99,15 @@ impl Glue<'_> {
                 break;
             }
             let s = sge(i)?;
-            let sl = s.length as usize;
+            let sl = s.length() as usize;
             if skip >= sl {
                 skip -= sl;
                 continue;
             }
             let take = (sl - skip).min(len - done);
-            let va = s.addr.checked_add(skip as u64).ok_or(EFAULT)?;
             let pd = self.qp.pd;
-            self.qp.dev.mrs.with(s.lkey, |e| {
-                let off = e.check(pd, va, take, need)?;
+            self.qp.dev.mrs.with(s.lkey(), |e| {
+                let off = e.check_sge(pd, &s, skip, take, need)?;
                 f(e, off, done..done + take)
             })?;
             done += take;
@@ -130,7 +129,7 @@ impl Glue<'_> {
         va: u64,
         len: usize,
         need: u32,
-        f: impl FnOnce(&MrEntry, usize) -> Result<R>,
+        f: impl FnOnce(&MrEntry, Span) -> Result<R>,
     ) -> Result<R> {
         let pd = self.qp.pd;
         if rkey >> 8 >= MW_BASE {
