@@ -42,12 +42,8 @@ pub(crate) struct KernelMem {
 impl KernelMem {
     /// The DMA MR of a kernel PD, with access `access` (`IB_ACCESS_*`).
     pub(super) fn new(access: u32) -> Self {
-        use super::bindings as b;
-        let remote = b::ib_access_flags_IB_ACCESS_REMOTE_READ
-            | b::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-            | b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
         KernelMem {
-            remote: access & remote != 0,
+            remote: access & super::rdma::access::REMOTE != 0,
         }
     }
 }

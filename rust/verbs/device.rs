@@ -16,14 +16,13 @@ use super::mr::{Mr, MrTable};
 use super::mw::{Mw, MwTable};
 use super::qp::Qp;
 use super::srq::Srq;
-use crate::ffi::bindings as b;
 use crate::ffi::mem::{MappedPages, Mem, PageList};
 use crate::ffi::rdma::{
-    AhCreated, Av, CounterDesc, CqCreated, CqEvents, DeviceAttrs, Driver, DriverId, MrCreated,
-    MwCreated, NetDev, PdId, PortAttrs, QpAttr, QpCreated, QpEvents, QpHandle, QpInit, SrqAttr,
-    SrqCreated, SrqEvents,
+    device_cap, port_cap, AhCreated, Av, CounterDesc, CqCreated, CqEvents, DeviceAttrs, Driver,
+    DriverId, MrCreated, MwCreated, NetDev, PdId, PortAttrs, QpAttr, QpCreated, QpEvents, QpHandle,
+    QpInit, SrqAttr, SrqCreated, SrqEvents,
 };
-use crate::ffi::rxe_abi::{MmInfo, Wc};
+use crate::ffi::rxe_abi::{self, MmInfo, Wc};
 use crate::ffi::udata::UContext;
 use crate::ffi::wr::{RecvWrs, SendWrs};
 use crate::net::Transport;
@@ -88,7 +87,7 @@ impl Driver for Metaroce {
     const LINK_TYPE: &'static CStr = kernel::c_str!("metaroce");
     const NODE_DESC: &'static CStr = kernel::c_str!("metaroce");
     const DRIVER_ID: DriverId = DriverId::RXE;
-    const UVERBS_ABI_VERSION: u32 = b::METAROCE_UVERBS_ABI_VERSION;
+    const UVERBS_ABI_VERSION: u32 = rxe_abi::UVERBS_ABI_VERSION;
     const COUNTERS: &'static [CounterDesc] = &counter::NAMES;
 
     fn new_device(shared: &Arc<Transport<Qp>>, netdev: &NetDev) -> Result<DeviceData> {
@@ -119,7 +118,7 @@ impl Driver for Metaroce {
     fn port_attrs(_data: &DeviceData) -> PortAttrs {
         PortAttrs {
             gid_tbl_len: 1024,
-            port_cap_flags: b::ib_port_capability_mask_bits_IB_PORT_CM_SUP,
+            port_cap_flags: port_cap::CM_SUP,
             max_msg_sz: 1 << 31,
             wire_overhead: WIRE_OVERHEAD,
         }
@@ -342,12 +341,12 @@ fn attrs() -> DeviceAttrs {
         max_mr_size: u64::MAX,
         page_size_cap: 0xffff_f000,
         vendor_id: 0xff_ffff,
-        device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-            | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
-            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
-            | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64
-            | b::ib_uverbs_device_cap_flags_IB_UVERBS_DEVICE_ATOMIC_WRITE as u64,
+        device_cap_flags: device_cap::PORT_ACTIVE_EVENT
+            | device_cap::SYS_IMAGE_GUID
+            | device_cap::MEM_WINDOW
+            | device_cap::MEM_WINDOW_TYPE_2B
+            | device_cap::MEM_MGT_EXTENSIONS
+            | device_cap::ATOMIC_WRITE,
         max_qp: DEFAULT_MAX - 16,
         max_qp_wr: DEFAULT_MAX,
         max_send_sge: 32,

@@ -18,14 +18,7 @@ use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 
 /// `IB_ACCESS_*` bits (`enum ib_access_flags`).
-pub(crate) mod access {
-    use crate::ffi::bindings as b;
-    pub(crate) const LOCAL_WRITE: u32 = b::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-    pub(crate) const REMOTE_WRITE: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-    pub(crate) const REMOTE_READ: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_READ;
-    pub(crate) const REMOTE_ATOMIC: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-    pub(crate) const MW_BIND: u32 = b::ib_access_flags_IB_ACCESS_MW_BIND;
-}
+pub(crate) use crate::ffi::rdma::access;
 
 /// One registered region.
 pub(crate) struct MrEntry {

@@ -27,13 +27,23 @@ pub(crate) trait EventObject {
     ///
     /// `obj` is a live object of this type.
     unsafe fn prepare(obj: *mut Self, ev: &mut b::ib_event) -> (Handler, *mut kernel::ffi::c_void);
+
+    /// The lock of an event source for `raw`, with a lock class of its own
+    /// per object type.
+    fn new_lock(raw: Raw<Self>) -> impl PinInit<BhLock<Raw<Self>>>
+    where
+        Self: Sized;
 }
 
 /// `ib_event.element` and the handler of an object, as the three `impl`s
 /// below differ only in field names.
 macro_rules! event_object {
-    ($ty:ty, $elem:ident, $ctx:ident) => {
+    ($ty:ty, $elem:ident, $ctx:ident, $lock:literal) => {
         impl EventObject for $ty {
+            fn new_lock(raw: Raw<Self>) -> impl PinInit<BhLock<Raw<Self>>> {
+                crate::ffi::sync::new_bh_lock!(raw, $lock)
+            }
+
             unsafe fn prepare(
                 obj: *mut Self,
                 ev: &mut b::ib_event,
@@ -49,12 +59,12 @@ macro_rules! event_object {
     };
 }
 
-event_object!(b::ib_cq, cq, cq_context);
-event_object!(b::ib_qp, qp, qp_context);
-event_object!(b::ib_srq, srq, srq_context);
+event_object!(b::ib_cq, cq, cq_context, "metaroce_cq_events");
+event_object!(b::ib_qp, qp, qp_context, "metaroce_qp_events");
+event_object!(b::ib_srq, srq, srq_context, "metaroce_srq_events");
 
 /// An object pointer, null once the object is destroyed.
-struct Raw<O>(*mut O);
+pub(crate) struct Raw<O>(*mut O);
 
 // SAFETY: the pointer is only dereferenced under the `Events` lock while
 // non-null, when the object is alive whatever thread holds it.
@@ -82,10 +92,7 @@ impl<O: EventObject> Events<O> {
     ///
     /// `obj` stays live until [`Self::detach`] is called.
     pub(super) unsafe fn new(obj: *mut O) -> Result<Self> {
-        Ok(Events(Arc::pin_init(
-            crate::ffi::sync::new_bh_lock!(Raw(obj), "metaroce_events"),
-            GFP_KERNEL,
-        )?))
+        Ok(Events(Arc::pin_init(O::new_lock(Raw(obj)), GFP_KERNEL)?))
     }
 
     /// Runs `f` on the object while it lives, under the lock.

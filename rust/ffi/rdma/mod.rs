@@ -29,7 +29,8 @@
 //! Rooms: [`device`] (attributes, port, [`Device`]), [`registration`],
 //! [`netdev`], [`ops`], [`object`] (the core-allocated object wrapper),
 //! [`pd`], [`cq`], [`qp`], [`srq`], [`mr`], [`mw`], [`ah`], [`ucontext`],
-//! [`event`] (CQ/QP/SRQ events), [`counters`].
+//! [`event`] (CQ/QP/SRQ events), [`counters`], [`flags`] (enums and flag
+//! sets from bindgen's constants).
 //!
 //! # Invariants
 //!
@@ -57,6 +58,7 @@ pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod event;
+pub(crate) mod flags;
 pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod netdev;
@@ -73,6 +75,7 @@ pub(crate) use ah::Av;
 pub(crate) use counters::CounterDesc;
 pub(crate) use device::{Device, DeviceAttrs, PortAttrs};
 pub(crate) use event::{CqEvents, QpEvents, SrqEvents};
+pub(crate) use flags::{access, device_cap, port_cap};
 pub(crate) use netdev::{eui64_from_mac, ib_mtu_for, NetDev};
 pub(crate) use pd::PdId;
 pub(crate) use qp::{modify_qp_is_ok, qp_mask, QpAttr, QpCaps, QpInit, QpState, QpType};

@@ -5,6 +5,10 @@
 //! formats in them ([`wqe`]), completions ([`wc`]), and the mmap entries
 //! through which user space maps the rings ([`mmap`]).
 
+/// The uverbs ABI version of rdma-core's rxe provider
+/// (`RXE_UVERBS_ABI_VERSION`, as `METAROCE_UVERBS_ABI_VERSION`).
+pub(crate) const UVERBS_ABI_VERSION: u32 = crate::ffi::bindings::METAROCE_UVERBS_ABI_VERSION;
+
 pub(crate) mod mmap;
 pub(crate) mod queue;
 pub(crate) mod wc;
