@@ -41,7 +41,12 @@ pub(crate) struct KernelMem {
 
 impl KernelMem {
     /// The DMA MR of a kernel PD, with access `access` (`IB_ACCESS_*`).
-    pub(super) fn new(access: u32) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Called for the DMA MR a kernel consumer asked for (`get_dma_mr`) with
+    /// `access`: remote bits in it grant peers all of kernel memory.
+    pub(super) unsafe fn new(access: u32) -> Self {
         KernelMem {
             remote: access & super::rdma::access::REMOTE != 0,
         }

@@ -6,20 +6,21 @@
 use super::bindings as b;
 use kernel::error::to_result;
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
 /// The user context (`struct ib_ucontext`) of the process a verb came from.
 ///
 /// # Invariants
 ///
-/// The pointer is a live user context for as long as the value lives: it is
-/// made only by [`UData::ucontext`] inside a verb, and drivers only ever see
-/// it borrowed for that verb.
-pub(crate) struct UContext(*mut b::ib_ucontext);
+/// A `&UContext` is a live user context: it is only handed out borrowed
+/// from the [`UData`] of a verb, whose context outlives the verb.
+#[repr(transparent)]
+pub(crate) struct UContext(Opaque<b::ib_ucontext>);
 
 impl UContext {
     /// The raw user context.
     pub(in crate::ffi) fn as_ptr(&self) -> *mut b::ib_ucontext {
-        self.0
+        self.0.get()
     }
 }
 
@@ -53,7 +54,7 @@ impl UData {
 
     /// Copies `resp` to user space (truncated to `outlen`, as
     /// `ib_copy_to_udata` does). `EFAULT` if user memory is not writable.
-    pub(crate) fn write(&mut self, resp: &[u8]) -> Result {
+    pub(crate) fn write(&self, resp: &[u8]) -> Result {
         if self.0.is_null() {
             return Ok(());
         }
@@ -62,11 +63,14 @@ impl UData {
         to_result(unsafe { b::metaroce_udata_write(self.0, resp.as_ptr().cast(), resp.len()) })
     }
 
-    /// The user context, for queues user space maps.
-    pub(crate) fn ucontext(&self) -> Option<UContext> {
-        // SAFETY: a null or valid udata of a verb; the helper returns the
-        // bundle's context, which outlives the verb.
+    /// The user context, for queues user space maps; `None` for a kernel
+    /// caller.
+    pub(crate) fn ucontext(&self) -> Option<&UContext> {
+        // SAFETY: a null or valid udata (type invariant); the helper returns
+        // the bundle's context or null.
         let uc = unsafe { b::metaroce_udata_ucontext(self.0) };
-        (!uc.is_null()).then_some(UContext(uc))
+        // SAFETY: a non-null context is live for the verb, which outlives
+        // this borrow of its udata; `UContext` is a transparent `Opaque`.
+        (!uc.is_null()).then(|| unsafe { &*uc.cast::<UContext>() })
     }
 }

@@ -83,7 +83,7 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a null or valid udata.
-            let mut udata = unsafe { UData::from_raw(udata) };
+            let udata = unsafe { UData::from_raw(udata) };
             // SAFETY: the core passes valid attributes whose `ah_attr` is
             // valid for the call.
             let (attr, flags) = unsafe { (&*(*init).ah_attr, (*init).flags) };

@@ -50,7 +50,7 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             // SAFETY: `driver_udata` is the first field of the bundle, which
             // is null for a kernel consumer's CQ or valid for the call.
-            let mut udata = unsafe { UData::from_raw(attrs.cast()) };
+            let udata = unsafe { UData::from_raw(attrs.cast()) };
             let uc = udata.ucontext();
             // SAFETY: the core passes valid attributes.
             let (cqe, flags) = unsafe { ((*attr).cqe, (*attr).flags) };
@@ -65,7 +65,7 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: the CQ lives until `destroy_cq`, which detaches the
             // event source first.
             let events = unsafe { CqEvents::new(ibcq) }?;
-            let c = T::create_cq(dev, cqe, uc.as_ref(), events.clone())?;
+            let c = T::create_cq(dev, cqe, uc, events.clone())?;
             if let Err(e) = udata.write(&c.ring.bytes()) {
                 T::destroy_cq(dev, &c.cq);
                 events.detach();
@@ -114,7 +114,7 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a null or valid udata.
-            let mut udata = unsafe { UData::from_raw(udata) };
+            let udata = unsafe { UData::from_raw(udata) };
             let uc = udata.ucontext();
             if uc.is_some() && udata.outlen() < size_of::<b::rxe_resize_cq_resp>() {
                 return Err(EINVAL);
@@ -122,7 +122,7 @@ impl<T: Driver> Adapter<T> {
             let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
             // SAFETY: a live CQ of ours on a device of ours.
             let (dev, o) = unsafe { (Self::cq_device(ibcq), CqObject::<T>::from_raw(ibcq)) };
-            let mi = T::resize_cq(dev.data(), &o.data().cq, cqe, uc.as_ref())?;
+            let mi = T::resize_cq(dev.data(), &o.data().cq, cqe, uc)?;
             udata.write(&mi.bytes())?;
             let held = T::cq_capacity(&o.data().cq);
             // SAFETY: the core serialises verbs on one CQ object.

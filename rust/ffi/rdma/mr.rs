@@ -63,7 +63,9 @@ impl<T: Driver> Adapter<T> {
         let dev = unsafe { Self::pd_device(pd) }.data();
         Self::mr_result((|| {
             let slot = KBox::new_uninit(GFP_KERNEL)?;
-            let mem = Mem::Kernel(KernelMem::new(access as u32));
+            // SAFETY: the DMA MR of a kernel PD, with the access its consumer
+            // asked for (`ib_alloc_pd`).
+            let mem = Mem::Kernel(unsafe { KernelMem::new(access as u32) });
             let c = T::get_dma_mr(dev, PdId::of(pd), mem, access as u32)?;
             Ok(Self::mr_box(slot, c, 0, u64::MAX))
         })())

@@ -282,7 +282,7 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a null or valid udata.
-            let mut udata = unsafe { UData::from_raw(udata) };
+            let udata = unsafe { UData::from_raw(udata) };
             let uc = udata.ucontext();
             // SAFETY: the core passes valid attributes, ours for the call.
             let ia = unsafe { &mut *init };
@@ -334,7 +334,7 @@ impl<T: Driver> Adapter<T> {
                 &scq.data().cq,
                 &rcq.data().cq,
                 srq.map(|s| &s.data().srq),
-                uc.as_ref(),
+                uc,
                 qp_handle(ibqp),
                 events.clone(),
             )?;

@@ -63,7 +63,7 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a null or valid udata.
-            let mut udata = unsafe { UData::from_raw(udata) };
+            let udata = unsafe { UData::from_raw(udata) };
             let uc = udata.ucontext();
             // SAFETY: the core passes valid attributes, ours for the call.
             let ia = unsafe { &mut *init };
@@ -84,7 +84,7 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: the SRQ lives until `destroy_srq`, which detaches the
             // event source first.
             let events = unsafe { SrqEvents::new(ibsrq) }?;
-            let c = T::create_srq(dev, PdId::of(pd), &mut a, uc.as_ref(), events.clone())?;
+            let c = T::create_srq(dev, PdId::of(pd), &mut a, uc, events.clone())?;
             let mut resp = [0u8; 24];
             resp[..16].copy_from_slice(&c.ring.bytes());
             resp[16..20].copy_from_slice(&c.num.to_ne_bytes());
