@@ -18,9 +18,9 @@ use super::qp::Qp;
 use super::srq::Srq;
 use crate::ffi::mem::{MappedPages, Mem, PageList};
 use crate::ffi::rdma::{
-    device_cap, port_cap, AhCreated, Av, CounterDesc, CqCreated, CqEvents, DeviceAttrs, Driver,
-    DriverId, MrCreated, MwCreated, NetDev, PdId, PortAttrs, QpAttr, QpCreated, QpEvents, QpHandle,
-    QpInit, SrqAttr, SrqCreated, SrqEvents,
+    device_cap, port_cap, AhCreated, Av, CounterDesc, CqCreated, CqEvents, Device, DeviceAttrs,
+    Driver, DriverId, MrCreated, MwCreated, NetDev, PdId, PortAttrs, QpAttr, QpCreated, QpEvents,
+    QpHandle, QpInit, SrqAttr, SrqCreated, SrqEvents,
 };
 use crate::ffi::rxe_abi::{self, MmInfo, Wc};
 use crate::ffi::udata::UContext;
@@ -111,11 +111,11 @@ impl Driver for Metaroce {
         )
     }
 
-    fn device_attrs(data: &DeviceData) -> DeviceAttrs {
-        data.attrs
+    fn device_attrs(dev: &Device<Self>) -> DeviceAttrs {
+        dev.data().attrs
     }
 
-    fn port_attrs(_data: &DeviceData) -> PortAttrs {
+    fn port_attrs(_dev: &Device<Self>) -> PortAttrs {
         PortAttrs {
             gid_tbl_len: 1024,
             port_cap_flags: port_cap::CM_SUP,
@@ -125,25 +125,27 @@ impl Driver for Metaroce {
     }
 
     fn create_cq(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         cqe: u32,
         uc: Option<&UContext>,
         events: CqEvents,
     ) -> Result<CqCreated<Arc<Cq>>> {
+        let dev = dev.data();
         let (cq, ring) = Cq::new(cqe, dev.attrs.max_cqe, uc, events)?;
         Ok(CqCreated { cq, ring })
     }
 
-    fn destroy_cq(_dev: &DeviceData, cq: &Arc<Cq>) {
+    fn destroy_cq(_dev: &Device<Self>, cq: &Arc<Cq>) {
         cq.kill();
     }
 
     fn resize_cq(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         cq: &Arc<Cq>,
         cqe: u32,
         uc: Option<&UContext>,
     ) -> Result<MmInfo> {
+        let dev = dev.data();
         cq.resize(cqe, dev.attrs.max_cqe, uc)
     }
 
@@ -159,7 +161,8 @@ impl Driver for Metaroce {
         cq.arm(solicited_only)
     }
 
-    fn create_ah(dev: &DeviceData, pd: PdId, av: &Av, sleepable: bool) -> Result<AhCreated<Ah>> {
+    fn create_ah(dev: &Device<Self>, pd: PdId, av: &Av, sleepable: bool) -> Result<AhCreated<Ah>> {
+        let dev = dev.data();
         let ah = dev
             .ahs
             .insert(pd, *av, if sleepable { GFP_KERNEL } else { GFP_ATOMIC })?;
@@ -167,7 +170,8 @@ impl Driver for Metaroce {
         Ok(AhCreated { ah, num })
     }
 
-    fn destroy_ah(dev: &DeviceData, ah: &Ah) {
+    fn destroy_ah(dev: &Device<Self>, ah: &Ah) {
+        let dev = dev.data();
         dev.ahs.remove(ah.num);
     }
 
@@ -176,12 +180,13 @@ impl Driver for Metaroce {
     }
 
     fn create_srq(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         pd: PdId,
         attr: &mut SrqAttr,
         uc: Option<&UContext>,
         events: SrqEvents,
     ) -> Result<SrqCreated<Arc<Srq>>> {
+        let dev = dev.data();
         let (srq, ring) = Srq::new(
             pd,
             attr,
@@ -196,11 +201,11 @@ impl Driver for Metaroce {
         Ok(SrqCreated { srq, num, ring })
     }
 
-    fn post_srq_recv(_dev: &DeviceData, srq: &Arc<Srq>, wrs: &mut RecvWrs) -> Result {
+    fn post_srq_recv(_dev: &Device<Self>, srq: &Arc<Srq>, wrs: &mut RecvWrs) -> Result {
         srq.post(wrs)
     }
 
-    fn modify_srq(_dev: &DeviceData, srq: &Arc<Srq>, attr: &SrqAttr, mask: u32) -> Result {
+    fn modify_srq(_dev: &Device<Self>, srq: &Arc<Srq>, attr: &SrqAttr, mask: u32) -> Result {
         srq.modify(attr, mask)
     }
 
@@ -208,11 +213,12 @@ impl Driver for Metaroce {
         srq.query()
     }
 
-    fn destroy_srq(_dev: &DeviceData, srq: &Arc<Srq>) {
+    fn destroy_srq(_dev: &Device<Self>, srq: &Arc<Srq>) {
         srq.kill()
     }
 
-    fn alloc_mw(dev: &DeviceData, pd: PdId, mw_type: u32) -> Result<MwCreated<Mw>> {
+    fn alloc_mw(dev: &Device<Self>, pd: PdId, mw_type: u32) -> Result<MwCreated<Mw>> {
+        let dev = dev.data();
         if mw_type != 1 && mw_type != 2 {
             return Err(EINVAL);
         }
@@ -220,11 +226,13 @@ impl Driver for Metaroce {
         Ok(MwCreated { mw, rkey })
     }
 
-    fn dealloc_mw(dev: &DeviceData, mw: &Mw) {
+    fn dealloc_mw(dev: &Device<Self>, mw: &Mw) {
+        let dev = dev.data();
         dev.mws.dealloc(mw)
     }
 
-    fn counters(dev: &DeviceData, out: &mut [u64]) {
+    fn counters(dev: &Device<Self>, out: &mut [u64]) {
+        let dev = dev.data();
         for (o, c) in out.iter_mut().zip(dev.counters.iter()) {
             *o = c.load(Ordering::Relaxed);
         }
@@ -234,7 +242,7 @@ impl Driver for Metaroce {
     }
 
     fn create_qp(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         pd: PdId,
         init: &mut QpInit,
         scq: &Arc<Cq>,
@@ -244,11 +252,12 @@ impl Driver for Metaroce {
         handle: QpHandle,
         events: QpEvents,
     ) -> Result<QpCreated<Arc<Qp>>> {
+        let dev = dev.data();
         let (qp, qpn, rq, sq) = Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)?;
         Ok(QpCreated { qp, qpn, rq, sq })
     }
 
-    fn modify_qp(_dev: &DeviceData, qp: &Arc<Qp>, attr: &QpAttr) -> Result {
+    fn modify_qp(_dev: &Device<Self>, qp: &Arc<Qp>, attr: &QpAttr) -> Result {
         Qp::modify(qp, attr)
     }
 
@@ -256,23 +265,24 @@ impl Driver for Metaroce {
         qp.query(attr, init)
     }
 
-    fn destroy_qp(_dev: &DeviceData, qp: &Arc<Qp>) {
+    fn destroy_qp(_dev: &Device<Self>, qp: &Arc<Qp>) {
         Qp::destroy(qp)
     }
 
-    fn post_send(_dev: &DeviceData, qp: &Arc<Qp>) -> Result {
+    fn post_send(_dev: &Device<Self>, qp: &Arc<Qp>) -> Result {
         Qp::doorbell(qp)
     }
 
-    fn post_send_wrs(_dev: &DeviceData, qp: &Arc<Qp>, wrs: &mut SendWrs) -> Result {
+    fn post_send_wrs(_dev: &Device<Self>, qp: &Arc<Qp>, wrs: &mut SendWrs) -> Result {
         Qp::post_kernel_send(qp, wrs)
     }
 
-    fn post_recv_wrs(_dev: &DeviceData, qp: &Arc<Qp>, wrs: &mut RecvWrs) -> Result {
+    fn post_recv_wrs(_dev: &Device<Self>, qp: &Arc<Qp>, wrs: &mut RecvWrs) -> Result {
         Qp::post_kernel_recv(qp, wrs)
     }
 
-    fn alloc_mr(dev: &DeviceData, pd: PdId, max_pages: u32) -> Result<MrCreated<Mr>> {
+    fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<Mr>> {
+        let dev = dev.data();
         if max_pages > dev.attrs.max_fast_reg_page_list_len {
             return Err(EINVAL);
         }
@@ -288,17 +298,19 @@ impl Driver for Metaroce {
     }
 
     fn map_mr(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         mr: &Mr,
         iova: u64,
         len: u64,
         page_size: u32,
         pages: &MappedPages<'_>,
     ) -> Result {
+        let dev = dev.data();
         dev.mrs.map(mr, iova, len, page_size, pages)
     }
 
-    fn get_dma_mr(dev: &DeviceData, pd: PdId, mem: Mem, access: u32) -> Result<MrCreated<Mr>> {
+    fn get_dma_mr(dev: &Device<Self>, pd: PdId, mem: Mem, access: u32) -> Result<MrCreated<Mr>> {
+        let dev = dev.data();
         let mr = dev.mrs.insert(pd, access, 0, mem)?;
         let key = mr.key;
         Ok(MrCreated {
@@ -309,12 +321,13 @@ impl Driver for Metaroce {
     }
 
     fn reg_user_mr(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         pd: PdId,
         mem: Mem,
         iova: u64,
         access: u32,
     ) -> Result<MrCreated<Mr>> {
+        let dev = dev.data();
         let mr = dev.mrs.insert(pd, access, iova, mem)?;
         let key = mr.key;
         Ok(MrCreated {
@@ -324,7 +337,8 @@ impl Driver for Metaroce {
         })
     }
 
-    fn dereg_mr(dev: &DeviceData, mr: &Mr) -> Result {
+    fn dereg_mr(dev: &Device<Self>, mr: &Mr) -> Result {
+        let dev = dev.data();
         // rxe_dereg_mr: not while a memory window is bound to it.
         if dev.mws.bound_to(mr.key) {
             return Err(EINVAL);

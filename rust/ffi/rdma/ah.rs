@@ -90,7 +90,6 @@ impl<T: Driver> Adapter<T> {
             let av = Av::from_c(attr)?;
             // SAFETY: the core set the AH's `device` (ours) and `pd`.
             let (dev, pd) = unsafe { (Device::<T>::from_raw((*ibah).device), (*ibah).pd) };
-            let dev = dev.data();
             let sleepable = flags & b::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
             let c = T::create_ah(dev, PdId::of(pd), &av, sleepable)?;
             if udata.outlen() >= size_of::<b::rxe_create_ah_resp>() {
@@ -121,7 +120,7 @@ impl<T: Driver> Adapter<T> {
                     AhObject::<T>::from_raw(ibah),
                 )
             };
-            T::destroy_ah(dev.data(), o.data());
+            T::destroy_ah(dev, o.data());
         }
         // SAFETY: the borrows have ended; nothing uses the AH after this call.
         unsafe { AhObject::<T>::drop_data(ibah) };

@@ -70,7 +70,7 @@ impl<T: Driver> Adapter<T> {
         // least `n`), which the core's lock gives us alone for the call.
         let values = unsafe { (*stats).value.as_mut_slice(n) };
         values.fill(0);
-        T::counters(dev.data(), values);
+        T::counters(dev, values);
         n as c_int
     }
 }

@@ -61,7 +61,7 @@ impl<T: Driver> Adapter<T> {
                 return Err(crate::ffi::errno::EOPNOTSUPP());
             }
             // SAFETY: a live CQ on a device of ours.
-            let dev = unsafe { Self::cq_device(ibcq) }.data();
+            let dev = unsafe { Self::cq_device(ibcq) };
             // SAFETY: the CQ lives until `destroy_cq`, which detaches the
             // event source first.
             let events = unsafe { CqEvents::new(ibcq) }?;
@@ -93,7 +93,7 @@ impl<T: Driver> Adapter<T> {
         {
             // SAFETY: a live CQ of ours on a device of ours.
             let (dev, o) = unsafe { (Self::cq_device(ibcq), CqObject::<T>::from_raw(ibcq)) };
-            T::destroy_cq(dev.data(), &o.data().cq);
+            T::destroy_cq(dev, &o.data().cq);
             o.data().events.detach();
         }
         // SAFETY: the borrows above have ended; nothing uses the CQ after
@@ -122,7 +122,7 @@ impl<T: Driver> Adapter<T> {
             let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
             // SAFETY: a live CQ of ours on a device of ours.
             let (dev, o) = unsafe { (Self::cq_device(ibcq), CqObject::<T>::from_raw(ibcq)) };
-            let mi = T::resize_cq(dev.data(), &o.data().cq, cqe, uc)?;
+            let mi = T::resize_cq(dev, &o.data().cq, cqe, uc)?;
             udata.write(&mi.bytes())?;
             let held = T::cq_capacity(&o.data().cq);
             // SAFETY: the core serialises verbs on one CQ object.

@@ -179,7 +179,7 @@ impl<T: Driver> Adapter<T> {
         }
         // SAFETY: the core passes a live device of ours.
         let dev = unsafe { Device::<T>::from_raw(ib) };
-        let a = T::device_attrs(dev.data());
+        let a = T::device_attrs(dev);
         let out = b::ib_device_attr {
             fw_ver: 0,
             sys_image_guid: dev.node_guid(),
@@ -236,7 +236,7 @@ impl<T: Driver> Adapter<T> {
         }
         // SAFETY: the core passes a live device of ours.
         let dev = unsafe { Device::<T>::from_raw(ib) };
-        let p = T::port_attrs(dev.data());
+        let p = T::port_attrs(dev);
         let mut out = b::ib_port_attr {
             gid_tbl_len: p.gid_tbl_len as c_int,
             port_cap_flags: p.port_cap_flags,
@@ -290,7 +290,7 @@ impl<T: Driver> Adapter<T> {
         }
         // SAFETY: the core passes a live device of ours.
         let dev = unsafe { Device::<T>::from_raw(ib) };
-        let p = T::port_attrs(dev.data());
+        let p = T::port_attrs(dev);
         // SAFETY: the core passes a buffer to fill, not otherwise referenced
         // during the call.
         let out = unsafe { &mut *imm };

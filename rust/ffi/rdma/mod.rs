@@ -145,6 +145,9 @@ pub(crate) struct MwCreated<W> {
 
 /// A software RDMA driver whose devices are created by `rdma link add`.
 ///
+/// Device verbs get the [`Device`] they run on, borrowed for the call;
+/// [`Device::data`] is the driver's per-device data ([`Self::Data`]).
+///
 /// Verbs objects: the RDMA core allocates CQs, QPs, SRQs, AHs and MWs with
 /// room for the driver's value (`INIT_RDMA_OBJ_SIZE`); MRs are allocated
 /// here. Each `create_*` returns the value to keep, each `destroy_*` is
@@ -196,23 +199,23 @@ pub(crate) trait Driver: 'static + Sized {
     /// Creates the driver data of a new device on `netdev`.
     fn new_device(shared: &Arc<Self::Shared>, netdev: &NetDev) -> Result<Self::Data>;
     /// The device's attributes.
-    fn device_attrs(data: &Self::Data) -> DeviceAttrs;
+    fn device_attrs(dev: &Device<Self>) -> DeviceAttrs;
     /// Port 1's attributes.
-    fn port_attrs(data: &Self::Data) -> PortAttrs;
+    fn port_attrs(dev: &Device<Self>) -> PortAttrs;
 
     /// `create_cq` (IBTA 11.2.7.1): a CQ of at least `cqe` entries.
     fn create_cq(
-        dev: &Self::Data,
+        dev: &Device<Self>,
         cqe: u32,
         uc: Option<&UContext>,
         events: CqEvents,
     ) -> Result<CqCreated<Self::Cq>>;
     /// `destroy_cq`: no completion may be written after this returns.
-    fn destroy_cq(dev: &Self::Data, cq: &Self::Cq);
+    fn destroy_cq(dev: &Device<Self>, cq: &Self::Cq);
     /// `resize_cq` (IBTA 11.2.7.3): at least `cqe` entries, keeping those
     /// waiting; returns where the new ring is mapped.
     fn resize_cq(
-        _dev: &Self::Data,
+        _dev: &Device<Self>,
         _cq: &Self::Cq,
         _cqe: u32,
         _uc: Option<&UContext>,
@@ -234,7 +237,7 @@ pub(crate) trait Driver: 'static + Sized {
     /// sleep (`RDMA_CREATE_AH_SLEEPABLE`; ib_cm creates AHs under a spinlock
     /// with interrupts off, so allocate with `GFP_ATOMIC` otherwise).
     fn create_ah(
-        _dev: &Self::Data,
+        _dev: &Device<Self>,
         _pd: PdId,
         _av: &Av,
         _sleepable: bool,
@@ -242,7 +245,7 @@ pub(crate) trait Driver: 'static + Sized {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// `destroy_ah`.
-    fn destroy_ah(_dev: &Self::Data, _ah: &Self::Ah) {
+    fn destroy_ah(_dev: &Device<Self>, _ah: &Self::Ah) {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// The number a UD work request names `ah` by (the rxe ABI's `ah_num`).
@@ -250,7 +253,7 @@ pub(crate) trait Driver: 'static + Sized {
 
     /// `create_srq` (IBTA 11.2.3.1): `attr` is updated to the sizes granted.
     fn create_srq(
-        _dev: &Self::Data,
+        _dev: &Device<Self>,
         _pd: PdId,
         _attr: &mut SrqAttr,
         _uc: Option<&UContext>,
@@ -259,11 +262,11 @@ pub(crate) trait Driver: 'static + Sized {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// Kernel `post_srq_recv`.
-    fn post_srq_recv(_dev: &Self::Data, _srq: &Self::Srq, _wrs: &mut RecvWrs) -> Result {
+    fn post_srq_recv(_dev: &Device<Self>, _srq: &Self::Srq, _wrs: &mut RecvWrs) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// `modify_srq`: `IB_SRQ_MAX_WR` and/or `IB_SRQ_LIMIT` of `mask`.
-    fn modify_srq(_dev: &Self::Data, _srq: &Self::Srq, _attr: &SrqAttr, _mask: u32) -> Result {
+    fn modify_srq(_dev: &Device<Self>, _srq: &Self::Srq, _attr: &SrqAttr, _mask: u32) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// `query_srq`.
@@ -271,22 +274,22 @@ pub(crate) trait Driver: 'static + Sized {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// `destroy_srq`.
-    fn destroy_srq(_dev: &Self::Data, _srq: &Self::Srq) {
+    fn destroy_srq(_dev: &Device<Self>, _srq: &Self::Srq) {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 
     /// `alloc_mw` (IBTA 11.2.10.1) of type 1 or 2 on `pd`.
-    fn alloc_mw(_dev: &Self::Data, _pd: PdId, _mw_type: u32) -> Result<MwCreated<Self::Mw>> {
+    fn alloc_mw(_dev: &Device<Self>, _pd: PdId, _mw_type: u32) -> Result<MwCreated<Self::Mw>> {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// `dealloc_mw`.
-    fn dealloc_mw(_dev: &Self::Data, _mw: &Self::Mw) {
+    fn dealloc_mw(_dev: &Device<Self>, _mw: &Self::Mw) {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 
     /// The device's counters, in the order of [`Self::COUNTERS`]: fills
     /// `out` (`COUNTERS.len()` values).
-    fn counters(_dev: &Self::Data, _out: &mut [u64]) {
+    fn counters(_dev: &Device<Self>, _out: &mut [u64]) {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 
@@ -295,7 +298,7 @@ pub(crate) trait Driver: 'static + Sized {
     /// asynchronous events.
     #[allow(clippy::too_many_arguments)]
     fn create_qp(
-        dev: &Self::Data,
+        dev: &Device<Self>,
         pd: PdId,
         init: &mut QpInit,
         scq: &Self::Cq,
@@ -306,28 +309,28 @@ pub(crate) trait Driver: 'static + Sized {
         events: QpEvents,
     ) -> Result<QpCreated<Self::Qp>>;
     /// `modify_qp` (IBTA 11.2.5.2).
-    fn modify_qp(dev: &Self::Data, qp: &Self::Qp, attr: &QpAttr) -> Result;
+    fn modify_qp(dev: &Device<Self>, qp: &Self::Qp, attr: &QpAttr) -> Result;
     /// `query_qp` (IBTA 11.2.5.3).
     fn query_qp(qp: &Self::Qp, attr: &mut QpAttr, init: &mut QpInit);
     /// `destroy_qp`: flushes and detaches; no completion for it afterwards.
-    fn destroy_qp(dev: &Self::Data, qp: &Self::Qp);
+    fn destroy_qp(dev: &Device<Self>, qp: &Self::Qp);
     /// The user SQ doorbell (`post_send` with no work requests).
-    fn post_send(dev: &Self::Data, qp: &Self::Qp) -> Result;
+    fn post_send(dev: &Device<Self>, qp: &Self::Qp) -> Result;
     /// Kernel `post_send`: the requests of `wrs`, in order.
-    fn post_send_wrs(dev: &Self::Data, qp: &Self::Qp, wrs: &mut SendWrs) -> Result;
+    fn post_send_wrs(dev: &Device<Self>, qp: &Self::Qp, wrs: &mut SendWrs) -> Result;
     /// Kernel `post_recv`.
-    fn post_recv_wrs(dev: &Self::Data, qp: &Self::Qp, wrs: &mut RecvWrs) -> Result;
+    fn post_recv_wrs(dev: &Device<Self>, qp: &Self::Qp, wrs: &mut RecvWrs) -> Result;
 
     /// `alloc_mr` (`IB_MR_TYPE_MEM_REG`): a free fast-registration MR of
     /// kernel PD `pd` for up to `max_pages` pages (lkey = rkey).
-    fn alloc_mr(_dev: &Self::Data, _pd: PdId, _max_pages: u32) -> Result<MrCreated<Self::Mr>> {
+    fn alloc_mr(_dev: &Device<Self>, _pd: PdId, _max_pages: u32) -> Result<MrCreated<Self::Mr>> {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
     /// `map_mr_sg`: installs the page list `pages` (kernel virtual
     /// addresses, `page_size` each) of a fast-registration MR, the region
     /// starting at `iova` and `len` bytes long.
     fn map_mr(
-        _dev: &Self::Data,
+        _dev: &Device<Self>,
         _mr: &Self::Mr,
         _iova: u64,
         _len: u64,
@@ -338,12 +341,16 @@ pub(crate) trait Driver: 'static + Sized {
     }
     /// `get_dma_mr`: the DMA MR of kernel PD `pd`; `mem` is all kernel
     /// memory, by kernel virtual address.
-    fn get_dma_mr(dev: &Self::Data, pd: PdId, mem: Mem, access: u32)
-        -> Result<MrCreated<Self::Mr>>;
+    fn get_dma_mr(
+        dev: &Device<Self>,
+        pd: PdId,
+        mem: Mem,
+        access: u32,
+    ) -> Result<MrCreated<Self::Mr>>;
     /// `reg_user_mr`: an MR over pinned user memory `mem`, addressed by
     /// remote peers from `iova`.
     fn reg_user_mr(
-        dev: &Self::Data,
+        dev: &Device<Self>,
         pd: PdId,
         mem: Mem,
         iova: u64,
@@ -352,7 +359,7 @@ pub(crate) trait Driver: 'static + Sized {
     /// `dereg_mr`: after `Ok` the memory is no longer accessed and `mr` is
     /// dropped; after an error (`EINVAL`: a memory window is still bound to
     /// it, IBTA 10.6.7.2.6) the MR stays registered.
-    fn dereg_mr(dev: &Self::Data, mr: &Self::Mr) -> Result;
+    fn dereg_mr(dev: &Device<Self>, mr: &Self::Mr) -> Result;
 }
 
 /// The `ib_device_ops` callbacks of driver `T`, in one `impl` per room.

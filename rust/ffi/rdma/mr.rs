@@ -60,7 +60,7 @@ impl<T: Driver> Adapter<T> {
     /// Called only by the RDMA core with a live kernel PD of ours.
     pub(super) unsafe extern "C" fn get_dma_mr(pd: *mut b::ib_pd, access: c_int) -> *mut b::ib_mr {
         // SAFETY: a live PD of ours.
-        let dev = unsafe { Self::pd_device(pd) }.data();
+        let dev = unsafe { Self::pd_device(pd) };
         Self::mr_result((|| {
             let slot = KBox::new_uninit(GFP_KERNEL)?;
             // SAFETY: the DMA MR of a kernel PD, with the access its consumer
@@ -109,7 +109,7 @@ impl<T: Driver> Adapter<T> {
         max_num_sg: u32,
     ) -> *mut b::ib_mr {
         // SAFETY: a live PD of ours.
-        let dev = unsafe { Self::pd_device(pd) }.data();
+        let dev = unsafe { Self::pd_device(pd) };
         Self::mr_result((|| {
             if mr_type != b::ib_mr_type_IB_MR_TYPE_MEM_REG {
                 return Err(EINVAL);
@@ -185,14 +185,7 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: the addresses `ib_sg_to_pages` found in the consumer's
         // scatterlist, mapped for the device by `ib_map_mr_sg`.
         let pages = unsafe { MappedPages::new(pages) };
-        match T::map_mr(
-            dev.data(),
-            &m.data,
-            ib.iova,
-            ib.length,
-            ib.page_size,
-            &pages,
-        ) {
+        match T::map_mr(dev, &m.data, ib.iova, ib.length, ib.page_size, &pages) {
             Ok(()) => n,
             Err(e) => e.to_errno(),
         }
@@ -217,7 +210,7 @@ impl<T: Driver> Adapter<T> {
         Self::mr_result((|| {
             let slot = KBox::new_uninit(GFP_KERNEL)?;
             let mem = Mem::User(UMem::get(dev, start, length, access)?);
-            let c = T::reg_user_mr(dev.data(), PdId::of(pd), mem, iova, access as u32)?;
+            let c = T::reg_user_mr(dev, PdId::of(pd), mem, iova, access as u32)?;
             Ok(Self::mr_box(slot, c, iova, length))
         })())
     }
@@ -233,7 +226,7 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: a live MR of ours (a boxed `MrBox`, type invariant) on a
         // live device of ours.
         let (dev, data) = unsafe { (Device::<T>::from_raw((*mr).device), &(*m).data) };
-        if let Err(e) = T::dereg_mr(dev.data(), data) {
+        if let Err(e) = T::dereg_mr(dev, data) {
             // The core keeps the MR (and calls again later).
             return e.to_errno();
         }

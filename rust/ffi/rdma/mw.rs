@@ -33,7 +33,7 @@ impl<T: Driver> Adapter<T> {
                     (*ibmw).type_,
                 )
             };
-            let c = T::alloc_mw(dev.data(), PdId::of(pd), t)?;
+            let c = T::alloc_mw(dev, PdId::of(pd), t)?;
             // SAFETY: the core's MW object, not yet visible to anyone else.
             unsafe { (*ibmw).rkey = c.rkey };
             // SAFETY: as above: live, of our size, its data not yet set.
@@ -56,7 +56,7 @@ impl<T: Driver> Adapter<T> {
                     MwObject::<T>::from_raw(ibmw),
                 )
             };
-            T::dealloc_mw(dev.data(), o.data());
+            T::dealloc_mw(dev, o.data());
         }
         // SAFETY: the borrows have ended; nothing uses the MW after this call.
         unsafe { MwObject::<T>::drop_data(ibmw) };

@@ -288,7 +288,6 @@ impl<T: Driver> Adapter<T> {
             let ia = unsafe { &mut *init };
             // SAFETY: the core set the QP's `device` (ours) and `pd`.
             let (dev, pd) = unsafe { (Device::<T>::from_raw((*ibqp).device), (*ibqp).pd) };
-            let dev = dev.data();
             let qp_type = match ia.qp_type {
                 b::ib_qp_type_IB_QPT_RC => QpType::Rc,
                 b::ib_qp_type_IB_QPT_UD => QpType::Ud,
@@ -376,7 +375,7 @@ impl<T: Driver> Adapter<T> {
             let a = QpAttr::from_c(unsafe { &*attr }, mask)?;
             // SAFETY: a live QP of ours.
             let (dev, o) = unsafe { Self::qp(ibqp) };
-            T::modify_qp(dev.data(), &o.data().qp, &a)?;
+            T::modify_qp(dev, &o.data().qp, &a)?;
             Ok(0)
         })
     }
@@ -439,7 +438,7 @@ impl<T: Driver> Adapter<T> {
         {
             // SAFETY: a live QP of ours.
             let (dev, o) = unsafe { Self::qp(ibqp) };
-            T::destroy_qp(dev.data(), &o.data().qp);
+            T::destroy_qp(dev, &o.data().qp);
             o.data().events.detach();
         }
         // SAFETY: the borrows have ended; nothing uses the QP after this.
@@ -466,11 +465,11 @@ impl<T: Driver> Adapter<T> {
             // whose UD requests name AHs of this device (created by
             // `create_ah`, as `ah_num` requires).
             let mut wrs = unsafe { SendWrs::new(wr, Self::ah_num) };
-            let r = T::post_send_wrs(dev.data(), &o.data().qp, &mut wrs);
+            let r = T::post_send_wrs(dev, &o.data().qp, &mut wrs);
             // SAFETY: the core passes a valid `bad` pointer.
             return unsafe { post_result(r, bad, wrs.bad()) };
         }
-        match T::post_send(dev.data(), &o.data().qp) {
+        match T::post_send(dev, &o.data().qp) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
         }
@@ -492,7 +491,7 @@ impl<T: Driver> Adapter<T> {
         let mut wrs = unsafe { RecvWrs::new(wr) };
         // SAFETY: a live QP of ours.
         let (dev, o) = unsafe { Self::qp(ibqp) };
-        let r = T::post_recv_wrs(dev.data(), &o.data().qp, &mut wrs);
+        let r = T::post_recv_wrs(dev, &o.data().qp, &mut wrs);
         // SAFETY: the core passes a valid `bad` pointer.
         unsafe { post_result(r, bad, wrs.bad()) }
     }

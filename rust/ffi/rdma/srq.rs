@@ -69,7 +69,6 @@ impl<T: Driver> Adapter<T> {
             let ia = unsafe { &mut *init };
             // SAFETY: the core set the SRQ's `device` (ours) and `pd`.
             let (dev, pd) = unsafe { (Device::<T>::from_raw((*ibsrq).device), (*ibsrq).pd) };
-            let dev = dev.data();
             if ia.srq_type != b::ib_srq_type_IB_SRQT_BASIC {
                 return Err(crate::ffi::errno::EOPNOTSUPP());
             }
@@ -123,7 +122,7 @@ impl<T: Driver> Adapter<T> {
             };
             // SAFETY: a live SRQ of ours.
             let (dev, o) = unsafe { Self::srq(ibsrq) };
-            T::modify_srq(dev.data(), &o.data().srq, &a, mask)?;
+            T::modify_srq(dev, &o.data().srq, &a, mask)?;
             Ok(0)
         })
     }
@@ -161,7 +160,7 @@ impl<T: Driver> Adapter<T> {
         {
             // SAFETY: a live SRQ of ours.
             let (dev, o) = unsafe { Self::srq(ibsrq) };
-            T::destroy_srq(dev.data(), &o.data().srq);
+            T::destroy_srq(dev, &o.data().srq);
             o.data().events.detach();
         }
         // SAFETY: the borrows have ended; nothing uses the SRQ after this.
@@ -184,7 +183,7 @@ impl<T: Driver> Adapter<T> {
         let mut wrs = unsafe { RecvWrs::new(wr) };
         // SAFETY: a live SRQ of ours.
         let (dev, o) = unsafe { Self::srq(ibsrq) };
-        let r = T::post_srq_recv(dev.data(), &o.data().srq, &mut wrs);
+        let r = T::post_srq_recv(dev, &o.data().srq, &mut wrs);
         // SAFETY: the core passes a valid `bad` pointer.
         unsafe { post_result(r, bad, wrs.bad()) }
     }
