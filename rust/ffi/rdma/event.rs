@@ -59,9 +59,9 @@ macro_rules! event_object {
     };
 }
 
-event_object!(b::ib_cq, cq, cq_context, "metaroce_cq_events");
-event_object!(b::ib_qp, qp, qp_context, "metaroce_qp_events");
-event_object!(b::ib_srq, srq, srq_context, "metaroce_srq_events");
+event_object!(b::ib_cq, cq, cq_context, "rdma_cq_events");
+event_object!(b::ib_qp, qp, qp_context, "rdma_qp_events");
+event_object!(b::ib_srq, srq, srq_context, "rdma_srq_events");
 
 /// An object pointer, null once the object is destroyed.
 pub(crate) struct Raw<O>(*mut O);
