@@ -56,34 +56,6 @@ void metaroce_page_read(struct page *page, unsigned int off, void *dst,
 			unsigned int len);
 void metaroce_cq_event(struct ib_cq *cq);
 
-/*
- * Per-device counters, `rdma statistic show link DEV/1` (names in helpers.c,
- * values from Rust: rust/verbs/device.rs). Keep the two lists in this order.
- */
-enum metaroce_counter {
-	METAROCE_CNT_TX_PACKETS,	/* datagrams sent (data, ACK, probe, UD) */
-	METAROCE_CNT_RX_PACKETS,	/* datagrams received for a QP */
-	METAROCE_CNT_RX_DROPS,		/* refused by a QP or the protocol core */
-	METAROCE_CNT_RETRANSMITS,	/* data packets sent again */
-	METAROCE_CNT_TIMEOUTS,		/* path retransmission timeouts */
-	METAROCE_CNT_PATH_MOVES,	/* paths moved to a new UDP source port */
-	METAROCE_CNT_DUPLICATES,	/* data packets received twice */
-	METAROCE_CNT_ECN_CE,		/* datagrams received with ECN CE */
-	METAROCE_CNT_UNKNOWN_QPN,	/* datagrams for no QP (module-wide) */
-	METAROCE_CNT_TX_BYTES,		/* bytes of the datagrams sent (UDP payload) */
-	METAROCE_CNT_RX_BYTES,		/* bytes of the datagrams received for a QP */
-	METAROCE_CNT_SACK_LOSSES,	/* data packets a SACK gap declared lost */
-	METAROCE_CNT_ECN_ECHOED,	/* CE marks echoed back to senders in ACKs */
-	/*
-	 * Drops by reason, one per enum DropReason of the protocol core
-	 * (rust/proto/src/wire.rs), in its order.
-	 */
-	METAROCE_CNT_DROP_FIRST,
-	METAROCE_NUM_DROP_REASONS = 16,
-	METAROCE_NUM_COUNTERS = METAROCE_CNT_DROP_FIRST + METAROCE_NUM_DROP_REASONS
-};
-struct rdma_hw_stats;
-struct rdma_hw_stats *metaroce_alloc_hw_port_stats(struct ib_device *dev, u32 port);
 unsigned int metaroce_num_possible_cpus(void);
 
 /* Module parameters, owned by the C shim (module_param is a C macro). */

@@ -5,16 +5,18 @@
 //! The crate is layered, and every arrow points down:
 //!
 //! - [`ffi`]: the FFI skin — bindgen output for the RDMA core and net headers,
-//!   the C shim's entry points, and the safe wrappers on top. Every `unsafe`
-//!   block of the module lives there.
+//!   the C shim, and the Rust abstractions on top: the RDMA driver trait and
+//!   verbs objects ([`ffi::rdma`]), the rxe user ABI ([`ffi::rxe_abi`]), the
+//!   UDP tunnel ([`ffi::net`]), timers. Every `unsafe` block of the module
+//!   lives there (its `mod.rs` maps the rooms).
 //! - [`proto`]: the sans-I/O protocol core (`rust/proto`), the same source
 //!   the host tests, fuzzes and simulates.
+//! - [`net`]: the transport glue — the module's UDP tunnel, the softirq
+//!   receive path and the QPN table that routes datagrams to QPs.
 //! - [`verbs`]: the RDMA device metaroce registers (`rdma link add … type
-//!   metaroce`), safe Rust over [`ffi::rdma`].
+//!   metaroce`), an [`ffi::rdma::Driver`]; its QPs drive the protocol core
+//!   over [`net`].
 //! - the module itself (this file): parameters, load and unload.
-//!
-//! The transport glue between them (UDP tunnel, softirq receive, timers)
-//! lands with the data path; see `Documentation/`.
 
 use kernel::prelude::*;
 use kernel::sync::Arc;

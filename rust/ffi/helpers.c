@@ -153,48 +153,6 @@ void metaroce_cq_event(struct ib_cq *cq)
 		cq->comp_handler(cq, cq->cq_context);
 }
 
-static const struct rdma_stat_desc metaroce_counter_descs[] = {
-	[METAROCE_CNT_TX_PACKETS] = { .name = "tx_packets" },
-	[METAROCE_CNT_RX_PACKETS] = { .name = "rx_packets" },
-	[METAROCE_CNT_RX_DROPS] = { .name = "rx_drops" },
-	[METAROCE_CNT_RETRANSMITS] = { .name = "retransmits" },
-	[METAROCE_CNT_TIMEOUTS] = { .name = "rto_timeouts" },
-	[METAROCE_CNT_PATH_MOVES] = { .name = "path_moves" },
-	[METAROCE_CNT_DUPLICATES] = { .name = "duplicates" },
-	[METAROCE_CNT_ECN_CE] = { .name = "ecn_ce_marked" },
-	[METAROCE_CNT_UNKNOWN_QPN] = { .name = "unknown_qpn_drops" },
-	[METAROCE_CNT_TX_BYTES] = { .name = "tx_bytes" },
-	[METAROCE_CNT_RX_BYTES] = { .name = "rx_bytes" },
-	[METAROCE_CNT_SACK_LOSSES] = { .name = "sack_losses" },
-	[METAROCE_CNT_ECN_ECHOED] = { .name = "ecn_ce_echoed" },
-	/* DropReason::name() of rust/proto/src/wire.rs, in order. */
-	[METAROCE_CNT_DROP_FIRST + 0] = { .name = "rx_drop_truncated" },
-	[METAROCE_CNT_DROP_FIRST + 1] = { .name = "rx_drop_bad_version" },
-	[METAROCE_CNT_DROP_FIRST + 2] = { .name = "rx_drop_unknown_type" },
-	[METAROCE_CNT_DROP_FIRST + 3] = { .name = "rx_drop_unknown_op" },
-	[METAROCE_CNT_DROP_FIRST + 4] = { .name = "rx_drop_bad_flags" },
-	[METAROCE_CNT_DROP_FIRST + 5] = { .name = "rx_drop_length_mismatch" },
-	[METAROCE_CNT_DROP_FIRST + 6] = { .name = "rx_drop_bad_offset" },
-	[METAROCE_CNT_DROP_FIRST + 7] = { .name = "rx_drop_bad_path" },
-	[METAROCE_CNT_DROP_FIRST + 8] = { .name = "rx_drop_wrong_connection" },
-	[METAROCE_CNT_DROP_FIRST + 9] = { .name = "rx_drop_psn_out_of_window" },
-	[METAROCE_CNT_DROP_FIRST + 10] = { .name = "rx_drop_stream_out_of_range" },
-	[METAROCE_CNT_DROP_FIRST + 11] = { .name = "rx_drop_ssn_out_of_window" },
-	[METAROCE_CNT_DROP_FIRST + 12] = { .name = "rx_drop_ack_out_of_range" },
-	[METAROCE_CNT_DROP_FIRST + 13] = { .name = "rx_drop_closed" },
-	[METAROCE_CNT_DROP_FIRST + 14] = { .name = "rx_drop_receiver_not_ready" },
-	[METAROCE_CNT_DROP_FIRST + 15] = { .name = "rx_drop_refused" },
-};
-static_assert(ARRAY_SIZE(metaroce_counter_descs) == METAROCE_NUM_COUNTERS);
-
-/* ib_device_ops.alloc_hw_port_stats: the descriptor table lives here. */
-struct rdma_hw_stats *metaroce_alloc_hw_port_stats(struct ib_device *dev, u32 port)
-{
-	return rdma_alloc_hw_stats_struct(metaroce_counter_descs,
-					  ARRAY_SIZE(metaroce_counter_descs),
-					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
-}
-
 bool metaroce_ib_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);

@@ -1,14 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The FFI skin: the only place in metaroce that touches C.
+//! The FFI skin: the only place in metaroce that touches C, and the only
+//! place with `unsafe` code. Every `unsafe` block opens with a `// SAFETY:`
+//! comment proving it from the invariants its room states.
+//!
+//! The rooms:
 //!
 //! - [`bindings`]: bindgen's output for `include/metaroce_bindings.h`
 //!   (RDMA core, net, UDP tunnel, the rxe user ABI, the C shim), generated at
-//!   build time by `Kbuild` with the kernel's own bindgen flags.
-//! - `helpers.c` beside this file: module parameters, static-inline and macro
-//!   shims, the KUnit suite declaration.
-//! - safe wrappers over both, in the modules below. Every `unsafe` block opens
-//!   with a `// SAFETY:` comment naming what makes it sound.
+//!   build time by `Kbuild` with the kernel's own bindgen flags; the single
+//!   source of every C constant used here. `helpers.c` beside this file:
+//!   module parameters, static-inline and macro shims, the KUnit suite.
+//! - [`rdma`]: the RDMA abstractions — the `#[vtable]` [`rdma::Driver`]
+//!   trait, [`rdma::Registration`], the device and its ops table, the typed
+//!   verbs objects (`rdma/{device,registration,netdev,ops,object,pd,cq,qp,
+//!   srq,mr,mw,ah,ucontext,event,counters}.rs`). Nothing metaroce-specific.
+//! - [`rxe_abi`]: the rxe user ABI — shared rings ([`rxe_abi::queue`]), WQE
+//!   and CQE formats ([`rxe_abi::wqe`], [`rxe_abi::wc`]), mmap entries
+//!   ([`rxe_abi::mmap`]).
+//! - [`wr`]: kernel work requests (`ib_post_send`/`ib_post_recv`)
+//!   translated into rings.
+//! - [`udata`]: the user context and user data of a verb; [`umem`]: pinned
+//!   user memory; [`mem`]: the memory an MR covers and the checked spans
+//!   the data path copies through; [`racy`]: copies of memory others may
+//!   write concurrently.
+//! - [`net`]: the UDP tunnel; [`timer`], [`sync`]: timers and the
+//!   softirq-safe lock; [`errno`], [`params`], [`layout`]: small helpers.
+//! - [`verbs`]: re-exports at the old `crate::ffi::verbs` path, for the QP
+//!   code until it imports from the rooms above.
 
 /// Raw bindings: never used outside `ffi`.
 #[allow(
@@ -35,12 +54,18 @@ pub(crate) mod bindings {
 
 pub(crate) mod errno;
 pub(crate) mod layout;
+pub(crate) mod mem;
 pub(crate) mod net;
 pub(crate) mod params;
+pub(crate) mod racy;
 pub(crate) mod rdma;
+pub(crate) mod rxe_abi;
 pub(crate) mod sync;
 pub(crate) mod timer;
+pub(crate) mod udata;
+pub(crate) mod umem;
 pub(crate) mod verbs;
+pub(crate) mod wr;
 
 use kernel::str::CStr;
 

@@ -4,15 +4,15 @@
 //! so that UD work requests in the user SQ ring can name it (`ah_num` of the
 //! rxe ABI, never 0).
 
+use crate::ffi::rdma::{Av, PdId};
 use crate::ffi::sync::BhLock;
-use crate::ffi::verbs::Av;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 
 /// One address handle as the table keeps it.
 #[derive(Clone, Copy)]
 pub(crate) struct AhEntry {
-    pub(crate) pd: usize,
+    pub(crate) pd: PdId,
     pub(crate) av: Av,
 }
 
@@ -49,7 +49,7 @@ impl AhTable {
 
     /// Enters an AH, allocating with `flags`; `ENOMEM` when `max` exist
     /// (rxe's pool limit).
-    pub(crate) fn insert(&self, pd: usize, av: Av, flags: kernel::alloc::Flags) -> Result<Ah> {
+    pub(crate) fn insert(&self, pd: PdId, av: Av, flags: kernel::alloc::Flags) -> Result<Ah> {
         let res = RBTreeNodeReservation::new(flags)?;
         let mut t = self.inner.lock();
         if t.count >= self.max {

@@ -7,7 +7,9 @@
 //! each slot for the QP the completion names (`ib_wc.qp`), polled through
 //! `ib_poll_cq` ([`Cq::poll`]).
 
-use crate::ffi::verbs::{CqEvents, MmInfo, QpHandle, Queue, UContext, Wc};
+use crate::ffi::rdma::CqEvents;
+use crate::ffi::rxe_abi::{MmInfo, QpHandle, Queue, Wc};
+use crate::ffi::udata::UContext;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -63,7 +65,7 @@ impl Cq {
             return Err(EINVAL);
         }
         let kernel = uc.is_none();
-        let ring = Queue::new(uc, cqe, slot_size(kernel))?;
+        let ring = Queue::new_cq(uc, cqe, slot_size(kernel))?;
         let mi = ring.mminfo();
         let cq = Arc::pin_init(
             pin_init!(Cq {
@@ -102,9 +104,9 @@ impl Cq {
                 return false;
             }
             let written = if self.kernel {
-                ring.write(g.prod, 0, &wc.kernel_bytes(qp))
+                ring.write_cqe(g.prod, &wc.kernel_bytes(qp))
             } else {
-                ring.write(g.prod, 0, &wc.bytes())
+                ring.write_cqe(g.prod, &wc.bytes())
             };
             if written.is_err() {
                 return false;
@@ -180,7 +182,7 @@ impl Cq {
         if cqe == 0 || cqe > max_cqe || uc.is_none() != self.kernel {
             return Err(EINVAL);
         }
-        let new = Queue::new(uc, cqe, slot_size(self.kernel))?;
+        let new = Queue::new_cq(uc, cqe, slot_size(self.kernel))?;
         let old = {
             let mut g = self.inner.lock();
             let ring = g.ring.as_ref().ok_or(EINVAL)?;
@@ -193,7 +195,7 @@ impl Cq {
             let wc = &mut wc[..slot_size(self.kernel)];
             for i in 0..waiting {
                 ring.read(ring.advance(cons, i), 0, wc)?;
-                new.write(i, 0, wc)?;
+                new.write_cqe(i, wc)?;
             }
             new.set_consumer(0);
             new.set_producer(waiting);

@@ -4,21 +4,27 @@
 //!
 //! Limits follow rxe's (`drivers/infiniband/sw/rxe/rxe_param.h`), so that
 //! software written against rxe sees the same device shape. Capability flags
-//! name only what is implemented now; they grow as the verbs objects and the
-//! data path land (see `Documentation/`).
+//! name what is implemented: memory windows (types 1 and 2B), fast
+//! registration, atomics and ATOMIC_WRITE, port events. Devices report
+//! rxe's driver id and uverbs ABI so that rdma-core's rxe provider drives
+//! them.
 
 use super::ah::{Ah, AhTable};
+use super::counters::{self as counter, NUM_COUNTERS};
 use super::cq::Cq;
 use super::mr::{Mr, MrTable};
 use super::mw::{Mw, MwTable};
 use super::qp::Qp;
 use super::srq::Srq;
-use crate::ffi::bindings as b;
-use crate::ffi::rdma::{counter, DeviceAttrs, Driver, NetDev, PortAttrs, SrqAttr, NUM_COUNTERS};
-use crate::ffi::verbs::{
-    Av, CqEvents, Mem, MmInfo, PageList, QpAttr, QpEvents, QpHandle, QpInit, RecvWrs, SendWrs,
-    SrqEvents, UContext, Wc,
+use crate::ffi::mem::{MappedPages, Mem, PageList};
+use crate::ffi::rdma::{
+    device_cap, port_cap, AhCreated, Av, CounterDesc, CqCreated, CqEvents, Device, DeviceAttrs,
+    Driver, DriverId, MrCreated, MwCreated, NetDev, PdId, PortAttrs, QpAttr, QpCreated, QpEvents,
+    QpHandle, QpInit, SrqAttr, SrqCreated, SrqEvents,
 };
+use crate::ffi::rxe_abi::{self, MmInfo, Wc};
+use crate::ffi::udata::UContext;
+use crate::ffi::wr::{RecvWrs, SendWrs};
 use crate::net::Transport;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -32,9 +38,6 @@ const DEFAULT_MAX: u32 = 1 << 20;
 /// MetaRoCE data header and trailer (see Documentation/transport.rst; budgeted
 /// at 80). The active MTU is the largest IB MTU that fits after them.
 const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
-
-// One `rx_drop_*` counter per drop reason of the protocol core.
-const _: () = assert!(crate::proto::wire::DropReason::COUNT == counter::NUM_DROP_REASONS);
 
 /// The metaroce driver.
 pub(crate) struct Metaroce;
@@ -55,12 +58,12 @@ pub(crate) struct DevShared {
     pub(crate) ifindex: i32,
     /// Number of the next SRQ (`srq_num` of the rxe ABI).
     pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
-    /// The device counters (`ffi::rdma::counter`).
+    /// The device counters ([`super::counters`]).
     counters: [AtomicU64; NUM_COUNTERS],
 }
 
 impl DevShared {
-    /// Adds `n` to counter `c` (`ffi::rdma::counter::*`).
+    /// Adds `n` to counter `c` ([`super::counters`]).
     pub(crate) fn count(&self, c: usize, n: u64) {
         if let Some(x) = self.counters.get(c) {
             x.fetch_add(n, Ordering::Relaxed);
@@ -71,6 +74,7 @@ impl DevShared {
 /// Per-device state.
 pub(crate) type DeviceData = Arc<DevShared>;
 
+#[vtable]
 impl Driver for Metaroce {
     type Shared = Transport<Qp>;
     type Data = DeviceData;
@@ -82,6 +86,9 @@ impl Driver for Metaroce {
     type Mw = Mw;
     const LINK_TYPE: &'static CStr = kernel::c_str!("metaroce");
     const NODE_DESC: &'static CStr = kernel::c_str!("metaroce");
+    const DRIVER_ID: DriverId = DriverId::RXE;
+    const UVERBS_ABI_VERSION: u32 = rxe_abi::UVERBS_ABI_VERSION;
+    const COUNTERS: &'static [CounterDesc] = &counter::NAMES;
 
     fn new_device(shared: &Arc<Transport<Qp>>, netdev: &NetDev) -> Result<DeviceData> {
         if netdev.mac() == [0; 6] {
@@ -104,38 +111,41 @@ impl Driver for Metaroce {
         )
     }
 
-    fn device_attrs(data: &DeviceData) -> DeviceAttrs {
-        data.attrs
+    fn device_attrs(dev: &Device<Self>) -> DeviceAttrs {
+        dev.data().attrs
     }
 
-    fn port_attrs(_data: &DeviceData) -> PortAttrs {
+    fn port_attrs(_dev: &Device<Self>) -> PortAttrs {
         PortAttrs {
             gid_tbl_len: 1024,
-            port_cap_flags: b::ib_port_capability_mask_bits_IB_PORT_CM_SUP,
+            port_cap_flags: port_cap::CM_SUP,
             max_msg_sz: 1 << 31,
             wire_overhead: WIRE_OVERHEAD,
         }
     }
 
     fn create_cq(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         cqe: u32,
         uc: Option<&UContext>,
         events: CqEvents,
-    ) -> Result<(Arc<Cq>, MmInfo)> {
-        Cq::new(cqe, dev.attrs.max_cqe, uc, events)
+    ) -> Result<CqCreated<Arc<Cq>>> {
+        let dev = dev.data();
+        let (cq, ring) = Cq::new(cqe, dev.attrs.max_cqe, uc, events)?;
+        Ok(CqCreated { cq, ring })
     }
 
-    fn destroy_cq(_dev: &DeviceData, cq: &Arc<Cq>) {
+    fn destroy_cq(_dev: &Device<Self>, cq: &Arc<Cq>) {
         cq.kill();
     }
 
     fn resize_cq(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         cq: &Arc<Cq>,
         cqe: u32,
         uc: Option<&UContext>,
     ) -> Result<MmInfo> {
+        let dev = dev.data();
         cq.resize(cqe, dev.attrs.max_cqe, uc)
     }
 
@@ -147,15 +157,21 @@ impl Driver for Metaroce {
         cq.poll(max, f)
     }
 
-    fn create_ah(dev: &DeviceData, pd: usize, av: &Av, sleepable: bool) -> Result<(Ah, u32)> {
+    fn req_notify_cq(cq: &Arc<Cq>, solicited_only: bool) -> bool {
+        cq.arm(solicited_only)
+    }
+
+    fn create_ah(dev: &Device<Self>, pd: PdId, av: &Av, sleepable: bool) -> Result<AhCreated<Ah>> {
+        let dev = dev.data();
         let ah = dev
             .ahs
             .insert(pd, *av, if sleepable { GFP_KERNEL } else { GFP_ATOMIC })?;
         let num = ah.num;
-        Ok((ah, num))
+        Ok(AhCreated { ah, num })
     }
 
-    fn destroy_ah(dev: &DeviceData, ah: &Ah) {
+    fn destroy_ah(dev: &Device<Self>, ah: &Ah) {
+        let dev = dev.data();
         dev.ahs.remove(ah.num);
     }
 
@@ -163,32 +179,15 @@ impl Driver for Metaroce {
         ah.num
     }
 
-    fn req_notify_cq(cq: &Arc<Cq>, solicited_only: bool) -> bool {
-        cq.arm(solicited_only)
-    }
-
-    fn create_qp(
-        dev: &DeviceData,
-        pd: usize,
-        init: &mut QpInit,
-        scq: &Arc<Cq>,
-        rcq: &Arc<Cq>,
-        srq: Option<&Arc<Srq>>,
-        uc: Option<&UContext>,
-        handle: QpHandle,
-        events: QpEvents,
-    ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
-        Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)
-    }
-
     fn create_srq(
-        dev: &DeviceData,
-        pd: usize,
+        dev: &Device<Self>,
+        pd: PdId,
         attr: &mut SrqAttr,
         uc: Option<&UContext>,
         events: SrqEvents,
-    ) -> Result<(Arc<Srq>, u32, MmInfo)> {
-        let (srq, mi) = Srq::new(
+    ) -> Result<SrqCreated<Arc<Srq>>> {
+        let dev = dev.data();
+        let (srq, ring) = Srq::new(
             pd,
             attr,
             dev.attrs.max_srq_wr,
@@ -199,14 +198,14 @@ impl Driver for Metaroce {
         let num = dev
             .next_srq_num
             .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        Ok((srq, num, mi))
+        Ok(SrqCreated { srq, num, ring })
     }
 
-    fn post_srq_recv(_dev: &DeviceData, srq: &Arc<Srq>, wrs: &mut RecvWrs) -> Result {
+    fn post_srq_recv(_dev: &Device<Self>, srq: &Arc<Srq>, wrs: &mut RecvWrs) -> Result {
         srq.post(wrs)
     }
 
-    fn modify_srq(_dev: &DeviceData, srq: &Arc<Srq>, attr: &SrqAttr, mask: u32) -> Result {
+    fn modify_srq(_dev: &Device<Self>, srq: &Arc<Srq>, attr: &SrqAttr, mask: u32) -> Result {
         srq.modify(attr, mask)
     }
 
@@ -214,33 +213,51 @@ impl Driver for Metaroce {
         srq.query()
     }
 
-    fn destroy_srq(_dev: &DeviceData, srq: &Arc<Srq>) {
+    fn destroy_srq(_dev: &Device<Self>, srq: &Arc<Srq>) {
         srq.kill()
     }
 
-    fn alloc_mw(dev: &DeviceData, pd: usize, mw_type: u32) -> Result<(Mw, u32)> {
+    fn alloc_mw(dev: &Device<Self>, pd: PdId, mw_type: u32) -> Result<MwCreated<Mw>> {
+        let dev = dev.data();
         if mw_type != 1 && mw_type != 2 {
             return Err(EINVAL);
         }
-        dev.mws.alloc(pd, mw_type)
+        let (mw, rkey) = dev.mws.alloc(pd, mw_type)?;
+        Ok(MwCreated { mw, rkey })
     }
 
-    fn dealloc_mw(dev: &DeviceData, mw: &Mw) {
+    fn dealloc_mw(dev: &Device<Self>, mw: &Mw) {
+        let dev = dev.data();
         dev.mws.dealloc(mw)
     }
 
-    fn counters(dev: &DeviceData) -> [u64; NUM_COUNTERS] {
-        let mut v = [0u64; NUM_COUNTERS];
-        for (o, c) in v.iter_mut().zip(dev.counters.iter()) {
+    fn counters(dev: &Device<Self>, out: &mut [u64]) {
+        let dev = dev.data();
+        for (o, c) in out.iter_mut().zip(dev.counters.iter()) {
             *o = c.load(Ordering::Relaxed);
         }
-        if let Some(u) = v.get_mut(counter::UNKNOWN_QPN) {
+        if let Some(u) = out.get_mut(counter::UNKNOWN_QPN) {
             *u = dev.transport.unknown();
         }
-        v
     }
 
-    fn modify_qp(_dev: &DeviceData, qp: &Arc<Qp>, attr: &QpAttr) -> Result {
+    fn create_qp(
+        dev: &Device<Self>,
+        pd: PdId,
+        init: &mut QpInit,
+        scq: &Arc<Cq>,
+        rcq: &Arc<Cq>,
+        srq: Option<&Arc<Srq>>,
+        uc: Option<&UContext>,
+        handle: QpHandle,
+        events: QpEvents,
+    ) -> Result<QpCreated<Arc<Qp>>> {
+        let dev = dev.data();
+        let (qp, qpn, rq, sq) = Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)?;
+        Ok(QpCreated { qp, qpn, rq, sq })
+    }
+
+    fn modify_qp(_dev: &Device<Self>, qp: &Arc<Qp>, attr: &QpAttr) -> Result {
         Qp::modify(qp, attr)
     }
 
@@ -248,23 +265,24 @@ impl Driver for Metaroce {
         qp.query(attr, init)
     }
 
-    fn destroy_qp(_dev: &DeviceData, qp: &Arc<Qp>) {
+    fn destroy_qp(_dev: &Device<Self>, qp: &Arc<Qp>) {
         Qp::destroy(qp)
     }
 
-    fn post_send(_dev: &DeviceData, qp: &Arc<Qp>) -> Result {
+    fn post_send(_dev: &Device<Self>, qp: &Arc<Qp>) -> Result {
         Qp::doorbell(qp)
     }
 
-    fn post_send_wrs(_dev: &DeviceData, qp: &Arc<Qp>, wrs: &mut SendWrs) -> Result {
+    fn post_send_wrs(_dev: &Device<Self>, qp: &Arc<Qp>, wrs: &mut SendWrs) -> Result {
         Qp::post_kernel_send(qp, wrs)
     }
 
-    fn post_recv_wrs(_dev: &DeviceData, qp: &Arc<Qp>, wrs: &mut RecvWrs) -> Result {
+    fn post_recv_wrs(_dev: &Device<Self>, qp: &Arc<Qp>, wrs: &mut RecvWrs) -> Result {
         Qp::post_kernel_recv(qp, wrs)
     }
 
-    fn alloc_mr(dev: &DeviceData, pd: usize, max_pages: u32) -> Result<(Mr, u32)> {
+    fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<Mr>> {
+        let dev = dev.data();
         if max_pages > dev.attrs.max_fast_reg_page_list_len {
             return Err(EINVAL);
         }
@@ -272,39 +290,55 @@ impl Driver for Metaroce {
             .mrs
             .insert(pd, 0, 0, Mem::Pages(PageList::new(max_pages)?))?;
         let key = mr.key;
-        Ok((mr, key))
+        Ok(MrCreated {
+            mr,
+            lkey: key,
+            rkey: key,
+        })
     }
 
     fn map_mr(
-        dev: &DeviceData,
+        dev: &Device<Self>,
         mr: &Mr,
         iova: u64,
         len: u64,
         page_size: u32,
-        pages: &[u64],
+        pages: &MappedPages<'_>,
     ) -> Result {
+        let dev = dev.data();
         dev.mrs.map(mr, iova, len, page_size, pages)
     }
 
-    fn get_dma_mr(dev: &DeviceData, pd: usize, access: u32) -> Result<(Mr, u32, u32)> {
-        let mr = dev.mrs.insert(pd, access, 0, Mem::Kernel)?;
+    fn get_dma_mr(dev: &Device<Self>, pd: PdId, mem: Mem, access: u32) -> Result<MrCreated<Mr>> {
+        let dev = dev.data();
+        let mr = dev.mrs.insert(pd, access, 0, mem)?;
         let key = mr.key;
-        Ok((mr, key, key))
+        Ok(MrCreated {
+            mr,
+            lkey: key,
+            rkey: key,
+        })
     }
 
     fn reg_user_mr(
-        dev: &DeviceData,
-        pd: usize,
+        dev: &Device<Self>,
+        pd: PdId,
         mem: Mem,
         iova: u64,
         access: u32,
-    ) -> Result<(Mr, u32, u32)> {
+    ) -> Result<MrCreated<Mr>> {
+        let dev = dev.data();
         let mr = dev.mrs.insert(pd, access, iova, mem)?;
         let key = mr.key;
-        Ok((mr, key, key))
+        Ok(MrCreated {
+            mr,
+            lkey: key,
+            rkey: key,
+        })
     }
 
-    fn dereg_mr(dev: &DeviceData, mr: &Mr) -> Result {
+    fn dereg_mr(dev: &Device<Self>, mr: &Mr) -> Result {
+        let dev = dev.data();
         // rxe_dereg_mr: not while a memory window is bound to it.
         if dev.mws.bound_to(mr.key) {
             return Err(EINVAL);
@@ -321,12 +355,12 @@ fn attrs() -> DeviceAttrs {
         max_mr_size: u64::MAX,
         page_size_cap: 0xffff_f000,
         vendor_id: 0xff_ffff,
-        device_cap_flags: (b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-            | b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
-            | b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B
-            | b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS) as u64
-            | b::ib_uverbs_device_cap_flags_IB_UVERBS_DEVICE_ATOMIC_WRITE as u64,
+        device_cap_flags: device_cap::PORT_ACTIVE_EVENT
+            | device_cap::SYS_IMAGE_GUID
+            | device_cap::MEM_WINDOW
+            | device_cap::MEM_WINDOW_TYPE_2B
+            | device_cap::MEM_MGT_EXTENSIONS
+            | device_cap::ATOMIC_WRITE,
         max_qp: DEFAULT_MAX - 16,
         max_qp_wr: DEFAULT_MAX,
         max_send_sge: 32,

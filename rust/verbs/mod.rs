@@ -5,6 +5,7 @@
 //! business ([`crate::proto`]), sockets the transport glue's ([`crate::net`]).
 
 pub(crate) mod ah;
+pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod mr;

@@ -10,23 +10,20 @@
 //! lock, so `dereg_mr` (which removes the entry under that lock and releases
 //! the pages after it) can never race a copy.
 
-use crate::ffi::verbs::Mem;
+pub(crate) use crate::ffi::mem::Span;
+use crate::ffi::mem::{MappedPages, Mem};
+use crate::ffi::rdma::PdId;
+use crate::ffi::rxe_abi::Sge;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 
 /// `IB_ACCESS_*` bits (`enum ib_access_flags`).
-pub(crate) mod access {
-    pub(crate) const LOCAL_WRITE: u32 = 1;
-    pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
-    pub(crate) const REMOTE_READ: u32 = 1 << 2;
-    pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
-    pub(crate) const MW_BIND: u32 = 1 << 4;
-}
+pub(crate) use crate::ffi::rdma::access;
 
 /// One registered region.
 pub(crate) struct MrEntry {
     key: u32,
-    pd: usize,
+    pd: PdId,
     access: u32,
     iova: u64,
     mem: Mem,
@@ -36,29 +33,45 @@ pub(crate) struct MrEntry {
 }
 
 impl MrEntry {
-    /// Checks that `[va, va + len)` is inside the region, that the region
-    /// belongs to `pd` and grants `need` (`access::*` bits; local read needs
-    /// none); returns the byte offset of `va` in the region.
-    pub(crate) fn check(&self, pd: usize, va: u64, len: usize, need: u32) -> Result<usize> {
+    /// Checks that `[va, va + len)`, named by a remote peer (or a memory
+    /// window bind), is inside the region, that the region belongs to `pd`
+    /// and grants `need` (`access::*` bits); returns the span to copy
+    /// through.
+    pub(crate) fn check(&self, pd: PdId, va: u64, len: usize, need: u32) -> Result<Span> {
+        self.allowed(pd, need)?;
+        self.mem.span_remote(self.iova, va, len)
+    }
+
+    /// Checks that `len` bytes at `skip` into local SGE `sge` are inside the
+    /// region, that the region belongs to `pd` and grants `need` (local
+    /// read needs none); returns the span to copy through.
+    pub(crate) fn check_sge(
+        &self,
+        pd: PdId,
+        sge: &Sge,
+        skip: usize,
+        len: usize,
+        need: u32,
+    ) -> Result<Span> {
+        self.allowed(pd, need)?;
+        self.mem.span_local(self.iova, sge, skip, len)
+    }
+
+    fn allowed(&self, pd: PdId, need: u32) -> Result {
         if !self.valid || self.pd != pd || self.access & need != need {
             return Err(EACCES);
         }
-        let off = va.checked_sub(self.iova).ok_or(EFAULT)?;
-        let off = usize::try_from(off).map_err(|_| EFAULT)?;
-        if !self.mem.covers(off, len) {
-            return Err(EFAULT);
-        }
-        Ok(off)
+        Ok(())
     }
 
-    /// Copies `data` to byte `off` of the region.
-    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
-        self.mem.write(off, data)
+    /// Copies `data` to span `at` of the region.
+    pub(crate) fn write(&self, at: Span, data: &[u8]) -> Result {
+        self.mem.write(at, data)
     }
 
-    /// Copies bytes at `off` of the region into `out`.
-    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
-        self.mem.read(off, out)
+    /// Copies span `at` of the region into `out`.
+    pub(crate) fn read(&self, at: Span, out: &mut [u8]) -> Result {
+        self.mem.read(at, out)
     }
 }
 
@@ -96,7 +109,7 @@ impl MrTable {
 
     /// Enters a region; returns its key. `ENOMEM` when the table is full.
     /// A fast-registration region ([`Mem::Pages`]) starts free (invalid).
-    pub(crate) fn insert(&self, pd: usize, access: u32, iova: u64, mem: Mem) -> Result<Mr> {
+    pub(crate) fn insert(&self, pd: PdId, access: u32, iova: u64, mem: Mem) -> Result<Mr> {
         let valid = !matches!(mem, Mem::Pages(_));
         let res = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut t = self.inner.lock();
@@ -139,7 +152,7 @@ impl MrTable {
     }
 
     /// `ib_map_mr_sg` on a fast-registration MR: installs its page list
-    /// (see [`crate::ffi::verbs::PageList::set`]) and start address. `EINVAL` for another kind
+    /// (see [`crate::ffi::mem::PageList::set`]) and start address. `EINVAL` for another kind
     /// of MR or one that is valid (mapping needs the free state).
     pub(crate) fn map(
         &self,
@@ -147,7 +160,7 @@ impl MrTable {
         iova: u64,
         len: u64,
         page_size: u32,
-        pages: &[u64],
+        pages: &MappedPages<'_>,
     ) -> Result {
         let mut t = self.inner.lock();
         let e = t.tree.get_mut(&(mr.key >> 8)).ok_or(EINVAL)?;
@@ -166,7 +179,7 @@ impl MrTable {
     /// the `ib_mr` its new key with `ib_update_fast_reg_key` before posting)
     /// of `pd` becomes valid under `new` (same index, a new key byte) with
     /// `access`. `EINVAL` otherwise.
-    pub(crate) fn register(&self, pd: usize, mr: u32, new: u32, access: u32) -> Result {
+    pub(crate) fn register(&self, pd: PdId, mr: u32, new: u32, access: u32) -> Result {
         let mut t = self.inner.lock();
         let e = t.tree.get_mut(&(mr >> 8)).ok_or(EINVAL)?;
         if new >> 8 != mr >> 8 || e.pd != pd || e.valid {
@@ -184,7 +197,7 @@ impl MrTable {
     /// LOCAL_INV or SEND_WITH_INV of a fast-registration MR's key: the MR
     /// becomes free. `EINVAL` for a key that names no valid
     /// fast-registration MR of `pd`.
-    pub(crate) fn invalidate(&self, pd: usize, key: u32) -> Result {
+    pub(crate) fn invalidate(&self, pd: PdId, key: u32) -> Result {
         let mut t = self.inner.lock();
         let e = t.tree.get_mut(&(key >> 8)).ok_or(EINVAL)?;
         if e.key != key || e.pd != pd || !e.valid || !matches!(e.mem, Mem::Pages(_)) {

@@ -9,6 +9,7 @@
 //! `MW_BASE`, MW indices start at it, so a remote key names one or the
 //! other without a second lookup.
 
+use crate::ffi::rdma::PdId;
 use crate::ffi::sync::BhLock;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
@@ -32,7 +33,7 @@ pub(crate) struct Binding {
 struct MwEntry {
     /// The key the window answers to now.
     rkey: u32,
-    pd: usize,
+    pd: PdId,
     mw_type: u32,
     bound: Option<Binding>,
     /// Type 2: the QP whose BIND_MW bound it; only requests arriving on that
@@ -78,7 +79,7 @@ impl MwTable {
     }
 
     /// `alloc_mw`: a new, unbound window; returns it and its initial rkey.
-    pub(crate) fn alloc(&self, pd: usize, mw_type: u32) -> Result<(Mw, u32)> {
+    pub(crate) fn alloc(&self, pd: PdId, mw_type: u32) -> Result<(Mw, u32)> {
         let res = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut t = self.inner.lock();
         if t.count >= self.max {
@@ -121,7 +122,7 @@ impl MwTable {
     /// (same index, IBTA 10.6.7.2.1), for QP `qpn` of `pd`.
     pub(crate) fn bind(
         &self,
-        pd: usize,
+        pd: PdId,
         qpn: u32,
         mw_rkey: u32,
         new_rkey: u32,
@@ -147,7 +148,7 @@ impl MwTable {
     }
 
     /// `LOCAL_INV` of a type 2 window's key: unbinds it.
-    pub(crate) fn invalidate(&self, pd: usize, rkey: u32) -> core::result::Result<(), MwError> {
+    pub(crate) fn invalidate(&self, pd: PdId, rkey: u32) -> core::result::Result<(), MwError> {
         let mut t = self.inner.lock();
         let e = t.tree.get_mut(&(rkey >> 8)).ok_or(MwError::Invalid)?;
         if e.pd != pd || e.rkey != rkey || e.mw_type != 2 || e.bound.is_none() {
@@ -160,7 +161,7 @@ impl MwTable {
     /// The binding remote key `rkey` names, if it is a bound window of `pd`
     /// that a request arriving on QP `qpn` may use (a type 2 window only on
     /// the QP that bound it).
-    pub(crate) fn resolve(&self, pd: usize, qpn: u32, rkey: u32) -> Option<Binding> {
+    pub(crate) fn resolve(&self, pd: PdId, qpn: u32, rkey: u32) -> Option<Binding> {
         let t = self.inner.lock();
         let e = t.tree.get(&(rkey >> 8))?;
         let qp_ok = e.mw_type != 2 || e.qpn == qpn;

@@ -10,10 +10,11 @@
 //! When fewer WQEs than the armed limit remain, `IB_EVENT_SRQ_LIMIT_REACHED`
 //! is raised once (IBTA 11.6.3.1).
 
-use crate::ffi::rdma::SrqAttr;
+use crate::ffi::rdma::{PdId, SrqAttr, SrqEvents};
+use crate::ffi::rxe_abi::{MmInfo, Queue, RecvWqe, Sge, SGE_SIZE};
 use crate::ffi::sync::BhLock;
-use crate::ffi::verbs::{MmInfo, Queue, RecvWqe, RecvWrs, SrqEvents, UContext, SGE_SIZE};
-use crate::proto::rc::Sge;
+use crate::ffi::udata::UContext;
+use crate::ffi::wr::RecvWrs;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -34,7 +35,7 @@ struct Inner {
 /// A shared receive queue.
 #[pin_data]
 pub(crate) struct Srq {
-    pub(crate) pd: usize,
+    pub(crate) pd: PdId,
     events: SrqEvents,
     #[pin]
     inner: BhLock<Inner>,
@@ -46,7 +47,7 @@ impl Srq {
     /// `attr` is updated to what was granted. `EINVAL` for 0 or
     /// more than the device's WRs or SGEs (rxe's `rxe_srq_chk_init`).
     pub(crate) fn new(
-        pd: usize,
+        pd: PdId,
         attr: &mut SrqAttr,
         max_srq_wr: u32,
         max_srq_sge: u32,
@@ -105,12 +106,7 @@ impl Srq {
             let w = RecvWqe::read(ring, cons).ok()?;
             let n = w.num_sge.min(g.max_sge).min(sges.len() as u32);
             for (i, s) in sges.iter_mut().enumerate().take(n as usize) {
-                let k = RecvWqe::sge(ring, cons, i as u32).ok()?;
-                *s = Sge {
-                    addr: k.addr,
-                    length: k.length,
-                    lkey: k.lkey,
-                };
+                *s = RecvWqe::sge(ring, cons, i as u32).ok()?;
             }
             // More SGEs than the SRQ takes (a malformed WQE from the shared
             // ring) is reported as is: the taker fails that receive.

@@ -16,7 +16,7 @@ impl Qp {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn create(
         dev: &Arc<DevShared>,
-        pd: usize,
+        pd: PdId,
         init: &mut QpInit,
         scq: &Arc<Cq>,
         rcq: &Arc<Cq>,

@@ -8,10 +8,10 @@
 
 use super::*;
 use crate::ffi::bindings as b;
-use crate::ffi::verbs::{send_flags, Sge as KSge, Wc};
+use crate::ffi::verbs::{send_flags, Sge, Wc};
 use crate::proto::rc::{
-    self, Attrs, Completions, Cqe, LocalOps, QpControl, QpMode, RecvQueue, Resp, RxMsg, SendMsg,
-    SendQueue, Sge, Taken, WcOpcode, WcStatus, WrOpcode, RESP_SLOTS, RX_TRACK,
+    self, Attrs, Completions, Cqe, LocalOps, QpControl, QpMode, RecvQueue, Resp, RxMsg,
+    ScatterGather, SendMsg, SendQueue, Taken, WcOpcode, WcStatus, WrOpcode, RESP_SLOTS, RX_TRACK,
 };
 use kernel::alloc::KVec;
 
@@ -94,6 +94,7 @@ pub(crate) type RcTables = rc::Storage<
     KSlice<Taken>,
     KSlice<Sge>,
     KSlice<Resp>,
+    Sge,
 >;
 
 /// A kernel vector as the engine's storage (`AsMut<[T]>`).
@@ -122,15 +123,21 @@ pub(super) fn tables(sq_slots: usize, srq_sge: usize) -> Result<RcTables> {
         taken: table(if srq { RX_TRACK } else { 0 }, Taken::default())?,
         taken_sges: table(RX_TRACK * srq_sge, Sge::default())?,
         resps: table(RESP_SLOTS, Resp::default())?,
+        sge: core::marker::PhantomData,
     })
 }
 
-fn sge(s: KSge) -> Sge {
-    Sge {
-        addr: s.addr,
-        length: s.length,
-        lkey: s.lkey,
+/// The engine carries the ring's SGEs as they are: only the rings' reader
+/// makes them, and one read from a kernel consumer's ring keeps that origin
+/// (the `Span` rule of `ffi::mem`), which the engine cannot forge.
+impl ScatterGather for Sge {
+    fn length(&self) -> u32 {
+        Sge::length(self)
     }
+}
+
+impl rc::HostSge for Glue<'_> {
+    type Sge = Sge;
 }
 
 /// The engine's view of a send WQE.
@@ -168,7 +175,7 @@ impl SendQueue for Glue<'_> {
             .map(|w| send_wqe(&w))
     }
     fn sq_sge(&self, slot: u32, i: u32) -> Option<Sge> {
-        SendWqe::sge(self.io.sq.as_ref()?, slot, i).ok().map(sge)
+        SendWqe::sge(self.io.sq.as_ref()?, slot, i).ok()
     }
     fn sq_inline(&self, slot: u32, offset: u32, dst: &mut [u8]) -> bool {
         self.io
@@ -201,7 +208,7 @@ impl RecvQueue for Glue<'_> {
         })
     }
     fn rq_sge(&self, slot: u32, i: u32) -> Option<Sge> {
-        RecvWqe::sge(self.io.rq.as_ref()?, slot, i).ok().map(sge)
+        RecvWqe::sge(self.io.rq.as_ref()?, slot, i).ok()
     }
     fn srq_take(&mut self, sges: &mut [Sge]) -> Option<(u64, u32)> {
         self.qp.srq.as_ref()?.take(sges)

@@ -6,9 +6,10 @@
 //! QP, checked against the window first), atomics executed under the lock
 //! that checked them, and SEND_WITH_INV's invalidation.
 
-use super::super::mr::{access, MrEntry};
+use super::super::mr::{access, MrEntry, Span};
 use super::super::mw::MW_BASE;
 use super::*;
+use crate::ffi::verbs::Sge;
 use crate::proto::rc::{AtomicOp, MemError, Memory};
 
 /// The engine's name for a failed access: `EFAULT` (outside the region) is
@@ -22,23 +23,24 @@ fn mem_err(e: Error) -> MemError {
 }
 
 impl Glue<'_> {
-    /// Runs `f` on region `lkey` and the offset of `va` in it, after checking
-    /// the PD, `need` access and that `len` bytes fit.
+    /// Runs `f` on the region local SGE `sge` names and the span of the `len`
+    /// bytes at `skip` into the SGE, after checking the PD, `need` access and
+    /// that the bytes lie inside the SGE and the region.
     fn local<R>(
         &self,
-        lkey: u32,
-        va: u64,
+        sge: &Sge,
+        skip: usize,
         len: usize,
         need: u32,
-        f: impl FnOnce(&MrEntry, usize) -> Result<R>,
+        f: impl FnOnce(&MrEntry, Span) -> Result<R>,
     ) -> core::result::Result<R, MemError> {
         let pd = self.qp.pd;
         self.qp
             .dev
             .mrs
-            .with(lkey, |e| {
-                let off = e.check(pd, va, len, need)?;
-                f(e, off)
+            .with(sge.lkey(), |e| {
+                let at = e.check_sge(pd, sge, skip, len, need)?;
+                f(e, at)
             })
             .map_err(mem_err)
     }
@@ -51,7 +53,7 @@ impl Glue<'_> {
         va: u64,
         len: usize,
         need: u32,
-        f: impl FnOnce(&MrEntry, usize) -> Result<R>,
+        f: impl FnOnce(&MrEntry, Span) -> Result<R>,
     ) -> core::result::Result<R, MemError> {
         let pd = self.qp.pd;
         if rkey >> 8 >= MW_BASE {
@@ -89,28 +91,28 @@ impl Glue<'_> {
 impl Memory for Glue<'_> {
     fn local_check(
         &mut self,
-        lkey: u32,
-        va: u64,
+        sge: &Sge,
+        skip: usize,
         len: usize,
     ) -> core::result::Result<(), MemError> {
-        self.local(lkey, va, len, 0, |_, _| Ok(()))
+        self.local(sge, skip, len, 0, |_, _| Ok(()))
     }
     fn local_read(
         &mut self,
-        lkey: u32,
-        va: u64,
+        sge: &Sge,
+        skip: usize,
         dst: &mut [u8],
     ) -> core::result::Result<(), MemError> {
-        self.local(lkey, va, dst.len(), 0, |e, off| e.read(off, dst))
+        self.local(sge, skip, dst.len(), 0, |e, at| e.read(at, dst))
     }
     fn local_write(
         &mut self,
-        lkey: u32,
-        va: u64,
+        sge: &Sge,
+        skip: usize,
         src: &[u8],
     ) -> core::result::Result<(), MemError> {
-        self.local(lkey, va, src.len(), access::LOCAL_WRITE, |e, off| {
-            e.write(off, src)
+        self.local(sge, skip, src.len(), access::LOCAL_WRITE, |e, at| {
+            e.write(at, src)
         })
     }
     fn remote_check(

@@ -30,7 +30,7 @@ use super::cq::Cq;
 use super::device::DevShared;
 use super::srq::Srq;
 use crate::ffi::net::{IpAddr, RxMeta};
-use crate::ffi::rdma::counter;
+use crate::ffi::rdma::{counter, PdId};
 use crate::ffi::sync::BhGuard;
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::verbs::{
@@ -86,7 +86,7 @@ pub(crate) struct Qp {
     /// A kernel consumer's QP (rings in kernel memory, `ib_post_*`).
     kernel: bool,
     events: QpEvents,
-    pd: usize,
+    pd: PdId,
     sq_sig_all: bool,
     dev: Arc<DevShared>,
     scq: Arc<Cq>,

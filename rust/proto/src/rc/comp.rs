@@ -30,7 +30,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// Completes the oldest send WQE (in order) with `status`.
-    fn complete_send<E: Env>(&mut self, env: &mut E, status: WcStatus) {
+    fn complete_send<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, status: WcStatus) {
         if env.sq_producer().is_none() || self.sq_msn == self.msns {
             return;
         }
@@ -47,7 +47,12 @@ impl<T: Tables> Engine<T> {
     /// Writes the completion of send WQE `w` with `status` if it asks for one
     /// (signaled, or any with `sq_sig_all`) or failed (IBTA 10.8.3.1). A lost send
     /// completion only raises the CQ's event (as rxe).
-    pub(super) fn send_cqe<E: Env>(&mut self, env: &mut E, w: &SendWqe, status: WcStatus) {
+    pub(super) fn send_cqe<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        w: &SendWqe,
+        status: WcStatus,
+    ) {
         let signaled = env.attrs().sq_sig_all || w.send_flags & send_flags::SIGNALED != 0;
         if !signaled && status == WcStatus::Success {
             return;
@@ -78,7 +83,12 @@ impl<T: Tables> Engine<T> {
     /// Writes a receive completion; a full CQ loses it and the QP enters the error state
     /// at the next [`Self::settle`] (IBTA 11.4.2.1, responder class G; rxe's
     /// `rxe_cq_post`).
-    pub(super) fn push_recv<E: Env>(&mut self, env: &mut E, c: &Cqe, solicited: bool) {
+    pub(super) fn push_recv<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        c: &Cqe,
+        solicited: bool,
+    ) {
         if !env.push_recv(c, solicited) {
             self.cq_lost = true;
         }
@@ -93,7 +103,7 @@ impl<T: Tables> Engine<T> {
     /// (once); returns whether it did, so that the caller stops the connection before it
     /// acknowledges what was received (the sender then times out, as with rxe). Call it
     /// where no completion is being written.
-    pub fn settle<E: Env>(&mut self, env: &mut E) -> bool {
+    pub fn settle<E: Env<Sge = T::Sge>>(&mut self, env: &mut E) -> bool {
         if core::mem::take(&mut self.cq_lost) && env.mode() != QpMode::Err {
             self.flush(env);
             self.cq_lost = false;
@@ -104,7 +114,7 @@ impl<T: Tables> Engine<T> {
 
     /// In SQD with asynchronous notification: raises `IB_EVENT_SQ_DRAINED` once no send
     /// WQE is in progress (IBTA 10.3.1.2).
-    pub(super) fn sq_drained_check<E: Env>(&mut self, env: &mut E) {
+    pub(super) fn sq_drained_check<E: Env<Sge = T::Sge>>(&mut self, env: &mut E) {
         if self.sqd_notify && env.mode() == QpMode::Sqd && self.sq_msn == self.msns {
             self.sqd_notify = false;
             env.sq_drained();
@@ -115,7 +125,7 @@ impl<T: Tables> Engine<T> {
     /// send with the connection's error (if any), a WQE that failed on its own with its
     /// own status, the rest with `IB_WC_WR_FLUSH_ERR` (IBTA 10.3.1, 11.4.2.3); receives
     /// likewise, the one a message could not be placed into with that error.
-    pub fn flush<E: Env>(&mut self, env: &mut E) {
+    pub fn flush<E: Env<Sge = T::Sge>>(&mut self, env: &mut E) {
         env.enter_error();
         // Sends that became messages, then those still only in the ring.
         let mut first = self.error.take();
@@ -188,7 +198,7 @@ impl<T: Tables> Engine<T> {
     /// The completion of receive `rsn` as the error state discards it: the status of the
     /// error it met, if it met one (a message it could not hold), else
     /// `IB_WC_WR_FLUSH_ERR`.
-    fn flushed_rx<E: Env>(&mut self, env: &mut E, rsn: u32, wr_id: u64) {
+    fn flushed_rx<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, rsn: u32, wr_id: u64) {
         let status = match self.rx_error {
             Some((r, status)) if r == rsn => status,
             _ => WcStatus::WrFlushErr,
@@ -204,7 +214,7 @@ impl<T: Tables> Engine<T> {
 
     /// Completes, in SQ order, every WQE whose request is acknowledged and whose
     /// response (READ, atomic) is whole.
-    fn complete_sends<E: Env>(&mut self, env: &mut E) {
+    fn complete_sends<E: Env<Sge = T::Sge>>(&mut self, env: &mut E) {
         while self.sq_msn != self.msns {
             let Some(m) = self.send_msg(self.sq_msn) else {
                 return;
@@ -233,7 +243,7 @@ impl<T: Tables> Engine<T> {
 
     /// Requester: a packet of a READ or atomic response, placed into the SGEs of the WQE
     /// it answers (IBTA 9.7.5.1.4-5).
-    pub(super) fn place_response<E: Env>(
+    pub(super) fn place_response<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         p: &Placement<'_>,
@@ -282,7 +292,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// Requester: response `k` is whole; its WQE may complete.
-    pub(super) fn response_complete<E: Env>(&mut self, env: &mut E, k: u32) {
+    pub(super) fn response_complete<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, k: u32) {
         if let Some(msn) = self.read_msn(k) {
             if let Some(s) = at(self.t.sends(), msn) {
                 s.resp_done = true;
@@ -293,7 +303,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// Requester: request `msn` is acknowledged; completes what it can, in SQ order.
-    pub(super) fn request_acked<E: Env>(&mut self, env: &mut E, msn: u32) {
+    pub(super) fn request_acked<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, msn: u32) {
         if let Some(status) = self.error.take() {
             if msn == self.sq_msn {
                 self.complete_send(env, status);
@@ -309,7 +319,7 @@ impl<T: Tables> Engine<T> {
 
     /// The connection failed: the QP enters the error state, the oldest WQE reporting
     /// why ([`conn_error_status`]).
-    pub(super) fn failed<E: Env>(&mut self, env: &mut E, e: ConnError) {
+    pub(super) fn failed<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, e: ConnError) {
         if let Some(s) = conn_error_status(e) {
             self.error = Some(s);
         }

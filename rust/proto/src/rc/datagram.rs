@@ -10,7 +10,7 @@ use super::{Engine, Tables, Taken};
 
 impl<T: Tables> Engine<T> {
     /// UD: the oldest send WQE not yet completed, and its slot, if one is posted.
-    pub fn datagram_next<E: Env>(&mut self, env: &mut E) -> Option<(u32, SendWqe)> {
+    pub fn datagram_next<E: Env<Sge = T::Sge>>(&mut self, env: &mut E) -> Option<(u32, SendWqe)> {
         let slot = self.sq_cons;
         if slot == env.sq_producer()? {
             return None;
@@ -19,7 +19,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// UD: gathers the data of send WQE `w` (slot `slot`) from offset 0 into `dst`.
-    pub fn datagram_gather<E: Env>(
+    pub fn datagram_gather<E: Env<Sge = T::Sge>>(
         env: &mut E,
         w: &SendWqe,
         slot: u32,
@@ -31,7 +31,7 @@ impl<T: Tables> Engine<T> {
     /// UD: send WQE `w` in slot `slot` (the oldest) is done with `status`: its completion
     /// is written and the slot consumed; a failure moves the QP to the error state.
     /// Returns whether it succeeded.
-    pub fn datagram_sent<E: Env>(
+    pub fn datagram_sent<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         slot: u32,
@@ -53,7 +53,7 @@ impl<T: Tables> Engine<T> {
     /// `parts` into it one after the other and returns its `wr_id` and whether every part
     /// fit; `None` if no receive is posted (the datagram is dropped, IBTA 10.7.2.2). The
     /// host then writes the completion and calls [`Self::datagram_received`].
-    pub fn datagram_receive<E: Env>(
+    pub fn datagram_receive<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         parts: &[&[u8]],
@@ -95,7 +95,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// UD: the receive [`Self::datagram_receive`] took is completed: consume it.
-    pub fn datagram_received<E: Env>(&mut self, env: &mut E) {
+    pub fn datagram_received<E: Env<Sge = T::Sge>>(&mut self, env: &mut E) {
         if let Some(t) = self.t.taken().get_mut(0) {
             t.valid = false;
         }

@@ -4,11 +4,18 @@
 //! `*_advance`). Every method is infallible or reports failure in its return value; none
 //! may panic.
 
-use super::types::{Attrs, Cqe, QpMode, RecvWqe, SendWqe, Sge, WcStatus};
+use super::types::{Attrs, Cqe, QpMode, RecvWqe, ScatterGather, SendWqe, WcStatus};
+
+/// The host's scatter/gather element type, shared by the rings that hold SGEs and the
+/// memory that resolves them.
+pub trait HostSge {
+    /// The element ([`super::Sge`] in the host model).
+    type Sge: ScatterGather;
+}
 
 /// The send queue ring (IBTA 10.8.3): the consumer posts at the producer index; the
 /// engine consumes in order.
-pub trait SendQueue {
+pub trait SendQueue: HostSge {
     /// The producer slot (one past the newest posted WQE); `None`: the QP has no SQ.
     fn sq_producer(&self) -> Option<u32>;
     /// The slot `n` slots after `slot`.
@@ -18,14 +25,14 @@ pub trait SendQueue {
     /// The WQE at `slot` (`None`: unreadable).
     fn sq_wqe(&self, slot: u32) -> Option<SendWqe>;
     /// SGE `i` of the WQE at `slot`.
-    fn sq_sge(&self, slot: u32, i: u32) -> Option<Sge>;
+    fn sq_sge(&self, slot: u32, i: u32) -> Option<Self::Sge>;
     /// Copies `dst.len()` bytes at `offset` of the inline data of the WQE at `slot`
     /// (and ATOMIC_WRITE's 8 bytes, which live there); `false` if out of the slot.
     fn sq_inline(&self, slot: u32, offset: u32, dst: &mut [u8]) -> bool;
 }
 
 /// The receive queue ring, or the shared receive queue the QP takes from (IBTA 10.2.9).
-pub trait RecvQueue {
+pub trait RecvQueue: HostSge {
     /// The producer slot; `None`: the QP has no RQ (it uses an SRQ).
     fn rq_producer(&self) -> Option<u32>;
     /// The slot `n` slots after `slot`.
@@ -37,10 +44,10 @@ pub trait RecvQueue {
     /// The WQE at `slot`.
     fn rq_wqe(&self, slot: u32) -> Option<RecvWqe>;
     /// SGE `i` of the WQE at `slot`.
-    fn rq_sge(&self, slot: u32, i: u32) -> Option<Sge>;
+    fn rq_sge(&self, slot: u32, i: u32) -> Option<Self::Sge>;
     /// Takes the SRQ's next WQE, its SGEs copied into `sges` (at most `sges.len()`):
     /// `(wr_id, num_sge)`; `None` when the SRQ is empty (or the QP has none).
-    fn srq_take(&mut self, sges: &mut [Sge]) -> Option<(u64, u32)>;
+    fn srq_take(&mut self, sges: &mut [Self::Sge]) -> Option<(u64, u32)>;
 }
 
 /// Why a memory access failed.
@@ -87,13 +94,14 @@ impl AtomicOp {
 /// a memory window bound to this QP, checked against the window first) and check the
 /// access right named. Each call is one hold of the region (the check and the access
 /// cannot be separated by a deregistration).
-pub trait Memory {
-    /// Checks that `len` bytes at `va` of region `lkey` are readable by the QP.
-    fn local_check(&mut self, lkey: u32, va: u64, len: usize) -> Result<(), MemError>;
-    /// Reads `dst.len()` bytes at `va` of region `lkey`.
-    fn local_read(&mut self, lkey: u32, va: u64, dst: &mut [u8]) -> Result<(), MemError>;
-    /// Writes `src` at `va` of region `lkey` (needs `IB_ACCESS_LOCAL_WRITE`).
-    fn local_write(&mut self, lkey: u32, va: u64, src: &[u8]) -> Result<(), MemError>;
+pub trait Memory: HostSge {
+    /// Checks that the `len` bytes at `skip` into local SGE `sge` are readable by the QP
+    /// (inside the SGE and its region).
+    fn local_check(&mut self, sge: &Self::Sge, skip: usize, len: usize) -> Result<(), MemError>;
+    /// Reads `dst.len()` bytes at `skip` into local SGE `sge`.
+    fn local_read(&mut self, sge: &Self::Sge, skip: usize, dst: &mut [u8]) -> Result<(), MemError>;
+    /// Writes `src` at `skip` into local SGE `sge` (needs `IB_ACCESS_LOCAL_WRITE`).
+    fn local_write(&mut self, sge: &Self::Sge, skip: usize, src: &[u8]) -> Result<(), MemError>;
     /// Checks that `rkey` opens `len` bytes at `va` with `need` ([`super::access`]).
     fn remote_check(&mut self, rkey: u32, va: u64, len: usize, need: u32) -> Result<(), MemError>;
     /// Reads for an RDMA READ (needs `REMOTE_READ`).

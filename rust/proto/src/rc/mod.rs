@@ -29,11 +29,12 @@ mod sge;
 pub mod types;
 
 pub use env::{
-    AtomicOp, Completions, Env, LocalOps, MemError, Memory, QpControl, RecvQueue, SendQueue,
+    AtomicOp, Completions, Env, HostSge, LocalOps, MemError, Memory, QpControl, RecvQueue,
+    SendQueue,
 };
 pub use types::{
-    access, send_flags, wc_flags, Attrs, Cqe, QpMode, RecvWqe, SendWqe, Sge, WcOpcode, WcStatus,
-    WrOpcode,
+    access, send_flags, wc_flags, Attrs, Cqe, QpMode, RecvWqe, ScatterGather, SendWqe, Sge,
+    WcOpcode, WcStatus, WrOpcode,
 };
 
 use super::conn::{App, Config, ConnError, MsgInfo, Placement, Refuse, Unreadable};
@@ -106,6 +107,8 @@ pub struct RxMsg {
 
 /// The engine's per-QP tables, in caller-provided storage.
 pub trait Tables {
+    /// The host's scatter/gather element ([`HostSge::Sge`] of the host it runs with).
+    type Sge: ScatterGather;
     /// In-flight send messages by MSN modulo the length (the SQ's slots).
     fn sends(&mut self) -> &mut [SendMsg];
     /// The MSN of each READ/atomic by response number modulo the length (the SQ's slots).
@@ -116,14 +119,14 @@ pub trait Tables {
     /// SRQ).
     fn taken(&mut self) -> &mut [Taken];
     /// Their SGEs, `srq_sge` per entry of `taken`.
-    fn taken_sges(&mut self) -> &mut [Sge];
+    fn taken_sges(&mut self) -> &mut [Self::Sge];
     /// Responses owed by response number modulo the length ([`RESP_SLOTS`]).
     fn resps(&mut self) -> &mut [Resp];
 }
 
 /// [`Tables`] from six growable or fixed buffers (`Vec`, arrays, slices).
 #[derive(Clone, Debug, Default)]
-pub struct Storage<S, R, X, T, G, P> {
+pub struct Storage<S, R, X, T, G, P, Q = Sge> {
     /// See [`Tables::sends`].
     pub sends: S,
     /// See [`Tables::reads`].
@@ -136,17 +139,20 @@ pub struct Storage<S, R, X, T, G, P> {
     pub taken_sges: G,
     /// See [`Tables::resps`].
     pub resps: P,
+    /// The SGE type `taken_sges` holds.
+    pub sge: core::marker::PhantomData<Q>,
 }
 
-impl<S, R, X, T, G, P> Tables for Storage<S, R, X, T, G, P>
+impl<S, R, X, T, G, P, Q: ScatterGather> Tables for Storage<S, R, X, T, G, P, Q>
 where
     S: AsMut<[SendMsg]>,
     R: AsMut<[u32]>,
     X: AsMut<[RxMsg]>,
     T: AsMut<[Taken]>,
-    G: AsMut<[Sge]>,
+    G: AsMut<[Q]>,
     P: AsMut<[Resp]>,
 {
+    type Sge = Q;
     fn sends(&mut self) -> &mut [SendMsg] {
         self.sends.as_mut()
     }
@@ -159,7 +165,7 @@ where
     fn taken(&mut self) -> &mut [Taken] {
         self.taken.as_mut()
     }
-    fn taken_sges(&mut self) -> &mut [Sge] {
+    fn taken_sges(&mut self) -> &mut [Q] {
         self.taken_sges.as_mut()
     }
     fn resps(&mut self) -> &mut [Resp] {
@@ -271,7 +277,7 @@ impl<T: Tables> Engine<T> {
 
     /// The QP moved to SQD: with `notify`, raise `IB_EVENT_SQ_DRAINED` once no send WQE
     /// is in progress (now, if none is).
-    pub fn enter_sqd<E: Env>(&mut self, env: &mut E, notify: bool) {
+    pub fn enter_sqd<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, notify: bool) {
         self.sqd_notify = notify;
         self.sq_drained_check(env);
     }
@@ -282,7 +288,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// The engine and `env` as the connection's application.
-    pub fn bind<'a, E: Env>(&'a mut self, env: &'a mut E) -> Bound<'a, T, E> {
+    pub fn bind<'a, E: Env<Sge = T::Sge>>(&'a mut self, env: &'a mut E) -> Bound<'a, T, E> {
         Bound { engine: self, env }
     }
 }
@@ -302,7 +308,7 @@ pub fn consumes_recv(op: Op) -> bool {
 
 /// The connection's calls, by stream: the request stream (this QP's SQ as requester, its
 /// peer's requests as responder) and the response stream. No other stream exists.
-impl<T: Tables, E: Env> App for Bound<'_, T, E> {
+impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
     fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
         match stream {
             REQ => self.engine.next_request(self.env, msn),

@@ -40,7 +40,11 @@ fn message_of(w: &SendWqe) -> Option<(Op, Reth, u32)> {
 impl<T: Tables> Engine<T> {
     /// The send message `msn` of the request stream: an in-flight one again, or the SQ's
     /// next WQE turned into a message, if one is posted and may start.
-    pub(super) fn next_request<E: Env>(&mut self, env: &mut E, msn: u32) -> Option<MsgInfo> {
+    pub(super) fn next_request<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        msn: u32,
+    ) -> Option<MsgInfo> {
         if msn.wrapping_sub(self.sq_msn) < self.msns.wrapping_sub(self.sq_msn) {
             return self.send_msg(msn).map(|m| m.info);
         }
@@ -156,7 +160,7 @@ impl<T: Tables> Engine<T> {
     /// A WQE that cannot be carried out: once every earlier WQE has completed
     /// (completions stay in SQ order), it completes with `status` and the QP enters the
     /// error state; nothing of it is sent.
-    fn refuse<E: Env>(
+    fn refuse<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         msn: u32,
@@ -193,7 +197,7 @@ impl<T: Tables> Engine<T> {
 
     /// Requester: bytes `[offset, offset + dst.len())` of request `msn` (gathered from
     /// its SGEs or inline data, or an atomic's operands).
-    pub(super) fn request_payload<E: Env>(
+    pub(super) fn request_payload<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         msn: u32,

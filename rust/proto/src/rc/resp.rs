@@ -16,7 +16,7 @@ impl<T: Tables> Engine<T> {
     /// with `IB_WC_LOC_LEN_ERR` / `IB_WC_LOC_PROT_ERR` (`IB_WC_LOC_QP_OP_ERR` for a
     /// malformed WQE) as the QP enters the error state, and the requester is NAKed with
     /// an invalid request (`IB_WC_REM_INV_REQ_ERR`), as rxe does.
-    fn cannot_place<E: Env>(&mut self, env: &mut E, rsn: u32, e: SgeError) -> Refuse {
+    fn cannot_place<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, rsn: u32, e: SgeError) -> Refuse {
         let status = match e {
             SgeError::Len => WcStatus::LocLenErr,
             SgeError::QpOp => WcStatus::LocQpOpErr,
@@ -30,7 +30,7 @@ impl<T: Tables> Engine<T> {
     /// A request this responder refuses for good (IBTA 9.9.3.1.2 class C: invalid
     /// request, remote access error): the requester is NAKed with `r`, and this QP
     /// enters the error state too (rxe's `do_class_ac_error`).
-    fn responder_error<E: Env>(&mut self, env: &mut E, r: Refuse) -> Refuse {
+    fn responder_error<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, r: Refuse) -> Refuse {
         self.flush(env);
         r
     }
@@ -41,7 +41,7 @@ impl<T: Tables> Engine<T> {
 
     /// Responder: a READ or atomic request is complete (exactly once): queue its
     /// response, executing an atomic now (IBTA 9.4.5, 9.7.5.1.4).
-    fn answer<E: Env>(&mut self, env: &mut E, r: &RxMsg) {
+    fn answer<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, r: &RxMsg) {
         let k = self.resp_next;
         let qp_access = env.attrs().access;
         let mut resp = Resp {
@@ -121,7 +121,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// Responder: bytes `[offset, offset + dst.len())` of response `msn`.
-    pub(super) fn response_payload<E: Env>(
+    pub(super) fn response_payload<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         msn: u32,
@@ -157,7 +157,7 @@ impl<T: Tables> Engine<T> {
 
     /// Responder: a packet of a request — the responder slot bound, access checks, then
     /// placement (RDMA WRITE at its RETH address, SEND into the receive its RSN names).
-    pub(super) fn place_request<E: Env>(
+    pub(super) fn place_request<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         p: &Placement<'_>,
@@ -251,7 +251,7 @@ impl<T: Tables> Engine<T> {
 
     /// A receive-consuming packet: the receive its RSN names (the RQ's, or an SRQ WQE
     /// taken for that RSN), RNR if not posted yet (IBTA 9.7.5.2.8), then its bytes.
-    fn place_into_receive<E: Env>(
+    fn place_into_receive<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         p: &Placement<'_>,
@@ -311,7 +311,7 @@ impl<T: Tables> Engine<T> {
 
     /// Responder: request `msn` is whole and every earlier one is: execute a READ/atomic
     /// (queue its answer) or complete the receive it consumed (IBTA 9.7.5.1.6).
-    pub(super) fn request_complete<E: Env>(&mut self, env: &mut E, msn: u32) {
+    pub(super) fn request_complete<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, msn: u32) {
         self.rx_msn = msn.wrapping_add(1);
         let Some(r) = at(self.t.rx(), msn).map(|r| {
             let v = *r;
@@ -380,7 +380,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// Responder: the requester has response `msn`.
-    pub(super) fn response_acked<E: Env>(&mut self, env: &mut E, msn: u32) {
+    pub(super) fn response_acked<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, msn: u32) {
         if msn == self.resp_acked {
             self.resp_acked = self.resp_acked.wrapping_add(1);
         }

@@ -2,7 +2,7 @@
 //! piece checked and accessed through [`Memory`] (lkey, PD, access and bounds).
 
 use super::env::{Env, MemError, Memory};
-use super::types::{send_flags, SendWqe, Sge, WrOpcode};
+use super::types::{send_flags, ScatterGather, SendWqe, WrOpcode};
 use super::{Engine, SendMsg, Tables};
 
 /// Why bytes could not be placed into (or taken from) a WQE's buffers.
@@ -41,7 +41,7 @@ pub(super) enum Dir<'a> {
 pub(super) fn walk<M: Memory + ?Sized>(
     env: &mut M,
     n: u32,
-    sge: impl Fn(&M, u32) -> Option<Sge>,
+    sge: impl Fn(&M, u32) -> Option<M::Sge>,
     offset: u32,
     len: usize,
     mut dir: Dir<'_>,
@@ -53,23 +53,22 @@ pub(super) fn walk<M: Memory + ?Sized>(
             break;
         }
         let s = sge(env, i).ok_or(SgeError::Prot)?;
-        let sl = s.length as usize;
+        let sl = s.length() as usize;
         if skip >= sl {
             skip -= sl;
             continue;
         }
         let take = (sl - skip).min(len - done);
-        let va = s.addr.checked_add(skip as u64).ok_or(SgeError::Len)?;
         let end = done + take;
         match &mut dir {
-            Dir::Check => env.local_check(s.lkey, va, take)?,
+            Dir::Check => env.local_check(&s, skip, take)?,
             Dir::Read(d) => {
                 let d = d.get_mut(done..end).ok_or(SgeError::Len)?;
-                env.local_read(s.lkey, va, d)?
+                env.local_read(&s, skip, d)?
             }
             Dir::Write(src) => {
                 let src = src.get(done..end).ok_or(SgeError::Len)?;
-                env.local_write(s.lkey, va, src)?
+                env.local_write(&s, skip, src)?
             }
         }
         done = end;
@@ -118,13 +117,13 @@ pub(super) fn gather<E: Env + ?Sized>(
 impl<T: Tables> Engine<T> {
     /// Whether every byte send WQE `w` (in slot `slot`) gathers lies in a region the QP
     /// may read.
-    pub(super) fn check_gather<E: Env>(env: &mut E, w: &SendWqe, slot: u32) -> bool {
+    pub(super) fn check_gather<E: Env<Sge = T::Sge>>(env: &mut E, w: &SendWqe, slot: u32) -> bool {
         let len = w.length as usize;
         walk(env, w.num_sge, |e, i| e.sq_sge(slot, i), 0, len, Dir::Check).is_ok()
     }
 
     /// Scatters `data` at `offset` of the message into receive WQE `slot` of the RQ.
-    pub(super) fn scatter<E: Env>(
+    pub(super) fn scatter<E: Env<Sge = T::Sge>>(
         env: &mut E,
         slot: u32,
         offset: u32,
@@ -148,7 +147,7 @@ impl<T: Tables> Engine<T> {
     }
 
     /// Scatters `data` at `offset` of the message into the SRQ WQE taken into entry `i`.
-    pub(super) fn scatter_taken<E: Env>(
+    pub(super) fn scatter_taken<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         i: usize,
@@ -180,7 +179,7 @@ impl<T: Tables> Engine<T> {
 
     /// Scatters response data (READ, atomic) at `offset` into the SGEs of send message
     /// `m`.
-    pub(super) fn scatter_send<E: Env>(
+    pub(super) fn scatter_send<E: Env<Sge = T::Sge>>(
         env: &mut E,
         m: &SendMsg,
         offset: u32,

@@ -191,7 +191,18 @@ pub mod access {
     pub const MW_BIND: u32 = 1 << 4;
 }
 
-/// One scatter/gather element: `length` bytes at `addr` of the region `lkey` names.
+/// A scatter/gather element as the host hands it over (IBTA 10.7.2.1): the engine reads
+/// its length, and hands it back to [`super::Memory`] with an offset into it to reach the
+/// bytes. The engine never makes one (but for `Default`, which must name no memory), so a
+/// host may keep in it what only the host can vouch for — for example that the address
+/// came from a kernel consumer's work request.
+pub trait ScatterGather: Copy + Default {
+    /// Bytes the element covers.
+    fn length(&self) -> u32;
+}
+
+/// One scatter/gather element: `length` bytes at `addr` of the region `lkey` names (the
+/// host model's [`ScatterGather`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sge {
     /// Virtual address of the first byte.
@@ -200,6 +211,12 @@ pub struct Sge {
     pub length: u32,
     /// Local key.
     pub lkey: u32,
+}
+
+impl ScatterGather for Sge {
+    fn length(&self) -> u32 {
+        self.length
+    }
 }
 
 /// The fields of a send WQE the engine reads (its SGEs and inline data stay in the ring:

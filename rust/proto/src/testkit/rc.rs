@@ -4,9 +4,9 @@
 //! `alloc`).
 
 use crate::rc::{
-    self, access, AtomicOp, Attrs, Completions, Cqe, LocalOps, MemError, Memory, QpControl, QpMode,
-    RecvQueue, RecvWqe, Resp, RxMsg, SendMsg, SendQueue, SendWqe, Sge, Storage, Taken, WcStatus,
-    WrOpcode,
+    self, access, AtomicOp, Attrs, Completions, Cqe, HostSge, LocalOps, MemError, Memory,
+    QpControl, QpMode, RecvQueue, RecvWqe, Resp, RxMsg, SendMsg, SendQueue, SendWqe, Sge, Storage,
+    Taken, WcStatus, WrOpcode,
 };
 use alloc::collections::VecDeque;
 use alloc::vec;
@@ -272,15 +272,31 @@ impl RecvQueue for Host {
     }
 }
 
+impl HostSge for Host {
+    type Sge = Sge;
+}
+
+/// The address of `len` bytes at `skip` into `sge`; [`MemError::Fault`] if they leave it.
+fn in_sge(sge: &Sge, skip: usize, len: usize) -> Result<u64, MemError> {
+    let end = skip.checked_add(len).ok_or(MemError::Fault)?;
+    if end > sge.length as usize {
+        return Err(MemError::Fault);
+    }
+    sge.addr.checked_add(skip as u64).ok_or(MemError::Fault)
+}
+
 impl Memory for Host {
-    fn local_check(&mut self, lkey: u32, va: u64, len: usize) -> Result<(), MemError> {
-        self.access(lkey, va, len, 0, |_| ())
+    fn local_check(&mut self, sge: &Sge, skip: usize, len: usize) -> Result<(), MemError> {
+        let va = in_sge(sge, skip, len)?;
+        self.access(sge.lkey, va, len, 0, |_| ())
     }
-    fn local_read(&mut self, lkey: u32, va: u64, dst: &mut [u8]) -> Result<(), MemError> {
-        self.access(lkey, va, dst.len(), 0, |b| dst.copy_from_slice(b))
+    fn local_read(&mut self, sge: &Sge, skip: usize, dst: &mut [u8]) -> Result<(), MemError> {
+        let va = in_sge(sge, skip, dst.len())?;
+        self.access(sge.lkey, va, dst.len(), 0, |b| dst.copy_from_slice(b))
     }
-    fn local_write(&mut self, lkey: u32, va: u64, src: &[u8]) -> Result<(), MemError> {
-        self.access(lkey, va, src.len(), access::LOCAL_WRITE, |b| {
+    fn local_write(&mut self, sge: &Sge, skip: usize, src: &[u8]) -> Result<(), MemError> {
+        let va = in_sge(sge, skip, src.len())?;
+        self.access(sge.lkey, va, src.len(), access::LOCAL_WRITE, |b| {
             b.copy_from_slice(src)
         })
     }
@@ -384,6 +400,7 @@ pub fn tables(slots: usize, srq_sge: Option<u32>) -> VecTables {
         taken: vec![Taken::default(); if srq > 0 { rc::RX_TRACK } else { 0 }],
         taken_sges: vec![Sge::default(); rc::RX_TRACK * srq],
         resps: vec![Resp::default(); rc::RESP_SLOTS],
+        sge: core::marker::PhantomData,
     }
 }
 

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! metaroce's device counters (`rdma statistic show link DEV/1`): their
+//! indices, in the order of [`NAMES`], which the device hands the RDMA core
+//! (`Driver::COUNTERS`).
+
+use crate::ffi::rdma::CounterDesc;
+use kernel::c_str;
+
+/// Datagrams sent (data, ACK, probe, UD).
+pub(crate) const TX_PACKETS: usize = 0;
+/// Datagrams received for a QP.
+pub(crate) const RX_PACKETS: usize = 1;
+/// Refused by a QP or the protocol core.
+pub(crate) const RX_DROPS: usize = 2;
+/// Data packets sent again.
+pub(crate) const RETRANSMITS: usize = 3;
+/// Path retransmission timeouts.
+pub(crate) const TIMEOUTS: usize = 4;
+/// Paths moved to a new UDP source port.
+pub(crate) const PATH_MOVES: usize = 5;
+/// Data packets received twice.
+pub(crate) const DUPLICATES: usize = 6;
+/// Datagrams received with ECN CE.
+pub(crate) const ECN_CE: usize = 7;
+/// Datagrams for no QP (module-wide).
+pub(crate) const UNKNOWN_QPN: usize = 8;
+/// Bytes of the datagrams sent (UDP payload).
+pub(crate) const TX_BYTES: usize = 9;
+/// Bytes of the datagrams received for a QP.
+pub(crate) const RX_BYTES: usize = 10;
+/// Data packets a SACK gap declared lost.
+pub(crate) const SACK_LOSSES: usize = 11;
+/// CE marks echoed back to senders in ACKs.
+pub(crate) const ECN_ECHOED: usize = 12;
+/// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
+/// each of the protocol core's `DropReason`s, in its order.
+pub(crate) const DROP_FIRST: usize = 13;
+/// How many drop reasons [`NAMES`] names.
+pub(crate) const NUM_DROP_REASONS: usize = 16;
+/// Number of device counters.
+pub(crate) const NUM_COUNTERS: usize = DROP_FIRST + NUM_DROP_REASONS;
+
+/// The counter names, by index.
+pub(crate) const NAMES: [CounterDesc; NUM_COUNTERS] = [
+    CounterDesc::new(c_str!("tx_packets")),
+    CounterDesc::new(c_str!("rx_packets")),
+    CounterDesc::new(c_str!("rx_drops")),
+    CounterDesc::new(c_str!("retransmits")),
+    CounterDesc::new(c_str!("rto_timeouts")),
+    CounterDesc::new(c_str!("path_moves")),
+    CounterDesc::new(c_str!("duplicates")),
+    CounterDesc::new(c_str!("ecn_ce_marked")),
+    CounterDesc::new(c_str!("unknown_qpn_drops")),
+    CounterDesc::new(c_str!("tx_bytes")),
+    CounterDesc::new(c_str!("rx_bytes")),
+    CounterDesc::new(c_str!("sack_losses")),
+    CounterDesc::new(c_str!("ecn_ce_echoed")),
+    // `DropReason::name()` of rust/proto/src/wire.rs, in order.
+    CounterDesc::new(c_str!("rx_drop_truncated")),
+    CounterDesc::new(c_str!("rx_drop_bad_version")),
+    CounterDesc::new(c_str!("rx_drop_unknown_type")),
+    CounterDesc::new(c_str!("rx_drop_unknown_op")),
+    CounterDesc::new(c_str!("rx_drop_bad_flags")),
+    CounterDesc::new(c_str!("rx_drop_length_mismatch")),
+    CounterDesc::new(c_str!("rx_drop_bad_offset")),
+    CounterDesc::new(c_str!("rx_drop_bad_path")),
+    CounterDesc::new(c_str!("rx_drop_wrong_connection")),
+    CounterDesc::new(c_str!("rx_drop_psn_out_of_window")),
+    CounterDesc::new(c_str!("rx_drop_stream_out_of_range")),
+    CounterDesc::new(c_str!("rx_drop_ssn_out_of_window")),
+    CounterDesc::new(c_str!("rx_drop_ack_out_of_range")),
+    CounterDesc::new(c_str!("rx_drop_closed")),
+    CounterDesc::new(c_str!("rx_drop_receiver_not_ready")),
+    CounterDesc::new(c_str!("rx_drop_refused")),
+];
+
+// One `rx_drop_*` counter per drop reason of the protocol core.
+const _: () = assert!(crate::proto::wire::DropReason::COUNT == NUM_DROP_REASONS);
