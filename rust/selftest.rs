@@ -267,7 +267,7 @@ pub(crate) extern "C" fn metaroce_rust_udp_selftest() -> c_int {
     // TEST-NET-1 from a loopback source: no route, whatever the guest's routes.
     let unreachable = IpAddr::V4([192, 0, 2, 1]);
     match tunnel.send(&LO4, &unreachable, 0, 1, TEST_UDP_PORT, false, 64, |_| 1) {
-        Err(e) if e.to_errno() == -(crate::ffi::bindings::EHOSTUNREACH as i32) => {}
+        Err(e) if crate::ffi::net::is_unreachable(e) => {}
         other => {
             pr_err!("selftest: send to 192.0.2.1: {:?}\n", other);
             return 7;

@@ -26,10 +26,10 @@
 //!   write concurrently.
 //! - [`net`]: the UDP tunnel; [`timer`], [`sync`]: timers and the
 //!   softirq-safe lock; [`errno`], [`params`], [`layout`]: small helpers.
-//! - [`verbs`]: re-exports at the old `crate::ffi::verbs` path, for the QP
-//!   code until it imports from the rooms above.
 
-/// Raw bindings: never used outside `ffi`.
+/// Raw bindings: used outside `ffi` only by the compile-time checks that the
+/// RC engine's opcode, status and flag values are the kernel's
+/// (`rust/verbs/qp/env.rs`).
 #[allow(
     dead_code,
     improper_ctypes,
@@ -64,7 +64,6 @@ pub(crate) mod sync;
 pub(crate) mod timer;
 pub(crate) mod udata;
 pub(crate) mod umem;
-pub(crate) mod verbs;
 pub(crate) mod wr;
 
 use kernel::str::CStr;

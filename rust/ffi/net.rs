@@ -138,7 +138,6 @@ unsafe impl<R: UdpReceiver> Send for UdpTunnel<R> {}
 // SAFETY: see `Send`; `&UdpTunnel` only sends datagrams and reads counters.
 unsafe impl<R: UdpReceiver> Sync for UdpTunnel<R> {}
 
-/// A negative errno from C as an [`Error`].
 /// Whether `e`, from [`UdpTunnel::send`], means there is no route to the
 /// destination (`EHOSTUNREACH`, `ENETUNREACH`), as opposed to a datagram
 /// lost for want of memory or queue room.
@@ -147,6 +146,7 @@ pub(crate) fn is_unreachable(e: Error) -> bool {
     n == neg(b::EHOSTUNREACH) || n == neg(b::ENETUNREACH)
 }
 
+/// A negative errno from C as an [`Error`].
 fn errno(e: c_int) -> Error {
     Error::from_errno(e)
 }

@@ -75,16 +75,12 @@ pub(crate) use ah::Av;
 pub(crate) use counters::CounterDesc;
 pub(crate) use device::{Device, DeviceAttrs, PortAttrs};
 pub(crate) use event::{CqEvents, QpEvents, SrqEvents};
-pub(crate) use flags::{access, device_cap, port_cap};
+pub(crate) use flags::{access, device_cap, network_type, port_cap, wc_flags};
 pub(crate) use netdev::{eui64_from_mac, ib_mtu_for, NetDev};
 pub(crate) use pd::PdId;
 pub(crate) use qp::{modify_qp_is_ok, qp_mask, QpAttr, QpCaps, QpInit, QpState, QpType};
 pub(crate) use registration::Registration;
 pub(crate) use srq::SrqAttr;
-
-/// The driver's own counter indices, at their old path for the QP code
-/// (they belong to the driver: `crate::verbs::counters`).
-pub(crate) use crate::verbs::counters as counter;
 
 /// An RDMA driver id (`enum rdma_driver_id`): which rdma-core provider
 /// binds to the device.

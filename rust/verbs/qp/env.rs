@@ -8,7 +8,7 @@
 
 use super::*;
 use crate::ffi::bindings as b;
-use crate::ffi::verbs::{send_flags, Sge, Wc};
+use crate::ffi::rxe_abi::{send_flags, Sge, Wc};
 use crate::proto::rc::{
     self, Attrs, Completions, Cqe, LocalOps, QpControl, QpMode, RecvQueue, Resp, RxMsg,
     ScatterGather, SendMsg, SendQueue, Taken, WcOpcode, WcStatus, WrOpcode, RESP_SLOTS, RX_TRACK,

@@ -9,7 +9,7 @@
 use super::super::mr::{access, MrEntry, Span};
 use super::super::mw::MW_BASE;
 use super::*;
-use crate::ffi::verbs::Sge;
+use crate::ffi::rxe_abi::Sge;
 use crate::proto::rc::{AtomicOp, MemError, Memory};
 
 /// The engine's name for a failed access: `EFAULT` (outside the region) is

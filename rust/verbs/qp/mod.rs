@@ -26,17 +26,19 @@ mod mem;
 mod post;
 mod ud;
 
+use super::counters as counter;
 use super::cq::Cq;
 use super::device::DevShared;
 use super::srq::Srq;
 use crate::ffi::net::{IpAddr, RxMeta};
-use crate::ffi::rdma::{counter, PdId};
+use crate::ffi::rdma::{
+    modify_qp_is_ok, qp_mask, PdId, QpAttr, QpCaps, QpEvents, QpHandle, QpInit, QpState, QpType,
+};
+use crate::ffi::rxe_abi::{MmInfo, Queue, RecvWqe, SendWqe, SGE_SIZE};
 use crate::ffi::sync::BhGuard;
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
-use crate::ffi::verbs::{
-    modify_qp_is_ok, qp_mask, MmInfo, QpAttr, QpCaps, QpEvents, QpHandle, QpInit, QpState, QpType,
-    Queue, RecvWqe, RecvWrs, SendWqe, SendWrs, UContext, SGE_SIZE,
-};
+use crate::ffi::udata::UContext;
+use crate::ffi::wr::{RecvWrs, SendWrs};
 use crate::net::Endpoint;
 use crate::proto::conn::{Config, Connection, Stats, Transmit};
 use crate::proto::rc::Engine;

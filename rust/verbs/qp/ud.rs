@@ -4,8 +4,9 @@
 //! outside any connection; receives land after the 40-byte GRH area.
 
 use super::*;
-use crate::ffi::verbs::{send_flags, Wc};
-use crate::proto::rc::{wc_flags, WcOpcode, WcStatus, WrOpcode};
+use crate::ffi::rdma::{network_type, wc_flags};
+use crate::ffi::rxe_abi::{send_flags, Wc};
+use crate::proto::rc::{WcOpcode, WcStatus, WrOpcode};
 
 type Rc = Engine<RcTables>;
 
@@ -149,8 +150,8 @@ impl Glue<'_> {
         // `ib_init_ah_attr_from_wc`) learn which IP header the GRH area holds.
         let (net_type, net_flag) = match (self.qp.kernel, meta.src) {
             (false, _) => (0, 0),
-            (true, IpAddr::V4(_)) => (NET_IPV4, WC_WITH_NETWORK_HDR_TYPE),
-            (true, IpAddr::V6(_)) => (NET_IPV6, WC_WITH_NETWORK_HDR_TYPE),
+            (true, IpAddr::V4(_)) => (network_type::IPV4, wc_flags::WITH_NETWORK_HDR_TYPE),
+            (true, IpAddr::V6(_)) => (network_type::IPV6, wc_flags::WITH_NETWORK_HDR_TYPE),
         };
         let wc = Wc {
             wr_id,
@@ -164,7 +165,7 @@ impl Glue<'_> {
             ex: if imm { h.imm.to_be() } else { 0 },
             qp_num: self.qp.qpn,
             src_qp: h.src_qpn,
-            wc_flags: WC_GRH | net_flag | if imm { wc_flags::WITH_IMM } else { 0 },
+            wc_flags: wc_flags::GRH | net_flag | if imm { wc_flags::WITH_IMM } else { 0 },
             net_type,
         };
         let solicited = h.flags & crate::proto::wire::GF_SE != 0;
@@ -177,14 +178,6 @@ impl Glue<'_> {
         Ok(())
     }
 }
-
-/// `IB_WC_GRH`.
-const WC_GRH: u32 = 1;
-/// `IB_WC_WITH_NETWORK_HDR_TYPE`.
-const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
-/// `RDMA_NETWORK_IPV4`, `RDMA_NETWORK_IPV6` (`enum rdma_network_type`).
-const NET_IPV4: u8 = 2;
-const NET_IPV6: u8 = 3;
 
 /// The IPv4 header checksum (RFC 791) of `h`, whose checksum field is zero.
 fn ipv4_checksum(h: &[u8]) -> u16 {
