@@ -15,6 +15,7 @@ use super::cq::Cq;
 use super::mr::{Mr, MrTable};
 use super::mw::{Mw, MwTable};
 use super::qp::Qp;
+use super::shared::DevShared;
 use super::srq::Srq;
 use crate::ffi::mem::{MappedPages, Mem, PageList};
 use crate::ffi::rdma::{
@@ -26,7 +27,7 @@ use crate::ffi::rxe_abi::{self, MmInfo, Wc};
 use crate::ffi::udata::UContext;
 use crate::ffi::wr::{RecvWrs, SendWrs};
 use crate::net::Transport;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::AtomicU64;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
@@ -42,37 +43,8 @@ const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
 /// The metaroce driver.
 pub(crate) struct Metaroce;
 
-/// What QPs, CQs and MRs of a device share: its limits, its MRs and the
-/// module's transport.
-#[pin_data]
-pub(crate) struct DevShared {
-    pub(crate) attrs: DeviceAttrs,
-    #[pin]
-    pub(crate) mrs: MrTable,
-    #[pin]
-    pub(crate) ahs: AhTable,
-    #[pin]
-    pub(crate) mws: MwTable,
-    pub(crate) transport: Arc<Transport<Qp>>,
-    /// The ifindex of the device's netdev (its GSI QP's key).
-    pub(crate) ifindex: i32,
-    /// Number of the next SRQ (`srq_num` of the rxe ABI).
-    pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
-    /// The device counters ([`super::counters`]).
-    counters: [AtomicU64; NUM_COUNTERS],
-}
-
-impl DevShared {
-    /// Adds `n` to counter `c` ([`super::counters`]).
-    pub(crate) fn count(&self, c: usize, n: u64) {
-        if let Some(x) = self.counters.get(c) {
-            x.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-}
-
 /// Per-device state.
-pub(crate) type DeviceData = Arc<DevShared>;
+pub(crate) type DeviceData = Arc<DevShared<Qp>>;
 
 #[vtable]
 impl Driver for Metaroce {
@@ -233,9 +205,7 @@ impl Driver for Metaroce {
 
     fn counters(dev: &Device<Self>, out: &mut [u64]) {
         let dev = dev.data();
-        for (o, c) in out.iter_mut().zip(dev.counters.iter()) {
-            *o = c.load(Ordering::Relaxed);
-        }
+        dev.read_counters(out);
         if let Some(u) = out.get_mut(counter::UNKNOWN_QPN) {
             *u = dev.transport.unknown();
         }

@@ -10,6 +10,7 @@
 //! lock, so `dereg_mr` (which removes the entry under that lock and releases
 //! the pages after it) can never race a copy.
 
+use super::keys::{self, Kind};
 pub(crate) use crate::ffi::mem::Span;
 use crate::ffi::mem::{MappedPages, Mem};
 use crate::ffi::rdma::PdId;
@@ -116,16 +117,12 @@ impl MrTable {
         if t.count >= self.max {
             return Err(ENOMEM);
         }
+        let index =
+            keys::next_free(Kind::Mr, t.next_index, |i| t.tree.get(&i).is_some()).ok_or(ENOMEM)?;
         t.count += 1;
-        // Index 0 is never used (lkey 0 is the local DMA lkey of kernel verbs).
-        let mut index = t.next_index;
-        // MR indices stay below the MWs' (`mw::MW_BASE`).
-        while index == 0 || t.tree.get(&index).is_some() {
-            index = (index + 1) % super::mw::MW_BASE;
-        }
-        t.next_index = (index + 1) % super::mw::MW_BASE;
+        t.next_index = index.wrapping_add(1);
         t.key_byte = t.key_byte.wrapping_add(1);
-        let key = index << 8 | u32::from(t.key_byte);
+        let key = keys::key(index, t.key_byte);
         t.tree.insert(res.into_node(
             index,
             MrEntry {
@@ -144,7 +141,7 @@ impl MrTable {
     /// REG_MRs); the caller drops it (unpinning may sleep).
     pub(crate) fn remove(&self, mr: &Mr) -> Option<MrEntry> {
         let mut t = self.inner.lock();
-        let e = t.tree.remove(&(mr.key >> 8));
+        let e = t.tree.remove(&keys::index(mr.key));
         if e.is_some() {
             t.count -= 1;
         }
@@ -163,7 +160,7 @@ impl MrTable {
         pages: &MappedPages<'_>,
     ) -> Result {
         let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&(mr.key >> 8)).ok_or(EINVAL)?;
+        let e = t.tree.get_mut(&keys::index(mr.key)).ok_or(EINVAL)?;
         match &mut e.mem {
             Mem::Pages(p) if !e.valid => {
                 p.set(iova, len, page_size, pages)?;
@@ -181,8 +178,8 @@ impl MrTable {
     /// `access`. `EINVAL` otherwise.
     pub(crate) fn register(&self, pd: PdId, mr: u32, new: u32, access: u32) -> Result {
         let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&(mr >> 8)).ok_or(EINVAL)?;
-        if new >> 8 != mr >> 8 || e.pd != pd || e.valid {
+        let e = t.tree.get_mut(&keys::index(mr)).ok_or(EINVAL)?;
+        if !keys::same_index(new, mr) || e.pd != pd || e.valid {
             return Err(EINVAL);
         }
         if !matches!(e.mem, Mem::Pages(_)) {
@@ -199,7 +196,7 @@ impl MrTable {
     /// fast-registration MR of `pd`.
     pub(crate) fn invalidate(&self, pd: PdId, key: u32) -> Result {
         let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&(key >> 8)).ok_or(EINVAL)?;
+        let e = t.tree.get_mut(&keys::index(key)).ok_or(EINVAL)?;
         if e.key != key || e.pd != pd || !e.valid || !matches!(e.mem, Mem::Pages(_)) {
             return Err(EINVAL);
         }
@@ -211,7 +208,7 @@ impl MrTable {
     /// returns `EINVAL` if there is none.
     pub(crate) fn with<R>(&self, key: u32, f: impl FnOnce(&MrEntry) -> Result<R>) -> Result<R> {
         let t = self.inner.lock();
-        match t.tree.get(&(key >> 8)) {
+        match t.tree.get(&keys::index(key)) {
             Some(e) if e.key == key && e.valid => f(e),
             _ => Err(EINVAL),
         }

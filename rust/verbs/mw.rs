@@ -5,17 +5,13 @@
 //! QP's SQ (type 1: `ibv_bind_mw`; type 2: `IBV_WR_BIND_MW` and
 //! `IBV_WR_LOCAL_INV`).
 //!
-//! MW keys share the 24-bit index space with MR keys: MR indices stay below
-//! `MW_BASE`, MW indices start at it, so a remote key names one or the
-//! other without a second lookup.
+//! Window keys share the index space with MR keys ([`super::keys`]).
 
+use super::keys::{self, Kind};
 use crate::ffi::rdma::PdId;
 use crate::ffi::sync::BhLock;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
-
-/// First MW key index (bit 23 of the index).
-pub(crate) const MW_BASE: u32 = 1 << 23;
 
 /// Where a bound MW points.
 #[derive(Clone, Copy)]
@@ -71,7 +67,7 @@ impl MwTable {
     pub(crate) fn new(max: u32) -> impl PinInit<Self> {
         pin_init!(MwTable {
             inner <- crate::ffi::sync::new_bh_lock!(
-                Table { tree: RBTree::new(), next: MW_BASE, count: 0 },
+                Table { tree: RBTree::new(), next: 0, count: 0 },
                 "metaroce_mws"
             ),
             max,
@@ -85,13 +81,11 @@ impl MwTable {
         if t.count >= self.max {
             return Err(ENOMEM);
         }
-        let mut index = t.next;
-        while index < MW_BASE || t.tree.get(&index).is_some() {
-            index = (index.wrapping_add(1) & 0x00ff_ffff).max(MW_BASE);
-        }
-        t.next = (index + 1) & 0x00ff_ffff;
+        let index =
+            keys::next_free(Kind::Mw, t.next, |i| t.tree.get(&i).is_some()).ok_or(ENOMEM)?;
+        t.next = index.wrapping_add(1);
         t.count += 1;
-        let rkey = index << 8;
+        let rkey = keys::key(index, 0);
         t.tree.insert(res.into_node(
             index,
             MwEntry {
@@ -129,8 +123,11 @@ impl MwTable {
         b: Binding,
     ) -> core::result::Result<(), MwError> {
         let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&(mw_rkey >> 8)).ok_or(MwError::Invalid)?;
-        if e.pd != pd || new_rkey >> 8 != mw_rkey >> 8 {
+        let e = t
+            .tree
+            .get_mut(&keys::index(mw_rkey))
+            .ok_or(MwError::Invalid)?;
+        if e.pd != pd || !keys::same_index(new_rkey, mw_rkey) {
             return Err(MwError::Invalid);
         }
         // Type 1 is named by its current key; a type 2 window by its key
@@ -150,7 +147,7 @@ impl MwTable {
     /// `LOCAL_INV` of a type 2 window's key: unbinds it.
     pub(crate) fn invalidate(&self, pd: PdId, rkey: u32) -> core::result::Result<(), MwError> {
         let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&(rkey >> 8)).ok_or(MwError::Invalid)?;
+        let e = t.tree.get_mut(&keys::index(rkey)).ok_or(MwError::Invalid)?;
         if e.pd != pd || e.rkey != rkey || e.mw_type != 2 || e.bound.is_none() {
             return Err(MwError::Invalid);
         }
@@ -163,7 +160,7 @@ impl MwTable {
     /// the QP that bound it).
     pub(crate) fn resolve(&self, pd: PdId, qpn: u32, rkey: u32) -> Option<Binding> {
         let t = self.inner.lock();
-        let e = t.tree.get(&(rkey >> 8))?;
+        let e = t.tree.get(&keys::index(rkey))?;
         let qp_ok = e.mw_type != 2 || e.qpn == qpn;
         (e.rkey == rkey && e.pd == pd && qp_ok)
             .then_some(e.bound)
@@ -178,7 +175,7 @@ impl MwTable {
         let found = t
             .tree
             .values()
-            .any(|e| e.bound.is_some_and(|b| b.mr_key >> 8 == mr_key >> 8));
+            .any(|e| e.bound.is_some_and(|b| keys::same_index(b.mr_key, mr_key)));
         found
     }
 }

@@ -15,7 +15,7 @@ impl Qp {
     /// QP is QPN 1 of its device; there is one per device (`EBUSY`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn create(
-        dev: &Arc<DevShared>,
+        dev: &Arc<DevShared<Qp>>,
         pd: PdId,
         init: &mut QpInit,
         scq: &Arc<Cq>,

@@ -5,8 +5,9 @@
 //! LOCAL_INV, REG_MR. The RC engine runs them in SQ order
 //! ([`crate::proto::rc::LocalOps`]).
 
+use super::super::keys::{self, Kind};
 use super::super::mr::access;
-use super::super::mw::{Binding, MW_BASE};
+use super::super::mw::Binding;
 use super::*;
 use crate::proto::rc::{WcStatus, WrOpcode};
 
@@ -36,7 +37,7 @@ impl Glue<'_> {
             Some(WrOpcode::LocalInv) => {
                 // `ex` is `invalidate_rkey` for LOCAL_INV: a window's or a
                 // fast-registration MR's key.
-                return if w.ex >> 8 >= MW_BASE {
+                return if keys::kind(w.ex) == Kind::Mw {
                     match self.qp.dev.mws.invalidate(pd, w.ex) {
                         Ok(()) => WcStatus::Success,
                         Err(_) => WcStatus::MwBindErr,

@@ -6,8 +6,8 @@
 //! QP, checked against the window first), atomics executed under the lock
 //! that checked them, and SEND_WITH_INV's invalidation.
 
+use super::super::keys::{self, Kind};
 use super::super::mr::{access, MrEntry, Span};
-use super::super::mw::MW_BASE;
 use super::*;
 use crate::ffi::rxe_abi::Sge;
 use crate::proto::rc::{AtomicOp, MemError, Memory};
@@ -56,7 +56,7 @@ impl Glue<'_> {
         f: impl FnOnce(&MrEntry, Span) -> Result<R>,
     ) -> core::result::Result<R, MemError> {
         let pd = self.qp.pd;
-        if rkey >> 8 >= MW_BASE {
+        if keys::kind(rkey) == Kind::Mw {
             let b = self
                 .qp
                 .dev
@@ -162,7 +162,7 @@ impl Memory for Glue<'_> {
     }
     fn invalidate(&mut self, key: u32) -> bool {
         let pd = self.qp.pd;
-        if key >> 8 >= MW_BASE {
+        if keys::kind(key) == Kind::Mw {
             self.qp.dev.mws.invalidate(pd, key).is_ok()
         } else {
             self.qp.dev.mrs.invalidate(pd, key).is_ok()

@@ -28,7 +28,7 @@ mod ud;
 
 use super::counters as counter;
 use super::cq::Cq;
-use super::device::DevShared;
+use super::shared::DevShared;
 use super::srq::Srq;
 use crate::ffi::net::{IpAddr, RxMeta};
 use crate::ffi::rdma::{
@@ -90,7 +90,7 @@ pub(crate) struct Qp {
     events: QpEvents,
     pd: PdId,
     sq_sig_all: bool,
-    dev: Arc<DevShared>,
+    dev: Arc<DevShared<Qp>>,
     scq: Arc<Cq>,
     rcq: Arc<Cq>,
     srq: Option<Arc<Srq>>,

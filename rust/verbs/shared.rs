@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What every object of a device shares: its attributes, MR, MW and AH
+//! tables, counters and the module's transport. Generic over the transport's
+//! endpoint (the QP) so that the QP code and the device code both depend on
+//! this file and not on each other.
+
+use super::ah::AhTable;
+use super::counters::NUM_COUNTERS;
+use super::mr::MrTable;
+use super::mw::MwTable;
+use crate::ffi::rdma::DeviceAttrs;
+use crate::net::{Endpoint, Transport};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// What QPs, CQs and MRs of a device share: its limits, its MRs and the
+/// module's transport.
+#[pin_data]
+pub(crate) struct DevShared<P: Endpoint> {
+    pub(crate) attrs: DeviceAttrs,
+    #[pin]
+    pub(crate) mrs: MrTable,
+    #[pin]
+    pub(crate) ahs: AhTable,
+    #[pin]
+    pub(crate) mws: MwTable,
+    pub(crate) transport: Arc<Transport<P>>,
+    /// The ifindex of the device's netdev (its GSI QP's key).
+    pub(crate) ifindex: i32,
+    /// Number of the next SRQ (`srq_num` of the rxe ABI).
+    pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
+    /// The device counters ([`super::counters`]).
+    pub(super) counters: [AtomicU64; NUM_COUNTERS],
+}
+
+impl<P: Endpoint> DevShared<P> {
+    /// Adds `n` to counter `c` ([`super::counters`]).
+    pub(crate) fn count(&self, c: usize, n: u64) {
+        if let Some(x) = self.counters.get(c) {
+            x.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The counters' current values, in [`super::counters`] order.
+    pub(crate) fn read_counters(&self, out: &mut [u64]) {
+        for (o, c) in out.iter_mut().zip(self.counters.iter()) {
+            *o = c.load(Ordering::Relaxed);
+        }
+    }
+}
