@@ -7,7 +7,7 @@
 //! each slot for the QP the completion names (`ib_wc.qp`), polled through
 //! `ib_poll_cq` ([`Cq::poll`]).
 
-use crate::ffi::rdma::CqEvents;
+use crate::ffi::rdma::{CqCreated, CqEvents};
 use crate::ffi::rxe_abi::{MmInfo, QpHandle, Queue, Wc};
 use crate::ffi::udata::UContext;
 use kernel::prelude::*;
@@ -60,7 +60,7 @@ impl Cq {
         max_cqe: u32,
         uc: Option<&UContext>,
         events: CqEvents,
-    ) -> Result<(Arc<Cq>, MmInfo)> {
+    ) -> Result<CqCreated<Arc<Cq>>> {
         if cqe == 0 || cqe > max_cqe {
             return Err(EINVAL);
         }
@@ -78,7 +78,7 @@ impl Cq {
             }),
             GFP_KERNEL,
         )?;
-        Ok((cq, mi))
+        Ok(CqCreated { cq, ring: mi })
     }
 
     /// Appends a completion of QP `qp`; raises the CQ event if armed for it.

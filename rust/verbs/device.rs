@@ -103,8 +103,7 @@ impl Driver for Metaroce {
         events: CqEvents,
     ) -> Result<CqCreated<Arc<Cq>>> {
         let dev = dev.data();
-        let (cq, ring) = Cq::new(cqe, dev.attrs.max_cqe, uc, events)?;
-        Ok(CqCreated { cq, ring })
+        Cq::new(cqe, dev.attrs.max_cqe, uc, events)
     }
 
     fn destroy_cq(_dev: &Device<Self>, cq: &Arc<Cq>) {
@@ -194,8 +193,7 @@ impl Driver for Metaroce {
         if mw_type != 1 && mw_type != 2 {
             return Err(EINVAL);
         }
-        let (mw, rkey) = dev.mws.alloc(pd, mw_type)?;
-        Ok(MwCreated { mw, rkey })
+        dev.mws.alloc(pd, mw_type)
     }
 
     fn dealloc_mw(dev: &Device<Self>, mw: &Mw) {
@@ -223,8 +221,7 @@ impl Driver for Metaroce {
         events: QpEvents,
     ) -> Result<QpCreated<Arc<Qp>>> {
         let dev = dev.data();
-        let (qp, qpn, rq, sq) = Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)?;
-        Ok(QpCreated { qp, qpn, rq, sq })
+        Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)
     }
 
     fn modify_qp(_dev: &Device<Self>, qp: &Arc<Qp>, attr: &QpAttr) -> Result {

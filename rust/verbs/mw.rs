@@ -8,7 +8,7 @@
 //! Window keys share the index space with MR keys ([`super::keys`]).
 
 use super::keys::{self, Kind};
-use crate::ffi::rdma::PdId;
+use crate::ffi::rdma::{MwCreated, PdId};
 use crate::ffi::sync::BhLock;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
@@ -75,7 +75,7 @@ impl MwTable {
     }
 
     /// `alloc_mw`: a new, unbound window; returns it and its initial rkey.
-    pub(crate) fn alloc(&self, pd: PdId, mw_type: u32) -> Result<(Mw, u32)> {
+    pub(crate) fn alloc(&self, pd: PdId, mw_type: u32) -> Result<MwCreated<Mw>> {
         let res = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut t = self.inner.lock();
         if t.count >= self.max {
@@ -96,7 +96,10 @@ impl MwTable {
                 qpn: 0,
             },
         ));
-        Ok((Mw { index }, rkey))
+        Ok(MwCreated {
+            mw: Mw { index },
+            rkey,
+        })
     }
 
     /// `dealloc_mw`.

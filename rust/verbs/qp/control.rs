@@ -5,6 +5,7 @@
 //! `destroy_qp`.
 
 use super::*;
+use crate::ffi::rdma::QpCreated;
 use crate::proto::rc;
 use kernel::alloc::KVec;
 
@@ -24,7 +25,7 @@ impl Qp {
         uc: Option<&UContext>,
         handle: QpHandle,
         events: QpEvents,
-    ) -> Result<(Arc<Qp>, u32, MmInfo, MmInfo)> {
+    ) -> Result<QpCreated<Arc<Qp>>> {
         if init.qp_type == QpType::Gsi && uc.is_some() {
             return Err(EINVAL);
         }
@@ -117,7 +118,12 @@ impl Qp {
         } else {
             dev.transport.insert(make)?
         };
-        Ok((qp, qpn, rq_mi, sq_mi))
+        Ok(QpCreated {
+            qp,
+            qpn,
+            rq: rq_mi,
+            sq: sq_mi,
+        })
     }
 
     /// `modify_qp`: validates like rxe (`rxe_qp_chk_attr`) and applies.

@@ -34,7 +34,7 @@ use crate::ffi::net::{IpAddr, RxMeta};
 use crate::ffi::rdma::{
     modify_qp_is_ok, qp_mask, PdId, QpAttr, QpCaps, QpEvents, QpHandle, QpInit, QpState, QpType,
 };
-use crate::ffi::rxe_abi::{MmInfo, Queue, RecvWqe, SendWqe, SGE_SIZE};
+use crate::ffi::rxe_abi::{Queue, RecvWqe, SendWqe, SGE_SIZE};
 use crate::ffi::sync::BhGuard;
 use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::udata::UContext;
