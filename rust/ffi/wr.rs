@@ -28,6 +28,24 @@ pub(crate) struct SendWrs {
     ah_num: unsafe fn(*mut b::ib_ah) -> u32,
 }
 
+/// The SGEs of a kernel work request (`sg_list`, `num_sge`); empty for a
+/// null list or a count below 1.
+///
+/// # Safety
+///
+/// Unless empty as above, `sg` points to `n` valid `ib_sge`s that stay valid
+/// and unchanged for `'a`.
+unsafe fn sg_list<'a>(sg: *const b::ib_sge, n: i32) -> &'a [b::ib_sge] {
+    match usize::try_from(n) {
+        Ok(n) if n > 0 && !sg.is_null() => {
+            // SAFETY: by the caller's guarantee `sg` holds `n` entries for
+            // `'a`.
+            unsafe { core::slice::from_raw_parts(sg, n) }
+        }
+        _ => &[],
+    }
+}
+
 /// The IB_WR_* opcodes a kernel consumer may post, per QP type (rxe's
 /// `rxe_wr_opcode_info` masks for what the data path implements).
 fn send_opcode_ok(op: u32, ud: bool) -> bool {
@@ -98,13 +116,10 @@ impl SendWrs {
         if !send_opcode_ok(op, ud) || wr.num_sge < 0 || wr.num_sge as u32 > caps.max_send_sge {
             return Err(EINVAL);
         }
-        let n = wr.num_sge as usize;
-        let sgl: &[b::ib_sge] = if n == 0 || wr.sg_list.is_null() {
-            &[]
-        } else {
-            // SAFETY: the consumer's `sg_list` holds `num_sge` entries.
-            unsafe { core::slice::from_raw_parts(wr.sg_list, n) }
-        };
+        // SAFETY: `wr` is a valid request (the type invariant), so its
+        // `sg_list` holds `num_sge` entries while `wr` is borrowed.
+        let sgl = unsafe { sg_list(wr.sg_list, wr.num_sge) };
+        let n = sgl.len();
         let mut length = 0u32;
         for s in sgl {
             length = length.checked_add(s.length).ok_or(EINVAL)?;
@@ -272,13 +287,10 @@ impl RecvWrs {
         if wr.num_sge < 0 || wr.num_sge as u32 > max_sge {
             return Err(EINVAL);
         }
-        let n = wr.num_sge as usize;
-        let sgl: &[b::ib_sge] = if n == 0 || wr.sg_list.is_null() {
-            &[]
-        } else {
-            // SAFETY: the consumer's `sg_list` holds `num_sge` entries.
-            unsafe { core::slice::from_raw_parts(wr.sg_list, n) }
-        };
+        // SAFETY: `wr` is a valid request (the type invariant), so its
+        // `sg_list` holds `num_sge` entries while `wr` is borrowed.
+        let sgl = unsafe { sg_list(wr.sg_list, wr.num_sge) };
+        let n = sgl.len();
         let mut sges = [Sge::default(); 32];
         let mut total = 0u32;
         for (d, s) in sges.iter_mut().zip(sgl) {

@@ -108,12 +108,7 @@ impl TimerCallback for Qp {
         if this.qp_type.is_datagram() {
             // Datagrams a kernel consumer posted with interrupts off.
             if matches!(g.io.attr.state, QpState::Rts | QpState::Sqd) {
-                let Inner {
-                    io, rc, scratch, ..
-                } = &mut *g;
-                let mut env = Glue { qp: this, io };
-                env.datagrams_out(rc, scratch);
-                rc.settle(&mut env);
+                Qp::datagrams_locked(this, &mut g);
             }
             return;
         }

@@ -37,12 +37,7 @@ impl Qp {
                 _ => return Err(EINVAL),
             }
             if this.qp_type.is_datagram() {
-                let Inner {
-                    io, rc, scratch, ..
-                } = &mut *g;
-                let mut env = Glue { qp: this, io };
-                env.datagrams_out(rc, scratch);
-                rc.settle(&mut env);
+                Qp::datagrams_locked(this, &mut g);
                 return Ok(());
             }
         }
@@ -107,6 +102,17 @@ impl Qp {
     /// then arms the timer for the core's next deadline.
     pub(super) fn pump(this: &Arc<Self>) {
         Self::pump_locked(this, this.inner.lock());
+    }
+
+    /// Sends a datagram QP's posted datagrams and settles its completions,
+    /// with the QP lock held (`g`).
+    pub(super) fn datagrams_locked(this: &Arc<Self>, g: &mut BhGuard<'_, Inner>) {
+        let Inner {
+            io, rc, scratch, ..
+        } = &mut **g;
+        let mut env = Glue { qp: this, io };
+        env.datagrams_out(rc, scratch);
+        rc.settle(&mut env);
     }
 
     /// [`Self::pump`] with the QP lock already held (`g`), so that what the
