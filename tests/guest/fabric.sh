@@ -10,7 +10,11 @@
 dev=${1:-mr0}
 fabric_up "${2:-4}"
 check "peer $MR_PEER_IP4 reachable across the fabric" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-check "peer $MR_PEER_IP6 reachable across the fabric" retry 30 ping -6 -q -c1 -W1 "$MR_PEER_IP6"
+if retry 60 ping -6 -q -c1 -W1 "$MR_PEER_IP6" >/dev/null 2>&1; then
+  pass "peer $MR_PEER_IP6 reachable across the fabric"
+else
+  fail "peer $MR_PEER_IP6 reachable across the fabric" "$(ip -6 route; ip -6 neigh; ip -6 addr)"
+fi
 
 # spine_deltas BEFORE AFTER: "i:a2b/b2a" per spine, packets between the two
 # fabric_counters snapshots.
