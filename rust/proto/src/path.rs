@@ -19,7 +19,7 @@ pub enum PathState {
 }
 
 /// Sender half of a path.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathTx {
     /// State machine.
     pub state: PathState,
@@ -81,7 +81,7 @@ impl PathTx {
 }
 
 /// Receiver half of a path.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathRx {
     /// Next expected PSN; everything below is received or abandoned by the sender.
     pub cum: u32,
@@ -134,5 +134,48 @@ impl PathRx {
         let n = self.sack.trailing_ones();
         self.cum = self.cum.wrapping_add(1).wrapping_add(n);
         self.sack.shift_down(n.saturating_add(1));
+    }
+}
+
+impl PathTx {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: PathTx = PathTx {
+        state: PathState::Unused,
+        timeouts: 0,
+        backoff: 0,
+        probe_due: false,
+        src_port: 0,
+        moves: 0,
+        base_psn: 0,
+        next_psn: 0,
+        inflight: 0,
+        srtt: 0,
+        rttvar: 0,
+        probe_stamp: 0,
+        rto_at: Instant::ZERO,
+        cc: PathCc::EMPTY,
+    };
+}
+
+impl Default for PathTx {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl PathRx {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: PathRx = PathRx {
+        cum: 0,
+        sack: Sack::EMPTY,
+        echo: 0,
+        ce: 0,
+        acked: 0,
+    };
+}
+
+impl Default for PathRx {
+    fn default() -> Self {
+        Self::EMPTY
     }
 }

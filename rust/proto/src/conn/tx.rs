@@ -63,7 +63,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 let bytes = (t.len as u64).saturating_add(u64::from(self.cfg.wire_overhead));
                 let r = u64::from(self.peer_hint) * u64::from(self.rate_scale) / 1024;
                 let d = bytes.saturating_mul(1_000_000) / r.max(1);
-                let next = self.timers.get(Timer::Pacing).max(now).add_nanos(d);
+                // The pacing clock lags the present by at most the slack: a sender woken
+                // late catches up on that much sending time, no more.
+                let floor = Instant(
+                    now.as_nanos()
+                        .saturating_sub(u64::from(self.cfg.pacing_slack_ns)),
+                );
+                let next = self.timers.get(Timer::Pacing).max(floor).add_nanos(d);
                 self.timers.set(Timer::Pacing, next);
             }
         }
