@@ -16,6 +16,8 @@
  * so the kernel's rxe can run on the same netdev. Documentation/transport.rst.
  */
 #define METAROCE_DEFAULT_UDP_PORT 4792
+/* Paths per RC connection unless the `paths` module parameter says otherwise. */
+#define METAROCE_DEFAULT_PATHS 8
 
 /*
  * The uverbs ABI version devices report: rxe's (RXE_UVERBS_ABI_VERSION), so that
@@ -60,6 +62,10 @@ unsigned int metaroce_num_possible_cpus(void);
 
 /* Module parameters, owned by the C shim (module_param is a C macro). */
 u16 metaroce_param_udp_port(void);
+u32 metaroce_param_paths(void);
+u32 metaroce_param_rx_mbps(void);
+u64 metaroce_tick_ns(void);
+u32 metaroce_netdev_speed_mbps(struct net_device *dev);
 
 /* Which C type metaroce_rust_sizeof()/metaroce_c_sizeof() measure. */
 enum metaroce_layout_probe {
