@@ -53,7 +53,7 @@ fn reset_in_place_is_new() {
     let cfg = Config {
         paths: 8,
         base_src_port: 50000,
-        pacing_slack_ns: 4_000_000,
+        pacing_slack_us: 4_000,
         ..Config::default()
     };
     let fresh = KernelConn::new(cfg);

@@ -295,7 +295,7 @@ impl Qp {
             // Woken up to a tick late by that timer, the sender catches up
             // on a tick of sending time (else pacing would allow about one
             // packet per tick).
-            pacing_slack_ns: tick,
+            pacing_slack_us: (tick / 1000).min(u32::from(u16::MAX)) as u16,
             ..Config::default()
         };
         rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);

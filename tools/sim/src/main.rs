@@ -75,7 +75,7 @@ fn params(tr: Transport, paths: u8, seed: u64, sample_ns: u64) -> Params {
         } else {
             metaroce_proto::conn::Config::DEFAULT.max_rto_ns
         },
-        pacing_slack_ns: if k { KERNEL_TICK } else { 0 },
+        pacing_slack_us: if k { (KERNEL_TICK / 1000) as u16 } else { 0 },
         base_window: 128 * 1024,
         sample_ns,
         seed,

@@ -103,8 +103,8 @@ pub struct Params {
     pub init_rto_ns: u32,
     /// Largest RTO before backoff (MetaRoCE), ns.
     pub max_rto_ns: u32,
-    /// Pacing slack (MetaRoCE, [`Config::pacing_slack_ns`]), ns.
-    pub pacing_slack_ns: u32,
+    /// Pacing slack (MetaRoCE, [`Config::pacing_slack_us`]), µs.
+    pub pacing_slack_us: u16,
     pub base_window: u32,
     pub sample_ns: u64,
     pub seed: u64,
@@ -200,7 +200,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         wire_overhead: OVERHEAD as u16,
                         init_rto_ns: self.params.init_rto_ns,
                         max_rto_ns: self.params.max_rto_ns,
-                        pacing_slack_ns: self.params.pacing_slack_ns,
+                        pacing_slack_us: self.params.pacing_slack_us,
                         init_qwnd: std::env::var("SIM_IW")
                             .ok()
                             .and_then(|v| v.parse().ok())

@@ -60,12 +60,12 @@ pub struct Config {
     pub hint_headroom: u16,
     /// Pace data at the peer's hinted rate.
     pub pacing: bool,
-    /// Pacing slack, ns: how far the pacing clock may fall behind the present, i.e. how
+    /// Pacing slack, µs (u16: fits the padding of this struct): how far the pacing clock may fall behind the present, i.e. how
     /// much sending time a sender woken late (by a coarse timer) may catch up on at once,
     /// as a burst. 0 = strict spacing (a sender woken late loses that time). A host whose
     /// timer has a resolution of one tick sets about one tick, or pacing would cap it at a
     /// few packets per tick.
-    pub pacing_slack_ns: u32,
+    pub pacing_slack_us: u16,
     /// ACK after this many data packets on a path (1 = every packet).
     pub ack_every: u8,
     /// Longest an ACK is delayed, ns.
@@ -102,7 +102,7 @@ impl Config {
             move_after: 1,
             hint_headroom: 1536,
             pacing: true,
-            pacing_slack_ns: 0,
+            pacing_slack_us: 0,
             init_qwnd: 4160,
             ack_every: 1,
             ack_delay_ns: 2_000,

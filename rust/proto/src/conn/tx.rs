@@ -67,7 +67,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 // late catches up on that much sending time, no more.
                 let floor = Instant(
                     now.as_nanos()
-                        .saturating_sub(u64::from(self.cfg.pacing_slack_ns)),
+                        .saturating_sub(u64::from(self.cfg.pacing_slack_us) * 1000),
                 );
                 let next = self.timers.get(Timer::Pacing).max(floor).add_nanos(d);
                 self.timers.set(Timer::Pacing, next);
