@@ -94,6 +94,7 @@ size_t metaroce_rust_sizeof(enum metaroce_layout_probe probe);
 
 /* In-kernel self-test of Rust code, run by the KUnit suite; 0 = pass. */
 int metaroce_rust_check_param(u32 port);
+int metaroce_rust_check_paths(u32 paths);
 int metaroce_rust_proto_selftest(void);
 int metaroce_rust_rdma_selftest(void);
 

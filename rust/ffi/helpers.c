@@ -453,6 +453,13 @@ static void metaroce_test_param(struct kunit *test)
 	/* RoCEv2's port belongs to rxe and real RoCE NICs. */
 	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(4791), -EADDRINUSE);
 	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(metaroce_param_udp_port()), 0);
+	/* paths: 1..=64, else the module refuses to load. */
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(METAROCE_DEFAULT_PATHS), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(1), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(64), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(65), -EINVAL);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(metaroce_param_paths()), 0);
 }
 
 /* The protocol core, compiled into the kernel, passes its in-kernel checks. */
