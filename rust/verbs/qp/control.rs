@@ -292,10 +292,11 @@ impl Qp {
             max_rto_ns: 500_000_000,
             ack_delay_ns: 0,
             pacing: true,
-            // Woken up to a tick late by that timer, the sender catches up
-            // on a tick of sending time (else pacing would allow about one
-            // packet per tick).
-            pacing_slack_us: (tick / 1000).min(u32::from(u16::MAX)) as u16,
+            // That timer fires up to two ticks after a deadline it is armed
+            // for (`Timer::arm`: whole ticks, plus one); the sender then
+            // catches up on up to two ticks of sending time (else pacing
+            // would allow about one packet per timer expiry).
+            pacing_slack_us: (2 * tick / 1000).min(u32::from(u16::MAX)) as u16,
             ..Config::default()
         };
         rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);

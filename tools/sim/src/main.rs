@@ -49,7 +49,7 @@ fn topo(planes: u8, leaves: u16, hpl: u16, spines: u16) -> Topo {
 
 /// `--kernel`: MetaRoCE runs the kernel module's connection configuration
 /// (rust/verbs/qp/control.rs) instead of the simulator's: its timer resolves
-/// one tick (HZ=250: 4 ms), so min RTO = pacing slack = one tick, init RTO
+/// one tick (HZ=250: 4 ms), so min RTO = one tick, pacing slack = two, init RTO
 /// 20 ms (no device base RTT yet), max RTO 500 ms. Paths, pacing, ECN and the
 /// receiver fair share are the same (8 paths unless a scenario says).
 static KERNEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -75,7 +75,11 @@ fn params(tr: Transport, paths: u8, seed: u64, sample_ns: u64) -> Params {
         } else {
             metaroce_proto::conn::Config::DEFAULT.max_rto_ns
         },
-        pacing_slack_us: if k { (KERNEL_TICK / 1000) as u16 } else { 0 },
+        pacing_slack_us: if k {
+            (2 * KERNEL_TICK / 1000) as u16
+        } else {
+            0
+        },
         base_window: 128 * 1024,
         sample_ns,
         seed,
@@ -583,7 +587,7 @@ fn main() {
         base_rtt() / 1e3,
         params(Transport::Meta, 8, seed, 0).min_rto_ns / 1000,
         if kernel() {
-            ", kernel configuration (--kernel: min RTO = pacing slack = 4 ms tick, \
+            ", kernel configuration (--kernel: min RTO 4 ms (a tick), pacing slack 8 ms, \
              init RTO 20 ms, max RTO 500 ms)"
         } else {
             ""

@@ -60,11 +60,12 @@ pub struct Config {
     pub hint_headroom: u16,
     /// Pace data at the peer's hinted rate.
     pub pacing: bool,
-    /// Pacing slack, µs (u16: fits the padding of this struct): how far the pacing clock may fall behind the present, i.e. how
-    /// much sending time a sender woken late (by a coarse timer) may catch up on at once,
-    /// as a burst. 0 = strict spacing (a sender woken late loses that time). A host whose
-    /// timer has a resolution of one tick sets about one tick, or pacing would cap it at a
-    /// few packets per tick.
+    /// Pacing slack, µs (a u16: it fits this struct's padding): how far the pacing clock
+    /// may fall behind the present while pacing holds data back, i.e. how much sending
+    /// time a sender woken late (by a coarse timer) catches up on at once, as a burst; a
+    /// sender that ran out of data starts again from the present. 0 = strict spacing (a
+    /// sender woken late loses that time). A host whose timer fires up to a tick or two
+    /// late sets that much, or pacing would allow about one packet per expiry.
     pub pacing_slack_us: u16,
     /// ACK after this many data packets on a path (1 = every packet).
     pub ack_every: u8,
@@ -388,6 +389,10 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     /// The last [`Connection::poll_transmit`] was held back by pacing: the pacing
     /// deadline ([`timers::Timer::Pacing`]) is one [`Connection::poll_timeout`] reports.
     paced: bool,
+    /// Pacing has held data back since the sender was last out of data to send: only
+    /// then may the pacing clock lag the present ([`Config::pacing_slack_us`]), so a
+    /// sender woken late catches up but one returning from idle does not burst.
+    pace_owed: bool,
     /// Paths in the probing state (bit per path).
     probing: u64,
     // Rate-hint state. (Flat, not a struct: three u16 among u32s would pad a struct and
@@ -500,6 +505,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         },
         timers: TimerTable::new(),
         paced: false,
+        pace_owed: false,
         probing: 0,
         peer_hint: 0,
         local_hint: 0,
