@@ -33,6 +33,8 @@ pub struct PathTx {
     pub src_port: u16,
     /// Times this path was moved to a new source port.
     pub moves: u16,
+    /// Retransmissions sent on this path (wrapping; in the struct's padding).
+    pub retx: u16,
     /// Lowest unresolved PSN (the floor advertised to the receiver).
     pub base_psn: u32,
     /// Next PSN to assign.
@@ -146,6 +148,7 @@ impl PathTx {
         probe_due: false,
         src_port: 0,
         moves: 0,
+        retx: 0,
         base_psn: 0,
         next_psn: 0,
         inflight: 0,

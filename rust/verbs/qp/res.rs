@@ -7,9 +7,12 @@ use super::*;
 use crate::ffi::rdma::res::ResAttrs;
 use crate::proto::path::PathState;
 
-/// Paths shown per QP: the first ones (a QP's attributes must fit one dump
-/// message; 16 paths of 6 attributes take about 3 KB).
-const RES_PATHS: usize = 16;
+/// Paths shown per QP: the first ones. A QP's attributes must fit one dump
+/// message, which iproute2's 4 KiB receive buffer sizes (`NLMSG_GOODSIZE`,
+/// about 3.7 KB); an attribute takes about 24 bytes, so 8 paths of 8 plus
+/// the connection's 11 take about 1.8 KB. An entry that does not fit ends
+/// the dump (the core's `res_get_common_dumpit`).
+const RES_PATHS: usize = 8;
 
 impl Qp {
     /// Adds this QP's connection and per-path state to a resource dump: for
@@ -18,7 +21,8 @@ impl Qp {
     /// connection's counters; then per path `pN_sport`, `pN_state` (0
     /// unused, 1 active, 2 probing), `pN_pwnd` (bytes), `pN_srtt_ns`,
     /// `pN_sent` (packets sent on the path, retransmissions included: its
-    /// next PSN), `pN_moves`, `pN_timeouts`. Nothing for other QPs.
+    /// next PSN), `pN_retx` (retransmissions sent on it), `pN_moves`,
+    /// `pN_timeouts`. Nothing for other QPs.
     pub(crate) fn fill_res(&self, out: &mut ResAttrs) -> Result {
         let g = self.inner.lock();
         let Some(c) = g.conn.as_deref() else {
@@ -49,6 +53,7 @@ impl Qp {
             out.u32(format_args!("p{i}_pwnd"), p.cc.pwnd)?;
             out.u32(format_args!("p{i}_srtt_ns"), p.srtt)?;
             out.u32(format_args!("p{i}_sent"), p.next_psn)?;
+            out.u32(format_args!("p{i}_retx"), u32::from(p.retx))?;
             out.u32(format_args!("p{i}_moves"), u32::from(p.moves))?;
             out.u32(format_args!("p{i}_timeouts"), u32::from(p.timeouts))?;
         }
