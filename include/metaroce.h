@@ -65,6 +65,11 @@ u16 metaroce_param_udp_port(void);
 u32 metaroce_param_paths(void);
 u32 metaroce_param_rx_mbps(void);
 u64 metaroce_tick_ns(void);
+struct sk_buff;
+struct nlattr;
+struct nlattr *metaroce_nla_nest_start_driver(struct sk_buff *msg);
+void metaroce_nla_nest_end(struct sk_buff *msg, struct nlattr *start);
+void metaroce_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start);
 u32 metaroce_netdev_speed_mbps(struct net_device *dev);
 
 /* Which C type metaroce_rust_sizeof()/metaroce_c_sizeof() measure. */

@@ -72,6 +72,25 @@ u32 metaroce_param_rx_mbps(void)
 	return rx_mbps;
 }
 
+/*
+ * The RDMA_NLDEV_ATTR_DRIVER nest a driver's resource attributes go in
+ * (iproute2 prints that table with -dd); NULL when the message is full.
+ */
+struct nlattr *metaroce_nla_nest_start_driver(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void metaroce_nla_nest_end(struct sk_buff *msg, struct nlattr *start)
+{
+	nla_nest_end(msg, start);
+}
+
+void metaroce_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start)
+{
+	nla_nest_cancel(msg, start);
+}
+
 /* One timer tick (jiffy), in ns: the resolution of the QP's timer_list. */
 u64 metaroce_tick_ns(void)
 {

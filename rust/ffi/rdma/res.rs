@@ -93,11 +93,25 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: by the caller's guarantee `ibqp` is a live QP of ours,
         // whose data is set.
         let o = unsafe { QpObject::<T>::from_raw(ibqp) };
+        // Driver attributes go in an RDMA_NLDEV_ATTR_DRIVER nest.
+        // SAFETY: `msg` is the core's valid dump message for this call.
+        let nest = unsafe { b::metaroce_nla_nest_start_driver(msg) };
+        if nest.is_null() {
+            return -(b::EMSGSIZE as c_int);
+        }
         // INVARIANT: the core's dump message, valid for this call.
         let mut w = ResAttrs { msg };
         match T::fill_res_qp(&o.data().qp, &mut w) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
+            Ok(()) => {
+                // SAFETY: `nest` was opened in `msg` above and not closed.
+                unsafe { b::metaroce_nla_nest_end(msg, nest) };
+                0
+            }
+            Err(e) => {
+                // SAFETY: as above; cancelling trims what the nest holds.
+                unsafe { b::metaroce_nla_nest_cancel(msg, nest) };
+                e.to_errno()
+            }
         }
     }
 }

@@ -60,12 +60,11 @@ pub struct Config {
     pub hint_headroom: u16,
     /// Pace data at the peer's hinted rate.
     pub pacing: bool,
-    /// Pacing slack, µs (a u16: it fits this struct's padding): how far the pacing clock
-    /// may fall behind the present while pacing holds data back, i.e. how much sending
-    /// time a sender woken late (by a coarse timer) catches up on at once, as a burst; a
-    /// sender that ran out of data starts again from the present. 0 = strict spacing (a
-    /// sender woken late loses that time). A host whose timer fires up to a tick or two
-    /// late sets that much, or pacing would allow about one packet per expiry.
+    /// Pacing slack, µs (a u16: it fits this struct's padding): how far ahead of the
+    /// pacing clock a sender may send, i.e. a burst allowance of that much sending time at
+    /// the paced rate. 0 = strict spacing. A host whose timer resolves only ticks sets a
+    /// tick or two (the most its timer fires late): with less, every pacing wait would
+    /// cost a whole tick; the rate over that span is still the paced one.
     pub pacing_slack_us: u16,
     /// ACK after this many data packets on a path (1 = every packet).
     pub ack_every: u8,
@@ -389,10 +388,6 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     /// The last [`Connection::poll_transmit`] was held back by pacing: the pacing
     /// deadline ([`timers::Timer::Pacing`]) is one [`Connection::poll_timeout`] reports.
     paced: bool,
-    /// Pacing has held data back since the sender was last out of data to send: only
-    /// then may the pacing clock lag the present ([`Config::pacing_slack_us`]), so a
-    /// sender woken late catches up but one returning from idle does not burst.
-    pace_owed: bool,
     /// Paths in the probing state (bit per path).
     probing: u64,
     // Rate-hint state. (Flat, not a struct: three u16 among u32s would pad a struct and
@@ -505,7 +500,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         },
         timers: TimerTable::new(),
         paced: false,
-        pace_owed: false,
         probing: 0,
         peer_hint: 0,
         local_hint: 0,
@@ -646,6 +640,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// Sets the fair-share rate hint this receiver returns on every ACK.
     pub fn set_rate_hint(&mut self, hint: u32) {
         self.local_hint = hint;
+    }
+
+    /// When the next data packet may go out: the pacing clock less the slack.
+    pub(super) fn pacing_due(&self) -> Instant {
+        let clock = self.timers.get(timers::Timer::Pacing).as_nanos();
+        Instant(clock.saturating_sub(u64::from(self.cfg.pacing_slack_us) * 1000))
     }
 
     /// The hint this receiver returns on every ACK (1000 bytes/s units, 0 = none).

@@ -48,16 +48,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
         }
         self.paced = false;
-        if self.cfg.pacing && self.peer_hint != 0 && now < self.timers.get(Timer::Pacing) {
+        if self.cfg.pacing && self.peer_hint != 0 && now < self.pacing_due() {
             self.paced = true;
-            self.pace_owed = true;
             return None;
         }
         let r = self.send_data(now, buf, app);
-        if r.is_none() {
-            // Out of data (or window): what pacing held back has gone.
-            self.pace_owed = false;
-        }
         if r.is_none() && self.reports.ack_pending != 0 {
             // A failure while building data (an unreadable response) queued
             // a NAK: it goes out now, not at some later timer.
@@ -68,16 +63,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 let bytes = (t.len as u64).saturating_add(u64::from(self.cfg.wire_overhead));
                 let r = u64::from(self.peer_hint) * u64::from(self.rate_scale) / 1024;
                 let d = bytes.saturating_mul(1_000_000) / r.max(1);
-                // While pacing holds data back, the pacing clock lags the present by at
-                // most the slack: a sender woken late catches up on that much sending
-                // time, no more; otherwise it starts from now.
-                let slack = if self.pace_owed {
-                    u64::from(self.cfg.pacing_slack_us) * 1000
-                } else {
-                    0
-                };
-                let floor = Instant(now.as_nanos().saturating_sub(slack));
-                let next = self.timers.get(Timer::Pacing).max(floor).add_nanos(d);
+                let next = self.timers.get(Timer::Pacing).max(now).add_nanos(d);
                 self.timers.set(Timer::Pacing, next);
             }
         }
