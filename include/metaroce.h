@@ -16,6 +16,8 @@
  * so the kernel's rxe can run on the same netdev. Documentation/transport.rst.
  */
 #define METAROCE_DEFAULT_UDP_PORT 4792
+/* Paths per RC connection unless the `paths` module parameter says otherwise. */
+#define METAROCE_DEFAULT_PATHS 8
 
 /*
  * The uverbs ABI version devices report: rxe's (RXE_UVERBS_ABI_VERSION), so that
@@ -60,6 +62,15 @@ unsigned int metaroce_num_possible_cpus(void);
 
 /* Module parameters, owned by the C shim (module_param is a C macro). */
 u16 metaroce_param_udp_port(void);
+u32 metaroce_param_paths(void);
+u32 metaroce_param_rx_mbps(void);
+u64 metaroce_tick_ns(void);
+struct sk_buff;
+struct nlattr;
+struct nlattr *metaroce_nla_nest_start_driver(struct sk_buff *msg);
+void metaroce_nla_nest_end(struct sk_buff *msg, struct nlattr *start);
+void metaroce_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start);
+u32 metaroce_netdev_speed_mbps(struct net_device *dev);
 
 /* Which C type metaroce_rust_sizeof()/metaroce_c_sizeof() measure. */
 enum metaroce_layout_probe {
@@ -88,6 +99,7 @@ size_t metaroce_rust_sizeof(enum metaroce_layout_probe probe);
 
 /* In-kernel self-test of Rust code, run by the KUnit suite; 0 = pass. */
 int metaroce_rust_check_param(u32 port);
+int metaroce_rust_check_paths(u32 paths);
 int metaroce_rust_proto_selftest(void);
 int metaroce_rust_rdma_selftest(void);
 

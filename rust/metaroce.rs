@@ -52,6 +52,16 @@ pub(crate) fn check_udp_port(port: u32) -> Result {
     }
 }
 
+/// Checks a `paths` module parameter value: `EINVAL` outside 1..=64 (the
+/// module refuses to load, as for `udp_port`: a read-only parameter that is
+/// silently clamped would hide the typo from whoever set it).
+pub(crate) fn check_paths(paths: u32) -> Result {
+    match paths {
+        1..=64 => Ok(()),
+        _ => Err(EINVAL),
+    }
+}
+
 struct Metaroce {
     devices: ffi::rdma::Registration<verbs::device::Metaroce>,
 }
@@ -67,9 +77,20 @@ impl kernel::Module for Metaroce {
             );
             return Err(e);
         }
+        let paths = ffi::params::paths();
+        if let Err(e) = check_paths(paths) {
+            pr_err!("paths={} refused (errno {}): 1..=64\n", paths, e.to_errno());
+            return Err(e);
+        }
         let transport = Arc::new(net::Transport::new(port)?, GFP_KERNEL)?;
         let devices = ffi::rdma::Registration::new(module, transport)?;
-        pr_info!("metaroce {} loaded: udp_port={}\n", ffi::version(), port);
+        pr_info!(
+            "metaroce {} loaded: udp_port={} paths={} rx_mbps={}\n",
+            ffi::version(),
+            port,
+            paths,
+            ffi::params::rx_mbps()
+        );
         Ok(Metaroce { devices })
     }
 }

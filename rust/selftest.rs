@@ -23,6 +23,15 @@ pub(crate) extern "C" fn metaroce_rust_check_param(port: u32) -> c_int {
     }
 }
 
+/// Runs [`crate::check_paths`] and returns 0 or a negative errno.
+#[no_mangle]
+pub(crate) extern "C" fn metaroce_rust_check_paths(paths: u32) -> c_int {
+    match crate::check_paths(paths) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// The protocol core as compiled into the kernel (overflow checks on): a data
 /// header round-trips through encode/decode, a truncated copy is dropped as
 /// `Truncated`, and 20 000 pseudo-random datagrams are decoded without a panic

@@ -8,6 +8,8 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
+#include <linux/ethtool.h>
+#include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
@@ -42,6 +44,74 @@ MODULE_PARM_DESC(udp_port,
 u16 metaroce_param_udp_port(void)
 {
 	return udp_port;
+}
+
+/*
+ * Paths per RC connection. Checked at load (rust/metaroce.rs): outside
+ * 1..=64 the module refuses to load with EINVAL, as for udp_port.
+ */
+static uint paths = METAROCE_DEFAULT_PATHS;
+module_param(paths, uint, 0444);
+MODULE_PARM_DESC(paths,
+		 "Paths (UDP source ports) per RC connection, 1-64 (default "
+		 __stringify(METAROCE_DEFAULT_PATHS) ")");
+
+u32 metaroce_param_paths(void)
+{
+	return paths;
+}
+
+static uint rx_mbps;
+module_param(rx_mbps, uint, 0444);
+MODULE_PARM_DESC(rx_mbps,
+		 "Inbound capacity a device shares among its senders, Mb/s "
+		 "(0 = the netdev's link speed; 95% of it is handed out)");
+
+u32 metaroce_param_rx_mbps(void)
+{
+	return rx_mbps;
+}
+
+/*
+ * The RDMA_NLDEV_ATTR_DRIVER nest a driver's resource attributes go in
+ * (iproute2 prints that table with -dd); NULL when the message is full.
+ */
+struct nlattr *metaroce_nla_nest_start_driver(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void metaroce_nla_nest_end(struct sk_buff *msg, struct nlattr *start)
+{
+	nla_nest_end(msg, start);
+}
+
+void metaroce_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start)
+{
+	nla_nest_cancel(msg, start);
+}
+
+/* One timer tick (jiffy), in ns: the resolution of the QP's timer_list. */
+u64 metaroce_tick_ns(void)
+{
+	return TICK_NSEC;
+}
+
+/*
+ * The netdev's link speed in Mb/s (ethtool link ksettings), 0 if unknown.
+ * Process context; takes RTNL, so the caller must not hold it.
+ */
+u32 metaroce_netdev_speed_mbps(struct net_device *dev)
+{
+	struct ethtool_link_ksettings ks = {};
+	u32 speed = 0;
+
+	rtnl_lock();
+	if (!__ethtool_get_link_ksettings(dev, &ks) &&
+	    ks.base.speed != (u32)SPEED_UNKNOWN)
+		speed = ks.base.speed;
+	rtnl_unlock();
+	return speed;
 }
 
 bool metaroce_netif_running(const struct net_device *dev)
@@ -402,6 +472,13 @@ static void metaroce_test_param(struct kunit *test)
 	/* RoCEv2's port belongs to rxe and real RoCE NICs. */
 	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(4791), -EADDRINUSE);
 	KUNIT_EXPECT_EQ(test, metaroce_rust_check_param(metaroce_param_udp_port()), 0);
+	/* paths: 1..=64, else the module refuses to load. */
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(METAROCE_DEFAULT_PATHS), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(1), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(64), 0);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(65), -EINVAL);
+	KUNIT_EXPECT_EQ(test, metaroce_rust_check_paths(metaroce_param_paths()), 0);
 }
 
 /* The protocol core, compiled into the kernel, passes its in-kernel checks. */

@@ -25,7 +25,9 @@
 //!   the data path copies through; [`racy`]: copies of memory others may
 //!   write concurrently.
 //! - [`net`]: the UDP tunnel; [`timer`], [`sync`]: timers and the
-//!   softirq-safe lock; [`errno`], [`params`], [`layout`]: small helpers.
+//!   softirq-safe lock; [`errno`], [`params`], [`layout`], [`boxed`]: small
+//!   helpers ([`boxed`]: a large value copied to the heap without a stack
+//!   temporary).
 
 /// Raw bindings: used outside `ffi` only by the compile-time checks that the
 /// RC engine's opcode, status and flag values are the kernel's
@@ -52,6 +54,7 @@ pub(crate) mod bindings {
     include!("bindings_generated.rs");
 }
 
+pub(crate) mod boxed;
 pub(crate) mod errno;
 pub(crate) mod layout;
 pub(crate) mod mem;

@@ -11,3 +11,19 @@ pub(crate) fn udp_port() -> u16 {
     // `ushort` module parameter that is read-only (0444) after load.
     unsafe { bindings::metaroce_param_udp_port() }
 }
+
+/// The `paths` module parameter: paths per RC connection (checked at load:
+/// 1..=64).
+pub(crate) fn paths() -> u32 {
+    // SAFETY: `metaroce_param_paths` takes no arguments and only reads a
+    // `uint` module parameter that is read-only (0444) after load.
+    unsafe { bindings::metaroce_param_paths() }
+}
+
+/// The `rx_mbps` module parameter: a device's inbound capacity in Mb/s, 0 =
+/// the netdev's link speed.
+pub(crate) fn rx_mbps() -> u32 {
+    // SAFETY: `metaroce_param_rx_mbps` takes no arguments and only reads a
+    // `uint` module parameter that is read-only (0444) after load.
+    unsafe { bindings::metaroce_param_rx_mbps() }
+}

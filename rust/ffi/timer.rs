@@ -53,6 +53,13 @@ pub(crate) fn now_ns() -> u64 {
     t as u64
 }
 
+/// One timer tick (jiffy, `TICK_NSEC`) in nanoseconds: the resolution of a
+/// [`Timer`] (4 ms at HZ=250, 1 ms at HZ=1000).
+pub(crate) fn tick_ns() -> u64 {
+    // SAFETY: returns a compile-time constant of the kernel; no preconditions.
+    unsafe { b::metaroce_tick_ns() }
+}
+
 /// `msleep()`: sleeps at least `ms` milliseconds (process context only).
 pub(crate) fn msleep(ms: u32) {
     // SAFETY: `msleep` only sleeps; callers are in process context, as the

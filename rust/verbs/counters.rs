@@ -33,9 +33,14 @@ pub(crate) const RX_BYTES: usize = 10;
 pub(crate) const SACK_LOSSES: usize = 11;
 /// CE marks echoed back to senders in ACKs.
 pub(crate) const ECN_ECHOED: usize = 12;
+/// Probes sent on paths being validated after a timeout.
+pub(crate) const PROBES: usize = 13;
+/// Times the fair-share rate hint a connection returns on its ACKs changed
+/// (including its first, from none).
+pub(crate) const HINT_CHANGES: usize = 14;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.
-pub(crate) const DROP_FIRST: usize = 13;
+pub(crate) const DROP_FIRST: usize = 15;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 16;
 /// Number of device counters.
@@ -56,6 +61,8 @@ pub(crate) const NAMES: [CounterDesc; NUM_COUNTERS] = [
     CounterDesc::new(c_str!("rx_bytes")),
     CounterDesc::new(c_str!("sack_losses")),
     CounterDesc::new(c_str!("ecn_ce_echoed")),
+    CounterDesc::new(c_str!("probes")),
+    CounterDesc::new(c_str!("rate_hint_changes")),
     // `DropReason::name()` of rust/proto/src/wire.rs, in order.
     CounterDesc::new(c_str!("rx_drop_truncated")),
     CounterDesc::new(c_str!("rx_drop_bad_version")),

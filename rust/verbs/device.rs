@@ -12,6 +12,7 @@
 use super::ah::{Ah, AhTable};
 use super::counters::{self as counter, NUM_COUNTERS};
 use super::cq::Cq;
+use super::fair::DevFair;
 use super::mr::{Mr, MrTable};
 use super::mw::{Mw, MwTable};
 use super::qp::Qp;
@@ -68,7 +69,15 @@ impl Driver for Metaroce {
             return Err(EINVAL);
         }
         let attrs = attrs();
-        Arc::pin_init(
+        let mtu = crate::ffi::rdma::ib_mtu_for(netdev.mtu(), WIRE_OVERHEAD).map_or(4096, |m| m.1);
+        let link = netdev.speed_mbps();
+        let fair = DevFair::new(
+            crate::ffi::params::rx_mbps(),
+            link,
+            mtu,
+            crate::ffi::timer::tick_ns(),
+        );
+        let dev = Arc::pin_init(
             pin_init!(DevShared {
                 attrs,
                 mrs <- MrTable::new(attrs.max_mr),
@@ -78,9 +87,18 @@ impl Driver for Metaroce {
                 ifindex: netdev.ifindex(),
                 next_srq_num: core::sync::atomic::AtomicU32::new(1),
                 counters: [const { AtomicU64::new(0) }; NUM_COUNTERS],
+                fair <- fair,
             }),
             GFP_KERNEL,
-        )
+        )?;
+        pr_info!(
+            "{}: fair share of {} Mb/s ({}), {} kB/s handed out\n",
+            netdev.name(),
+            dev.fair.mbps,
+            dev.fair.source,
+            dev.fair.capacity
+        );
+        Ok(dev)
     }
 
     fn device_attrs(dev: &Device<Self>) -> DeviceAttrs {
@@ -199,6 +217,10 @@ impl Driver for Metaroce {
     fn dealloc_mw(dev: &Device<Self>, mw: &Mw) {
         let dev = dev.data();
         dev.mws.dealloc(mw)
+    }
+
+    fn fill_res_qp(qp: &Arc<Qp>, out: &mut crate::ffi::rdma::res::ResAttrs) -> Result {
+        qp.fill_res(out)
     }
 
     fn counters(dev: &Device<Self>, out: &mut [u64]) {

@@ -8,6 +8,7 @@ pub(crate) mod ah;
 pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod device;
+pub(crate) mod fair;
 pub(crate) mod keys;
 pub(crate) mod mr;
 pub(crate) mod mw;

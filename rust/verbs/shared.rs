@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What every object of a device shares: its attributes, MR, MW and AH
-//! tables, counters and the module's transport. Generic over the transport's
+//! tables, counters, the receiver fair-share estimator and the module's
+//! transport. Generic over the transport's
 //! endpoint (the QP) so that the QP code and the device code both depend on
 //! this file and not on each other.
 
 use super::ah::AhTable;
 use super::counters::NUM_COUNTERS;
+use super::fair::DevFair;
 use super::mr::MrTable;
 use super::mw::MwTable;
 use crate::ffi::rdma::DeviceAttrs;
@@ -33,6 +35,9 @@ pub(crate) struct DevShared<P: Endpoint> {
     pub(crate) next_srq_num: core::sync::atomic::AtomicU32,
     /// The device counters ([`super::counters`]).
     pub(super) counters: [AtomicU64; NUM_COUNTERS],
+    /// The receiver fair-share estimator ([`super::fair`]).
+    #[pin]
+    pub(crate) fair: DevFair,
 }
 
 impl<P: Endpoint> DevShared<P> {

@@ -53,6 +53,17 @@ else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing
 
 # Checked data through the gateways: guest 1 serves, guest 2 connects.
 ((MR_ID == 1)) && before=$(fabric_counters)
+# metaroce: sample the RC QP's per-path view (rdma -dd res show qp) while
+# the pingpong runs; the last sample that shows paths is kept.
+qpview=$(mktemp)
+if [[ $dev == mr0 ]]; then
+  (for _ in $(seq 120); do
+     v=$(rdma -dd res show qp link "$dev/1" 2>/dev/null)
+     grep -q p0_sport <<<"$v" && echo "$v" >"$qpview"
+     sleep 0.5
+   done) &
+  sampler=$!
+fi
 if ((MR_ID == 1)); then
   out=$(timeout 180 ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c 2>&1); rc=$?
 else
@@ -68,6 +79,15 @@ if ((rc == 0)) && grep -q 'iters in' <<<"$out"; then
 elif ((MR_ID == 1)) && grep -q 'retry counter exceeded' <<<"$out"; then
   diag "last send unacknowledged after the peer left (see traffic.sh)"
 else fail "$dev: ibv_rc_pingpong -c across the fabric (rc=$rc)" "$out"; fi
+if [[ -n ${sampler:-} ]]; then
+  kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+  diag "$dev: a QP during the pingpong (rdma -dd res show qp): $(tr -s ' \n' ' ' <"$qpview")"
+  c=$(rdma statistic show link "$dev/1" 2>&1)
+  diag "$dev: counters: $(grep -oE '(tx_packets|retransmits|rto_timeouts|path_moves|probes|rate_hint_changes|ecn_ce_marked|ecn_ce_echoed|rx_drops) [0-9]+' <<<"$c" | tr '\n' ' ')"
+  if grep -qE 'rate_hint_changes [1-9]' <<<"$c"; then pass "$dev: the receiver's fair-share hint is set (rate_hint_changes > 0)"
+  else fail "$dev: rate_hint_changes is 0" "$c"; fi
+fi
+rm -f "$qpview"
 if ((MR_ID == 1)); then
   d=$(spine_deltas "$before" "$(fabric_counters)")
   diag "$dev: packets per spine during the pingpong (spine:a2b/b2a): $d"

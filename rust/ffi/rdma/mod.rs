@@ -67,6 +67,7 @@ pub(crate) mod ops;
 pub(crate) mod pd;
 pub(crate) mod qp;
 pub(crate) mod registration;
+pub(crate) mod res;
 pub(crate) mod srq;
 pub(crate) mod ucontext;
 
@@ -158,9 +159,10 @@ pub(crate) struct MwCreated<W> {
 /// when not implemented: `resize_cq`; the AH verbs (`create_ah`,
 /// `destroy_ah`); the SRQ verbs (`create_srq` … `post_srq_recv`); the MW
 /// verbs (`alloc_mw`, `dealloc_mw`); fast registration (`alloc_mr`,
-/// `map_mr`); and `counters`. A group is enabled by implementing its first
-/// method (`HAS_CREATE_AH`, `HAS_CREATE_SRQ`, `HAS_ALLOC_MW`,
-/// `HAS_ALLOC_MR`, `HAS_COUNTERS`, `HAS_RESIZE_CQ`); the others of the group
+/// `map_mr`); `counters`; and QP resource attributes (`fill_res_qp`). A
+/// group is enabled by implementing its first method (`HAS_CREATE_AH`,
+/// `HAS_CREATE_SRQ`, `HAS_ALLOC_MW`, `HAS_ALLOC_MR`, `HAS_COUNTERS`,
+/// `HAS_RESIZE_CQ`, `HAS_FILL_RES_QP`); the others of the group
 /// must then be implemented too (a missing one fails the build).
 #[vtable]
 pub(crate) trait Driver: 'static + Sized {
@@ -286,6 +288,13 @@ pub(crate) trait Driver: 'static + Sized {
     /// The device's counters, in the order of [`Self::COUNTERS`]: fills
     /// `out` (`COUNTERS.len()` values).
     fn counters(_dev: &Device<Self>, _out: &mut [u64]) {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Driver attributes of QP `qp` in a resource dump (`rdma resource show
+    /// qp -dd`): adds them to `out`; an error (`EMSGSIZE`: the message is
+    /// full) ends the entry.
+    fn fill_res_qp(_qp: &Self::Qp, _out: &mut res::ResAttrs) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 

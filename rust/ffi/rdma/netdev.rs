@@ -60,6 +60,17 @@ impl NetDev {
         mac
     }
 
+    /// The link speed in Mb/s from the driver's ethtool link settings, or
+    /// `None` if the driver does not know it (`SPEED_UNKNOWN`, or no
+    /// `get_link_ksettings`). Process context only; takes RTNL, so the
+    /// caller must not hold it (`newlink` does not).
+    pub(crate) fn speed_mbps(&self) -> Option<u32> {
+        // SAFETY: by the type invariant the netdev is valid; the helper only
+        // reads its link settings under RTNL, which the caller does not hold.
+        let s = unsafe { b::metaroce_netdev_speed_mbps(self.0) };
+        (s != 0).then_some(s)
+    }
+
     /// Administratively up and with carrier: the port is usable.
     pub(crate) fn is_up(&self) -> bool {
         // SAFETY: by the type invariant the netdev is valid.

@@ -171,6 +171,13 @@ impl<T: Driver> Adapter<T> {
             None
         },
 
+        // Resource tracking: driver attributes of QPs.
+        fill_res_qp_entry: if T::HAS_FILL_RES_QP {
+            Some(Self::fill_res_qp_entry)
+        } else {
+            None
+        },
+
         ..NONE
     };
 }

@@ -27,6 +27,13 @@ pub struct CcConfig {
 
 impl Default for CcConfig {
     fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl CcConfig {
+    /// The defaults, usable in constants.
+    pub const DEFAULT: CcConfig = {
         CcConfig {
             init_pwnd: 4 * 4096,
             min_pwnd: 4096,
@@ -35,11 +42,11 @@ impl Default for CcConfig {
             g_shift: 4,
             loss_keep: 768,
         }
-    }
+    };
 }
 
 /// One path's congestion state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathCc {
     /// Current window in bytes.
     pub pwnd: u32,
@@ -123,5 +130,23 @@ impl PathCc {
     /// The path was (re)validated after a failure: restart from the initial window.
     pub fn reset(&mut self, cfg: &CcConfig) {
         *self = PathCc::new(cfg);
+    }
+}
+
+impl PathCc {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: PathCc = PathCc {
+        pwnd: 0,
+        alpha: 0,
+        acked: 0,
+        ce: 0,
+        round_end: 0,
+        last_loss: 0,
+    };
+}
+
+impl Default for PathCc {
+    fn default() -> Self {
+        Self::EMPTY
     }
 }

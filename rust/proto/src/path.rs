@@ -19,7 +19,7 @@ pub enum PathState {
 }
 
 /// Sender half of a path.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathTx {
     /// State machine.
     pub state: PathState,
@@ -33,6 +33,8 @@ pub struct PathTx {
     pub src_port: u16,
     /// Times this path was moved to a new source port.
     pub moves: u16,
+    /// Retransmissions sent on this path (wrapping; in the struct's padding).
+    pub retx: u16,
     /// Lowest unresolved PSN (the floor advertised to the receiver).
     pub base_psn: u32,
     /// Next PSN to assign.
@@ -81,7 +83,7 @@ impl PathTx {
 }
 
 /// Receiver half of a path.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathRx {
     /// Next expected PSN; everything below is received or abandoned by the sender.
     pub cum: u32,
@@ -134,5 +136,49 @@ impl PathRx {
         let n = self.sack.trailing_ones();
         self.cum = self.cum.wrapping_add(1).wrapping_add(n);
         self.sack.shift_down(n.saturating_add(1));
+    }
+}
+
+impl PathTx {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: PathTx = PathTx {
+        state: PathState::Unused,
+        timeouts: 0,
+        backoff: 0,
+        probe_due: false,
+        src_port: 0,
+        moves: 0,
+        retx: 0,
+        base_psn: 0,
+        next_psn: 0,
+        inflight: 0,
+        srtt: 0,
+        rttvar: 0,
+        probe_stamp: 0,
+        rto_at: Instant::ZERO,
+        cc: PathCc::EMPTY,
+    };
+}
+
+impl Default for PathTx {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl PathRx {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: PathRx = PathRx {
+        cum: 0,
+        sack: Sack::EMPTY,
+        echo: 0,
+        ce: 0,
+        acked: 0,
+    };
+}
+
+impl Default for PathRx {
+    fn default() -> Self {
+        Self::EMPTY
     }
 }

@@ -9,7 +9,7 @@ pub const SACK_BITS: u32 = 256;
 pub const SACK_BYTES: usize = 32;
 
 /// A fixed 256-bit bitmap (four little-endian 64-bit words).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sack {
     words: [u64; 4],
 }
@@ -126,4 +126,10 @@ pub fn seq_diff(a: u32, b: u32) -> i32 {
 #[inline]
 pub fn seq_lt(a: u32, b: u32) -> bool {
     seq_diff(a, b) < 0
+}
+
+impl Default for Sack {
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }

@@ -9,7 +9,7 @@
 pub const STREAM_WINDOW: u32 = 128;
 
 /// Sender half of a stream.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamTx {
     /// Next SSN to assign to a new packet.
     pub next_ssn: u32,
@@ -94,7 +94,7 @@ pub enum RxVerdict {
 }
 
 /// Receiver half of a stream.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamRx {
     /// Every SSN below this is received.
     pub cum: u32,
@@ -157,7 +157,7 @@ impl StreamRx {
 }
 
 /// A 128-bit bitmap in two 64-bit words (8-byte aligned, unlike `u128`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bits128 {
     w: [u64; 2],
 }
@@ -224,5 +224,51 @@ impl Bits128 {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.w == [0, 0]
+    }
+}
+
+impl Bits128 {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: Bits128 = Bits128 { w: [0; 2] };
+}
+
+impl Default for Bits128 {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl StreamTx {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: StreamTx = StreamTx {
+        next_ssn: 0,
+        tx_msn: 0,
+        tx_off: 0,
+        acked_base: 0,
+        acked_msn: 0,
+        acked: Bits128::EMPTY,
+        last: Bits128::EMPTY,
+    };
+}
+
+impl Default for StreamTx {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl StreamRx {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: StreamRx = StreamRx {
+        cum: 0,
+        next_msn: 0,
+        got: Bits128::EMPTY,
+        last: Bits128::EMPTY,
+    };
+}
+
+impl Default for StreamRx {
+    fn default() -> Self {
+        Self::EMPTY
     }
 }

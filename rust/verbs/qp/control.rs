@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::ffi::rdma::QpCreated;
+use crate::proto::conn::MAX_PATHS;
 use crate::proto::rc;
 use kernel::alloc::KVec;
 
@@ -133,7 +134,9 @@ impl Qp {
         // QP lock (softirqs take that lock; an allocation may sleep).
         let mut spare =
             if m & qp_mask::STATE != 0 && a.state == QpState::Rtr && this.qp_type == QpType::Rc {
-                Some(KBox::new(Conn::new(Config::default()), GFP_KERNEL)?)
+                // A copy of the blank connection, reset in place at RTR: the
+                // 9 KB connection is never on the stack.
+                Some(crate::ffi::boxed::copy_to_heap(&Conn::BLANK, GFP_KERNEL)?)
             } else {
                 None
             };
@@ -231,7 +234,7 @@ impl Qp {
                     }
                     QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
                         if let Some(mut c) = spare.take() {
-                            *c = Conn::new(this.config(io));
+                            c.reset(this.config(io));
                             *conn = Some(c);
                         }
                     }
@@ -258,23 +261,42 @@ impl Qp {
         Ok(())
     }
 
+    /// The connection's configuration (Documentation/device.rst, "Paths",
+    /// "Pacing and fair share", "Retransmission timeouts").
     pub(super) fn config(&self, io: &Io) -> Config {
         let mtu = 128u16 << io.attr.path_mtu.clamp(1, 5);
         let t = &io.attr;
+        // Checked at load (1..=64).
+        let paths = crate::ffi::params::paths().clamp(1, MAX_PATHS as u32) as u16;
+        let tick = crate::ffi::timer::tick_ns().min(u64::from(u32::MAX / 4)) as u32;
         let mut c = Config {
             local_conn: self.qpn,
             peer_conn: t.dest_qpn,
-            paths: PATHS,
+            paths: paths as u8,
             mtu,
-            // ECMP entropy: a per-QP base in the dynamic port range.
-            base_src_port: 49152 + ((self.qpn.wrapping_mul(2_654_435_761) >> 16) as u16 & 0x3ff8),
-            // Guests under emulation have millisecond RTTs: a timer tick
-            // (jiffies) is the floor anyway.
-            init_rto_ns: 20_000_000,
-            min_rto_ns: 4_000_000,
+            base_src_port: base_src_port(self.qpn, paths),
+            wire_overhead: 66,
+            // Before the first RTT sample: from the device's base RTT (16x,
+            // room for a loaded host), within [2 ticks, 20 ms]; 20 ms until
+            // some connection of the device measured one.
+            init_rto_ns: self
+                .dev
+                .fair
+                .base_rtt()
+                .map_or(INIT_RTO_NS, |r| r.saturating_mul(16))
+                .clamp(2 * tick, INIT_RTO_NS.max(2 * tick)),
+            // The QP's timer resolves a tick: below one, a smaller floor
+            // would not fire sooner. Above it, srtt + 4 rttvar (RFC 6298,
+            // per path, measured) decides.
+            min_rto_ns: tick,
             max_rto_ns: 500_000_000,
             ack_delay_ns: 0,
-            pacing: false,
+            pacing: true,
+            // That timer fires up to two ticks after a deadline it is armed
+            // for (`Timer::arm`: whole ticks, plus one); the sender then
+            // catches up on up to two ticks of sending time (else pacing
+            // would allow about one packet per timer expiry).
+            pacing_slack_us: (2 * tick / 1000).min(u32::from(u16::MAX)) as u16,
             ..Config::default()
         };
         rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);
@@ -333,4 +355,17 @@ impl Qp {
         };
         drop((sq, rq, conn, table_ref));
     }
+}
+
+/// RTO before a connection's first RTT sample when the device has measured
+/// none yet, ns.
+const INIT_RTO_NS: u32 = 20_000_000;
+
+/// The source port of path 0 of QP `qpn` with `paths` paths: a per-QP base in
+/// the dynamic range 49152-65535 (ECMP entropy), aligned to `paths` rounded
+/// up to a power of two so that `base + i` stays in the range for every
+/// path `i`.
+fn base_src_port(qpn: u32, paths: u16) -> u16 {
+    let align = paths.clamp(1, 64).next_power_of_two();
+    49152 + ((qpn.wrapping_mul(2_654_435_761) >> 16) as u16 & 0x3fff & !(align - 1))
 }

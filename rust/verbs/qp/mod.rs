@@ -24,6 +24,7 @@ mod env;
 mod local;
 mod mem;
 mod post;
+mod res;
 mod ud;
 
 use super::counters as counter;
@@ -43,16 +44,17 @@ use crate::net::Endpoint;
 use crate::proto::conn::{Config, Connection, Stats, Transmit};
 use crate::proto::rc::Engine;
 use crate::proto::time::Instant;
+use crate::proto::wire::{peek_type, PacketType};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 pub(super) use env::RcTables;
 
-/// The protocol connection of one RC QP: 4 paths, 2 streams (requests;
-/// READ/atomic responses), 64 packets in flight.
-type Conn = Connection<4, 1, 2, 64>;
-/// Paths per connection.
-const PATHS: u8 = 4;
+/// The protocol connection of one RC QP: room for 64 paths (the `paths`
+/// module parameter says how many are used), 2 streams (requests;
+/// READ/atomic responses), 64 packets in flight. 8992 bytes, allocated at
+/// RTR (Documentation/device.rst, "Paths").
+type Conn = Connection<{ crate::proto::conn::MAX_PATHS }, 1, 2, 64>;
 
 /// The QP state behind its lock, except the connection and the engine.
 struct Io {
@@ -149,9 +151,18 @@ impl Endpoint for Qp {
                 this.dev.count(counter::RX_DROPS, 1);
                 return;
             };
+            let now = Instant(now_ns());
+            if peek_type(payload) == Some(PacketType::Data) {
+                // The device's fair share for this sender, on its ACKs.
+                let hint = this.dev.fair.note(now, c.fair_slot());
+                if hint != c.rate_hint() {
+                    this.dev.count(counter::HINT_CHANGES, 1);
+                    c.set_rate_hint(hint);
+                }
+            }
             let mut env = Glue { qp: this, io };
             let mut app = rc.bind(&mut env);
-            if let Err(r) = c.handle_packet(Instant(now_ns()), payload, meta.ce, &mut app) {
+            if let Err(r) = c.handle_packet(now, payload, meta.ce, &mut app) {
                 this.dev.count(counter::RX_DROPS, 1);
                 this.dev.count(counter::DROP_FIRST + r as usize, 1);
             }

@@ -5,6 +5,7 @@
 //! and arms the QP's timer.
 
 use super::*;
+use crate::proto::conn::TxKind;
 
 impl Qp {
     /// Sends datagram `bytes` the core described in `t` from `src` to `dst`
@@ -167,6 +168,7 @@ impl Qp {
                 ] {
                     this.dev.count(k, u64::from(n));
                 }
+                this.dev.fair.note_rtt(c.min_rtt());
                 break c.poll_timeout();
             };
             budget -= 1;
@@ -176,6 +178,9 @@ impl Qp {
             if this.transmit(&src, &dst, &t, &scratch[..len]).is_ok() {
                 this.dev.count(counter::TX_PACKETS, 1);
                 this.dev.count(counter::TX_BYTES, len as u64);
+                if t.kind == TxKind::Probe {
+                    this.dev.count(counter::PROBES, 1);
+                }
             }
         };
         drop(g);

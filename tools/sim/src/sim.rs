@@ -99,6 +99,12 @@ pub struct Params {
     pub streams: u16,
     pub msg_len: u32,
     pub min_rto_ns: u32,
+    /// RTO before the first RTT sample (MetaRoCE), ns.
+    pub init_rto_ns: u32,
+    /// Largest RTO before backoff (MetaRoCE), ns.
+    pub max_rto_ns: u32,
+    /// Pacing slack (MetaRoCE, [`Config::pacing_slack_us`]), µs.
+    pub pacing_slack_us: u16,
     pub base_window: u32,
     pub sample_ns: u64,
     pub seed: u64,
@@ -192,7 +198,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         mtu: MTU as u16,
                         base_src_port: base - base % u16::from(planes),
                         wire_overhead: OVERHEAD as u16,
-                        init_rto_ns: self.params.min_rto_ns,
+                        init_rto_ns: self.params.init_rto_ns,
+                        max_rto_ns: self.params.max_rto_ns,
+                        pacing_slack_us: self.params.pacing_slack_us,
                         init_qwnd: std::env::var("SIM_IW")
                             .ok()
                             .and_then(|v| v.parse().ok())

@@ -60,6 +60,12 @@ pub struct Config {
     pub hint_headroom: u16,
     /// Pace data at the peer's hinted rate.
     pub pacing: bool,
+    /// Pacing slack, µs (a u16: it fits this struct's padding): how far ahead of the
+    /// pacing clock a sender may send, i.e. a burst allowance of that much sending time at
+    /// the paced rate. 0 = strict spacing. A host whose timer resolves only ticks sets a
+    /// tick or two (the most its timer fires late): with less, every pacing wait would
+    /// cost a whole tick; the rate over that span is still the paced one.
+    pub pacing_slack_us: u16,
     /// ACK after this many data packets on a path (1 = every packet).
     pub ack_every: u8,
     /// Longest an ACK is delayed, ns.
@@ -73,6 +79,13 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl Config {
+    /// The defaults, usable in constants.
+    pub const DEFAULT: Config = {
         Config {
             local_conn: 0,
             peer_conn: 0,
@@ -89,12 +102,13 @@ impl Default for Config {
             move_after: 1,
             hint_headroom: 1536,
             pacing: true,
+            pacing_slack_us: 0,
             init_qwnd: 4160,
             ack_every: 1,
             ack_delay_ns: 2_000,
-            cc: CcConfig::default(),
+            cc: CcConfig::DEFAULT,
         }
-    }
+    };
 }
 
 /// Description of a message the application (verbs layer) has queued on a stream.
@@ -296,7 +310,7 @@ pub enum ConnState {
 }
 
 /// Per-connection counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {
     /// Data packets sent, including retransmissions.
     pub data_tx: u32,
@@ -317,7 +331,7 @@ pub struct Stats {
 /// One in-flight (or awaiting retransmission) data packet: enough to rebuild it with the
 /// application's help. 14 bytes: sequence numbers are kept as their low 16 bits and
 /// rebuilt against the path floor / stream base (both within 256 / 128 of them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Pkt {
     path: u8,
     /// Bits 0-3 stream, bit 4 last packet of its message, bits 5-7 RNR refusals.
@@ -351,7 +365,11 @@ impl Pkt {
 
 /// A MetaRoCE connection with up to `P` paths, `S` streams and `N` in-flight packet records
 /// (default 64; at most `64 * W`, `W` being the number of 64-bit mask words).
-#[derive(Clone, Debug)]
+///
+/// `Copy`: plain data (no references, no `Drop`), so a host may copy [`Connection::BLANK`]
+/// into memory it allocated and [`Connection::reset`] it there, never holding a whole
+/// connection on its stack (a kernel stack is 16 KiB; `Connection<64, ..>` is 9 KB).
+#[derive(Clone, Copy, Debug)]
 pub struct Connection<const P: usize, const W: usize, const S: usize, const N: usize = 64> {
     cfg: Config,
     state: ConnState,
@@ -402,7 +420,7 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
 /// The in-flight packet records: the pool, which path each record is on, and which
 /// records are in use, awaiting retransmission or waiting out an RNR timer (bit per
 /// record, `W` words).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Flight<const P: usize, const W: usize, const N: usize> {
     pool: [Pkt; N],
     /// Records in flight on each path.
@@ -457,58 +475,77 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         assert!(N >= 1 && N <= 64 * W, "1..=64*W in-flight packet records");
     };
 
+    /// A blank connection (default configuration, no path in use), usable in constants:
+    /// [`Connection::reset`] it before use.
+    pub const BLANK: Self = Connection {
+        cfg: Config::DEFAULT,
+        state: ConnState::Open,
+        tx: [PathTx::EMPTY; P],
+        rx: [PathRx::EMPTY; P],
+        flight: Flight {
+            pool: [Pkt::EMPTY; N],
+            members: [[0; W]; P],
+            busy: [0; W],
+            lost: [0; W],
+            rnr_wait: [0; W],
+            inflight: 0,
+            ramp: 0,
+        },
+        stx: [StreamTx::EMPTY; S],
+        srx: [StreamRx::EMPTY; S],
+        reports: Reports {
+            ack_pending: 0,
+            rnr: None,
+            nak: None,
+        },
+        timers: TimerTable::new(),
+        paced: false,
+        probing: 0,
+        peer_hint: 0,
+        local_hint: 0,
+        rate_scale: 1024,
+        rate_ce: 0,
+        rate_acked: 0,
+        rate_round: 0,
+        min_rtt: 0,
+        fair_epoch: 0,
+        stall: 0,
+        progress_at: Instant::NEVER,
+        rr_path: 0,
+        rr_stream: 0,
+        stats: Stats::EMPTY,
+    };
+
     /// A connection in the open state. `cfg.paths` is clamped to `1..=min(P, 64)`.
-    pub fn new(mut cfg: Config) -> Self {
+    pub fn new(cfg: Config) -> Self {
+        let mut c = Self::BLANK;
+        c.setup(cfg);
+        c
+    }
+
+    /// Makes this connection what [`Connection::new`]`(cfg)` returns, in place: no
+    /// connection-sized temporary (for hosts with small stacks; see the type's notes).
+    pub fn reset(&mut self, cfg: Config) {
+        let blank: &'static Self = &Self::BLANK;
+        *self = *blank;
+        self.setup(cfg);
+    }
+
+    /// The configuration-dependent part of [`Connection::new`], on a blank connection.
+    fn setup(&mut self, mut cfg: Config) {
         #[allow(clippy::let_unit_value)]
         let () = Self::LIMITS;
         let maxp = P.clamp(1, MAX_PATHS) as u8;
         cfg.paths = cfg.paths.clamp(1, maxp);
         cfg.mtu = cfg.mtu.max(1);
-        let mut c = Connection {
-            cfg,
-            state: ConnState::Open,
-            tx: [PathTx::default(); P],
-            rx: [PathRx::default(); P],
-            flight: Flight {
-                pool: [Pkt::default(); N],
-                members: [[0; W]; P],
-                busy: [0; W],
-                lost: [0; W],
-                rnr_wait: [0; W],
-                inflight: 0,
-                ramp: cfg.init_qwnd,
-            },
-            stx: [StreamTx::default(); S],
-            srx: [StreamRx::default(); S],
-            reports: Reports {
-                ack_pending: 0,
-                rnr: None,
-                nak: None,
-            },
-            timers: TimerTable::new(),
-            paced: false,
-            probing: 0,
-            peer_hint: 0,
-            local_hint: 0,
-            rate_scale: 1024,
-            rate_ce: 0,
-            rate_acked: 0,
-            rate_round: 0,
-            min_rtt: 0,
-            fair_epoch: 0,
-            stall: 0,
-            progress_at: Instant::NEVER,
-            rr_path: 0,
-            rr_stream: 0,
-            stats: Stats::default(),
-        };
-        for (i, t) in c.tx.iter_mut().enumerate().take(usize::from(cfg.paths)) {
+        self.cfg = cfg;
+        self.flight.ramp = cfg.init_qwnd;
+        for (i, t) in self.tx.iter_mut().enumerate().take(usize::from(cfg.paths)) {
             t.state = PathState::Active;
             t.src_port = port_for(&cfg, i as u8, 0);
             t.rto_at = Instant::NEVER;
             t.cc = PathCc::new(&cfg.cc);
         }
-        c
     }
 
     /// The configuration.
@@ -605,6 +642,22 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         self.local_hint = hint;
     }
 
+    /// When the next data packet may go out: the pacing clock less the slack.
+    pub(super) fn pacing_due(&self) -> Instant {
+        let clock = self.timers.get(timers::Timer::Pacing).as_nanos();
+        Instant(clock.saturating_sub(u64::from(self.cfg.pacing_slack_us) * 1000))
+    }
+
+    /// The hint this receiver returns on every ACK (1000 bytes/s units, 0 = none).
+    pub fn rate_hint(&self) -> u32 {
+        self.local_hint
+    }
+
+    /// The smallest RTT sample over all paths, ns (0 = none yet).
+    pub fn min_rtt(&self) -> u32 {
+        self.min_rtt
+    }
+
     /// The epoch stamp a [`super::fair::FairShare`] keeps for this connection.
     pub fn fair_slot(&mut self) -> &mut u32 {
         &mut self.fair_epoch
@@ -656,7 +709,50 @@ fn charge(len: u16) -> u32 {
     u32::from(len) + 64
 }
 
+/// Source port of `path` after `moves` moves: `base_src_port + path` at first, then
+/// scattered; always within the 16384-port quarter of the port space that holds
+/// `base_src_port` (so a base in the dynamic range 49152-65535 keeps every port there).
 fn port_for(cfg: &Config, path: u8, moves: u16) -> u16 {
     let off = u32::from(path) + u32::from(moves) * 0x9e37;
-    cfg.base_src_port.wrapping_add((off % 16384) as u16)
+    let base = cfg.base_src_port;
+    (base & 0xc000) | ((u32::from(base & 0x3fff) + off) % 16384) as u16
+}
+
+impl Stats {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: Stats = Stats {
+        data_tx: 0,
+        retx: 0,
+        timeouts: 0,
+        moves: 0,
+        dup_rx: 0,
+        sack_lost: 0,
+        ce_echoed: 0,
+    };
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl Pkt {
+    /// The initial (all-zero) value, usable in constants.
+    const EMPTY: Pkt = Pkt {
+        path: 0,
+        meta: 0,
+        psn: 0,
+        ssn: 0,
+        msn: 0,
+        len: 0,
+        off_lo: 0,
+        off_hi: 0,
+    };
+}
+
+impl Default for Pkt {
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }

@@ -86,7 +86,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// The next instant at which [`Connection::handle_timeout`] (or, for pacing,
     /// [`Connection::poll_transmit`]) must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = self.timers.next(self.paced);
+        let mut t = self.timers.next(false);
+        if self.paced {
+            t = t.min(self.pacing_due());
+        }
         for p in self.tx.iter().take(usize::from(self.cfg.paths)) {
             t = t.min(p.rto_at);
         }

@@ -48,7 +48,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
         }
         self.paced = false;
-        if self.cfg.pacing && self.peer_hint != 0 && now < self.timers.get(Timer::Pacing) {
+        if self.cfg.pacing && self.peer_hint != 0 && now < self.pacing_due() {
             self.paced = true;
             return None;
         }
@@ -189,6 +189,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
             self.track(now, w, i, p, k.len);
             self.stats.retx = self.stats.retx.wrapping_add(1);
+            if let Some(pt) = self.tx.get_mut(p) {
+                pt.retx = pt.retx.wrapping_add(1);
+            }
             return Some(t);
         }
         let (w, i) = self.find_free()?;
