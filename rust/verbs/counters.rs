@@ -38,9 +38,12 @@ pub(crate) const PROBES: usize = 13;
 /// Times the fair-share rate hint a connection returns on its ACKs changed
 /// (including its first, from none).
 pub(crate) const HINT_CHANGES: usize = 14;
+/// Verbs local ACK timeouts (IBTA 9.7.6.1.3): retries counted against a
+/// QP's `retry_cnt`; past it the QP fails with `IB_WC_RETRY_EXC_ERR`.
+pub(crate) const LOCAL_ACK_TIMEOUTS: usize = 15;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.
-pub(crate) const DROP_FIRST: usize = 15;
+pub(crate) const DROP_FIRST: usize = 16;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 16;
 /// Number of device counters.
@@ -63,6 +66,7 @@ pub(crate) const NAMES: [CounterDesc; NUM_COUNTERS] = [
     CounterDesc::new(c_str!("ecn_ce_echoed")),
     CounterDesc::new(c_str!("probes")),
     CounterDesc::new(c_str!("rate_hint_changes")),
+    CounterDesc::new(c_str!("local_ack_timeouts")),
     // `DropReason::name()` of rust/proto/src/wire.rs, in order.
     CounterDesc::new(c_str!("rx_drop_truncated")),
     CounterDesc::new(c_str!("rx_drop_bad_version")),

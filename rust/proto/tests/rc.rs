@@ -407,11 +407,11 @@ fn unsignaled_successes_complete_silently() {
 
 #[test]
 fn retry_config_follows_ibta_timeouts() {
-    use metaroce_proto::rc::give_up_ns;
-    assert_eq!(give_up_ns(0, 7), u64::MAX);
-    assert_eq!(give_up_ns(18, 0), 4096 << 18);
-    assert_eq!(give_up_ns(14, 7), 8 * (4096 << 14));
-    assert_eq!(give_up_ns(200, 1), 2 * (4096u64 << 31));
+    use metaroce_proto::rc::ack_timeout_ns;
+    assert_eq!(ack_timeout_ns(0), u64::MAX);
+    assert_eq!(ack_timeout_ns(18), 4096 << 18);
+    assert_eq!(ack_timeout_ns(14), 4096 << 14);
+    assert_eq!(ack_timeout_ns(200), 4096u64 << 31);
 }
 
 #[test]

@@ -17,8 +17,8 @@ fn kernel_config(local: u32, peer: u32) -> Config {
         min_rto_ns: 4_000_000,
         max_rto_ns: 500_000_000,
         retry_cnt: 7,
-        // timeout 14 (67 ms) x retry_cnt 7, as ibv_rc_pingpong asks.
-        give_up_ns: 7 * 4096 * (1 << 14),
+        // timeout 14 (67 ms), retry_cnt 7, as ibv_rc_pingpong asks.
+        ack_timeout_ns: 4096 * (1 << 14),
         rnr_retry: 7,
         ack_delay_ns: 0,
         pacing: false,
@@ -187,7 +187,7 @@ fn aborted_receiver_never_acknowledges_and_the_sender_times_out() {
     let mut net = Net::new(95, 4, 0.0);
     let mut cfg_a = kernel_config(1, 2);
     cfg_a.retry_cnt = 1;
-    cfg_a.give_up_ns = 0;
+    cfg_a.ack_timeout_ns = 0;
     net.a = Connection::new(cfg_a);
     net.b = Connection::new(kernel_config(2, 1));
     net.b.abort();
@@ -210,7 +210,7 @@ fn retry_cnt_zero_fails_at_the_first_timeout() {
         let mut net = Net::new(94, 4, 0.0);
         let mut cfg_a = kernel_config(1, 2);
         cfg_a.retry_cnt = retry_cnt;
-        cfg_a.give_up_ns = 0;
+        cfg_a.ack_timeout_ns = 0;
         net.a = Connection::new(cfg_a);
         net.b = Connection::new(kernel_config(2, 1));
         net.b.abort();

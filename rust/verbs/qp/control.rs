@@ -243,7 +243,7 @@ impl Qp {
                             let mut r = Config::default();
                             let t = &io.attr;
                             rc::retry_config(&mut r, t.timeout, t.retry_cnt, t.rnr_retry);
-                            c.set_retry_limits(r.retry_cnt, r.rnr_retry, r.give_up_ns);
+                            c.set_retry_limits(r.retry_cnt, r.rnr_retry, r.ack_timeout_ns);
                         }
                     }
                     QpState::Err => {

@@ -153,6 +153,10 @@ impl Qp {
                         u32::from(st.timeouts.wrapping_sub(last.timeouts)),
                     ),
                     (
+                        counter::LOCAL_ACK_TIMEOUTS,
+                        st.ack_timeouts.wrapping_sub(last.ack_timeouts),
+                    ),
+                    (
                         counter::PATH_MOVES,
                         u32::from(st.moves.wrapping_sub(last.moves)),
                     ),

@@ -20,7 +20,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         a: &AckHeader,
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
-        let p = self.rx_path_check(a.dst_conn, a.path)?;
+        let p = self.tx_path_check(a.dst_conn, a.path)?;
         if let ConnState::Error(_) = self.state {
             return Err(DropReason::Closed);
         }
@@ -202,9 +202,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 t.rto_at = now.add_nanos(rto_now.max(min_rto));
             }
         }
+        if acked_bytes > 0 || rnr_any {
+            self.progress(now);
+        }
         if acked_bytes > 0 {
-            self.stall = 0;
-            self.progress_at = now;
             self.flight.ramp = self.flight.ramp.saturating_add(acked_bytes);
         }
         if rnr_fail {

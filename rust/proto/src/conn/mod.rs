@@ -44,14 +44,19 @@ pub struct Config {
     pub min_rto_ns: u32,
     /// Largest RTO before backoff, ns.
     pub max_rto_ns: u32,
-    /// Verbs `retry_cnt`: consecutive path timeouts without progress tolerated, per path.
+    /// Verbs `retry_cnt`: local ACK timeouts without progress tolerated before the
+    /// connection fails with [`ConnError::RetryExceeded`] (IBTA 9.7.6.1.3). With
+    /// `ack_timeout_ns` 0, path timeouts count instead, `retry_cnt` per path.
     pub retry_cnt: u8,
-    /// Verbs local ACK timeout (IBTA 9.7.6.1.3: 4.096 us * 2^`timeout`) times
-    /// `retry_cnt`, in ns: the connection fails on timeouts only once no
-    /// progress was made for this long as well (0: the count alone decides).
-    /// The transport retransmits long before; this is the application's
-    /// patience, which IBTA expresses as `timeout` and `retry_cnt`.
-    pub give_up_ns: u64,
+    /// Verbs local ACK timeout (IBTA 9.7.6.1.3: 4.096 us * 2^`timeout`), ns;
+    /// `u64::MAX` never expires (verbs `timeout` 0). The path RTOs retransmit long
+    /// before; this timer only measures the application's patience. It runs while
+    /// any message is unacknowledged and restarts on progress (data acknowledged or
+    /// an RNR report); each expiry is one retry, and the next expiry is one timeout
+    /// after the previous one was *handled*, so a host that could not run for a
+    /// while counts one retry, not all the timeouts its clock skipped. 0: no local
+    /// ACK timer (the simulator's model): every path timeout is a retry.
+    pub ack_timeout_ns: u64,
     /// Verbs `rnr_retry`: RNR refusals tolerated per packet (7 = unlimited).
     pub rnr_retry: u8,
     /// Consecutive probe timeouts before a path moves to a new source port.
@@ -97,7 +102,7 @@ impl Config {
             min_rto_ns: 100_000,
             max_rto_ns: 100_000_000,
             retry_cnt: 7,
-            give_up_ns: 0,
+            ack_timeout_ns: 0,
             rnr_retry: 7,
             move_after: 1,
             hint_headroom: 1536,
@@ -320,6 +325,8 @@ pub struct Stats {
     pub timeouts: u16,
     /// Path moves to a new source port.
     pub moves: u16,
+    /// Local ACK timeouts (verbs retries, [`Config::ack_timeout_ns`]).
+    pub ack_timeouts: u32,
     /// Duplicate data packets received.
     pub dup_rx: u32,
     /// Data packets declared lost by a SACK gap (not by a timeout).
@@ -406,11 +413,14 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     /// Smallest RTT sample over all paths, ns (0 = none yet): with the hint, the cap.
     min_rtt: u32,
     fair_epoch: u32,
-    // Progress watch for the retry limits (`retry_cnt`, `give_up_ns`).
-    /// Path timeouts since acknowledged data last made progress.
+    // Progress watch for the retry limits (`retry_cnt`, `ack_timeout_ns`).
+    /// Path timeouts since acknowledged data last made progress (the model without
+    /// a local ACK timer).
     stall: u16,
-    /// When acknowledged data last made progress (or the first timeout).
-    progress_at: Instant,
+    /// Local ACK timer: when the next retry is counted ([`Instant::NEVER`]: idle).
+    retry_at: Instant,
+    /// Local ACK timeouts since the last progress.
+    retries: u8,
     /// Round-robin cursors: the next path and stream to try.
     rr_path: u8,
     rr_stream: u8,
@@ -510,7 +520,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         min_rtt: 0,
         fair_epoch: 0,
         stall: 0,
-        progress_at: Instant::NEVER,
+        retry_at: Instant::NEVER,
+        retries: 0,
         rr_path: 0,
         rr_stream: 0,
         stats: Stats::EMPTY,
@@ -557,12 +568,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// peer whose last ACK was lost hears it again; a verbs QP calls this as
     /// it is destroyed (its peer may still wait for that ACK).
     pub fn ack_all(&mut self) {
-        for (p, rx) in self
-            .rx
-            .iter()
-            .enumerate()
-            .take(usize::from(self.cfg.paths).min(MAX_PATHS))
-        {
+        for (p, rx) in self.rx.iter().enumerate().take(MAX_PATHS) {
             if rx.cum != 0 || !rx.sack.is_empty() {
                 self.reports.ack_pending |= 1u64 << p;
             }
@@ -583,13 +589,35 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
     }
 
-    /// Sets the verbs retry limits (`retry_cnt`, `rnr_retry`, and the
-    /// patience [`Config::give_up_ns`]), which verbs fixes only when the QP
+    /// Sets the verbs retry limits (`retry_cnt`, `rnr_retry`, and the local ACK
+    /// timeout [`Config::ack_timeout_ns`]), which verbs fixes only when the QP
     /// moves to RTS, after the connection exists.
-    pub fn set_retry_limits(&mut self, retry_cnt: u8, rnr_retry: u8, give_up_ns: u64) {
+    pub fn set_retry_limits(&mut self, retry_cnt: u8, rnr_retry: u8, ack_timeout_ns: u64) {
         self.cfg.retry_cnt = retry_cnt;
         self.cfg.rnr_retry = rnr_retry;
-        self.cfg.give_up_ns = give_up_ns;
+        self.cfg.ack_timeout_ns = ack_timeout_ns;
+    }
+
+    /// The local ACK timeout when one is set (not 0, not "never").
+    pub(super) fn ack_timeout(&self) -> Option<u64> {
+        let t = self.cfg.ack_timeout_ns;
+        (t != 0 && t != u64::MAX).then_some(t)
+    }
+
+    /// Whether any message is unacknowledged (in flight, lost or waiting out RNR).
+    pub(super) fn outstanding(&self) -> bool {
+        self.flight.busy.iter().any(|&b| b != 0)
+    }
+
+    /// Progress for the retry limits: the peer answered. Restarts the local ACK
+    /// timer while anything is still unacknowledged.
+    pub(super) fn progress(&mut self, now: Instant) {
+        self.stall = 0;
+        self.retries = 0;
+        self.retry_at = match self.ack_timeout() {
+            Some(t) if self.outstanding() => now.add_nanos(t),
+            _ => Instant::NEVER,
+        };
     }
 
     /// Connection state.
@@ -683,12 +711,26 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         Some(cap.max(u32::from(self.cfg.mtu)))
     }
 
+    /// A path's RTO with its backoff. A path without an RTT sample yet (new, or
+    /// moved to a new source port) borrows the largest base RTO of its sampled
+    /// siblings, which crossed the same two hosts, and uses `init_rto_ns` only
+    /// while no path has a sample.
     fn rto(&self, t: &PathTx) -> u64 {
-        let base = t.base_rto(
+        let (min, max) = (
             u64::from(self.cfg.min_rto_ns),
             u64::from(self.cfg.max_rto_ns),
-            u64::from(self.cfg.init_rto_ns),
         );
+        let base = if t.srtt != 0 {
+            t.base_rto(min, max, 0)
+        } else {
+            self.tx
+                .iter()
+                .take(usize::from(self.cfg.paths))
+                .filter(|s| s.srtt != 0)
+                .map(|s| s.base_rto(min, max, 0))
+                .max()
+                .unwrap_or(u64::from(self.cfg.init_rto_ns))
+        };
         base.saturating_mul(1u64 << t.backoff.min(16))
     }
 }
@@ -724,6 +766,7 @@ impl Stats {
         data_tx: 0,
         retx: 0,
         timeouts: 0,
+        ack_timeouts: 0,
         moves: 0,
         dup_rx: 0,
         sack_lost: 0,

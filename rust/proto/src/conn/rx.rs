@@ -13,6 +13,7 @@ use super::super::wire::{
 use super::timers::Timer;
 use super::{
     App, ConnError, ConnState, Connection, Placement, Refusal, RefusalKind, Refuse, Rnr, RxEvent,
+    MAX_PATHS,
 };
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
@@ -51,12 +52,24 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
     }
 
+    /// The receive-side path of a data packet or probe: any path the connection has
+    /// room for (`P`, at most 64), not only the `paths` it sends on, so a peer
+    /// configured with more paths than this end is still understood.
     pub(super) fn rx_path_check(&self, conn: u32, path: u8) -> Result<usize, DropReason> {
+        self.path_check(conn, path, P.min(MAX_PATHS))
+    }
+
+    /// The path of an ACK: one this end sends on (`paths`).
+    pub(super) fn tx_path_check(&self, conn: u32, path: u8) -> Result<usize, DropReason> {
+        self.path_check(conn, path, usize::from(self.cfg.paths).min(P))
+    }
+
+    fn path_check(&self, conn: u32, path: u8, paths: usize) -> Result<usize, DropReason> {
         if conn != self.cfg.local_conn {
             return Err(DropReason::WrongConnection);
         }
         let p = usize::from(path);
-        if p >= usize::from(self.cfg.paths) || p >= P {
+        if p >= paths {
             return Err(DropReason::BadPath);
         }
         Ok(p)

@@ -93,6 +93,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         for p in self.tx.iter().take(usize::from(self.cfg.paths)) {
             t = t.min(p.rto_at);
         }
+        if self.state == ConnState::Open {
+            t = t.min(self.retry_at);
+        }
         if t == Instant::NEVER {
             None
         } else {
@@ -122,11 +125,35 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
             self.timers.stop(Timer::RnrRetry);
         }
+        if self.retry_at <= now {
+            self.local_ack_timeout(now, app);
+        }
         for p in 0..usize::from(self.cfg.paths).min(P) {
             let due = self.tx.get(p).map(|t| t.rto_at <= now).unwrap_or(false);
             if due {
-                self.path_timeout(now, p, app);
+                self.path_timeout(p, app);
             }
+        }
+    }
+
+    /// The local ACK timer expired: one retry (IBTA 9.7.6.1.3), counted once per
+    /// expiry however late it is handled; past `retry_cnt` the connection fails.
+    fn local_ack_timeout<A: App>(&mut self, now: Instant, app: &mut A) {
+        let Some(t) = self.ack_timeout() else {
+            self.retry_at = Instant::NEVER;
+            return;
+        };
+        if self.state != ConnState::Open || !self.outstanding() {
+            self.retry_at = Instant::NEVER;
+            return;
+        }
+        self.retries = self.retries.saturating_add(1);
+        self.stats.ack_timeouts = self.stats.ack_timeouts.wrapping_add(1);
+        if self.retries > self.cfg.retry_cnt {
+            self.retry_at = Instant::NEVER;
+            self.fail(ConnError::RetryExceeded, app);
+        } else {
+            self.retry_at = now.add_nanos(t);
         }
     }
 
@@ -137,16 +164,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
     }
 
-    pub(super) fn path_timeout<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
+    pub(super) fn path_timeout<A: App>(&mut self, p: usize, app: &mut A) {
         self.stats.timeouts = self.stats.timeouts.wrapping_add(1);
         self.abandon_path(p);
         self.stall = self.stall.saturating_add(1);
-        if self.progress_at == Instant::NEVER {
-            self.progress_at = now;
-        }
+        // Without a local ACK timer, path timeouts are the retries.
         let limit = u16::from(self.cfg.retry_cnt).saturating_mul(u16::from(self.cfg.paths));
-        let patient = now.nanos_since(self.progress_at) < self.cfg.give_up_ns;
-        if self.stall > limit && !patient {
+        if self.cfg.ack_timeout_ns == 0 && self.stall > limit {
             self.fail(ConnError::RetryExceeded, app);
         }
         let move_after = self.cfg.move_after;

@@ -267,6 +267,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             *m |= 1u64 << i;
         }
         self.flight.inflight = self.flight.inflight.saturating_add(charge(len));
+        if self.retry_at == Instant::NEVER {
+            if let Some(t) = self.ack_timeout() {
+                self.retry_at = now.add_nanos(t);
+            }
+        }
         self.stats.data_tx = self.stats.data_tx.wrapping_add(1);
     }
 

@@ -374,22 +374,22 @@ pub fn conn_error_status(e: ConnError) -> Option<WcStatus> {
     }
 }
 
-/// How long a connection without progress keeps retrying before its WQE completes with
-/// `IB_WC_RETRY_EXC_ERR`, in ns: the first local ACK timeout of 4.096 us * 2^`timeout`
-/// and one more per `retry_cnt` retry (IBTA 9.7.6.1.3: `retry_cnt` 0 still waits out
-/// one timeout); `timeout` 0 means forever (`u64::MAX`). `timeout` above 31 counts as 31.
-pub fn give_up_ns(timeout: u8, retry_cnt: u8) -> u64 {
+/// The verbs local ACK timeout in ns (IBTA 9.7.6.1.3): 4.096 us * 2^`timeout`;
+/// `timeout` 0 means never (`u64::MAX`), above 31 counts as 31. A connection without
+/// progress fails with `IB_WC_RETRY_EXC_ERR` at the (`retry_cnt` + 1)-th expiry
+/// (`retry_cnt` 0 still waits out one timeout).
+pub fn ack_timeout_ns(timeout: u8) -> u64 {
     if timeout == 0 {
         return u64::MAX;
     }
-    (u64::from(retry_cnt) + 1).saturating_mul(4096u64 << timeout.min(31))
+    4096u64 << timeout.min(31)
 }
 
-/// Sets the connection's retry limits from the verbs attributes: `retry_cnt` timeouts
-/// per path, `rnr_retry` RNR refusals per packet (7: unlimited, IBTA 9.7.5.2.8) and the
-/// [`give_up_ns`] patience of `timeout`.
+/// Sets the connection's retry limits from the verbs attributes: `retry_cnt` local
+/// ACK timeouts of [`ack_timeout_ns`]`(timeout)`, and `rnr_retry` RNR refusals per
+/// packet (7: unlimited, IBTA 9.7.5.2.8).
 pub fn retry_config(cfg: &mut Config, timeout: u8, retry_cnt: u8, rnr_retry: u8) {
     cfg.retry_cnt = retry_cnt;
     cfg.rnr_retry = rnr_retry;
-    cfg.give_up_ns = give_up_ns(timeout, retry_cnt);
+    cfg.ack_timeout_ns = ack_timeout_ns(timeout);
 }

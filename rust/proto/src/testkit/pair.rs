@@ -54,7 +54,7 @@ impl Node {
         let mut c = *self.conn.config();
         rc::retry_config(&mut c, timeout, retry_cnt, rnr_retry);
         self.conn
-            .set_retry_limits(c.retry_cnt, c.rnr_retry, c.give_up_ns);
+            .set_retry_limits(c.retry_cnt, c.rnr_retry, c.ack_timeout_ns);
     }
 
     /// Moves the QP to the error state (flushing), as `modify_qp` does.
