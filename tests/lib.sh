@@ -50,7 +50,11 @@ add_link() {
     load_kmod rdma_rxe >/dev/null 2>&1
     check "rdma link add $dev type rxe netdev $MR_IF" rdma link add "$dev" type rxe netdev "$MR_IF"
   else
-    lsmod | grep -q '^metaroce ' || check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
+    # MR_MODPARAMS (host environment, through qemu/vm-run): module
+    # parameters, comma-separated, e.g. MR_MODPARAMS=paths=4.
+    # shellcheck disable=SC2086
+    lsmod | grep -q '^metaroce ' ||
+      check "insmod metaroce.ko ${MR_MODPARAMS//,/ }" insmod "$MR_REPO/metaroce.ko" ${MR_MODPARAMS//,/ }
     check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
   fi
 }

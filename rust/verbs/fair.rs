@@ -85,16 +85,16 @@ impl DevFair {
         })
     }
 
-    /// Notes that the connection owning `slot` received a DATA packet at
-    /// `now`; returns its share (the hint for its ACKs). Called under the QP
-    /// lock; takes the estimator's lock for the call.
-    pub(crate) fn note(&self, now: Instant, slot: &mut u32) -> u32 {
+    /// Notes that the connection owning `slot` received a DATA packet of
+    /// `bytes` at `now`; returns its share (the hint for its ACKs). Called
+    /// under the QP lock; takes the estimator's lock for the call.
+    pub(crate) fn note(&self, now: Instant, slot: &mut u32, bytes: u32) -> u32 {
         let rtt = self.base_rtt.load(Ordering::Relaxed);
         let mut f = self.est.lock();
         if rtt != u32::MAX {
             f.epoch_ns = u64::from(rtt).clamp(MIN_EPOCH_NS, self.max_epoch);
         }
-        f.note(now, slot)
+        f.note(now, slot, bytes)
     }
 
     /// Records a connection's smallest RTT sample (ns, 0 = none): the base

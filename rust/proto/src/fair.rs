@@ -3,10 +3,17 @@
 //! A receiving node divides its inbound capacity among the connections that sent it data in
 //! the last epoch and returns each its share on every ACK. An epoch lasts at least one base
 //! round trip and at least as long as it takes every active sender, at its share, to send four
-//! full packets (otherwise slow senders would be missed and the share overestimated). The
-//! state is per node (a device), plus one `u32` epoch stamp per connection.
+//! full packets (otherwise slow senders would be missed and the share overestimated). "Its
+//! share" is of the capacity or, when the data arrives slower than that (senders limited
+//! elsewhere: their hosts, another bottleneck), of the arrival rate measured over the last
+//! epoch, up to [`MAX_EPOCHS`] shortest epochs. The state is per node (a device), plus one
+//! `u32` epoch stamp per connection.
 
 use super::time::Instant;
+
+/// The longest epoch, in shortest epochs (`epoch_ns`): a trickle of data does not stretch
+/// the count of active senders over seconds.
+pub const MAX_EPOCHS: u64 = 64;
 
 /// Per-node fair-share estimator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +28,12 @@ pub struct FairShare {
     epoch_start: Instant,
     cur: u32,
     prev: u32,
+    /// Bytes received in the current epoch.
+    cur_bytes: u64,
+    /// Nanoseconds one full packet took at the arrival rate of the last full epoch (0:
+    /// none measured).
+    seen_pkt_ns: u64,
+    pkt_bytes: u32,
 }
 
 impl FairShare {
@@ -37,25 +50,32 @@ impl FairShare {
             epoch_start: Instant::ZERO,
             cur: 0,
             prev: 0,
+            cur_bytes: 0,
+            seen_pkt_ns: 0,
+            pkt_bytes: pkt_bytes.max(1),
         }
     }
 
-    /// Notes that the connection owning `slot` received data at `now`; returns its share
-    /// (1000 bytes/s units, never 0 unless capacity is 0).
-    pub fn note(&mut self, now: Instant, slot: &mut u32) -> u32 {
+    /// Notes that the connection owning `slot` received a datagram of `bytes` bytes of
+    /// data at `now`; returns its share (1000 bytes/s units, never 0 unless capacity is 0).
+    pub fn note(&mut self, now: Instant, slot: &mut u32, bytes: u32) -> u32 {
         let since = now.nanos_since(self.epoch_start);
         let len = self.epoch_len();
         if since >= len {
             // One idle epoch or more: the previous count is that of the last full epoch.
-            self.prev = if since >= len.saturating_mul(2) {
+            let idle = since >= len.saturating_mul(2);
+            self.prev = if idle { 0 } else { self.cur };
+            self.seen_pkt_ns = if idle || self.cur_bytes == 0 {
                 0
             } else {
-                self.cur
+                since.saturating_mul(u64::from(self.pkt_bytes)) / self.cur_bytes
             };
+            self.cur_bytes = 0;
             self.cur = 0;
             self.epoch = self.epoch.wrapping_add(1).max(1);
             self.epoch_start = now;
         }
+        self.cur_bytes = self.cur_bytes.saturating_add(u64::from(bytes));
         if *slot != self.epoch {
             *slot = self.epoch;
             self.cur = self.cur.saturating_add(1);
@@ -63,11 +83,18 @@ impl FairShare {
         self.share()
     }
 
-    /// Current epoch length: `max(epoch_ns, 4 * active * pkt_ns)`.
+    /// Current epoch length: `4 * active` full packets at the capacity or at the last
+    /// epoch's arrival rate, whichever is slower, within `[epoch_ns, MAX_EPOCHS *
+    /// epoch_ns]` (at least `epoch_ns`).
     pub fn epoch_len(&self) -> u64 {
         let n = u64::from(self.cur.max(self.prev));
-        self.epoch_ns
-            .max(n.saturating_mul(4).saturating_mul(self.pkt_ns))
+        let per_pkt = self.pkt_ns.max(self.seen_pkt_ns);
+        let want = n.saturating_mul(4).saturating_mul(per_pkt);
+        let cap = self
+            .epoch_ns
+            .saturating_mul(MAX_EPOCHS)
+            .max(n.saturating_mul(4).saturating_mul(self.pkt_ns));
+        self.epoch_ns.max(want.min(cap))
     }
 
     /// Current share per active sender.

@@ -154,7 +154,8 @@ impl Endpoint for Qp {
             let now = Instant(now_ns());
             if peek_type(payload) == Some(PacketType::Data) {
                 // The device's fair share for this sender, on its ACKs.
-                let hint = this.dev.fair.note(now, c.fair_slot());
+                let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+                let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
                 if hint != c.rate_hint() {
                     this.dev.count(counter::HINT_CHANGES, 1);
                     c.set_rate_hint(hint);

@@ -10,7 +10,7 @@ use crate::proto::path::PathState;
 /// Paths shown per QP: the first ones. A QP's attributes must fit one dump
 /// message, which iproute2's 4 KiB receive buffer sizes (`NLMSG_GOODSIZE`,
 /// about 3.7 KB); an attribute takes about 24 bytes, so 8 paths of 8 plus
-/// the connection's 11 take about 1.8 KB. An entry that does not fit ends
+/// the connection's 12 take about 1.8 KB. An entry that does not fit ends
 /// the dump (the core's `res_get_common_dumpit`).
 const RES_PATHS: usize = 8;
 
@@ -18,7 +18,8 @@ impl Qp {
     /// Adds this QP's connection and per-path state to a resource dump: for
     /// an RC QP with a connection, `paths`, the hints (1000 bytes/s), pacing
     /// rate (bytes/s), `min_rtt_ns`, `qwnd`/`inflight` (bytes) and the
-    /// connection's counters; then per path `pN_sport`, `pN_state` (0
+    /// connection's counters (`local_ack_timeouts`: verbs retries since the
+    /// QP connected); then per path `pN_sport`, `pN_state` (0
     /// unused, 1 active, 2 probing), `pN_pwnd` (bytes), `pN_srtt_ns`,
     /// `pN_sent` (packets sent on the path, retransmissions included: its
     /// next PSN), `pN_retx` (retransmissions sent on it), `pN_moves`,
@@ -41,6 +42,7 @@ impl Qp {
         out.u32(format_args!("retx"), st.retx)?;
         out.u32(format_args!("timeouts"), u32::from(st.timeouts))?;
         out.u32(format_args!("moves"), u32::from(st.moves))?;
+        out.u32(format_args!("local_ack_timeouts"), st.ack_timeouts)?;
         for i in 0..n.min(RES_PATHS) {
             let Some(p) = c.path(i) else { break };
             let state = match p.state {

@@ -423,7 +423,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                 }
                 if let Ep::Meta(c, app) = &mut slot.ep {
                     if bytes.get(1) == Some(&1) {
-                        let hint = self.fair[h as usize].note(now, c.fair_slot());
+                        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+                        let hint = self.fair[h as usize].note(now, c.fair_slot(), len);
                         c.set_rate_hint(hint);
                     }
                     let _ = c.handle_packet(now, &bytes, pkt.ce, app);

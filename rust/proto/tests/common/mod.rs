@@ -203,6 +203,10 @@ pub struct Net {
     pub lose_acks: bool,
     /// Drop everything sent on (path, src_port).
     pub blackhole: Option<(u8, u16)>,
+    /// A fabric of `spines` spines in which spine `dead` drops everything (a
+    /// gray failure), in both directions: a datagram's spine is a hash of its
+    /// direction and UDP source port (ECMP), `(spines, dead)`.
+    pub dead_spine: Option<(u16, u16)>,
     /// Minimum per-path window seen, and whether inflight ever exceeded its bound.
     pub min_pwnd_seen: u32,
     pub retx: Vec<(u8, u32, u16, u32, u32)>,
@@ -210,6 +214,16 @@ pub struct Net {
     /// Chance that a packet skips its path's delay and FIFO order (netem
     /// `reorder`): it then overtakes earlier packets of the same path.
     pub reorder: f64,
+}
+
+/// The spine an ECMP hash sends a datagram over: direction and source port
+/// mixed (splitmix64), modulo `spines`.
+pub fn spine_of(from_a: bool, src_port: u16, spines: u16) -> u16 {
+    let mut z = u64::from(src_port) ^ if from_a { 0x9e37_79b9 } else { 0x7f4a_7c15 } << 20;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z % u64::from(spines.max(1))) as u16
 }
 
 pub fn config(local: u32, peer: u32, paths: u8) -> Config {
@@ -249,6 +263,7 @@ impl Net {
             lost_data: Vec::new(),
             lose_acks: true,
             blackhole: None,
+            dead_spine: None,
             min_pwnd_seen: u32::MAX,
             retx: Vec::new(),
             dropped: 0,
@@ -279,7 +294,10 @@ impl Net {
                 self.retx.push((t.path, psn, stream, msn, offset));
             }
             let is_data = matches!(t.kind, TxKind::Data { .. });
-            let holed = from_a && self.blackhole == Some((t.path, t.src_port));
+            let holed = (from_a && self.blackhole == Some((t.path, t.src_port)))
+                || self
+                    .dead_spine
+                    .is_some_and(|(n, dead)| spine_of(from_a, t.src_port, n) == dead);
             if holed || ((is_data || self.lose_acks) && self.rng.chance(self.loss)) {
                 if let TxKind::Data {
                     psn,

@@ -1,0 +1,73 @@
+//! The receiver's fair-share estimator (`fair.rs`): it counts the senders active
+//! in an epoch and hands each `capacity / n`, also when the senders are limited
+//! elsewhere and send far below the capacity (a CPU-bound host), where an epoch of
+//! one base RTT would miss most of them.
+
+use metaroce_proto::fair::{FairShare, MAX_EPOCHS};
+use metaroce_proto::time::Instant;
+
+const CAP: u32 = 1_187_500; // 10 Gb/s * 95 %, 1000 bytes/s
+const PKT: u32 = 1024 + 126;
+
+/// `n` senders round-robin, one full packet every `gap_ns` over all of them, for
+/// `dur_ns`; returns the last share each one got and the count at the end.
+fn run(n: usize, gap_ns: u64, dur_ns: u64, epoch_ns: u64) -> (Vec<u32>, u32, u64) {
+    let mut f = FairShare::new(CAP, epoch_ns, PKT);
+    let mut slots = vec![0u32; n];
+    let mut hints = vec![0u32; n];
+    let mut t = 1_000;
+    let mut i = 0;
+    while t < dur_ns {
+        hints[i] = f.note(Instant(t), &mut slots[i], PKT);
+        i = (i + 1) % n;
+        t += gap_ns;
+    }
+    (hints, f.active(), f.epoch_len())
+}
+
+#[test]
+fn senders_at_line_rate_share_the_capacity() {
+    // 4 senders together at the capacity: a packet every ~0.97 us.
+    let gap = u64::from(PKT) * 1_000_000 / u64::from(CAP);
+    let (hints, active, _) = run(4, gap, 10_000_000, 10_000);
+    assert_eq!(active, 4);
+    assert!(hints.iter().all(|&h| h == CAP / 4), "{hints:?}");
+}
+
+#[test]
+fn slow_senders_are_all_counted() {
+    // 4 senders at 1 MB/s in all (a packet every 1.15 ms), epoch of one 0.9 ms RTT:
+    // an epoch that long sees about one of them; sized by the arrival rate it sees all.
+    let (hints, active, len) = run(4, 1_150_000, 2_000_000_000, 900_000);
+    assert_eq!(active, 4, "epoch {len} ns");
+    assert!(hints.iter().all(|&h| h == CAP / 4), "{hints:?}");
+}
+
+#[test]
+fn one_sender_gets_everything_and_a_trickle_keeps_epochs_bounded() {
+    let (hints, active, len) = run(1, 100_000_000, 3_000_000_000, 900_000);
+    assert_eq!(active, 1);
+    assert_eq!(hints, vec![CAP]);
+    assert!(len <= 900_000 * MAX_EPOCHS, "epoch {len}");
+}
+
+#[test]
+fn senders_that_stop_are_forgotten() {
+    let mut f = FairShare::new(CAP, 900_000, PKT);
+    let mut slots = [0u32; 4];
+    let mut t = 1_000u64;
+    for _ in 0..2000 {
+        for s in slots.iter_mut() {
+            f.note(Instant(t), s, PKT);
+            t += 1_150_000 / 4;
+        }
+    }
+    assert_eq!(f.active(), 4);
+    // Only sender 0 goes on, at the same total rate.
+    for _ in 0..4000 {
+        f.note(Instant(t), &mut slots[0], PKT);
+        t += 1_150_000 / 4;
+    }
+    assert_eq!(f.active(), 1);
+    assert_eq!(f.share(), CAP);
+}
