@@ -6,8 +6,12 @@
 //! full packets (otherwise slow senders would be missed and the share overestimated). "Its
 //! share" is of the capacity or, when the data arrives slower than that (senders limited
 //! elsewhere: their hosts, another bottleneck), of the arrival rate measured over the last
-//! epoch, up to [`MAX_EPOCHS`] shortest epochs. The state is per node (a device), plus one
-//! `u32` epoch stamp per connection.
+//! epoch, up to [`MAX_EPOCHS`] shortest epochs. Senders that come in bursts (ACK-clocked
+//! over a round trip much longer than the base one) skip whole epochs: when a sender seen
+//! within the last 8 epochs returns after skipping at least one, the next epoch is twice as
+//! long (up to [`MAX_EPOCHS`] shortest epochs), and an epoch without such a return shrinks
+//! it by an eighth. The state is per node (a device), plus one `u32` epoch stamp per
+//! connection.
 
 use super::time::Instant;
 
@@ -34,6 +38,10 @@ pub struct FairShare {
     /// none measured).
     seen_pkt_ns: u64,
     pkt_bytes: u32,
+    /// Epoch length in shortest epochs, `1..=MAX_EPOCHS`.
+    stretch: u16,
+    /// Whether a recent sender returned after skipping an epoch, in this epoch.
+    skipped: bool,
 }
 
 impl FairShare {
@@ -53,6 +61,8 @@ impl FairShare {
             cur_bytes: 0,
             seen_pkt_ns: 0,
             pkt_bytes: pkt_bytes.max(1),
+            stretch: 1,
+            skipped: false,
         }
     }
 
@@ -72,24 +82,38 @@ impl FairShare {
             };
             self.cur_bytes = 0;
             self.cur = 0;
+            self.stretch = if self.skipped {
+                self.stretch.saturating_mul(2)
+            } else {
+                self.stretch - self.stretch / 8
+            }
+            .clamp(1, MAX_EPOCHS as u16);
+            self.skipped = false;
             self.epoch = self.epoch.wrapping_add(1).max(1);
             self.epoch_start = now;
         }
         self.cur_bytes = self.cur_bytes.saturating_add(u64::from(bytes));
         if *slot != self.epoch {
+            let gap = self.epoch.wrapping_sub(*slot);
+            if *slot != 0 && (2..=8).contains(&gap) {
+                self.skipped = true;
+            }
             *slot = self.epoch;
             self.cur = self.cur.saturating_add(1);
         }
         self.share()
     }
 
-    /// Current epoch length: `4 * active` full packets at the capacity or at the last
-    /// epoch's arrival rate, whichever is slower, within `[epoch_ns, MAX_EPOCHS *
-    /// epoch_ns]` (at least `epoch_ns`).
+    /// Current epoch length: the stretched shortest epoch, and at least `4 * active` full
+    /// packets at the capacity or at the last epoch's arrival rate, whichever is slower;
+    /// beyond the capacity's bound, at most `MAX_EPOCHS * epoch_ns`.
     pub fn epoch_len(&self) -> u64 {
         let n = u64::from(self.cur.max(self.prev));
         let per_pkt = self.pkt_ns.max(self.seen_pkt_ns);
-        let want = n.saturating_mul(4).saturating_mul(per_pkt);
+        let want = n
+            .saturating_mul(4)
+            .saturating_mul(per_pkt)
+            .max(self.epoch_ns.saturating_mul(u64::from(self.stretch)));
         let cap = self
             .epoch_ns
             .saturating_mul(MAX_EPOCHS)

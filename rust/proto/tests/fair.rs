@@ -71,3 +71,23 @@ fn senders_that_stop_are_forgotten() {
     assert_eq!(f.active(), 1);
     assert_eq!(f.share(), CAP);
 }
+
+/// 4 ACK-clocked senders that each send a burst of 8 packets every 20 ms (a round
+/// trip twenty times the 1 ms base one), staggered: an epoch of one base RTT sees one
+/// of them at a time; the estimator stretches its epoch until it sees all four.
+#[test]
+fn bursty_senders_are_all_counted() {
+    let mut f = FairShare::new(CAP, 1_000_000, PKT);
+    let mut slots = [0u32; 4];
+    let mut shares = [0u32; 4];
+    for round in 0..200u64 {
+        for (i, s) in slots.iter_mut().enumerate() {
+            let t0 = 1_000 + round * 20_000_000 + i as u64 * 5_000_000;
+            for k in 0..8 {
+                shares[i] = f.note(Instant(t0 + k * 10_000), s, PKT);
+            }
+        }
+    }
+    assert_eq!(f.active(), 4, "epoch {} ns", f.epoch_len());
+    assert!(shares.iter().all(|&h| h == CAP / 4), "{shares:?}");
+}

@@ -59,5 +59,10 @@ fn one_way_transfer_survives_a_gray_spine() {
         .flat_map(|s| (0..4u16).map(move |d| (s, d)))
         .filter_map(|(s, d)| one_way(s, d).err())
         .collect();
-    assert!(fails.is_empty(), "{} of 48 failed: {:#?}", fails.len(), fails);
+    assert!(
+        fails.is_empty(),
+        "{} of 48 failed: {:#?}",
+        fails.len(),
+        fails
+    );
 }

@@ -105,6 +105,9 @@ pub struct Params {
     pub max_rto_ns: u32,
     /// Pacing slack (MetaRoCE, [`Config::pacing_slack_us`]), µs.
     pub pacing_slack_us: u16,
+    /// Verbs local ACK timeout (MetaRoCE, [`Config::ack_timeout_ns`]), ns; 0: none,
+    /// path timeouts count as retries.
+    pub ack_timeout_ns: u64,
     pub base_window: u32,
     pub sample_ns: u64,
     pub seed: u64,
@@ -201,6 +204,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         init_rto_ns: self.params.init_rto_ns,
                         max_rto_ns: self.params.max_rto_ns,
                         pacing_slack_us: self.params.pacing_slack_us,
+                        ack_timeout_ns: self.params.ack_timeout_ns,
                         init_qwnd: std::env::var("SIM_IW")
                             .ok()
                             .and_then(|v| v.parse().ok())
