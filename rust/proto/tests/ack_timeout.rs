@@ -162,3 +162,27 @@ fn idle_connection_has_no_local_ack_timer() {
     n.a.handle_timeout(Instant(n.now), &mut n.app_a);
     assert_eq!(n.a.stats().ack_timeouts, 0);
 }
+
+/// The peer's host pauses for 150 ms (every packet both ways waits; none is lost):
+/// every path times out, again and again. Once the pause ends the probes are
+/// answered and the transfer completes: at most the two local ACK timeouts the pause
+/// itself spans are counted.
+#[test]
+fn a_pause_of_the_peer_does_not_stall_the_connection() {
+    let mut n = net(9);
+    n.app_a.msgs[0].extend([65536; 4]);
+    assert!(n.run(n.now + 5_000_000_000));
+    let saved = n.path_delay;
+    n.app_a.msgs[0].extend([65536; 16]);
+    for d in n.path_delay.iter_mut() {
+        *d = 150_000_000;
+    }
+    n.run(n.now + 2_000_000);
+    n.path_delay = saved;
+    assert!(n.run(n.now + 10_000_000_000));
+    assert!(n.app_a.errors.is_empty(), "{:?}", n.app_a.errors);
+    assert_eq!(n.app_a.acked[0].len(), 20);
+    let s = n.a.stats();
+    assert!(s.timeouts >= 8, "the pause timed every path out: {s:?}");
+    assert!(s.ack_timeouts <= 2, "{s:?}");
+}
