@@ -45,7 +45,8 @@ pub struct PathTx {
     pub srtt: u32,
     /// RTT variance in ns.
     pub rttvar: u32,
-    /// Stamp of the outstanding probe.
+    /// Stamp of the first probe sent since the path went Probing or moved (0: none
+    /// yet); an ACK echoing it or a later stamp validates the path.
     pub probe_stamp: u32,
     /// Retransmission / probe deadline ([`Instant::NEVER`] if none).
     pub rto_at: Instant,

@@ -186,3 +186,28 @@ fn a_pause_of_the_peer_does_not_stall_the_connection() {
     assert!(s.timeouts >= 8, "the pause timed every path out: {s:?}");
     assert!(s.ack_timeouts <= 2, "{s:?}");
 }
+
+/// Round trips that jump far above the RTO (a queue builds faster than the RTT
+/// estimate follows: 2 ms, then 60 ms): every path times out before its ACK
+/// arrives, and the late ACKs acknowledge packets the sender no longer tracks on
+/// that path. They still show that the peer receives, and their echoes raise the
+/// RTT estimate: the transfer completes without failing the connection.
+#[test]
+fn late_acks_of_abandoned_packets_are_progress() {
+    let mut n = net(10);
+    let mut c = cfg(1, 2);
+    c.init_rto_ns = 4_000_000;
+    n.a = Connection::new(c);
+    n.app_a.msgs[0].extend([16384; 4]);
+    assert!(n.run(n.now + 5_000_000_000));
+    for d in n.path_delay.iter_mut() {
+        *d = 30_000_000;
+    }
+    n.app_a.msgs[0].extend([16384; 16]);
+    assert!(n.run(n.now + 20_000_000_000));
+    assert!(n.app_a.errors.is_empty(), "{:?}", n.app_a.errors);
+    assert_eq!(n.app_a.acked[0].len(), 20);
+    let s = n.a.stats();
+    assert!(s.timeouts > 8, "{s:?}");
+    assert!(s.ack_timeouts <= 2, "{s:?}");
+}

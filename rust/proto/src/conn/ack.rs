@@ -67,9 +67,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 t.rtt_sample(sample);
                 rtt_ok = true;
             }
-            if t.state == PathState::Probing && !t.probe_due && a.echo == t.probe_stamp {
+            // An answer to any probe sent since the path went Probing (or moved)
+            // validates it: with round trips longer than the probe timeout,
+            // only the latest probe's answer would never come in time.
+            let since_probe = a.echo.wrapping_sub(t.probe_stamp) as i32 >= 0;
+            if t.state == PathState::Probing && t.probe_stamp != 0 && since_probe {
                 self.probing &= !(1u64 << (p % 64));
                 t.state = PathState::Active;
+                t.probe_due = false;
                 t.timeouts = 0;
                 t.backoff = 0;
                 t.cc.reset(&cfg.cc);
@@ -202,8 +207,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 t.rto_at = now.add_nanos(rto_now.max(min_rto));
             }
         }
-        if acked_bytes > 0 || rnr_any {
-            self.progress(now);
+        // The peer answers: it acknowledged data in flight, refused some with RNR,
+        // or reports data it received (`acked`) that this side no longer tracks
+        // on the path (the path timed out before the ACK came: the data waits for
+        // retransmission elsewhere). Any of them restarts the local ACK timer.
+        if acked_bytes > 0 || rnr_any || a.acked > 0 {
+            self.progress(now, acked_bytes > 0);
         }
         if acked_bytes > 0 {
             self.flight.ramp = self.flight.ramp.saturating_add(acked_bytes);

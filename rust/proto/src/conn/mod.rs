@@ -610,9 +610,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     }
 
     /// Progress for the retry limits: the peer answered. Restarts the local ACK
-    /// timer while anything is still unacknowledged.
-    pub(super) fn progress(&mut self, now: Instant) {
-        self.stall = 0;
+    /// timer while anything is still unacknowledged; `data`: data was acknowledged
+    /// (the only progress the model without a local ACK timer counts).
+    pub(super) fn progress(&mut self, now: Instant, data: bool) {
+        if data {
+            self.stall = 0;
+        }
         self.retries = 0;
         self.retry_at = match self.ack_timeout() {
             Some(t) if self.outstanding() => now.add_nanos(t),

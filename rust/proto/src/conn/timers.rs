@@ -183,12 +183,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 PathState::Active => {
                     // Congestion never causes a timeout alone: suspect failure, probe.
                     t.state = PathState::Probing;
+                    t.probe_stamp = 0;
                     self.probing |= 1u64 << (p % 64);
                 }
                 PathState::Probing => {
                     if t.timeouts > move_after {
                         t.moves = t.moves.wrapping_add(1);
                         t.src_port = port_for(&cfg, p as u8, t.moves);
+                        t.probe_stamp = 0;
                         t.timeouts = 0;
                         t.backoff = 0;
                         moved = true;

@@ -88,7 +88,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         };
         let len = h.encode(buf)?;
         t.probe_due = false;
-        t.probe_stamp = stamp;
+        // The first probe since the path went Probing (or moved) marks when
+        // validation may start: an answer to it or to any later probe counts.
+        if t.probe_stamp == 0 {
+            t.probe_stamp = stamp.max(1);
+        }
         t.rto_at = now.add_nanos(rto);
         Some(Transmit {
             len,
