@@ -53,7 +53,13 @@ $1 == "BENCH" {
   if (f["value"] == "fail" || f["value"] == "timeout") nfail[f["dev"]]++
   nruns++
 }
-$1 == "SPINES" { kv($0); sp[f["dev"], f["row"], f["rep"]] = spread($0) }
+# via1(SPREAD): 1 when spine 1 carried the run's data or acks
+function via1(s,   p) { split(s, p, ","); return p[1] ~ /1/ }
+$1 == "SPINES" {
+  kv($0); sp[f["dev"], f["row"], f["rep"]] = spread($0)
+  if (via1(sp[f["dev"], f["row"], f["rep"]])) hit[f["dev"], f["row"]]++
+  seen[f["dev"], f["row"]]++
+}
 END {
   nrows = split("lossless down gray100 gray5 congest qp8", rows, " ")
   ev["lossless"] = "none"; ev["down"] = "spine 1 hard down"; ev["gray100"] = "spine 1 gray, 100 % loss"
@@ -61,14 +67,16 @@ END {
   printf "\nmetaroce fabric bench, %s, commit %s (two QEMU guests, %d s)\n", when, commit, secs
   printf "ib_write_bw 64 KiB, guest 1 -> guest 2 across 4 spines (ECMP, L4 hash), median of %d run(s), MiB/s;\n", maxrep
   print "frac = fraction of the same device's lossless fabric median; timeout/fail counts as 0 in a median\n"
-  fmt = "%-9s %-26s %9s %5s %9s %5s %7s\n"
-  printf fmt, "row", "event", "rxe", "frac", "metaroce", "frac", "mr/rxe"
-  printf fmt, "---", "-----", "---", "----", "--------", "----", "------"
+  fmt = "%-9s %-26s %9s %5s %9s %5s %7s  %s\n"
+  printf fmt, "row", "event", "rxe", "frac", "metaroce", "frac", "mr/rxe", "rxe via sp1"
+  printf fmt, "---", "-----", "---", "----", "--------", "----", "------", "-----------"
   r0 = med("rxe0", "lossless"); m0 = med("mr0", "lossless")
   for (i = 1; i <= nrows; i++) {
     r = med("rxe0", rows[i]); m = med("mr0", rows[i])
-    printf fmt, rows[i], ev[rows[i]], r, div(r, r0), m, div(m, m0), div(m, r)
+    h = rows[i] == "down" || !(("rxe0" SUBSEP rows[i]) in seen) ? "-" : (hit["rxe0", rows[i]] + 0) "/" seen["rxe0", rows[i]]
+    printf fmt, rows[i], ev[rows[i]], r, div(r, r0), m, div(m, m0), div(m, r), h
   }
+  print "(rxe via sp1: rxe runs in which spine 1 carried >= 10 % of the data or the acks)"
   print "\nruns: MiB/s [spines that carried >= 10 % of the run's packets: data A->B / acks B->A;"
   print "spine queue drops and CE marks during the run]"
   fmt2 = "%-9s %3s  %-30s %-30s\n"

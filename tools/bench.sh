@@ -16,20 +16,22 @@
 # running ib_write_bw 64 KiB lossless, with spine 1 hard down, gray (100 %
 # and 5 % loss) and congested (A->B limited to RATE), and with 8 QPs; REPS
 # rounds (median per row). Each row as a fraction of the same device's
-# lossless fabric figure and as metaroce/rxe.
+# lossless fabric figure and as metaroce/rxe. ROWS: a subset, e.g. "lossless
+# qp8" (the table shows the others as "-").
 #
-#   bash tools/bench.sh --fabric [REPS [RATE]]   (default 3 4mbit; ~15 min)
+#   bash tools/bench.sh --fabric [REPS [RATE [ROWS]]]
+#                                (default 3 4mbit, all six rows; ~11 min)
 #
 # The guests' script is tests/guest/bench.sh (bench-fabric.sh); its raw output
 # and the vm-run logs stay in out/ (the "logs" path printed by vm-run).
 set -uo pipefail
 fabric=""
 if [[ ${1:-} == --fabric ]]; then
-  fabric=1 reps=${2:-3} rate=${3:-4mbit}
+  fabric=1 reps=${2:-3} rate=${3:-4mbit} rows=${4:-lossless down gray100 gray5 congest qp8}
   [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "bench: REPS must be a number" >&2; exit 2; }
   [[ $rate =~ ^[0-9]+[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit" >&2; exit 2; }
 elif (($#)); then
-  sed -n '2,23p' "$0" >&2; exit 2
+  sed -n '2,26p' "$0" >&2; exit 2
 fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -52,7 +54,7 @@ fi
 
 mkdir -p out
 if [[ -n $fabric ]]; then
-  name=bench-fabric guest=(tests/guest/bench-fabric.sh "$reps" "$rate")
+  name=bench-fabric guest=(tests/guest/bench-fabric.sh "$reps" "$rate" "$rows")
   # 6 rows x 2 devices x REPS runs, each capped at 60 s (most take 10-20 s).
   limit=$((600 + reps * 12 * 70))
 else

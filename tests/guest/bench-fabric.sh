@@ -20,7 +20,7 @@
 # (value=timeout: hit its cap; value=fail: failed otherwise) and, in guest 1,
 # the packets each spine forwarded during it and the device's counters that
 # moved. tools/bench.sh --fabric turns guest 1's lines into a table.
-#   bench-fabric.sh [REPS [RATE]]   (default 3 rounds, 4mbit)
+#   bench-fabric.sh [REPS [RATE [ROWS]]]   (default 3 rounds, 4mbit, all rows)
 #   (run by tools/bench.sh --fabric: qemu/vm-run -n 2 -t 3120 tests/guest/bench-fabric.sh 3 4mbit)
 . "$MR_REPO/tests/lib.sh"
 . "$MR_REPO/tests/fabric.sh"
@@ -29,7 +29,7 @@ reps=${1:-3}
 rate=${2:-4mbit}
 spines=4
 devs=(rxe0 mr0)
-rows=(lossless down gray100 gray5 congest qp8)
+read -ra rows <<<"${3:-lossless down gray100 gray5 congest qp8}"
 size=65536
 iters=256            # 16 MiB per run; with -q 8, 32 per QP (perftest's -n is per QP)
 run_timeout=60       # client (guest 1), per run
@@ -166,7 +166,9 @@ measure() {
     bench "$d" "$row" "$rep" "$v"
     if [[ $v != na ]]; then
       diag "$d $row rep $rep: ib_write_bw -q $q -n $n: rc=$rc after $((SECONDS - t0)) s"
-      [[ -n $out ]] && diag "$(tail -6 <<<"$out")"
+      # perftest's errors go to stderr, unbuffered, ahead of its stdout.
+      [[ -n $out ]] && diag "$(grep -iE 'error|fail|status|couldn|unable|exceeded' <<<"$out" | head -8)"
+      [[ -n $out ]] && diag "$(tail -4 <<<"$out")"
     fi
   fi
   if client; then
