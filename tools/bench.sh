@@ -54,7 +54,8 @@ fi
 
 mkdir -p out
 if [[ -n $fabric ]]; then
-  name=bench-fabric guest=(tests/guest/bench-fabric.sh "$reps" "$rate" "$rows")
+  # shellcheck disable=SC2206  # ROWS: words, one argument each
+  name=bench-fabric guest=(tests/guest/bench-fabric.sh "$reps" "$rate" $rows)
   # 6 rows x 2 devices x REPS runs, each capped at 60 s (most take 10-20 s).
   limit=$((600 + reps * 12 * 70))
 else

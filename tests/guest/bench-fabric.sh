@@ -20,7 +20,7 @@
 # (value=timeout: hit its cap; value=fail: failed otherwise) and, in guest 1,
 # the packets each spine forwarded during it and the device's counters that
 # moved. tools/bench.sh --fabric turns guest 1's lines into a table.
-#   bench-fabric.sh [REPS [RATE [ROWS]]]   (default 3 rounds, 4mbit, all rows)
+#   bench-fabric.sh [REPS [RATE [ROW...]]]   (default 3 rounds, 4mbit, all rows)
 #   (run by tools/bench.sh --fabric: qemu/vm-run -n 2 -t 3120 tests/guest/bench-fabric.sh 3 4mbit)
 . "$MR_REPO/tests/lib.sh"
 . "$MR_REPO/tests/fabric.sh"
@@ -29,7 +29,8 @@ reps=${1:-3}
 rate=${2:-4mbit}
 spines=4
 devs=(rxe0 mr0)
-read -ra rows <<<"${3:-lossless down gray100 gray5 congest qp8}"
+rows=(lossless down gray100 gray5 congest qp8)
+(($# > 2)) && rows=("${@:3}")
 size=65536
 iters=256            # 16 MiB per run; with -q 8, 32 per QP (perftest's -n is per QP)
 run_timeout=60       # client (guest 1), per run
