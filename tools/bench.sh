@@ -20,7 +20,7 @@
 # qp8" (the table shows the others as "-").
 #
 #   bash tools/bench.sh --fabric [REPS [RATE [ROWS]]]
-#                                (default 3 4mbit, all six rows; ~11 min)
+#                                (default 3 4mbit, all six rows; 10-16 min)
 #
 # The guests' script is tests/guest/bench.sh (bench-fabric.sh); its raw output
 # and the vm-run logs stay in out/ (the "logs" path printed by vm-run).
