@@ -33,8 +33,8 @@
 # side channels) is policy-routed over the last spine only, which tests
 # never fail.
 
-# _fab_router NS: a namespace that forwards, hashes on L4 and drops next hops
-# whose link is down.
+# _fab_router NS: a namespace that forwards, hashes on L4, drops next hops
+# whose link is down and keeps its IPv6 addresses over a link down/up.
 _fab_router() {
   local ns=$1 k
   ip netns add "$ns" || return 1
@@ -44,7 +44,8 @@ _fab_router() {
     net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
     net.ipv4.conf.all.ignore_routes_with_linkdown=1 \
     net.ipv6.conf.all.ignore_routes_with_linkdown=1 \
-    net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.all.accept_dad=0; do
+    net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.all.accept_dad=0 \
+    net.ipv6.conf.all.keep_addr_on_down=1; do
     ip netns exec "$ns" sysctl -qw "$k" || return 1
   done
 }
@@ -55,6 +56,17 @@ _fab_addr() {
   ip "${n[@]}" addr add "$3" dev "$2" || return 1
   ip "${n[@]}" -6 addr add "$4" dev "$2" nodad || return 1
   ip "${n[@]}" link set "$2" up
+}
+
+# _fab_spine_routes I: spine I's routes to both endpoints' prefixes. The
+# kernel deletes a route when its device goes admin down, so `up` and
+# `clear` put them back (replace: idempotent).
+_fab_spine_routes() {
+  local i=$1
+  ip -n "sp$i" route replace 198.18.0.0/24 via "198.18.2$i.1" &&
+    ip -n "sp$i" route replace 198.18.1.0/24 via "198.18.1$i.1" &&
+    ip -n "sp$i" -6 route replace 2001:2::/64 via "2001:2:2$i::1" &&
+    ip -n "sp$i" -6 route replace 2001:2:1::/64 via "2001:2:1$i::1"
 }
 
 _fab_build() {
@@ -76,10 +88,7 @@ _fab_build() {
     _fab_addr "sp$i" la "198.18.1$i.2/24" "2001:2:1$i::2/64" || return 1
     _fab_addr leafb "s$i" "198.18.2$i.1/24" "2001:2:2$i::1/64" || return 1
     _fab_addr "sp$i" lb "198.18.2$i.2/24" "2001:2:2$i::2/64" || return 1
-    ip -n "sp$i" route add 198.18.0.0/24 via "198.18.2$i.1" || return 1
-    ip -n "sp$i" route add 198.18.1.0/24 via "198.18.1$i.1" || return 1
-    ip -n "sp$i" -6 route add 2001:2::/64 via "2001:2:2$i::1" || return 1
-    ip -n "sp$i" -6 route add 2001:2:1::/64 via "2001:2:1$i::1" || return 1
+    _fab_spine_routes "$i" || return 1
     via4+=(nexthop via "198.18.1$i.2" dev "s$i")
     via6+=(nexthop via "2001:2:1$i::2" dev "s$i")
     back4+=(nexthop via "198.18.2$i.2" dev "s$i")
@@ -125,7 +134,7 @@ fabric_spine() {
   local ns=sp$i
   case $act in
     down) ip -n "$ns" link set la down && ip -n "$ns" link set lb down ;;
-    up) ip -n "$ns" link set la up && ip -n "$ns" link set lb up ;;
+    up) ip -n "$ns" link set la up && ip -n "$ns" link set lb up && _fab_spine_routes "$i" ;;
     gray) fabric_spine "$i" netem loss "$1%" ;;
     netem)
       for d in la lb; do
@@ -141,7 +150,8 @@ fabric_spine() {
       for d in la lb; do
         tc -n "$ns" qdisc del dev "$d" root 2>/dev/null
         ip -n "$ns" link set "$d" up
-      done; return 0 ;;
+      done
+      _fab_spine_routes "$i" 2>/dev/null; return 0 ;;
     *) echo "fabric_spine: unknown action $act" >&2; return 2 ;;
   esac
 }

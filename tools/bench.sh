@@ -11,9 +11,28 @@
 #
 #   bash tools/bench.sh          (about 10 minutes under TCG)
 #
-# The guests' script is tests/guest/bench.sh; its raw output and the vm-run
-# logs stay in out/ (the "logs" path printed by vm-run).
+# With --fabric, the fabric rows instead (tests/guest/bench-fabric.sh): rxe0
+# and mr0 on the endpoints of the routed leaf-spine of tests/fabric.sh, each
+# running ib_write_bw 64 KiB lossless, with spine 1 hard down, gray (100 %
+# and 5 % loss) and congested (A->B limited to RATE), and with 8 QPs; REPS
+# rounds (median per row). Each row as a fraction of the same device's
+# lossless fabric figure and as metaroce/rxe. ROWS: a subset, e.g. "lossless
+# qp8" (the table shows the others as "-").
+#
+#   bash tools/bench.sh --fabric [REPS [RATE [ROWS]]]
+#                                (default 3 4mbit, all six rows; 10-16 min)
+#
+# The guests' script is tests/guest/bench.sh (bench-fabric.sh); its raw output
+# and the vm-run logs stay in out/ (the "logs" path printed by vm-run).
 set -uo pipefail
+fabric=""
+if [[ ${1:-} == --fabric ]]; then
+  fabric=1 reps=${2:-3} rate=${3:-4mbit} rows=${4:-lossless down gray100 gray5 congest qp8}
+  [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "bench: REPS must be a number" >&2; exit 2; }
+  [[ $rate =~ ^[0-9]+[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit" >&2; exit 2; }
+elif (($#)); then
+  sed -n '2,26p' "$0" >&2; exit 2
+fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 export HOME=${HOME:-/root}
@@ -34,10 +53,19 @@ if [[ ! -f metaroce.ko ]] ||
 fi
 
 mkdir -p out
-log=out/bench-$(date +%Y%m%d-%H%M%S).log
-echo "[bench] two guests, rxe0 and mr0; full output in $log" >&2
+if [[ -n $fabric ]]; then
+  # shellcheck disable=SC2206  # ROWS: words, one argument each
+  name=bench-fabric guest=(tests/guest/bench-fabric.sh "$reps" "$rate" $rows)
+  # 6 rows x 2 devices x REPS runs, each capped at 60 s (most take 10-20 s).
+  limit=$((600 + reps * 12 * 70))
+else
+  name=bench guest=(tests/guest/bench.sh) limit=1800
+fi
+log=out/$name-$(date +%Y%m%d-%H%M%S).log
+echo "[bench] two guests, rxe0 and mr0${fabric:+ on the fabric}; full output in $log" >&2
 start=$SECONDS
-qemu/vm-run -n 2 -t 1800 tests/guest/bench.sh >"$log" 2>&1 &
+commit=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo +dirty)
+qemu/vm-run -n 2 -t "$limit" "${guest[@]}" >"$log" 2>&1 &
 vm=$!
 trap 'kill -TERM "$vm" 2>/dev/null; wait "$vm"; exit 130' INT TERM
 # Follow guest 1's results as they come; once guest 1 is done, give guest 2
@@ -46,7 +74,7 @@ trap 'kill -TERM "$vm" 2>/dev/null; wait "$vm"; exit 130' INT TERM
 rundir="" shown=0 g1done=""
 while kill -0 "$vm" 2>/dev/null; do
   sleep 5
-  [[ -n $rundir ]] || rundir=$(sed -n 's/^\[vm-run\] bench: .* logs \(.*\)$/\1/p' "$log")
+  [[ -n $rundir ]] || rundir=$(sed -n "s/^\[vm-run\] $name: .* logs \(.*\)\$/\1/p" "$log")
   [[ -n $rundir && -f $rundir/tap.1 ]] || continue
   n=$(grep -c '^# BENCH' "$rundir/tap.1")
   if ((n > shown)); then
@@ -64,6 +92,13 @@ wait "$vm"; vmrc=$?
 grep '^\[vm-run\]' "$log" >&2
 elapsed=$((SECONDS - start))
 
+if [[ -n $fabric ]]; then
+  # guest 1's TAP: "# BENCH side=client dev=mr0 row=gray5 rep=2 size=65536
+  # value=4.31 unit=MiB/s" and "# SPINES dev=mr0 row=gray5 rep=2 1:a2b/b2a …"
+  sed -n 's/^# \(BENCH\|SPINES\) /\1 /p' "${rundir:-/dev/null}/tap.1" 2>/dev/null |
+    awk -v when="$(date '+%Y-%m-%d %H:%M')" -v secs="$elapsed" -v reps="$reps" -v rate="$rate" \
+      -v commit="$commit" -f tools/bench-fabric.awk
+else
 # guest 1's TAP: # BENCH side=server dev=mr0 test=write_bw size=65536 loss=1 value=4.31 unit=MiB/s
 sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="$(date '+%Y-%m-%d %H:%M')" -v secs="$elapsed" '
   function kv(s,   a, i, n, p) {
@@ -130,6 +165,7 @@ sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="
     if (NR == 0) print "\nno BENCH lines from guest 1: the run broke early, see the log"
     else if (nfail) printf "%d result(s) fail/timeout; details in the log (# lines after each)\n", nfail
   }'
+fi
 if [[ -n $rundir ]]; then
   k=$(grep -hE -m3 'soft lockup|BUG:|WARNING:|Oops|KASAN|UBSAN|blocked for more than' "$rundir"/console.* 2>/dev/null)
   [[ -n $k ]] && { echo "kernel problems on the guest consoles (first lines):"; sed 's/^/    /' <<<"$k"; }
