@@ -14,8 +14,9 @@
 # Guest 1 (endpoint A, where the fabric lives) is the client and so the
 # sender: the data goes A→B, the direction `congest` limits. Guest 1 applies
 # the row's event before each run and clears it after. perftest's TCP side
-# channel (and iperf3) is routed over the last spine by a policy rule in both
-# leaves, so an event on spine 1 hits only the RDMA traffic. Each run prints
+# channel (and iperf3) is routed over the last spine by tests/fabric.sh's
+# policy rule in both leaves, so an event on spine 1 hits only the RDMA
+# traffic. Each run prints
 #   # BENCH side=client dev=mr0 row=gray5 rep=2 value=4.31 unit=MiB/s
 # (value=timeout: hit its cap; value=fail: failed otherwise) and, in guest 1,
 # the packets each spine forwarded during it and the device's counters that
@@ -48,15 +49,8 @@ load_kmod sch_netem sch_tbf sch_red >/dev/null 2>&1
 fabric_up "$spines"
 check "peer $MR_PEER_IP4 reachable across the fabric" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
 
-# TCP over the last spine only, both ways (guest 1 holds both leaves).
-pin_tcp() {
-  local n=$1
-  ip -n leafa rule add ipproto tcp lookup 100 &&
-    ip -n leafa route add 198.18.0.0/24 via "198.18.1$n.2" dev "s$n" table 100 &&
-    ip -n leafb rule add ipproto tcp lookup 100 &&
-    ip -n leafb route add 198.18.1.0/24 via "198.18.2$n.2" dev "s$n" table 100
-}
-client && check "perftest's TCP side channel pinned to spine $spines" pin_tcp "$spines"
+# TCP (perftest's side channel, iperf3) crosses the last spine only:
+# tests/fabric.sh pins it there with a policy rule in both leaves.
 
 check "rdma link add rxe0 type rxe netdev $MR_IF" rdma link add rxe0 type rxe netdev "$MR_IF"
 check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
