@@ -13,20 +13,7 @@ use metaroce_proto::time::Instant;
 const T: u64 = 4096 << 14;
 
 fn cfg(local: u32, peer: u32) -> Config {
-    // The kernel module's timers (4 ms floor, one tick) with the verbs limits.
-    Config {
-        local_conn: local,
-        peer_conn: peer,
-        paths: 8,
-        mtu: 1024,
-        init_rto_ns: 20_000_000,
-        min_rto_ns: 4_000_000,
-        max_rto_ns: 500_000_000,
-        retry_cnt: 7,
-        ack_timeout_ns: T,
-        ack_delay_ns: 0,
-        ..Config::default()
-    }
+    kernel_like_config(local, peer)
 }
 
 fn net(seed: u64) -> Net {

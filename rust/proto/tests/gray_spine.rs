@@ -10,19 +10,7 @@ use common::*;
 use metaroce_proto::conn::{Config, Connection};
 
 fn cfg(local: u32, peer: u32) -> Config {
-    Config {
-        local_conn: local,
-        peer_conn: peer,
-        paths: 8,
-        mtu: 1024,
-        init_rto_ns: 20_000_000,
-        min_rto_ns: 4_000_000,
-        max_rto_ns: 500_000_000,
-        retry_cnt: 7,
-        ack_timeout_ns: 4096 << 14,
-        ack_delay_ns: 0,
-        ..Config::default()
-    }
+    kernel_like_config(local, peer)
 }
 
 fn one_way(seed: u64, dead: u16) -> Result<(), String> {

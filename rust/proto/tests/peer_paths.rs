@@ -7,13 +7,7 @@ use metaroce_proto::conn::{Config, Connection};
 use metaroce_proto::time::Instant;
 
 fn cfg(local: u32, peer: u32) -> Config {
-    Config {
-        local_conn: local,
-        peer_conn: peer,
-        paths: 8,
-        mtu: 1024,
-        ..Config::default()
-    }
+    config(local, peer, 8)
 }
 
 /// A sender with 16 paths and a receiver configured with 8 (but room for 64): the

@@ -226,6 +226,25 @@ pub fn spine_of(from_a: bool, src_port: u16, spines: u16) -> u16 {
     (z % u64::from(spines.max(1))) as u16
 }
 
+/// The kernel module's timers (RTO floor one 4 ms tick, init 20 ms, max 500 ms)
+/// with the verbs limits perftest asks for (`timeout` 14: 67 ms, `retry_cnt` 7),
+/// 8 paths, MTU 1024.
+pub fn kernel_like_config(local: u32, peer: u32) -> Config {
+    Config {
+        local_conn: local,
+        peer_conn: peer,
+        paths: 8,
+        mtu: 1024,
+        init_rto_ns: 20_000_000,
+        min_rto_ns: 4_000_000,
+        max_rto_ns: 500_000_000,
+        retry_cnt: 7,
+        ack_timeout_ns: 4096 << 14,
+        ack_delay_ns: 0,
+        ..Config::default()
+    }
+}
+
 pub fn config(local: u32, peer: u32, paths: u8) -> Config {
     Config {
         local_conn: local,
