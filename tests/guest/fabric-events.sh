@@ -21,8 +21,8 @@
 #               of the lossless -q 4 figure
 # For mr0 these are checks; for rxe0 the same runs are the baseline and only
 # reported (its one source port per QP lands on one spine; rxe retries
-# without limit at retry_cnt 7, so a QP on a black hole stalls: the runs
-# are capped).
+# without limit at retry_cnt 7, so a QP on a black hole stalls: its runs
+# are capped at 30 s).
 #   fabric-events.sh [mr0|rxe0]
 MR_FABRIC_MORE=1 . "$MR_REPO/tests/guest/fabric.sh" "${1:-mr0}" 4
 # fabric.sh leaves: dev, gid, the fabric up, MR_PEER_IP4 the peer's address.
@@ -205,7 +205,8 @@ fi
 
 # --- failover: integrity during a spine failure --------------------------
 bin=$MR_REPO/out/integrity
-cap=150; mr || cap=60       # rxe stalls without limit on a black hole
+cap=150; mr || cap=30       # rxe stalls without limit on a black hole: 30 s shows it
+[[ -x $bin ]] || fail "out/integrity missing: run 'make -C tests/integrity' on the host"
 # integrity_pairs TAG SEED: 4 pairs, guest 2 serves, guest 1 drives; each
 # result in $ev/TAG.K ("rc N" and the summary line).
 integrity_pairs() {
