@@ -213,7 +213,7 @@ integrity_pairs() {
   local tag=$1 seed=$2 k
   for k in 1 2 3 4; do
     if sender; then
-      (o=$(timeout "$cap" "$bin" -d "$dev" -g "$gid" -p $((19000 + k)) -s $((seed * 10 + k)) -n 250 -M 262144 \
+      (o=$(timeout "$cap" "$bin" -d "$dev" -g "$gid" -p $((19000 + k)) -s $((seed * 10 + k)) -n 150 -M 262144 \
             client "$MR_PEER_IP4" 2>&1); r=$?
        echo "rc $r $(grep -m1 '^# integrity:' <<<"$o") $(grep -m1 '^not ok' <<<"$o")" >"$ev/$tag.$k") &
     else
