@@ -47,7 +47,7 @@ load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
 load_kmod rdma_rxe >/dev/null 2>&1
 load_kmod sch_netem sch_tbf sch_red >/dev/null 2>&1
 fabric_up "$spines"
-check "peer $MR_PEER_IP4 reachable across the fabric" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
+check "peer $MR_PEER_IP4 reachable across the fabric" retry 300 ping -q -c1 -W1 "$MR_PEER_IP4"
 
 # TCP (perftest's side channel, iperf3) crosses the last spine only:
 # tests/fabric.sh pins it there with a policy rule in both leaves.

@@ -11,8 +11,8 @@
 . "$MR_REPO/tests/fabric.sh"
 dev=${1:-mr0}
 fabric_up "${2:-4}"
-check "peer $MR_PEER_IP4 reachable across the fabric" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-if retry 60 ping -6 -q -c1 -W1 "$MR_PEER_IP6" >/dev/null 2>&1; then
+check "peer $MR_PEER_IP4 reachable across the fabric" retry 300 ping -q -c1 -W1 "$MR_PEER_IP4"
+if retry 120 ping -6 -q -c1 -W1 "$MR_PEER_IP6" >/dev/null 2>&1; then
   pass "peer $MR_PEER_IP6 reachable across the fabric"
 else
   fail "peer $MR_PEER_IP6 reachable across the fabric" "$(ip -6 route; ip -6 neigh; ip -6 addr)"
@@ -69,7 +69,7 @@ fi
 if ((MR_ID == 1)); then
   out=$(timeout 180 ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c 2>&1); rc=$?
 else
-  end=$((SECONDS + 90))
+  end=$((SECONDS + 300))
   while :; do
     out=$(timeout 180 ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c "$MR_PEER_IP4" 2>&1); rc=$?
     ((rc == 0)) || grep -q 'remote address' <<<"$out" || ((SECONDS >= end)) && break

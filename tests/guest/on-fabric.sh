@@ -7,6 +7,6 @@
 . "$MR_REPO/tests/fabric.sh"
 script=$1; shift
 fabric_up 4
-check "peer $MR_PEER_IP4 reachable across the fabric" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
+check "peer $MR_PEER_IP4 reachable across the fabric" retry 300 ping -q -c1 -W1 "$MR_PEER_IP4"
 MR_NESTED=1 . "$MR_REPO/tests/guest/$script" "$@"
 done_testing
