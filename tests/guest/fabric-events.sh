@@ -97,7 +97,7 @@ if sender; then
   before=$(fabric_counters); view=$(mktemp)
   mr && { sample "$view" 40 & sp=$!; }
   out=$(perf 18601 120 -s 65536 -n 400 -q 1); rc=$?
-  [[ -n ${sp:-} ]] && { kill "$sp"; wait "$sp" 2>/dev/null; }
+  [[ -n ${sp:-} ]] && { kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null; }
   d=$(spine_deltas "$before" "$(fabric_counters)")
   bw1=$(bw_of "$out" 65536)
   if ((rc == 0)); then pass "$dev: one flow, ib_write_bw 400 x 64 KiB across the fabric: $bw1 MB/s"
@@ -106,16 +106,17 @@ if sender; then
   if mr; then
     v=$(head -1 "$view"); diag "$dev: the QP's view (qpn paths peer_hint rate_hint local_ack_timeouts sent per path): $v"
     read -r _ paths hint1 _ _ sent <<<"$v"
-    if [[ ${paths:-0} -ge 8 ]] && awk -v s="$sent" 'BEGIN { n = split(s, a, " "); for (i = 1; i <= n; i++) t += a[i]; m = t / n
-        for (i = 1; i <= n; i++) if (a[i] < m / 2 || a[i] > 2 * m) exit 1; exit !(n >= 8 && t > 0) }'; then
+    # The view shows the first 8 paths (fewer with paths < 8).
+    if [[ ${paths:-0} -ge 1 ]] && awk -v s="$sent" -v p="$paths" 'BEGIN { n = split(s, a, " "); for (i = 1; i <= n; i++) t += a[i]; m = t / n
+        for (i = 1; i <= n; i++) if (a[i] < m / 2 || a[i] > 2 * m) exit 1; exit !(n == (p < 8 ? p : 8) && t > 0) }'; then
       pass "$dev: the flow sprays over its $paths paths, each within 0.5-2x of the mean (packets per path:$sent)"
-    else fail "$dev: the flow sprays over 8+ paths evenly" "paths ${paths:-?} sent:${sent:-?}"; fi
+    else fail "$dev: the flow sprays over all its paths evenly" "paths ${paths:-?} sent:${sent:-?}"; fi
     # The issue's per-flow target: no spine below half or above twice its
     # quarter. With the spine chosen by hashing the source port, 8 paths
     # meet it for about 60 % of flows (see Documentation/fabric.rst).
     if tr ' ' '\n' <<<"$d" | awk -F'[:/]' '{ n[NR] = $2; t += $2 } END { for (i in n) if (n[i] < t / 8 || n[i] > t / 2) exit 1; exit !(t > 0) }'
     then diag "$dev: spine share target (each spine 12.5-50 %) met by this flow"
-    else diag "$dev: spine share target (each spine 12.5-50 %) NOT met by this flow: the hash put its 8 ports unevenly"; fi
+    else diag "$dev: spine share target (each spine 12.5-50 %) NOT met by this flow: the hash put its ports unevenly"; fi
   fi
   rm -f "$view"
 else
@@ -133,7 +134,7 @@ if sender; then
     (perf $((18610 + k)) 150 -s 65536 -n 300 -q 1; echo "rc $?") >"$ev/flow.$k" 2>&1 &
   done
   wait $(jobs -p | grep -vx "${sp:-x}")
-  [[ -n ${sp:-} ]] && { kill "$sp"; wait "$sp" 2>/dev/null; }
+  [[ -n ${sp:-} ]] && { kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null; }
   bws=""; for k in 1 2 3 4; do bws+=" $(bw_of "$(cat "$ev/flow.$k")" 65536)"; done
   jain=$(awk -v s="$bws" 'BEGIN { n = split(s, a, " "); for (i = 1; i <= n; i++) { t += a[i]; q += a[i] * a[i] }
     printf "%.3f", q ? t * t / (n * q) : 0 }')
@@ -158,7 +159,7 @@ if sender; then
   view=$(mktemp)
   mr && { sample "$view" 40 & sp=$!; }
   out=$(perf 18620 120 -s 65536 -n 300 -q 4); rc=$?
-  [[ -n ${sp:-} ]] && { kill "$sp"; wait "$sp" 2>/dev/null; }
+  [[ -n ${sp:-} ]] && { kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null; }
   bw4=$(bw_of "$out" 65536)
   if ((rc == 0)); then pass "$dev: ib_write_bw -q 4, 300 x 64 KiB, lossless fabric: $bw4 MB/s"
   else fail "$dev: ib_write_bw -q 4 lossless (rc=$rc)" "$out"; fi

@@ -407,11 +407,12 @@ fn unsignaled_successes_complete_silently() {
 
 #[test]
 fn retry_config_follows_ibta_timeouts() {
-    use metaroce_proto::rc::ack_timeout_ns;
+    use metaroce_proto::rc::{ack_timeout_ns, ACK_TIMEOUT_SCALE};
+    assert_eq!(ACK_TIMEOUT_SCALE, 4);
     assert_eq!(ack_timeout_ns(0), u64::MAX);
-    assert_eq!(ack_timeout_ns(18), 4096 << 18);
-    assert_eq!(ack_timeout_ns(14), 4096 << 14);
-    assert_eq!(ack_timeout_ns(200), 4096u64 << 31);
+    assert_eq!(ack_timeout_ns(18), 4 * (4096 << 18));
+    assert_eq!(ack_timeout_ns(14), 4 * (4096 << 14));
+    assert_eq!(ack_timeout_ns(200), 4 * (4096u64 << 31));
 }
 
 #[test]

@@ -51,7 +51,7 @@ fn retry_exhaustion_when_the_peer_is_gone() {
     let mut link = clean();
     link.b_gone = true;
     let (mut p, a, b) = setup(8, false, link, 5);
-    // timeout 8 (1 ms), retry_cnt 2: gives up after 3 ms without progress.
+    // timeout 8 (1 ms, run as 4 ms), retry_cnt 2: gives up after 12 ms without progress.
     p.a.set_retry(8, 2, 7);
     for i in 0..3 {
         let e = rdma(

@@ -52,7 +52,7 @@ pub(super) use env::RcTables;
 
 /// The protocol connection of one RC QP: room for 64 paths (the `paths`
 /// module parameter says how many are used), 2 streams (requests;
-/// READ/atomic responses), 64 packets in flight. 8992 bytes, allocated at
+/// READ/atomic responses), 64 packets in flight. 9000 bytes, allocated at
 /// RTR (Documentation/device.rst, "Paths").
 type Conn = Connection<{ crate::proto::conn::MAX_PATHS }, 1, 2, 64>;
 

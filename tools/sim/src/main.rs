@@ -51,7 +51,7 @@ fn topo(planes: u8, leaves: u16, hpl: u16, spines: u16) -> Topo {
 /// (rust/verbs/qp/control.rs) instead of the simulator's: its timer resolves
 /// one tick (HZ=250: 4 ms), so min RTO = one tick, pacing slack = two, init RTO
 /// 20 ms (no device base RTT yet), max RTO 500 ms, the verbs local ACK timer
-/// of perftest's `timeout` 14 (67 ms) deciding retry exceeded. Paths, pacing, ECN and the
+/// of perftest's `timeout` 14 (67 ms × 4) deciding retry exceeded. Paths, pacing, ECN and the
 /// receiver fair share are the same (8 paths unless a scenario says).
 static KERNEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// The kernel's timer tick with HZ=250, ns.
@@ -82,8 +82,12 @@ fn params(tr: Transport, paths: u8, seed: u64, sample_ns: u64) -> Params {
             0
         },
         // The kernel's QPs have the verbs local ACK timer; perftest asks for
-        // `timeout` 14 (67 ms).
-        ack_timeout_ns: if k { 4096 << 14 } else { 0 },
+        // `timeout` 14 (67 ms, run as 268 ms).
+        ack_timeout_ns: if k {
+            metaroce_proto::rc::ack_timeout_ns(14)
+        } else {
+            0
+        },
         base_window: 128 * 1024,
         sample_ns,
         seed,

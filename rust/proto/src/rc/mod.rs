@@ -374,15 +374,22 @@ pub fn conn_error_status(e: ConnError) -> Option<WcStatus> {
     }
 }
 
-/// The verbs local ACK timeout in ns (IBTA 9.7.6.1.3): 4.096 us * 2^`timeout`;
-/// `timeout` 0 means never (`u64::MAX`), above 31 counts as 31. A connection without
-/// progress fails with `IB_WC_RETRY_EXC_ERR` at the (`retry_cnt` + 1)-th expiry
-/// (`retry_cnt` 0 still waits out one timeout).
+/// How many times the verbs value the local ACK timer waits. The attribute is a
+/// minimum (IBTA 9.7.6.1.3: 4.096 us * 2^`timeout`; `ibv_modify_qp(3)`: "the minimum
+/// timeout"); a premature expiry is fatal to the QP once `retry_cnt` is spent, a late
+/// one only reports a dead peer later. Guests and busy hosts stall for hundreds of ms.
+pub const ACK_TIMEOUT_SCALE: u64 = 4;
+
+/// The local ACK timeout the connection runs, in ns: [`ACK_TIMEOUT_SCALE`] times the
+/// verbs value 4.096 us * 2^`timeout` (IBTA 9.7.6.1.3); `timeout` 0 means never
+/// (`u64::MAX`), above 31 counts as 31. A connection without progress fails with
+/// `IB_WC_RETRY_EXC_ERR` at the (`retry_cnt` + 1)-th expiry (`retry_cnt` 0 still
+/// waits out one timeout).
 pub fn ack_timeout_ns(timeout: u8) -> u64 {
     if timeout == 0 {
         return u64::MAX;
     }
-    4096u64 << timeout.min(31)
+    (4096u64 << timeout.min(31)).saturating_mul(ACK_TIMEOUT_SCALE)
 }
 
 /// Sets the connection's retry limits from the verbs attributes: `retry_cnt` local
