@@ -51,8 +51,9 @@ pub struct Config {
     /// Verbs local ACK timeout (IBTA 9.7.6.1.3: 4.096 us * 2^`timeout`), ns;
     /// `u64::MAX` never expires (verbs `timeout` 0). The path RTOs retransmit long
     /// before; this timer only measures the application's patience. It runs while
-    /// any message is unacknowledged and restarts on progress (data acknowledged or
-    /// an RNR report); each expiry is one retry, and the next expiry is one timeout
+    /// any message is unacknowledged and restarts on progress (an ACK that
+    /// acknowledges or reports received data, or an RNR report); each expiry is one
+    /// retry, and the next expiry is one timeout
     /// after the previous one was *handled*, so a host that could not run for a
     /// while counts one retry, not all the timeouts its clock skipped. 0: no local
     /// ACK timer (the simulator's model): every path timeout is a retry.
