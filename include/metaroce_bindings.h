@@ -21,6 +21,7 @@
 
 #include <linux/timer.h>
 #include <linux/ktime.h>
+#include <linux/random.h>
 #include <net/ip.h>
 
 #include "metaroce.h"

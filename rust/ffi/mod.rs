@@ -24,7 +24,7 @@
 //!   user memory; [`mem`]: the memory an MR covers and the checked spans
 //!   the data path copies through; [`racy`]: copies of memory others may
 //!   write concurrently.
-//! - [`net`]: the UDP tunnel; [`timer`], [`sync`]: timers and the
+//! - [`net`]: the UDP tunnel; [`random`]: the kernel CRNG; [`timer`], [`sync`]: timers and the
 //!   softirq-safe lock; [`errno`], [`params`], [`layout`], [`boxed`]: small
 //!   helpers ([`boxed`]: a large value copied to the heap without a stack
 //!   temporary).
@@ -61,6 +61,7 @@ pub(crate) mod mem;
 pub(crate) mod net;
 pub(crate) mod params;
 pub(crate) mod racy;
+pub(crate) mod random;
 pub(crate) mod rdma;
 pub(crate) mod rxe_abi;
 pub(crate) mod sync;

@@ -9,7 +9,7 @@
 
 use crate::ffi::net::{IpAddr, RxMeta, UdpReceiver, UdpTunnel};
 use crate::proto::wire::peek_dst_conn;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::Arc;
@@ -37,7 +37,6 @@ pub(crate) struct Dispatch<P: Endpoint> {
     /// address.
     #[pin]
     gsi: crate::ffi::sync::BhLock<RBTree<i32, Arc<P>>>,
-    next_qpn: AtomicU32,
     /// Datagrams too short to name a connection, or for no known one.
     pub(crate) unknown: AtomicU64,
 }
@@ -78,7 +77,6 @@ impl<P: Endpoint> Transport<P> {
             pin_init!(Dispatch {
                 table <- crate::ffi::sync::new_bh_lock!(RBTree::new(), "metaroce_qps"),
                 gsi <- crate::ffi::sync::new_bh_lock!(RBTree::new(), "metaroce_gsi"),
-                next_qpn: AtomicU32::new(FIRST_QPN),
                 unknown: AtomicU64::new(0),
             }),
             GFP_KERNEL,
@@ -91,13 +89,23 @@ impl<P: Endpoint> Transport<P> {
         })
     }
 
-    /// Enters an endpoint under a fresh QPN, which `make` builds it with.
+    /// Enters an endpoint under a fresh QPN, which `make` builds it with. QPNs
+    /// are drawn at random from the 24-bit space (not handed out in order as
+    /// rxe does): a blind attacker must guess the QPN as well as the token
+    /// (Documentation/transport.rst, "Identity and threat model"). A taken
+    /// number moves on to the next one; `EBUSY` if every number is taken.
     pub(crate) fn insert(&self, make: impl FnOnce(u32) -> Result<Arc<P>>) -> Result<(u32, Arc<P>)> {
+        let mut q = crate::ffi::random::random_u32() & QPN_MASK;
+        let mut tries = 0u32;
         let qpn = loop {
-            let q = self.dispatch.next_qpn.fetch_add(1, Ordering::Relaxed) & QPN_MASK;
             if q >= FIRST_QPN && self.dispatch.table.lock().get(&q).is_none() {
                 break q;
             }
+            tries += 1;
+            if tries > QPN_MASK {
+                return Err(EBUSY);
+            }
+            q = q.wrapping_add(1) & QPN_MASK;
         };
         let ep = make(qpn)?;
         let node = RBTreeNode::new(qpn, ep.clone(), GFP_KERNEL)?;

@@ -45,7 +45,7 @@ pub(crate) const LOCAL_ACK_TIMEOUTS: usize = 15;
 /// each of the protocol core's `DropReason`s, in its order.
 pub(crate) const DROP_FIRST: usize = 16;
 /// How many drop reasons [`NAMES`] names.
-pub(crate) const NUM_DROP_REASONS: usize = 16;
+pub(crate) const NUM_DROP_REASONS: usize = 17;
 /// Number of device counters.
 pub(crate) const NUM_COUNTERS: usize = DROP_FIRST + NUM_DROP_REASONS;
 
@@ -84,6 +84,7 @@ pub(crate) const NAMES: [CounterDesc; NUM_COUNTERS] = [
     CounterDesc::new(c_str!("rx_drop_closed")),
     CounterDesc::new(c_str!("rx_drop_receiver_not_ready")),
     CounterDesc::new(c_str!("rx_drop_refused")),
+    CounterDesc::new(c_str!("rx_drop_bad_token")),
 ];
 
 // One `rx_drop_*` counter per drop reason of the protocol core.

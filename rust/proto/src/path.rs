@@ -5,6 +5,14 @@ use super::cc::PathCc;
 use super::sack::{seq_lt, Sack, SACK_BITS};
 use super::time::Instant;
 
+/// How far ahead of the receiver's `cum` a sender's floor may move it in one packet
+/// (and how far behind `cum` a late packet may still be), in PSNs. A sender's floor
+/// leads the receiver's `cum` only by what it abandoned unseen (a path's packets all
+/// lost, then retransmitted elsewhere: at most 256 per round of timeouts before the path
+/// probes, and a probe carries the floor too); 2^16 leaves room for 256 such rounds and
+/// keeps a blind guess of an acceptable PSN at 2^-15 or less.
+pub const FLOOR_WINDOW: u32 = 1 << 16;
+
 /// Sender-side path state machine.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]
@@ -102,6 +110,27 @@ impl PathRx {
     /// Whether `psn` can be tracked: `cum <= psn <= cum + 256`, or old.
     pub fn in_window(&self, psn: u32) -> bool {
         psn.wrapping_sub(self.cum) <= SACK_BITS || seq_lt(psn, self.cum)
+    }
+
+    /// Whether a DATA or PROBE packet's `psn` and `floor` lie in the receive window
+    /// (changes nothing): the floor at most [`FLOOR_WINDOW`] from `cum` either way and
+    /// not after `psn`, and `psn` at most [`SACK_BITS`] beyond `max(cum, floor)` or, for
+    /// a late or duplicated packet, at most [`FLOOR_WINDOW`] behind `cum`.
+    pub fn admits(&self, psn: u32, floor: u32) -> bool {
+        let ahead = floor.wrapping_sub(self.cum);
+        let behind = self.cum.wrapping_sub(floor);
+        let base = if ahead <= FLOOR_WINDOW {
+            floor
+        } else if behind <= FLOOR_WINDOW + SACK_BITS {
+            self.cum
+        } else {
+            return false;
+        };
+        if seq_lt(psn, floor) {
+            return false;
+        }
+        psn.wrapping_sub(base) <= SACK_BITS
+            || (seq_lt(psn, self.cum) && self.cum.wrapping_sub(psn) <= FLOOR_WINDOW)
     }
 
     /// Applies the sender's floor: PSNs below it need no tracking.

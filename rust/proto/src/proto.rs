@@ -23,6 +23,7 @@
 pub mod cc;
 pub mod conn;
 pub mod fair;
+pub mod ident;
 pub mod path;
 pub mod rc;
 pub mod sack;

@@ -107,12 +107,19 @@ pub struct StreamRx {
 }
 
 impl StreamRx {
-    /// Classifies `ssn` without changing state.
+    /// Classifies `ssn` without changing state. A duplicate lies at most
+    /// [`STREAM_WINDOW`] behind `cum` (the sender never has an SSN in flight further
+    /// back: everything below its `acked_base` was received, and its `next_ssn` is within
+    /// the window of that); anything else outside the window is out of it.
     #[inline]
     pub fn check(&self, ssn: u32) -> RxVerdict {
         let d = ssn.wrapping_sub(self.cum);
         if d >= 1u32 << 31 {
-            RxVerdict::Duplicate
+            if self.cum.wrapping_sub(ssn) <= STREAM_WINDOW {
+                RxVerdict::Duplicate
+            } else {
+                RxVerdict::OutOfWindow
+            }
         } else if d >= STREAM_WINDOW {
             RxVerdict::OutOfWindow
         } else if self.got.get(d) {

@@ -6,11 +6,11 @@
 use super::sack::{Sack, SACK_BYTES};
 
 /// Protocol version carried in byte 0.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Default UDP destination port (a module parameter; deliberately not RoCEv2's 4791).
 pub const DEFAULT_UDP_PORT: u16 = 4792;
 /// Length of the common header.
-pub const COMMON_LEN: usize = field::common::STAMP.end;
+pub const COMMON_LEN: usize = field::common::TOKEN.end;
 /// Length of a data packet's headers without optional extensions.
 pub const DATA_LEN: usize = field::data::MSG_LEN.end;
 /// Length of the remote-address extension (RETH).
@@ -185,6 +185,8 @@ pub struct DataHeader {
     pub psn: u32,
     /// Sender timestamp (low 32 bits of its nanosecond clock), echoed in ACKs.
     pub stamp: u32,
+    /// The direction's token ([`super::ident`]).
+    pub token: u32,
     /// Stream index.
     pub stream: u16,
     /// Verbs op (raw byte; validated on decode).
@@ -232,7 +234,7 @@ impl DataHeader {
         use field::data::*;
         let b = out.get_mut(..n)?;
         let (t, path, conn) = (PacketType::Data, self.path, self.dst_conn);
-        put_common(b, t, path, conn, self.psn, self.stamp)?;
+        put_common(b, t, path, conn, self.psn, self.stamp, self.token)?;
         put(b, STREAM, self.stream.to_be_bytes())?;
         *b.get_mut(OP)? = self.op;
         *b.get_mut(FLAGS)? = self.flags;
@@ -266,6 +268,8 @@ pub struct AckHeader {
     pub dst_conn: u32,
     /// Echo of the stamp of the newest data/probe packet received on the path.
     pub echo: u32,
+    /// The token of the direction acknowledged (the data's).
+    pub token: u32,
     /// Cumulative PSN: the next PSN expected on the path (all below are done).
     pub cum: u32,
     /// Receiver fair-share rate hint in units of 1000 bytes/s (0 = no hint).
@@ -289,7 +293,15 @@ impl AckHeader {
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         use field::ack::*;
         let b = out.get_mut(..ACK_LEN)?;
-        put_common(b, PacketType::Ack, self.path, self.dst_conn, 0, self.echo)?;
+        put_common(
+            b,
+            PacketType::Ack,
+            self.path,
+            self.dst_conn,
+            0,
+            self.echo,
+            self.token,
+        )?;
         put(b, CUM, self.cum.to_be_bytes())?;
         put(b, RATE_HINT, self.rate_hint.to_be_bytes())?;
         put(b, CE, self.ce.to_be_bytes())?;
@@ -316,6 +328,8 @@ pub struct ProbeHeader {
     pub psn: u32,
     /// Sender timestamp, echoed in the ACK.
     pub stamp: u32,
+    /// The direction's token.
+    pub token: u32,
     /// Sender's path floor.
     pub floor: u32,
 }
@@ -325,7 +339,7 @@ impl ProbeHeader {
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         let b = out.get_mut(..PROBE_LEN)?;
         let (t, path, conn) = (PacketType::Probe, self.path, self.dst_conn);
-        put_common(b, t, path, conn, self.psn, self.stamp)?;
+        put_common(b, t, path, conn, self.psn, self.stamp, self.token)?;
         put(b, field::probe::FLOOR, self.floor.to_be_bytes())?;
         Some(PROBE_LEN)
     }
@@ -351,9 +365,19 @@ pub fn peek_dst_conn(buf: &[u8]) -> Result<u32, DropReason> {
     get_u32(buf, field::common::DST_CONN)
 }
 
-/// Validates the common header; returns (type, path, dst_conn, psn, stamp).
+/// The common header's fields.
+struct Common {
+    t: u8,
+    path: u8,
+    dst_conn: u32,
+    psn: u32,
+    stamp: u32,
+    token: u32,
+}
+
+/// Validates the common header and reads it.
 #[inline]
-fn common(buf: &[u8]) -> Result<(u8, u8, u32, u32, u32), DropReason> {
+fn common(buf: &[u8]) -> Result<Common, DropReason> {
     if buf.len() < COMMON_LEN {
         return Err(DropReason::Truncated);
     }
@@ -364,19 +388,20 @@ fn common(buf: &[u8]) -> Result<(u8, u8, u32, u32, u32), DropReason> {
     if get_u8(buf, RESERVED)? != 0 {
         return Err(DropReason::BadFlags);
     }
-    Ok((
-        get_u8(buf, TYPE)?,
-        get_u8(buf, PATH)?,
-        get_u32(buf, DST_CONN)?,
-        get_u32(buf, PSN)?,
-        get_u32(buf, STAMP)?,
-    ))
+    Ok(Common {
+        t: get_u8(buf, TYPE)?,
+        path: get_u8(buf, PATH)?,
+        dst_conn: get_u32(buf, DST_CONN)?,
+        psn: get_u32(buf, PSN)?,
+        stamp: get_u32(buf, STAMP)?,
+        token: get_u32(buf, TOKEN)?,
+    })
 }
 
 /// Decodes and validates a MetaRoCE datagram (the UDP payload).
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
-    match PacketType::from_u8(common(buf)?.0) {
+    match PacketType::from_u8(common(buf)?.t) {
         Some(PacketType::Data) => decode_data_packet(buf).map(|(h, p)| Packet::Data(h, p)),
         Some(PacketType::Ack) => decode_ack_packet(buf).map(Packet::Ack),
         Some(PacketType::Probe) => decode_probe_packet(buf).map(Packet::Probe),
@@ -387,17 +412,24 @@ pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
 /// Decodes a datagram that must be DATA (same validation as [`decode`]).
 #[inline]
 pub fn decode_data_packet(buf: &[u8]) -> Result<(DataHeader, &[u8]), DropReason> {
-    let (t, path, dst_conn, psn, stamp) = common(buf)?;
-    if t != PacketType::Data as u8 {
+    let c = common(buf)?;
+    if c.t != PacketType::Data as u8 {
         return Err(DropReason::UnknownType);
     }
-    decode_data(buf, path, dst_conn, psn, stamp)
+    decode_data(buf, &c)
 }
 
 /// Decodes a datagram that must be an ACK (same validation as [`decode`]).
 #[inline]
 pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
-    let (t, path, dst_conn, psn, stamp) = common(buf)?;
+    let Common {
+        t,
+        path,
+        dst_conn,
+        psn,
+        stamp,
+        token,
+    } = common(buf)?;
     if t != PacketType::Ack as u8 {
         return Err(DropReason::UnknownType);
     }
@@ -420,6 +452,7 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
         path,
         dst_conn,
         echo: stamp,
+        token,
         cum: get_u32(buf, CUM)?,
         rate_hint: get_u32(buf, RATE_HINT)?,
         ce: get_u16(buf, CE)?,
@@ -434,7 +467,14 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
 /// Decodes a datagram that must be a PROBE (same validation as [`decode`]).
 #[inline]
 pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
-    let (t, path, dst_conn, psn, stamp) = common(buf)?;
+    let Common {
+        t,
+        path,
+        dst_conn,
+        psn,
+        stamp,
+        token,
+    } = common(buf)?;
     if t != PacketType::Probe as u8 {
         return Err(DropReason::UnknownType);
     }
@@ -449,18 +489,13 @@ pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
         dst_conn,
         psn,
         stamp,
+        token,
         floor: get_u32(buf, field::probe::FLOOR)?,
     })
 }
 
 #[inline]
-fn decode_data(
-    buf: &[u8],
-    path: u8,
-    dst_conn: u32,
-    psn: u32,
-    stamp: u32,
-) -> Result<(DataHeader, &[u8]), DropReason> {
+fn decode_data<'a>(buf: &'a [u8], c: &Common) -> Result<(DataHeader, &'a [u8]), DropReason> {
     if buf.len() < DATA_LEN {
         return Err(DropReason::Truncated);
     }
@@ -472,10 +507,11 @@ fn decode_data(
         return Err(DropReason::BadFlags);
     }
     let mut h = DataHeader {
-        path,
-        dst_conn,
-        psn,
-        stamp,
+        path: c.path,
+        dst_conn: c.dst_conn,
+        psn: c.psn,
+        stamp: c.stamp,
+        token: c.token,
         stream: get_u16(buf, STREAM)?,
         op: op_raw,
         flags,
@@ -543,6 +579,7 @@ fn put_common(
     conn: u32,
     psn: u32,
     stamp: u32,
+    token: u32,
 ) -> Option<()> {
     use field::common::*;
     *b.get_mut(VERSION)? = self::VERSION;
@@ -551,7 +588,8 @@ fn put_common(
     *b.get_mut(RESERVED)? = 0;
     put(b, DST_CONN, conn.to_be_bytes())?;
     put(b, PSN, psn.to_be_bytes())?;
-    put(b, STAMP, stamp.to_be_bytes())
+    put(b, STAMP, stamp.to_be_bytes())?;
+    put(b, TOKEN, token.to_be_bytes())
 }
 
 // Field access. Every caller has checked the buffer's length against its header first;
@@ -622,7 +660,7 @@ impl DatagramHeader {
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         use field::datagram::*;
         let b = out.get_mut(..DATAGRAM_LEN)?;
-        put_common(b, PacketType::Datagram, 0, self.dst_qpn, 0, self.stamp)?;
+        put_common(b, PacketType::Datagram, 0, self.dst_qpn, 0, self.stamp, 0)?;
         put(b, SRC_QPN, self.src_qpn.to_be_bytes())?;
         put(b, QKEY, self.qkey.to_be_bytes())?;
         *b.get_mut(FLAGS)? = self.flags;
@@ -635,7 +673,14 @@ impl DatagramHeader {
 
 /// Decodes a DATAGRAM packet: its headers and payload.
 pub fn decode_datagram(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), DropReason> {
-    let (t, path, dst, psn, stamp) = common(buf)?;
+    let Common {
+        t,
+        path,
+        dst_conn: dst,
+        psn,
+        stamp,
+        token,
+    } = common(buf)?;
     if t != PacketType::Datagram as u8 {
         return Err(DropReason::UnknownType);
     }
@@ -644,7 +689,12 @@ pub fn decode_datagram(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), DropReason
     }
     use field::datagram::*;
     let flags = get_u8(buf, FLAGS)?;
-    if path != 0 || psn != 0 || flags & !(GF_IMM | GF_SE) != 0 || get_u8(buf, RESERVED)? != 0 {
+    if path != 0
+        || psn != 0
+        || token != 0
+        || flags & !(GF_IMM | GF_SE) != 0
+        || get_u8(buf, RESERVED)? != 0
+    {
         return Err(DropReason::BadFlags);
     }
     let h = DatagramHeader {
@@ -690,7 +740,7 @@ mod datagram_tests {
         );
         assert_eq!(decode_datagram(&b[..20]), Err(DropReason::Truncated));
         let mut bad = b;
-        bad[24] = 0x01;
+        bad[28] = 0x01;
         assert_eq!(decode_datagram(&bad), Err(DropReason::BadFlags));
         let mut bad = b;
         bad[1] = 1;

@@ -14,6 +14,11 @@ fn kernel_connection_size() {
     let k8 = core::mem::size_of::<Connection<8, 1, 2, 64>>();
     let k4 = core::mem::size_of::<Connection<4, 1, 2, 64>>();
     println!("Connection<4,1,2,64>: {k4} B; <8,..>: {k8} B; <64,..>: {k64} B");
+    println!(
+        "DefaultConnection: {} B; DenseConnection: {} B",
+        core::mem::size_of::<metaroce_proto::DefaultConnection>(),
+        core::mem::size_of::<metaroce_proto::DenseConnection>()
+    );
     assert!(k64 < 16 * 1024, "{k64}");
     assert!(k8 < k64);
 }

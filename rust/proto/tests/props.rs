@@ -75,7 +75,7 @@ proptest! {
 
     #[test]
     fn data_header_roundtrip(
-        path in 0u8..64, conn: u32, psn: u32, stamp: u32, stream: u16, op in 0u8..11,
+        path in 0u8..64, conn: u32, psn: u32, stamp: u32, token: u32, stream: u16, op in 0u8..11,
         floor_back in 0u32..256, ssn: u32, msn: u32, msg_len in 0u32..100_000, off_pick: u32,
         va: u64, rkey: u32, imm: u32, plen_pick: u16,
     ) {
@@ -90,7 +90,7 @@ proptest! {
         if opv.needs_reth() { flags |= DF_RETH; }
         if opv.has_imm() && last { flags |= DF_IMM; }
         let h = DataHeader {
-            path, dst_conn: conn, psn, stamp, stream, op, flags, payload_len: plen, tag: psn as u16,
+            path, dst_conn: conn, psn, stamp, token, stream, op, flags, payload_len: plen, tag: psn as u16,
             floor: psn.wrapping_sub(floor_back), ssn, msn, offset, msg_len,
             reth: if flags & DF_RETH != 0 { Reth { va, rkey, len: msg_len } } else { Reth::default() },
             imm: if flags & DF_IMM != 0 { imm } else { 0 },
@@ -111,8 +111,9 @@ proptest! {
 
     #[test]
     fn ack_and_probe_roundtrip(path in 0u8..64, conn: u32, echo: u32, cum: u32, hint: u32, ce: u16,
-                               acked: u16, flags in 0u8..8, t: u8, rp: u32, w in any::<[u64; 4]>(), floor: u32) {
-        let a = AckHeader { path, dst_conn: conn, echo, cum, rate_hint: hint, ce, acked,
+                               acked: u16, flags in 0u8..8, t: u8, rp: u32, w in any::<[u64; 4]>(), floor: u32,
+                               token: u32) {
+        let a = AckHeader { path, dst_conn: conn, echo, token, cum, rate_hint: hint, ce, acked,
             flags, rnr_timer: t, rnr_psn: rp, sack: Sack::from_words(w) };
         let mut buf = [0u8; 128];
         let n = a.encode(&mut buf).unwrap();
@@ -122,7 +123,7 @@ proptest! {
         } else {
             prop_assert_eq!(decode(&buf[..n]), Ok(Packet::Ack(a)));
         }
-        let p = ProbeHeader { path, dst_conn: conn, psn: cum, stamp: echo, floor };
+        let p = ProbeHeader { path, dst_conn: conn, psn: cum, stamp: echo, token, floor };
         let n = p.encode(&mut buf).unwrap();
         prop_assert_eq!(decode(&buf[..n]), Ok(Packet::Probe(p)));
     }

@@ -7,6 +7,7 @@
 use super::*;
 use crate::ffi::rdma::QpCreated;
 use crate::proto::conn::MAX_PATHS;
+use crate::proto::ident::Ident;
 use crate::proto::rc;
 use kernel::alloc::KVec;
 
@@ -244,6 +245,9 @@ impl Qp {
                             let t = &io.attr;
                             rc::retry_config(&mut r, t.timeout, t.retry_cnt, t.rnr_retry);
                             c.set_retry_limits(r.retry_cnt, r.rnr_retry, r.ack_timeout_ns);
+                            // `sq_psn` is final now (a later change, once
+                            // data went out, is kept out of the wire).
+                            let _ = c.set_tx_ident(this.idents(t).0);
                         }
                     }
                     QpState::Err => {
@@ -269,12 +273,15 @@ impl Qp {
         // Checked at load (1..=64).
         let paths = crate::ffi::params::paths().clamp(1, MAX_PATHS as u32) as u16;
         let tick = crate::ffi::timer::tick_ns().min(u64::from(u32::MAX / 4)) as u32;
+        let (tx_ident, rx_ident) = self.idents(t);
         let mut c = Config {
             local_conn: self.qpn,
             peer_conn: t.dest_qpn,
+            tx_ident,
+            rx_ident,
             paths: paths as u8,
             mtu,
-            base_src_port: base_src_port(self.qpn, paths),
+            base_src_port: base_src_port(crate::ffi::random::random_u32(), paths),
             wire_overhead: 66,
             // Before the first RTT sample: from the device's base RTT (16x,
             // room for a loaded host), within [2 ticks, 20 ms]; 20 ms until
@@ -301,6 +308,18 @@ impl Qp {
         };
         rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);
         c
+    }
+
+    /// The keys of the two directions (Documentation/transport.rst, "Identity
+    /// and threat model"): from this QP's and the peer's GID and QPN and the
+    /// starting PSNs the application exchanged (`sq_psn` for what this QP
+    /// sends, `rq_psn` for what it receives).
+    fn idents(&self, t: &QpAttr) -> (Ident, Ident) {
+        let (sgid, dgid) = t.av.map_or(([0; 16], [0; 16]), |av| (av.sgid, av.dgid));
+        (
+            Ident::derive(&sgid, &dgid, self.qpn, t.dest_qpn, t.sq_psn),
+            Ident::derive(&dgid, &sgid, t.dest_qpn, self.qpn, t.rq_psn),
+        )
     }
 
     /// `query_qp`.
@@ -361,11 +380,11 @@ impl Qp {
 /// none yet, ns.
 const INIT_RTO_NS: u32 = 20_000_000;
 
-/// The source port of path 0 of QP `qpn` with `paths` paths: a per-QP base in
-/// the dynamic range 49152-65535 (ECMP entropy), aligned to `paths` rounded
-/// up to a power of two so that `base + i` stays in the range for every
-/// path `i`.
-fn base_src_port(qpn: u32, paths: u16) -> u16 {
+/// The source port of path 0 with `paths` paths, from 32 random bits: a
+/// per-connection base in the dynamic range 49152-65535 (ECMP entropy, and
+/// not derivable from the QPN), aligned to `paths` rounded up to a power of
+/// two so that `base + i` stays in the range for every path `i`.
+fn base_src_port(random: u32, paths: u16) -> u16 {
     let align = paths.clamp(1, 64).next_power_of_two();
-    49152 + ((qpn.wrapping_mul(2_654_435_761) >> 16) as u16 & 0x3fff & !(align - 1))
+    49152 + ((random >> 16) as u16 & 0x3fff & !(align - 1))
 }

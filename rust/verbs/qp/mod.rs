@@ -41,10 +41,9 @@ use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::udata::UContext;
 use crate::ffi::wr::{RecvWrs, SendWrs};
 use crate::net::Endpoint;
-use crate::proto::conn::{Config, Connection, Stats, Transmit};
+use crate::proto::conn::{Config, Connection, RxEvent, Stats, Transmit};
 use crate::proto::rc::Engine;
 use crate::proto::time::Instant;
-use crate::proto::wire::{peek_type, PacketType};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -52,7 +51,7 @@ pub(super) use env::RcTables;
 
 /// The protocol connection of one RC QP: room for 64 paths (the `paths`
 /// module parameter says how many are used), 2 streams (requests;
-/// READ/atomic responses), 64 packets in flight. 9000 bytes, allocated at
+/// READ/atomic responses), 64 packets in flight. 9024 bytes, allocated at
 /// RTR (Documentation/device.rst, "Paths").
 type Conn = Connection<{ crate::proto::conn::MAX_PATHS }, 1, 2, 64>;
 
@@ -152,20 +151,25 @@ impl Endpoint for Qp {
                 return;
             };
             let now = Instant(now_ns());
-            if peek_type(payload) == Some(PacketType::Data) {
-                // The device's fair share for this sender, on its ACKs.
-                let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-                let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
-                if hint != c.rate_hint() {
-                    this.dev.count(counter::HINT_CHANGES, 1);
-                    c.set_rate_hint(hint);
-                }
-            }
             let mut env = Glue { qp: this, io };
             let mut app = rc.bind(&mut env);
-            if let Err(r) = c.handle_packet(now, payload, meta.ce, &mut app) {
-                this.dev.count(counter::RX_DROPS, 1);
-                this.dev.count(counter::DROP_FIRST + r as usize, 1);
+            match c.handle_packet(now, payload, meta.ce, &mut app) {
+                Err(r) => {
+                    this.dev.count(counter::RX_DROPS, 1);
+                    this.dev.count(counter::DROP_FIRST + r as usize, 1);
+                }
+                // The device's fair share for this sender, on its ACKs (which
+                // go out below): only data the connection accepted counts, so
+                // forged datagrams cannot skew anyone's share.
+                Ok(RxEvent::Data | RxEvent::Duplicate) => {
+                    let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+                    let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
+                    if hint != c.rate_hint() {
+                        this.dev.count(counter::HINT_CHANGES, 1);
+                        c.set_rate_hint(hint);
+                    }
+                }
+                Ok(_) => {}
             }
         }
         // The ACK goes out before the lock is released (see `pump_locked`).

@@ -21,6 +21,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
         let p = self.tx_path_check(a.dst_conn, a.path)?;
+        if a.token != self.cfg.tx_ident.token() {
+            return Err(DropReason::BadToken);
+        }
         if let ConnState::Error(_) = self.state {
             return Err(DropReason::Closed);
         }
@@ -29,7 +32,15 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             Some(t) => (t.base_psn, t.next_psn),
             None => return Err(DropReason::BadPath),
         };
-        if seq_lt(next, a.cum) {
+        // What the ACK may name: `cum` and a refused PSN from at most 256 behind the
+        // path's floor (an ACK overtaken by a later one, or answering packets the
+        // sender has abandoned since) up to its next PSN; SACKed PSNs below the next.
+        let in_range =
+            |psn: u32| !seq_lt(next, psn) && base.wrapping_sub(psn) as i32 <= SACK_BITS as i32;
+        if !in_range(a.cum) {
+            return Err(DropReason::AckOutOfRange);
+        }
+        if a.flags & (AF_RNR | AF_NAK) != 0 && !in_range(a.rnr_psn) {
             return Err(DropReason::AckOutOfRange);
         }
         let highest = a
@@ -40,24 +51,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             if !seq_lt(hp, next) {
                 return Err(DropReason::AckOutOfRange);
             }
-        }
-        self.peer_hint = a.rate_hint;
-        // ECN also trims the hinted rate once per round trip: x3/4 after a round in which
-        // most packets (over all paths) carried CE, i.e. the congestion is at the receiver's
-        // edge rather than on a few fabric routes (which the per-path windows handle), and
-        // back to the full hint after a round that was not. Queues above the marking
-        // threshold then drain faster than the 5 % headroom of the hint alone allows.
-        self.rate_ce = self.rate_ce.saturating_add(a.ce);
-        self.rate_acked = self.rate_acked.saturating_add(a.acked);
-        let stamp = now.wire_stamp();
-        if (stamp.wrapping_sub(self.rate_round) as i32) >= 0 {
-            let s = u32::from(self.rate_scale);
-            let edge = u32::from(self.rate_ce) * 2 > u32::from(self.rate_acked);
-            let s = if edge { s * 3 / 4 } else { 1024 };
-            self.rate_scale = s.clamp(64, 1024) as u16;
-            self.rate_ce = 0;
-            self.rate_acked = 0;
-            self.rate_round = stamp.wrapping_add(self.min_rtt.max(1));
         }
         // RTT from the echoed stamp.
         let sample = now.wire_stamp().wrapping_sub(a.echo);
@@ -216,11 +209,34 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         if acked_bytes > 0 {
             self.flight.ramp = self.flight.ramp.saturating_add(acked_bytes);
+            self.peer_hint = a.rate_hint;
+            self.trim_rate(now, a.ce, a.acked);
         }
         if rnr_fail {
             self.fail(ConnError::RnrRetryExceeded, app);
         }
         Ok(RxEvent::Ack)
+    }
+
+    /// The sender's ECN trim of the hinted rate, once per round trip: x3/4 after a
+    /// round in which most packets (over all paths) carried CE, i.e. the congestion is
+    /// at the receiver's edge rather than on a few fabric routes (which the per-path
+    /// windows handle), and back to the full hint after a round that was not. Queues
+    /// above the marking threshold then drain faster than the 5 % headroom of the hint
+    /// alone allows.
+    fn trim_rate(&mut self, now: Instant, ce: u16, acked: u16) {
+        self.rate_ce = self.rate_ce.saturating_add(ce);
+        self.rate_acked = self.rate_acked.saturating_add(acked);
+        let stamp = now.wire_stamp();
+        if (stamp.wrapping_sub(self.rate_round) as i32) >= 0 {
+            let s = u32::from(self.rate_scale);
+            let edge = u32::from(self.rate_ce) * 2 > u32::from(self.rate_acked);
+            let s = if edge { s * 3 / 4 } else { 1024 };
+            self.rate_scale = s.clamp(64, 1024) as u16;
+            self.rate_ce = 0;
+            self.rate_acked = 0;
+            self.rate_round = stamp.wrapping_add(self.min_rtt.max(1));
+        }
     }
 
     pub(super) fn send_ack(&mut self, buf: &mut [u8]) -> Option<Transmit> {
@@ -237,7 +253,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let h = AckHeader {
             path: p as u8,
             dst_conn: self.cfg.peer_conn,
-            echo: rx.echo,
+            echo: report.map_or(rx.echo, |r| r.stamp),
+            token: self.cfg.rx_ident.token(),
             cum: rx.cum,
             rate_hint: self.local_hint,
             ce: rx.ce,

@@ -13,6 +13,7 @@ mod timers;
 mod tx;
 
 use super::cc::{CcConfig, PathCc};
+use super::ident::Ident;
 use super::path::{PathRx, PathState, PathTx};
 use super::stream::{StreamRx, StreamTx};
 use super::time::Instant;
@@ -29,6 +30,13 @@ pub struct Config {
     pub local_conn: u32,
     /// The peer's connection id.
     pub peer_conn: u32,
+    /// The key of the direction this end sends data in ([`Ident`]): the token of its
+    /// DATA and PROBE packets (and of the ACKs it accepts) and its paths' first PSNs.
+    pub tx_ident: Ident,
+    /// The key of the direction the peer sends data in: the token of the DATA and
+    /// PROBE packets this end accepts (and of its ACKs) and the first PSN it expects
+    /// on each path.
+    pub rx_ident: Ident,
     /// Number of paths in use, 1..=P (and at most 64).
     pub paths: u8,
     /// Payload bytes per full packet.
@@ -95,6 +103,8 @@ impl Config {
         Config {
             local_conn: 0,
             peer_conn: 0,
+            tx_ident: Ident::DEFAULT,
+            rx_ident: Ident::DEFAULT,
             paths: 8,
             mtu: 4096,
             base_src_port: 49152,
@@ -464,6 +474,9 @@ struct Refusal {
     path: u8,
     kind: RefusalKind,
     psn: u32,
+    /// The refused packet's stamp, echoed in the report (the refusal changed no path
+    /// state, so the path's own echo is older).
+    stamp: u32,
 }
 
 /// What the receiver has to tell the peer.
@@ -552,12 +565,46 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         cfg.mtu = cfg.mtu.max(1);
         self.cfg = cfg;
         self.flight.ramp = cfg.init_qwnd;
+        self.start_tx_seqs();
+        for (i, r) in self.rx.iter_mut().enumerate() {
+            r.cum = cfg.rx_ident.isn(i as u8);
+        }
+        for (i, r) in self.srx.iter_mut().enumerate() {
+            r.cum = cfg.rx_ident.first_ssn(i as u8);
+        }
         for (i, t) in self.tx.iter_mut().enumerate().take(usize::from(cfg.paths)) {
             t.state = PathState::Active;
             t.src_port = port_for(&cfg, i as u8, 0);
             t.rto_at = Instant::NEVER;
             t.cc = PathCc::new(&cfg.cc);
         }
+    }
+
+    /// Every path's first PSN and every stream's first SSN, from
+    /// [`Config::tx_ident`].
+    fn start_tx_seqs(&mut self) {
+        let id = self.cfg.tx_ident;
+        for (i, t) in self.tx.iter_mut().enumerate() {
+            t.base_psn = id.isn(i as u8);
+            t.next_psn = t.base_psn;
+        }
+        for (i, t) in self.stx.iter_mut().enumerate() {
+            t.next_ssn = id.first_ssn(i as u8);
+            t.acked_base = t.next_ssn;
+        }
+    }
+
+    /// Sets the key of the direction this end sends in ([`Config::tx_ident`]), which
+    /// verbs completes only when the QP moves to RTS (`sq_psn`), after the connection
+    /// exists. Refused (`false`) once anything was sent: the peer already knows the
+    /// paths' PSNs.
+    pub fn set_tx_ident(&mut self, id: Ident) -> bool {
+        if self.stats.data_tx != 0 || self.tx.iter().any(|t| t.probe_stamp != 0) {
+            return id == self.cfg.tx_ident;
+        }
+        self.cfg.tx_ident = id;
+        self.start_tx_seqs();
+        true
     }
 
     /// The configuration.
@@ -569,8 +616,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// peer whose last ACK was lost hears it again; a verbs QP calls this as
     /// it is destroyed (its peer may still wait for that ACK).
     pub fn ack_all(&mut self) {
+        let id = self.cfg.rx_ident;
         for (p, rx) in self.rx.iter().enumerate().take(MAX_PATHS) {
-            if rx.cum != 0 || !rx.sack.is_empty() {
+            if rx.cum != id.isn(p as u8) || !rx.sack.is_empty() {
                 self.reports.ack_pending |= 1u64 << p;
             }
         }

@@ -3,7 +3,7 @@
 //! [`App::place`] (a refusal queues an RNR report or a NAK), probes are answered. ACKs
 //! are the sender's business ([`super::ack`]).
 
-use super::super::sack::{seq_lt, SACK_BITS};
+use super::super::sack::SACK_BITS;
 use super::super::stream::RxVerdict;
 use super::super::time::Instant;
 use super::super::wire::{
@@ -77,16 +77,25 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
 
     pub(super) fn on_probe(&mut self, h: &ProbeHeader) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
-        if seq_lt(h.psn, h.floor) {
-            return Err(DropReason::PsnOutOfWindow);
+        if h.token != self.cfg.rx_ident.token() {
+            return Err(DropReason::BadToken);
         }
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
+        // A probe's PSN is its path's next one: within 256 of the floor.
+        if !rx.admits(h.psn, h.floor) || h.psn.wrapping_sub(h.floor) > SACK_BITS {
+            return Err(DropReason::PsnOutOfWindow);
+        }
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
         self.reports.ack_pending |= 1u64 << p;
         Ok(RxEvent::Probe)
     }
 
+    /// A DATA packet. Every check comes before any state changes (in this order, which
+    /// decides the drop reason counted): connection and path, token, payload length,
+    /// stream, the path window ([`super::super::path::PathRx::admits`]), the stream
+    /// window; then the application places it or refuses it, and a refused packet
+    /// changes nothing either.
     pub(super) fn on_data<A: App>(
         &mut self,
         now: Instant,
@@ -96,6 +105,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
+        if h.token != self.cfg.rx_ident.token() {
+            return Err(DropReason::BadToken);
+        }
         if h.payload_len > self.cfg.mtu {
             return Err(DropReason::BadOffset);
         }
@@ -103,16 +115,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if s >= S {
             return Err(DropReason::StreamOutOfRange);
         }
-        if seq_lt(h.psn, h.floor) {
-            return Err(DropReason::PsnOutOfWindow);
-        }
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
-        let cum = if seq_lt(rx.cum, h.floor) {
-            h.floor
-        } else {
-            rx.cum
-        };
-        if h.psn.wrapping_sub(cum) > SACK_BITS && !seq_lt(h.psn, cum) {
+        if !rx.admits(h.psn, h.floor) {
             return Err(DropReason::PsnOutOfWindow);
         }
         let srx = self.srx.get_mut(s).ok_or(DropReason::StreamOutOfRange)?;
@@ -120,9 +124,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if verdict == RxVerdict::OutOfWindow {
             return Err(DropReason::SsnOutOfWindow);
         }
-        rx.apply_floor(h.floor);
-        rx.echo = h.stamp;
-        let in_order = h.psn == rx.cum;
         let op = Op::from_u8(h.op).unwrap_or(Op::Send);
         let last = h.flags & DF_LAST != 0;
         let ev = if verdict == RxVerdict::New {
@@ -146,6 +147,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         path: p as u8,
                         kind: RefusalKind::Rnr { timer: t },
                         psn: h.psn,
+                        stamp: h.stamp,
                     });
                     return Err(DropReason::ReceiverNotReady);
                 }
@@ -160,6 +162,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         path: p as u8,
                         kind,
                         psn: h.psn,
+                        stamp: h.stamp,
                     });
                     return Err(DropReason::Refused);
                 }
@@ -171,6 +174,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             self.stats.dup_rx = self.stats.dup_rx.wrapping_add(1);
             RxEvent::Duplicate
         };
+        rx.apply_floor(h.floor);
+        rx.echo = h.stamp;
+        let in_order = h.psn == rx.cum;
         rx.mark(h.psn);
         rx.acked = rx.acked.saturating_add(1);
         if ce {

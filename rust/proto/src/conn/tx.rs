@@ -84,6 +84,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             dst_conn: self.cfg.peer_conn,
             psn: t.next_psn,
             stamp,
+            token: self.cfg.tx_ident.token(),
             floor: t.base_psn,
         };
         let len = h.encode(buf)?;
@@ -330,6 +331,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             dst_conn: self.cfg.peer_conn,
             psn: t.next_psn,
             stamp: now.wire_stamp(),
+            token: self.cfg.tx_ident.token(),
             stream,
             op: info.op as u8,
             flags,
@@ -356,6 +358,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     path: 0,
                     kind: RefusalKind::Access,
                     psn: self.rx.first().map_or(0, |r| r.cum),
+                    stamp: self.rx.first().map_or(0, |r| r.echo),
                 });
                 self.reports.ack_pending |= 1;
             }

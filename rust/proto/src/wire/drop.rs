@@ -36,11 +36,14 @@ pub enum DropReason {
     ReceiverNotReady = 14,
     /// The application refused the packet (remote access error; NAKed).
     Refused = 15,
+    /// The token is not the direction's (see `ident`): a forged or misdirected
+    /// datagram.
+    BadToken = 16,
 }
 
 impl DropReason {
     /// Number of drop reasons (size of a counter array).
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 17;
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::Truncated,
@@ -59,6 +62,7 @@ impl DropReason {
         DropReason::Closed,
         DropReason::ReceiverNotReady,
         DropReason::Refused,
+        DropReason::BadToken,
     ];
 
     /// Counter index of this reason.
@@ -85,6 +89,7 @@ impl DropReason {
             DropReason::Closed => "closed",
             DropReason::ReceiverNotReady => "receiver_not_ready",
             DropReason::Refused => "refused",
+            DropReason::BadToken => "bad_token",
         }
     }
 }

@@ -16,21 +16,23 @@ pub(crate) mod common {
     pub(crate) const DST_CONN: Field = 4..8;
     pub(crate) const PSN: Field = 8..12;
     pub(crate) const STAMP: Field = 12..16;
+    /// The direction's token (`ident`): 0 in a DATAGRAM.
+    pub(crate) const TOKEN: Field = 16..20;
 }
 
 /// DATA, after the common header.
 pub(crate) mod data {
     use super::Field;
-    pub(crate) const STREAM: Field = 16..18;
-    pub(crate) const OP: usize = 18;
-    pub(crate) const FLAGS: usize = 19;
-    pub(crate) const PAYLOAD_LEN: Field = 20..22;
-    pub(crate) const TAG: Field = 22..24;
-    pub(crate) const FLOOR: Field = 24..28;
-    pub(crate) const SSN: Field = 28..32;
-    pub(crate) const MSN: Field = 32..36;
-    pub(crate) const OFFSET: Field = 36..40;
-    pub(crate) const MSG_LEN: Field = 40..44;
+    pub(crate) const STREAM: Field = 20..22;
+    pub(crate) const OP: usize = 22;
+    pub(crate) const FLAGS: usize = 23;
+    pub(crate) const PAYLOAD_LEN: Field = 24..26;
+    pub(crate) const TAG: Field = 26..28;
+    pub(crate) const FLOOR: Field = 28..32;
+    pub(crate) const SSN: Field = 32..36;
+    pub(crate) const MSN: Field = 36..40;
+    pub(crate) const OFFSET: Field = 40..44;
+    pub(crate) const MSG_LEN: Field = 44..48;
 }
 
 /// The RETH extension, from its own start (after the DATA header).
@@ -51,32 +53,32 @@ pub(crate) mod imm {
 pub(crate) mod ack {
     use super::super::super::sack::SACK_BYTES;
     use super::Field;
-    pub(crate) const CUM: Field = 16..20;
-    pub(crate) const RATE_HINT: Field = 20..24;
-    pub(crate) const CE: Field = 24..26;
-    pub(crate) const ACKED: Field = 26..28;
-    pub(crate) const FLAGS: usize = 28;
-    pub(crate) const RNR_TIMER: usize = 29;
+    pub(crate) const CUM: Field = 20..24;
+    pub(crate) const RATE_HINT: Field = 24..28;
+    pub(crate) const CE: Field = 28..30;
+    pub(crate) const ACKED: Field = 30..32;
+    pub(crate) const FLAGS: usize = 32;
+    pub(crate) const RNR_TIMER: usize = 33;
     /// Reserved, zero.
-    pub(crate) const RESERVED: Field = 30..32;
-    pub(crate) const RNR_PSN: Field = 32..36;
-    pub(crate) const SACK: Field = 36..36 + SACK_BYTES;
+    pub(crate) const RESERVED: Field = 34..36;
+    pub(crate) const RNR_PSN: Field = 36..40;
+    pub(crate) const SACK: Field = 40..40 + SACK_BYTES;
 }
 
 /// PROBE, after the common header.
 pub(crate) mod probe {
     use super::Field;
-    pub(crate) const FLOOR: Field = 16..20;
+    pub(crate) const FLOOR: Field = 20..24;
 }
 
 /// DATAGRAM, after the common header (whose path and PSN are zero).
 pub(crate) mod datagram {
     use super::Field;
-    pub(crate) const SRC_QPN: Field = 16..20;
-    pub(crate) const QKEY: Field = 20..24;
-    pub(crate) const FLAGS: usize = 24;
+    pub(crate) const SRC_QPN: Field = 20..24;
+    pub(crate) const QKEY: Field = 24..28;
+    pub(crate) const FLAGS: usize = 28;
     /// Reserved, zero.
-    pub(crate) const RESERVED: usize = 25;
-    pub(crate) const PAYLOAD_LEN: Field = 26..28;
-    pub(crate) const IMM: Field = 28..32;
+    pub(crate) const RESERVED: usize = 29;
+    pub(crate) const PAYLOAD_LEN: Field = 30..32;
+    pub(crate) const IMM: Field = 32..36;
 }

@@ -6,7 +6,7 @@ use metaroce_proto::conn::{
     App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, TxKind, Unreadable,
 };
 use metaroce_proto::time::Instant;
-use metaroce_proto::wire::Op;
+use metaroce_proto::wire::{DropCounters, Op};
 use std::collections::BTreeMap;
 
 pub type Conn = Connection<8, 1, 4>;
@@ -181,6 +181,9 @@ impl App for TestApp {
     }
 }
 
+/// The adversary's hook ([`Net::forger`]).
+pub type Forger = Box<dyn FnMut(bool, &[u8]) -> Vec<Vec<u8>>>;
+
 pub struct Net {
     pub a: Conn,
     pub b: Conn,
@@ -214,6 +217,17 @@ pub struct Net {
     /// Chance that a packet skips its path's delay and FIFO order (netem
     /// `reorder`): it then overtakes earlier packets of the same path.
     pub reorder: f64,
+    /// An adversary: before each datagram is delivered it may inject forged
+    /// ones towards the same node (`to_b`, the real datagram as a template).
+    pub forger: Option<Forger>,
+    /// Forged datagrams injected, and why each was dropped.
+    pub forged: u64,
+    pub forged_drops: DropCounters,
+    /// Forgeries the connection accepted (none may be).
+    pub forged_accepted: Vec<Vec<u8>>,
+    /// Every real datagram delivered: (time, to_b, bytes, accepted).
+    pub trace: Vec<(u64, bool, Vec<u8>, bool)>,
+    pub keep_trace: bool,
 }
 
 /// The spine an ECMP hash sends a datagram over: direction and source port
@@ -287,6 +301,12 @@ impl Net {
             retx: Vec::new(),
             dropped: 0,
             reorder: 0.0,
+            forger: None,
+            forged: 0,
+            forged_drops: DropCounters::default(),
+            forged_accepted: Vec::new(),
+            trace: Vec::new(),
+            keep_trace: false,
         }
     }
 
@@ -370,6 +390,20 @@ impl Net {
             if let Some(((at, s), _)) = self.q.iter().next().map(|(k, v)| (*k, v.clone())) {
                 if at <= self.now {
                     let (to_b, bytes) = self.q.remove(&(at, s)).unwrap();
+                    if let Some(f) = self.forger.as_mut() {
+                        for fake in f(to_b, &bytes) {
+                            self.forged += 1;
+                            let r = if to_b {
+                                self.b.handle_packet(now, &fake, false, &mut self.app_b)
+                            } else {
+                                self.a.handle_packet(now, &fake, false, &mut self.app_a)
+                            };
+                            match r {
+                                Err(e) => self.forged_drops.count(e),
+                                Ok(_) => self.forged_accepted.push(fake),
+                            }
+                        }
+                    }
                     let ce = self.rng.chance(self.ce_prob);
                     let r = if to_b {
                         self.b.handle_packet(now, &bytes, ce, &mut self.app_b)
@@ -378,6 +412,9 @@ impl Net {
                     };
                     if r.is_err() {
                         self.dropped += 1;
+                    }
+                    if self.keep_trace {
+                        self.trace.push((self.now, to_b, bytes, r.is_ok()));
                     }
                 }
             }
