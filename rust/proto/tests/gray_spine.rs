@@ -54,3 +54,45 @@ fn one_way_transfer_survives_a_gray_spine() {
         fails
     );
 }
+
+/// 300 x 64 KiB one way, with spine `seed % 4` dropping `loss` of what crosses it
+/// (both directions): the simulated time to the last acknowledgement.
+fn transfer_ns(seed: u64, loss: f64) -> Result<u64, String> {
+    let mut n = Net::new(seed, 8, 0.0);
+    let (mut ca, mut cb) = (cfg(1, 2), cfg(2, 1));
+    ca.base_src_port = 49152 + (seed as u16 % 128) * 64;
+    cb.base_src_port = 57344 + (seed as u16 % 128) * 64;
+    n.a = Connection::new(ca);
+    n.b = Connection::new(cb);
+    for d in n.path_delay.iter_mut() {
+        *d = 500_000 + *d * 100;
+    }
+    n.dead_spine = Some((4, (seed % 4) as u16));
+    n.spine_loss = loss;
+    n.app_a.msgs[0] = vec![64 * 1024; 300];
+    if !n.run(n.now + 600_000_000_000) || !n.app_a.errors.is_empty() {
+        return Err(format!(
+            "seed {seed} loss {loss}: {:?} {:?}",
+            n.app_a.errors,
+            n.a.stats()
+        ));
+    }
+    Ok(n.now)
+}
+
+/// The fabric test's gray failure at 5 % (tests/guest/fabric-events.sh): one of 4
+/// spines losing 5 % costs the transfer at most 10 % of its lossless speed (the
+/// issue's target 0.90), measured in simulated time, free of the guests' noise.
+#[test]
+fn five_percent_on_one_spine_costs_at_most_ten_percent() {
+    for seed in 1..=6u64 {
+        let t0 = transfer_ns(seed, 0.0).unwrap();
+        let t5 = transfer_ns(seed, 0.05).unwrap();
+        let ratio = t0 as f64 / t5 as f64;
+        println!(
+            "seed {seed}: lossless {t0} ns, 5 % on spine {}: {t5} ns, {ratio:.2}",
+            seed % 4
+        );
+        assert!(ratio >= 0.90, "seed {seed}: {ratio:.2} of lossless");
+    }
+}

@@ -210,6 +210,8 @@ pub struct Net {
     /// gray failure), in both directions: a datagram's spine is a hash of its
     /// direction and UDP source port (ECMP), `(spines, dead)`.
     pub dead_spine: Option<(u16, u16)>,
+    /// The chance that the dead spine drops a datagram (1.0: a black hole).
+    pub spine_loss: f64,
     /// Minimum per-path window seen, and whether inflight ever exceeded its bound.
     pub min_pwnd_seen: u32,
     pub retx: Vec<(u8, u32, u16, u32, u32)>,
@@ -297,6 +299,7 @@ impl Net {
             lose_acks: true,
             blackhole: None,
             dead_spine: None,
+            spine_loss: 1.0,
             min_pwnd_seen: u32::MAX,
             retx: Vec::new(),
             dropped: 0,
@@ -333,10 +336,11 @@ impl Net {
                 self.retx.push((t.path, psn, stream, msn, offset));
             }
             let is_data = matches!(t.kind, TxKind::Data { .. });
+            let on_dead = self
+                .dead_spine
+                .is_some_and(|(n, dead)| spine_of(from_a, t.src_port, n) == dead);
             let holed = (from_a && self.blackhole == Some((t.path, t.src_port)))
-                || self
-                    .dead_spine
-                    .is_some_and(|(n, dead)| spine_of(from_a, t.src_port, n) == dead);
+                || (on_dead && (self.spine_loss >= 1.0 || self.rng.chance(self.spine_loss)));
             if holed || ((is_data || self.lose_acks) && self.rng.chance(self.loss)) {
                 if let TxKind::Data {
                     psn,
