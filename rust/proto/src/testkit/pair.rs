@@ -6,7 +6,9 @@ use super::rc::{tables, Host, SqEntry, VecTables};
 use crate::conn::{Config, Connection, TxKind};
 use crate::rc::{self, access, Engine, QpMode, SendWqe, Sge, WrOpcode};
 use crate::time::Instant;
+use crate::wire::DropReason;
 use alloc::collections::VecDeque;
+use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -314,14 +316,26 @@ impl Pair {
         p
     }
 
-    /// Delivers `bytes` to node `to` at the current time and lets it respond.
+    /// Delivers `bytes` to node `to` at the current time and lets it respond. A
+    /// datagram the connection drops must leave it exactly as it was (panics
+    /// otherwise): only a refusal (RNR, NAK) queues a report for the peer.
     pub fn inject(&mut self, to: u8, bytes: &[u8]) {
         let now = Instant(self.now);
         let n = self.node(to & 1);
         if n.host.mode != QpMode::Err {
-            let _ = n
+            let before = n.conn;
+            let r = n
                 .conn
                 .handle_packet(now, bytes, false, &mut n.engine.bind(&mut n.host));
+            if let Err(e) = r {
+                if !matches!(e, DropReason::ReceiverNotReady | DropReason::Refused) {
+                    let (was, is) = (format!("{before:?}"), format!("{:?}", n.conn));
+                    assert!(
+                        was == is,
+                        "a datagram dropped as {e:?} changed the connection"
+                    );
+                }
+            }
         }
         self.pump(to & 1);
     }
