@@ -41,9 +41,20 @@ pub(crate) const HINT_CHANGES: usize = 14;
 /// Verbs local ACK timeouts (IBTA 9.7.6.1.3): retries counted against a
 /// QP's `retry_cnt`; past it the QP fails with `IB_WC_RETRY_EXC_ERR`.
 pub(crate) const LOCAL_ACK_TIMEOUTS: usize = 15;
+// Drops a QP decides before the protocol core sees the datagram; with the
+// core's reasons below, every `rx_drops` has its reason counter.
+/// A datagram for an RC QP from an address other than its peer's.
+pub(crate) const DROP_BAD_SOURCE: usize = 16;
+/// A datagram for a QP not in RTR, RTS or SQD (or an RC QP without its
+/// connection yet).
+pub(crate) const DROP_QP_STATE: usize = 17;
+/// A UD datagram whose Q_Key is not the QP's (IBTA 10.2.5).
+pub(crate) const DROP_BAD_QKEY: usize = 18;
+/// A UD datagram with no receive posted (IBTA 10.7.2.2: UD drops it).
+pub(crate) const DROP_NO_RECEIVE: usize = 19;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.
-pub(crate) const DROP_FIRST: usize = 16;
+pub(crate) const DROP_FIRST: usize = 20;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 17;
 /// Number of device counters.
@@ -67,6 +78,10 @@ pub(crate) const NAMES: [CounterDesc; NUM_COUNTERS] = [
     CounterDesc::new(c_str!("probes")),
     CounterDesc::new(c_str!("rate_hint_changes")),
     CounterDesc::new(c_str!("local_ack_timeouts")),
+    CounterDesc::new(c_str!("rx_drop_bad_source")),
+    CounterDesc::new(c_str!("rx_drop_qp_state")),
+    CounterDesc::new(c_str!("rx_drop_bad_qkey")),
+    CounterDesc::new(c_str!("rx_drop_no_receive")),
     // `DropReason::name()` of rust/proto/src/wire.rs, in order.
     CounterDesc::new(c_str!("rx_drop_truncated")),
     CounterDesc::new(c_str!("rx_drop_bad_version")),

@@ -15,10 +15,11 @@
  *   mix        both, half each.
  *
  *   forger -d ADDR [-p PORT] [-c ID,ID,...] [-m blind|malformed|mix]
- *          [-n COUNT] [-t SECONDS] [-s SEED]
+ *          [-n COUNT] [-t SECONDS] [-r PER-SECOND] [-s SEED]
  *
  * ADDR is IPv4 or IPv6. It stops after COUNT datagrams (default 100000) or
- * SECONDS or SIGTERM (whichever first) and prints "# forger: N datagrams ..." with the
+ * SECONDS or SIGTERM (whichever first), at most PER-SECOND datagrams a second
+ * if given (else as fast as it can), and prints "# forger: N datagrams ..." with the
  * count per kind. Exit 0 unless it could not send at all.
  */
 #define _GNU_SOURCE
@@ -270,10 +271,10 @@ int main(int argc, char **argv)
 {
 	const char *addr = NULL, *mode = "mix";
 	unsigned long count = 100000, seed = 1;
-	double secs = 1e9;
+	double secs = 1e9, rate = 0;
 	int port = 4792, opt;
 
-	while ((opt = getopt(argc, argv, "d:p:c:m:n:t:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:p:c:m:n:t:r:s:")) != -1) {
 		switch (opt) {
 		case 'd': addr = optarg; break;
 		case 'p': port = atoi(optarg); break;
@@ -284,9 +285,10 @@ int main(int argc, char **argv)
 		case 'm': mode = optarg; break;
 		case 'n': count = strtoul(optarg, NULL, 0); break;
 		case 't': secs = atof(optarg); break;
+		case 'r': rate = atof(optarg); break;
 		case 's': seed = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: %s -d ADDR [-p PORT] [-c IDS] [-m blind|malformed|mix] [-n N] [-t S] [-s SEED]\n", argv[0]);
+			fprintf(stderr, "usage: %s -d ADDR [-p PORT] [-c IDS] [-m blind|malformed|mix] [-n N] [-t S] [-r RATE] [-s SEED]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -367,6 +369,12 @@ int main(int argc, char **argv)
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		el = (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
+		if (rate > 0 && sent / rate > el) {
+			double w = sent / rate - el;
+			struct timespec ts = { (time_t)w, (long)((w - (time_t)w) * 1e9) };
+
+			nanosleep(&ts, NULL);
+		}
 	}
 	printf("# forger: %lu datagrams to %s port %d in %.1f s (%.0f/s), mode %s, %d known ids:",
 	       sent, addr, port, el, el > 0 ? sent / el : 0.0, mode, nconns);

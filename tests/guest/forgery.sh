@@ -54,7 +54,7 @@ integrity_run() {
   meet "$tag"
   if [[ -n $port ]]; then
     (for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; sleep 0.1; done
-     exec "$forger" -d "$MR_PEER_IP4" -p "$port" -c "${q:-16}" -m blind -t 300 -s $((seed * 2 + MR_ID)) \
+     exec "$forger" -d "$MR_PEER_IP4" -p "$port" -c "${q:-16}" -m blind -n 1000000000 -t 300 -s $((seed * 2 + MR_ID)) \
        >"$ev/$tag.forger.$MR_ID" 2>&1) &
     fp=$!
   fi
@@ -89,7 +89,7 @@ tok=$(($(counter rx_drop_bad_token) - tok0)); unk=$(($(counter unknown_qpn_drops
   || fail "$dev: no forgery was dropped as bad_token (unknown_qpn +$unk)" "$(rdma statistic show link "$dev/1")"
 if ((MR_ID == 2)); then
   mc=$(median "${ctl[@]}"); ma=$(median "${att[@]}")
-  frac=$(awk -v a="$ma" -v c="$mc" 'BEGIN { printf "%.2f", c > 0 ? a / c : 0 }')
+  frac=$(awk -v a="$ma" -v c="$mc" 'BEGIN { printf "%.2f", (c > 0 ? a / c : 0) }')
   if awk -v f="$frac" 'BEGIN { exit !(f >= 0.75) }'; then
     pass "$dev: goodput under attack $ma MB/s (median of ${att[*]}) is $frac of the forgers-at-a-closed-port runs ($mc: ${ctl[*]}; target 0.90, TCG noise floor 0.75)"
   else fail "$dev: goodput under attack $ma MB/s is $frac of $mc (${att[*]} vs ${ctl[*]})"; fi
@@ -100,9 +100,12 @@ meet flood
 before=$(($(counter rx_drops) + $(counter unknown_qpn_drops)))
 rx0=$(counter rx_packets)
 half=$((flood / 2))
+# At full speed the receiving guest's virtual NIC drops most of a flood under
+# TCG (16 % arrived at 60 000/s); paced, every datagram reaches the module.
+rate=${MR_FLOOD_RATE:-4000}
 (q=""; for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; sleep 0.1; done
- "$forger" -d "$MR_PEER_IP4" -c "${q:-16}" -m mix -n "$half" -s $((90 + MR_ID)) >"$ev/flood4.$MR_ID" 2>&1
- "$forger" -d "$MR_PEER_IP6" -c "${q:-16}" -m mix -n "$((flood - half))" -s $((95 + MR_ID)) >"$ev/flood6.$MR_ID" 2>&1) &
+ "$forger" -d "$MR_PEER_IP4" -c "${q:-16}" -m mix -n "$half" -r "$rate" -s $((90 + MR_ID)) >"$ev/flood4.$MR_ID" 2>&1
+ "$forger" -d "$MR_PEER_IP6" -c "${q:-16}" -m mix -n "$((flood - half))" -r "$rate" -s $((95 + MR_ID)) >"$ev/flood6.$MR_ID" 2>&1) &
 fp=$!
 a=(); ((MR_ID == 2)) && a=(-s 21 -n 300 -M 262144)
 role=server; ((MR_ID == 1)) || role="client $MR_PEER_IP4"
@@ -120,11 +123,15 @@ sleep 2
 peer_sent=$(cat "$ev/sent.$((3 - MR_ID))")
 counted=$(($(counter rx_drops) + $(counter unknown_qpn_drops) - before))
 legit=$(($(counter rx_packets) - rx0))
-# Datagrams can be lost on the way (the virtual NIC's queues under a flood):
-# the module must count every one it saw; 90 % of what was sent arriving is
-# what this bed delivers.
+# Datagrams can still be lost on the way (the virtual NIC's queues): 90 % of
+# the peer's flood must reach the module and be counted.
 if ((counted <= peer_sent + legit && counted * 10 >= peer_sent * 9)); then
-  pass "$dev: the peer's flood of $peer_sent datagrams: $counted counted as drops (rx_drops + unknown_qpn_drops)"
+  pass "$dev: the peer's flood of $peer_sent datagrams (paced at $rate/s per family): $counted counted as drops (rx_drops + unknown_qpn_drops)"
 else fail "$dev: the peer's flood of $peer_sent datagrams: $counted counted as drops" "$(rdma statistic show link "$dev/1")"; fi
+stats=$(rdma statistic show link "$dev/1")
+drops=$(tr ' ' '\n' <<<"$stats" | awk 'p { print; exit } $0 == "rx_drops" { p = 1 }')
+reasons=$(tr ' ' '\n' <<<"$stats" | awk 'p { n += $0; p = 0 } /^rx_drop_/ { p = 1 } END { print n + 0 }')
+((drops == reasons)) && pass "$dev: every drop has its reason: rx_drops $drops = the sum of the rx_drop_* counters" \
+  || fail "$dev: rx_drops $drops, its reasons add up to $reasons" "$stats"
 diag "$dev: drops by reason: $(rdma statistic show link "$dev/1" | grep -oE '(rx_drop_[a-z_]+|unknown_qpn_drops) [1-9][0-9]*' | tr '\n' ' ')"
 done_testing

@@ -135,8 +135,9 @@ impl Endpoint for Qp {
             let mut g = this.inner.lock();
             let Inner { io, rc, .. } = &mut *g;
             let mut env = Glue { qp: this, io };
-            if env.datagram_in(rc, payload, meta).is_err() {
+            if let Err(reason) = env.datagram_in(rc, payload, meta) {
                 this.dev.count(counter::RX_DROPS, 1);
+                this.dev.count(reason, 1);
             }
             rc.settle(&mut env);
             return;
@@ -146,10 +147,19 @@ impl Endpoint for Qp {
             let Inner { conn, io, rc, .. } = &mut *g;
             let ok = matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd);
             // Only the peer set by modify_qp may talk to this QP.
-            let (Some(c), true, true) = (conn, ok, io.dst == Some(meta.src)) else {
-                this.dev.count(counter::RX_DROPS, 1);
-                return;
+            let drop = if conn.is_none() || !ok {
+                Some(counter::DROP_QP_STATE)
+            } else if io.dst != Some(meta.src) {
+                Some(counter::DROP_BAD_SOURCE)
+            } else {
+                None
             };
+            if let Some(reason) = drop {
+                this.dev.count(counter::RX_DROPS, 1);
+                this.dev.count(reason, 1);
+                return;
+            }
+            let Some(c) = conn else { return };
             let now = Instant(now_ns());
             let mut env = Glue { qp: this, io };
             let mut app = rc.bind(&mut env);

@@ -108,15 +108,24 @@ impl Glue<'_> {
     }
 
     /// UD: one received DATAGRAM into the next posted receive, after the
-    /// 40-byte GRH area (IBTA 11.4.1.1).
-    pub(super) fn datagram_in(&mut self, rc: &mut Rc, pkt: &[u8], meta: &RxMeta) -> Result {
-        let (h, payload) = crate::proto::wire::decode_datagram(pkt).map_err(|_| EINVAL)?;
+    /// 40-byte GRH area (IBTA 11.4.1.1). A drop returns the index of the
+    /// device counter of its reason.
+    pub(super) fn datagram_in(
+        &mut self,
+        rc: &mut Rc,
+        pkt: &[u8],
+        meta: &RxMeta,
+    ) -> core::result::Result<(), usize> {
+        let (h, payload) = crate::proto::wire::decode_datagram(pkt)
+            .map_err(|r| counter::DROP_FIRST + r.index())?;
         if !matches!(
             self.io.attr.state,
             QpState::Rtr | QpState::Rts | QpState::Sqd
-        ) || h.qkey != self.io.attr.qkey
-        {
-            return Err(EINVAL);
+        ) {
+            return Err(counter::DROP_QP_STATE);
+        }
+        if h.qkey != self.io.attr.qkey {
+            return Err(counter::DROP_BAD_QKEY);
         }
         let mut grh = [0u8; GRH_LEN];
         match (meta.src, meta.dst) {
@@ -144,7 +153,9 @@ impl Glue<'_> {
         }
         // The receive: the RQ's next, or the SRQ's. None posted: UD drops
         // (IBTA 10.7.2.2).
-        let (wr_id, fits) = rc.datagram_receive(self, &[&grh, payload]).ok_or(ENOMEM)?;
+        let (wr_id, fits) = rc
+            .datagram_receive(self, &[&grh, payload])
+            .ok_or(counter::DROP_NO_RECEIVE)?;
         let imm = h.flags & crate::proto::wire::GF_IMM != 0;
         // Kernel consumers (the MAD layer building a reply's AH with
         // `ib_init_ah_attr_from_wc`) learn which IP header the GRH area holds.
