@@ -4,7 +4,10 @@
 # model"). Guest 1 serves, guest 2 drives; each guest's forger reads the QPN
 # of its peer's QP (the attacker knows the connection ids) and sends the peer
 # forged datagrams from its own address, i.e. the address the peer's QP
-# accepts, from 16 source ports, as fast as it can.
+# accepts, from 16 source ports, at MR_FORGE_RATE datagrams a second (default
+# 4000, about what the integrity run itself sends; unpaced, a forger takes a
+# whole TCG vCPU and starves everything else in the guest, which measures
+# TCG, not the transport).
 #   blind    3 integrity runs while both forgers send well-formed DATA / ACK /
 #            PROBE with guessed tokens and sequence numbers, against 3 runs
 #            while they send the same to a closed port (the forgers' CPU cost
@@ -51,10 +54,10 @@ peer_qpn() { rdma res show qp link "$dev/1" 2>/dev/null | awk '/type RC/ && /sta
 integrity_run() {
   local tag=$1 seed=$2 tport=$3 port=${4:-} role=server out fp="" q
   ((MR_ID == 1)) || role="client $MR_PEER_IP4"
-  meet "$tag"
+  meet "go-$tag"
   if [[ -n $port ]]; then
     (for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; sleep 0.1; done
-     exec "$forger" -d "$MR_PEER_IP4" -p "$port" -c "${q:-16}" -m blind -n 1000000000 -t 300 -s $((seed * 2 + MR_ID)) \
+     exec "$forger" -d "$MR_PEER_IP4" -p "$port" -c "${q:-16}" -m blind -n 1000000000 -r "$frate" -t 300 -s $((seed * 2 + MR_ID)) \
        >"$ev/$tag.forger.$MR_ID" 2>&1) &
     fp=$!
   fi
@@ -68,6 +71,7 @@ mbps() { grep -oE '[0-9.]+ MB/s' "$1" | head -1 | cut -d' ' -f1; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] + 0 }'; }
 
 # --- blind forgers against both ends ---------------------------------------
+frate=${MR_FORGE_RATE:-4000}
 tok0=$(counter rx_drop_bad_token); unk0=$(counter unknown_qpn_drops)
 ctl=() att=()
 for k in 1 2 3; do
