@@ -245,9 +245,12 @@ impl Qp {
                             let t = &io.attr;
                             rc::retry_config(&mut r, t.timeout, t.retry_cnt, t.rnr_retry);
                             c.set_retry_limits(r.retry_cnt, r.rnr_retry, r.ack_timeout_ns);
-                            // `sq_psn` is final now (a later change, once
-                            // data went out, is kept out of the wire).
-                            let _ = c.set_tx_ident(this.idents(t).0);
+                            // `sq_psn` is final now: the sending key (unless
+                            // data went out under the RTR one), and the
+                            // receiving key of a peer that stays in RTR.
+                            let (sq, rq) = this.idents(t, t.sq_psn);
+                            let _ = c.set_tx_ident(sq);
+                            c.set_rx_alt(rq);
                         }
                     }
                     QpState::Err => {
@@ -273,7 +276,9 @@ impl Qp {
         // Checked at load (1..=64).
         let paths = crate::ffi::params::paths().clamp(1, MAX_PATHS as u32) as u16;
         let tick = crate::ffi::timer::tick_ns().min(u64::from(u32::MAX / 4)) as u32;
-        let (tx_ident, rx_ident) = self.idents(t);
+        // Until RTS names `sq_psn`, both keys come from `rq_psn`: a QP that
+        // stays in RTR (a responder serving READs and atomics) still answers.
+        let (tx_ident, rx_ident) = self.idents(t, t.rq_psn);
         let mut c = Config {
             local_conn: self.qpn,
             peer_conn: t.dest_qpn,
@@ -310,15 +315,14 @@ impl Qp {
         c
     }
 
-    /// The keys of the two directions (Documentation/transport.rst, "Identity
-    /// and threat model"): from this QP's and the peer's GID and QPN and the
-    /// starting PSNs the application exchanged (`sq_psn` for what this QP
-    /// sends, `rq_psn` for what it receives).
-    fn idents(&self, t: &QpAttr) -> (Ident, Ident) {
+    /// The keys of the two directions keyed by the starting PSN `psn`
+    /// (Documentation/transport.rst, "Identity and threat model"): from this
+    /// QP's and the peer's GID and QPN; (sending, receiving).
+    fn idents(&self, t: &QpAttr, psn: u32) -> (Ident, Ident) {
         let (sgid, dgid) = t.av.map_or(([0; 16], [0; 16]), |av| (av.sgid, av.dgid));
         (
-            Ident::derive(&sgid, &dgid, self.qpn, t.dest_qpn, t.sq_psn),
-            Ident::derive(&dgid, &sgid, t.dest_qpn, self.qpn, t.rq_psn),
+            Ident::derive(&sgid, &dgid, self.qpn, t.dest_qpn, psn),
+            Ident::derive(&dgid, &sgid, t.dest_qpn, self.qpn, psn),
         )
     }
 

@@ -55,8 +55,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // RTT from the echoed stamp.
         let sample = now.wire_stamp().wrapping_sub(a.echo);
         let mut rtt_ok = false;
+        // An ACK reporting a refusal echoes the newest packet the path accepted, not
+        // the refused one (a refusal changes no path state): no RTT sample from it.
+        let report = a.flags & (AF_RNR | AF_NAK) != 0;
         if let Some(t) = self.tx.get_mut(p) {
-            if sample < 1 << 31 && sample > 0 {
+            if sample < 1 << 31 && sample > 0 && !report {
                 t.rtt_sample(sample);
                 rtt_ok = true;
             }
@@ -253,7 +256,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let h = AckHeader {
             path: p as u8,
             dst_conn: self.cfg.peer_conn,
-            echo: report.map_or(rx.echo, |r| r.stamp),
+            echo: rx.echo,
             token: self.cfg.rx_ident.token(),
             cum: rx.cum,
             rate_hint: self.local_hint,

@@ -37,6 +37,13 @@ pub struct Config {
     /// PROBE packets this end accepts (and of its ACKs) and the first PSN it expects
     /// on each path.
     pub rx_ident: Ident,
+    /// A second key the peer may send with, accepted only until the first DATA or
+    /// PROBE is (then the connection keeps whichever key that packet carried): a
+    /// verbs peer that never reaches RTS (a responder serving READs and atomics
+    /// from RTR) knows no `sq_psn` and keys its data with its `rq_psn`, i.e. this
+    /// end's `sq_psn` (Documentation/transport.rst, "Identity and threat model").
+    /// Key 0 ([`Ident::DEFAULT`]): none.
+    pub rx_alt: Ident,
     /// Number of paths in use, 1..=P (and at most 64).
     pub paths: u8,
     /// Payload bytes per full packet.
@@ -105,6 +112,7 @@ impl Config {
             peer_conn: 0,
             tx_ident: Ident::DEFAULT,
             rx_ident: Ident::DEFAULT,
+            rx_alt: Ident::DEFAULT,
             paths: 8,
             mtu: 4096,
             base_src_port: 49152,
@@ -474,9 +482,6 @@ struct Refusal {
     path: u8,
     kind: RefusalKind,
     psn: u32,
-    /// The refused packet's stamp, echoed in the report (the refusal changed no path
-    /// state, so the path's own echo is older).
-    stamp: u32,
 }
 
 /// What the receiver has to tell the peer.
@@ -566,12 +571,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         self.cfg = cfg;
         self.flight.ramp = cfg.init_qwnd;
         self.start_tx_seqs();
-        for (i, r) in self.rx.iter_mut().enumerate() {
-            r.cum = cfg.rx_ident.isn(i as u8);
-        }
-        for (i, r) in self.srx.iter_mut().enumerate() {
-            r.cum = cfg.rx_ident.first_ssn(i as u8);
-        }
+        self.start_rx_seqs();
         for (i, t) in self.tx.iter_mut().enumerate().take(usize::from(cfg.paths)) {
             t.state = PathState::Active;
             t.src_port = port_for(&cfg, i as u8, 0);
@@ -592,6 +592,59 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             t.next_ssn = id.first_ssn(i as u8);
             t.acked_base = t.next_ssn;
         }
+    }
+
+    /// Every path's first expected PSN and every stream's first SSN, from
+    /// [`Config::rx_ident`].
+    fn start_rx_seqs(&mut self) {
+        let id = self.cfg.rx_ident;
+        for (i, r) in self.rx.iter_mut().enumerate() {
+            r.cum = id.isn(i as u8);
+        }
+        for (i, r) in self.srx.iter_mut().enumerate() {
+            r.cum = id.first_ssn(i as u8);
+        }
+    }
+
+    /// Sets [`Config::rx_alt`] (verbs: at RTS, from `sq_psn`); ignored once a DATA
+    /// or PROBE was accepted (a path or stream moved from where the key starts it).
+    pub fn set_rx_alt(&mut self, id: Ident) {
+        let key = self.cfg.rx_ident;
+        let paths = self.rx.iter().enumerate();
+        let untouched = paths
+            .map(|(i, r)| r.cum == key.isn(i as u8) && r.sack.is_empty())
+            .chain(
+                self.srx
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| r.cum == key.first_ssn(i as u8) && r.got.is_empty()),
+            )
+            .all(|u| u);
+        if untouched {
+            self.cfg.rx_alt = id;
+        }
+    }
+
+    /// The receiving key a DATA or PROBE with `token` on path `p`, stream `s` is for
+    /// (changes nothing): [`Config::rx_ident`], or [`Config::rx_alt`] while nothing
+    /// was accepted yet (the first accepted packet clears it).
+    pub(super) fn rx_key_for(&self, token: u32) -> Option<Ident> {
+        if token == self.cfg.rx_ident.token() {
+            return Some(self.cfg.rx_ident);
+        }
+        let alt = self.cfg.rx_alt;
+        (alt != Ident::DEFAULT && token == alt.token()).then_some(alt)
+    }
+
+    /// Settles the receiving key on `id` (the first accepted DATA or PROBE carried
+    /// it): if it is the alternative, the receive sequences start over from it
+    /// (nothing was received under the other).
+    pub(super) fn settle_rx_key(&mut self, id: Ident) {
+        if id != self.cfg.rx_ident {
+            self.cfg.rx_ident = id;
+            self.start_rx_seqs();
+        }
+        self.cfg.rx_alt = Ident::DEFAULT;
     }
 
     /// Sets the key of the direction this end sends in ([`Config::tx_ident`]), which

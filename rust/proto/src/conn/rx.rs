@@ -3,8 +3,9 @@
 //! [`App::place`] (a refusal queues an RNR report or a NAK), probes are answered. ACKs
 //! are the sender's business ([`super::ack`]).
 
+use super::super::path::PathRx;
 use super::super::sack::SACK_BITS;
-use super::super::stream::RxVerdict;
+use super::super::stream::{RxVerdict, StreamRx};
 use super::super::time::Instant;
 use super::super::wire::{
     decode, decode_ack_packet, decode_data_packet, decode_probe_packet, peek_type, DataHeader,
@@ -77,14 +78,22 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
 
     pub(super) fn on_probe(&mut self, h: &ProbeHeader) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
-        if h.token != self.cfg.rx_ident.token() {
-            return Err(DropReason::BadToken);
-        }
-        let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
+        let key = self.rx_key_for(h.token).ok_or(DropReason::BadToken)?;
         // A probe's PSN is its path's next one: within 256 of the floor.
+        let fresh = PathRx {
+            cum: key.isn(p as u8),
+            ..PathRx::EMPTY
+        };
+        let rx = self
+            .rx
+            .get(p)
+            .filter(|_| key == self.cfg.rx_ident)
+            .unwrap_or(&fresh);
         if !rx.admits(h.psn, h.floor) || h.psn.wrapping_sub(h.floor) > SACK_BITS {
             return Err(DropReason::PsnOutOfWindow);
         }
+        self.settle_rx_key(key);
+        let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
         self.reports.ack_pending |= 1u64 << p;
@@ -105,15 +114,31 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
-        if h.token != self.cfg.rx_ident.token() {
-            return Err(DropReason::BadToken);
-        }
+        let key = self.rx_key_for(h.token).ok_or(DropReason::BadToken)?;
         if h.payload_len > self.cfg.mtu {
             return Err(DropReason::BadOffset);
         }
         let s = usize::from(h.stream);
         if s >= S {
             return Err(DropReason::StreamOutOfRange);
+        }
+        if key != self.cfg.rx_ident {
+            // The alternative key (nothing received yet): the windows it starts.
+            let fresh = PathRx {
+                cum: key.isn(p as u8),
+                ..PathRx::EMPTY
+            };
+            if !fresh.admits(h.psn, h.floor) {
+                return Err(DropReason::PsnOutOfWindow);
+            }
+            let fresh = StreamRx {
+                cum: key.first_ssn(s as u8),
+                ..StreamRx::EMPTY
+            };
+            if fresh.check(h.ssn) == RxVerdict::OutOfWindow {
+                return Err(DropReason::SsnOutOfWindow);
+            }
+            self.settle_rx_key(key);
         }
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         if !rx.admits(h.psn, h.floor) {
@@ -147,7 +172,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         path: p as u8,
                         kind: RefusalKind::Rnr { timer: t },
                         psn: h.psn,
-                        stamp: h.stamp,
                     });
                     return Err(DropReason::ReceiverNotReady);
                 }
@@ -162,7 +186,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         path: p as u8,
                         kind,
                         psn: h.psn,
-                        stamp: h.stamp,
                     });
                     return Err(DropReason::Refused);
                 }
@@ -177,6 +200,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
         let in_order = h.psn == rx.cum;
+        self.settle_rx_key(key);
+        let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.mark(h.psn);
         rx.acked = rx.acked.saturating_add(1);
         if ce {

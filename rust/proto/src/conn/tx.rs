@@ -358,7 +358,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     path: 0,
                     kind: RefusalKind::Access,
                     psn: self.rx.first().map_or(0, |r| r.cum),
-                    stamp: self.rx.first().map_or(0, |r| r.echo),
                 });
                 self.reports.ack_pending |= 1;
             }
