@@ -111,7 +111,11 @@ rate=${MR_FLOOD_RATE:-4000}
  "$forger" -d "$MR_PEER_IP4" -c "${q:-16}" -m mix -n "$half" -r "$rate" -s $((90 + MR_ID)) >"$ev/flood4.$MR_ID" 2>&1
  "$forger" -d "$MR_PEER_IP6" -c "${q:-16}" -m mix -n "$((flood - half))" -r "$rate" -s $((95 + MR_ID)) >"$ev/flood6.$MR_ID" 2>&1) &
 fp=$!
-a=(); ((MR_ID == 2)) && a=(-s 21 -n 300 -M 262144)
+# The integrity run lasts about as long as the flood (about 3 operations a
+# unit of -n, 200 operations a second on the normal kernel, fewer on the debug
+# one), so the flood meets a live QP throughout.
+ops=$((flood / 60)); ((ops < 300)) && ops=300; ((ops > 2000)) && ops=2000
+a=(); ((MR_ID == 2)) && a=(-s 21 -n "$ops" -M 262144)
 role=server; ((MR_ID == 1)) || role="client $MR_PEER_IP4"
 out=$(timeout 600 "$bin" -d "$dev" -g "$gid" -p 19200 "${a[@]}" $role 2>&1); rc=$?
 wait "$fp"
