@@ -21,7 +21,8 @@
 #            KASAN / UBSAN / lockdep report (the runner fails on those).
 # The binaries are built on the host (guests share its root fs):
 #   make -C tests/integrity && make -C tests/forger
-#   qemu/vm-run -n 2 -t 900 tests/guest/forgery.sh [FLOOD]
+#   qemu/vm-run -n 2 -t 900 tests/guest/forgery.sh [FLOOD [RATE]]
+# RATE: the flood's datagrams a second per address family (default 4000).
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 dev=mr0
 flood=${1:-${MR_FLOOD:-100000}}
@@ -106,7 +107,7 @@ rx0=$(counter rx_packets)
 half=$((flood / 2))
 # At full speed the receiving guest's virtual NIC drops most of a flood under
 # TCG (16 % arrived at 60 000/s); paced, every datagram reaches the module.
-rate=${MR_FLOOD_RATE:-4000}
+rate=${2:-4000}
 (q=""; for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; sleep 0.1; done
  "$forger" -d "$MR_PEER_IP4" -c "${q:-16}" -m mix -n "$half" -r "$rate" -s $((90 + MR_ID)) >"$ev/flood4.$MR_ID" 2>&1
  "$forger" -d "$MR_PEER_IP6" -c "${q:-16}" -m mix -n "$((flood - half))" -r "$rate" -s $((95 + MR_ID)) >"$ev/flood6.$MR_ID" 2>&1) &
