@@ -30,6 +30,17 @@ retry() {
 }
 done_testing() { echo "1..$_tap_n"; exit $((_tap_failed > 0)); }
 
+# meet NAME [TRIES]: both guests of a two-guest run reach NAME (marker files
+# in $MR_RUNDIR/events; TRIES seconds, default 400).
+meet() {
+  mkdir -p "$MR_RUNDIR/events"
+  touch "$MR_RUNDIR/events/$1.$MR_ID"
+  retry "${2:-400}" test -f "$MR_RUNDIR/events/$1.$((3 - MR_ID))" ||
+    { fail "guest $((3 - MR_ID)) never reached '$1'"; done_testing; }
+}
+# counter NAME: a counter of the RDMA device $dev (`rdma statistic`).
+counter() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v k="$1" 'p { v = $0; exit } $0 == k { p = 1 } END { print v + 0 }'; }
+
 # Load a module from the test kernel's build tree by name: virtme-ng exposes the
 # tree's modules to modprobe; insmod by path is the fallback.
 load_kmod() {

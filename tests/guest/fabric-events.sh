@@ -30,14 +30,6 @@ mr() { [[ $dev == mr0 ]]; }
 sender() { ((MR_ID == 1)); }   # guest 1 owns the fabric and sends
 ev=$MR_RUNDIR/events
 mkdir -p "$ev"
-# meet NAME: both guests reach NAME (files in the shared run directory).
-meet() {
-  touch "$ev/$1.$MR_ID"
-  retry "${2:-400}" test -f "$ev/$1.$((3 - MR_ID))" ||
-    { fail "guest $((3 - MR_ID)) never reached '$1'"; done_testing; }
-}
-# counter NAME: a device counter of $dev.
-counter() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v k="$1" 'p { v = $0; exit } $0 == k { p = 1 } END { print v + 0 }'; }
 # bw_of OUTPUT SIZE: perftest's average MB/s.
 bw_of() { awk -v s="$2" '$1 == s && NF >= 4 { v = $4 } END { print v + 0 }' <<<"$1"; }
 # perf PORT SECS ARGS...: one ib_write_bw side; the sender connects to the

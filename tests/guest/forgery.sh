@@ -41,12 +41,6 @@ else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing
 
 ev=$MR_RUNDIR/events
 mkdir -p "$ev"
-meet() {
-  touch "$ev/$1.$MR_ID"
-  retry "${2:-400}" test -f "$ev/$1.$((3 - MR_ID))" ||
-    { fail "guest $((3 - MR_ID)) never reached '$1'"; done_testing; }
-}
-counter() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v k="$1" 'p { v = $0; exit } $0 == k { p = 1 } END { print v + 0 }'; }
 # The remote QPN of this guest's RC QP in RTS (the peer's QPN), once it exists.
 peer_qpn() { rdma res show qp link "$dev/1" 2>/dev/null | awk '/type RC/ && /state RTS/ { for (i = 1; i < NF; i++) if ($i == "rqpn") { print $(i + 1); exit } }'; }
 # integrity_run TAG SEED TCP-PORT [FORGER-PORT]: one integrity pair; with a port, this

@@ -422,15 +422,8 @@ pub fn decode_data_packet(buf: &[u8]) -> Result<(DataHeader, &[u8]), DropReason>
 /// Decodes a datagram that must be an ACK (same validation as [`decode`]).
 #[inline]
 pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
-    let Common {
-        t,
-        path,
-        dst_conn,
-        psn,
-        stamp,
-        token,
-    } = common(buf)?;
-    if t != PacketType::Ack as u8 {
+    let c = common(buf)?;
+    if c.t != PacketType::Ack as u8 {
         return Err(DropReason::UnknownType);
     }
     if buf.len() < ACK_LEN {
@@ -444,15 +437,15 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
     if flags & !(AF_RNR | AF_NAK | AF_INV) != 0
         || (flags & AF_INV != 0 && flags & AF_NAK == 0)
         || get_u16(buf, RESERVED)? != 0
-        || psn != 0
+        || c.psn != 0
     {
         return Err(DropReason::BadFlags);
     }
     Ok(AckHeader {
-        path,
-        dst_conn,
-        echo: stamp,
-        token,
+        path: c.path,
+        dst_conn: c.dst_conn,
+        echo: c.stamp,
+        token: c.token,
         cum: get_u32(buf, CUM)?,
         rate_hint: get_u32(buf, RATE_HINT)?,
         ce: get_u16(buf, CE)?,
@@ -467,15 +460,8 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
 /// Decodes a datagram that must be a PROBE (same validation as [`decode`]).
 #[inline]
 pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
-    let Common {
-        t,
-        path,
-        dst_conn,
-        psn,
-        stamp,
-        token,
-    } = common(buf)?;
-    if t != PacketType::Probe as u8 {
+    let c = common(buf)?;
+    if c.t != PacketType::Probe as u8 {
         return Err(DropReason::UnknownType);
     }
     if buf.len() < PROBE_LEN {
@@ -485,11 +471,11 @@ pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
         return Err(DropReason::LengthMismatch);
     }
     Ok(ProbeHeader {
-        path,
-        dst_conn,
-        psn,
-        stamp,
-        token,
+        path: c.path,
+        dst_conn: c.dst_conn,
+        psn: c.psn,
+        stamp: c.stamp,
+        token: c.token,
         floor: get_u32(buf, field::probe::FLOOR)?,
     })
 }
@@ -673,15 +659,8 @@ impl DatagramHeader {
 
 /// Decodes a DATAGRAM packet: its headers and payload.
 pub fn decode_datagram(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), DropReason> {
-    let Common {
-        t,
-        path,
-        dst_conn: dst,
-        psn,
-        stamp,
-        token,
-    } = common(buf)?;
-    if t != PacketType::Datagram as u8 {
+    let c = common(buf)?;
+    if c.t != PacketType::Datagram as u8 {
         return Err(DropReason::UnknownType);
     }
     if buf.len() < DATAGRAM_LEN {
@@ -689,22 +668,22 @@ pub fn decode_datagram(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), DropReason
     }
     use field::datagram::*;
     let flags = get_u8(buf, FLAGS)?;
-    if path != 0
-        || psn != 0
-        || token != 0
+    if c.path != 0
+        || c.psn != 0
+        || c.token != 0
         || flags & !(GF_IMM | GF_SE) != 0
         || get_u8(buf, RESERVED)? != 0
     {
         return Err(DropReason::BadFlags);
     }
     let h = DatagramHeader {
-        dst_qpn: dst,
+        dst_qpn: c.dst_conn,
         src_qpn: get_u32(buf, SRC_QPN)?,
         qkey: get_u32(buf, QKEY)?,
         flags,
         payload_len: get_u16(buf, PAYLOAD_LEN)?,
         imm: get_u32(buf, IMM)?,
-        stamp,
+        stamp: c.stamp,
     };
     let payload = buf.get(DATAGRAM_LEN..).ok_or(DropReason::Truncated)?;
     if payload.len() != usize::from(h.payload_len) {

@@ -13,19 +13,27 @@ fn cfg(local: u32, peer: u32) -> Config {
     kernel_like_config(local, peer)
 }
 
-fn one_way(seed: u64, dead: u16) -> Result<(), String> {
+/// A pair across 4 spines of which `dead` loses `loss` of what crosses it, with
+/// TCG-like delays (~0.7-1.3 ms one way) and `msgs` 64 KiB messages queued a -> b.
+fn net(seed: u64, dead: u16, loss: f64, msgs: usize) -> Net {
     let mut n = Net::new(seed, 8, 0.0);
-    // Each end's ports from its own QPN, as the kernel derives them.
+    // Each end's own base port, as the kernel draws them.
     let (mut ca, mut cb) = (cfg(1, 2), cfg(2, 1));
     ca.base_src_port = 49152 + (seed as u16 % 128) * 64;
     cb.base_src_port = 57344 + (seed as u16 % 128) * 64;
     n.a = Connection::new(ca);
     n.b = Connection::new(cb);
     for d in n.path_delay.iter_mut() {
-        *d = 500_000 + *d * 100; // TCG-like: ~0.7-1.3 ms one way
+        *d = 500_000 + *d * 100;
     }
     n.dead_spine = Some((4, dead));
-    n.app_a.msgs[0] = vec![64 * 1024; 30];
+    n.spine_loss = loss;
+    n.app_a.msgs[0] = vec![64 * 1024; msgs];
+    n
+}
+
+fn one_way(seed: u64, dead: u16) -> Result<(), String> {
+    let mut n = net(seed, dead, 1.0, 30);
     let ok = n.run(n.now + 60_000_000_000);
     if !ok || !n.app_a.errors.is_empty() || n.app_a.acked[0].len() != 30 {
         return Err(format!(
@@ -58,18 +66,7 @@ fn one_way_transfer_survives_a_gray_spine() {
 /// 300 x 64 KiB one way, with spine `seed % 4` dropping `loss` of what crosses it
 /// (both directions): the simulated time to the last acknowledgement.
 fn transfer_ns(seed: u64, loss: f64) -> Result<u64, String> {
-    let mut n = Net::new(seed, 8, 0.0);
-    let (mut ca, mut cb) = (cfg(1, 2), cfg(2, 1));
-    ca.base_src_port = 49152 + (seed as u16 % 128) * 64;
-    cb.base_src_port = 57344 + (seed as u16 % 128) * 64;
-    n.a = Connection::new(ca);
-    n.b = Connection::new(cb);
-    for d in n.path_delay.iter_mut() {
-        *d = 500_000 + *d * 100;
-    }
-    n.dead_spine = Some((4, (seed % 4) as u16));
-    n.spine_loss = loss;
-    n.app_a.msgs[0] = vec![64 * 1024; 300];
+    let mut n = net(seed, (seed % 4) as u16, loss, 300);
     if !n.run(n.now + 600_000_000_000) || !n.app_a.errors.is_empty() {
         return Err(format!(
             "seed {seed} loss {loss}: {:?} {:?}",
