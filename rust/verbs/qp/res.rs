@@ -22,7 +22,7 @@ impl Qp {
     /// QP connected); then per path `pN_sport`, `pN_state` (0
     /// unused, 1 active, 2 probing), `pN_pwnd` (bytes), `pN_srtt_ns`,
     /// `pN_sent` (packets sent on the path, retransmissions included: its
-    /// next PSN), `pN_retx` (retransmissions sent on it), `pN_moves`,
+    /// next PSN less its first), `pN_retx` (retransmissions sent on it), `pN_moves`,
     /// `pN_timeouts`. Nothing for other QPs.
     pub(crate) fn fill_res(&self, out: &mut ResAttrs) -> Result {
         let g = self.inner.lock();
@@ -54,7 +54,7 @@ impl Qp {
             out.u32(format_args!("p{i}_state"), state)?;
             out.u32(format_args!("p{i}_pwnd"), p.cc.pwnd)?;
             out.u32(format_args!("p{i}_srtt_ns"), p.srtt)?;
-            out.u32(format_args!("p{i}_sent"), p.next_psn)?;
+            out.u32(format_args!("p{i}_sent"), c.path_sent(i))?;
             out.u32(format_args!("p{i}_retx"), u32::from(p.retx))?;
             out.u32(format_args!("p{i}_moves"), u32::from(p.moves))?;
             out.u32(format_args!("p{i}_timeouts"), u32::from(p.timeouts))?;

@@ -740,6 +740,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         self.tx.get(i)
     }
 
+    /// DATA packets sent on path `i` (retransmissions included): how far its next
+    /// PSN is from the first ([`Config::tx_ident`]).
+    pub fn path_sent(&self, i: usize) -> u32 {
+        let first = self.cfg.tx_ident.isn(i as u8);
+        self.tx.get(i).map_or(0, |t| t.next_psn.wrapping_sub(first))
+    }
+
     /// Bytes in flight over all paths.
     pub fn inflight(&self) -> u32 {
         self.flight.inflight
