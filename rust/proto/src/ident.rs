@@ -134,6 +134,22 @@ mod tests {
         assert_eq!(siphash24(&key, &msg[..63]), 0x958a_324c_eb06_4572);
     }
 
+    /// The worked example of Documentation/transport.rst ("Derivation"), computed
+    /// independently from the spec's text by an outside implementer.
+    #[test]
+    fn worked_example() {
+        let mut a = [0u8; 16];
+        let mut b = [0u8; 16];
+        a[10..].copy_from_slice(&[0xff, 0xff, 10, 0, 0, 1]);
+        b[10..].copy_from_slice(&[0xff, 0xff, 10, 0, 0, 2]);
+        let k = Ident::derive(&a, &b, 0x12_3456, 0x65_4321, 0xab_cdef);
+        assert_eq!(k.0, 0x270e_e837_6391_366f);
+        assert_eq!(k.token(), 0x270e_e837);
+        assert_eq!(k.isn(0), 0x01e9_45bb);
+        assert_eq!(k.isn(63), 0x4f4e_6192);
+        assert_eq!(k.first_ssn(0), 0xf8ea_ba23);
+    }
+
     #[test]
     fn directions_differ() {
         let a = [1u8; 16];

@@ -247,10 +247,15 @@ impl Qp {
                             c.set_retry_limits(r.retry_cnt, r.rnr_retry, r.ack_timeout_ns);
                             // `sq_psn` is final now: the sending key (unless
                             // data went out under the RTR one), and the
-                            // receiving key of a peer that stays in RTR.
-                            let (sq, rq) = this.idents(t, t.sq_psn);
-                            let _ = c.set_tx_ident(sq);
-                            c.set_rx_alt(rq);
+                            // receiving key of a peer that stays in RTR. Only
+                            // on RTR -> RTS: a later RTS (RTS -> RTS, SQD ->
+                            // RTS) keeps the keys, so it cannot reopen the
+                            // second receiving key.
+                            if cur == QpState::Rtr {
+                                let (sq, rq) = this.idents(t, t.sq_psn);
+                                let _ = c.set_tx_ident(sq);
+                                c.set_rx_alt(rq);
+                            }
                         }
                     }
                     QpState::Err => {

@@ -104,7 +104,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// decides the drop reason counted): connection and path, token, payload length,
     /// stream, the path window ([`super::super::path::PathRx::admits`]), the stream
     /// window; then the application places it or refuses it, and a refused packet
-    /// changes nothing either.
+    /// changes no path or stream state either (it may settle the receiving key,
+    /// [`super::Config::rx_alt`]: it carried the right token and fit the windows).
     pub(super) fn on_data<A: App>(
         &mut self,
         now: Instant,
