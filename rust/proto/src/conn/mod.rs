@@ -625,8 +625,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
     }
 
-    /// The receiving key a DATA or PROBE with `token` on path `p`, stream `s` is for
-    /// (changes nothing): [`Config::rx_ident`], or [`Config::rx_alt`] while nothing
+    /// The receiving key a DATA or PROBE carrying `token` is for (changes nothing): [`Config::rx_ident`], or [`Config::rx_alt`] while nothing
     /// was accepted yet (the first accepted packet clears it).
     pub(super) fn rx_key_for(&self, token: u32) -> Option<Ident> {
         if token == self.cfg.rx_ident.token() {
