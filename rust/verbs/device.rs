@@ -36,6 +36,13 @@ use kernel::sync::Arc;
 /// rxe's `DEFAULT_MAX_VALUE`: 2^20 objects of a kind.
 const DEFAULT_MAX: u32 = 1 << 20;
 
+/// Deepest SQ, RQ or SRQ a consumer may ask for (`max_qp_wr`, `max_srq_wr`):
+/// 2^15 - 1 WQEs, so that a ring of the largest WQEs (32 SGEs or 512 bytes
+/// inline: 1 KiB slots) is 32 MiB of `vmalloc` memory and every depth the
+/// device reports can be created. rxe reports 2^20, whose largest rings
+/// (2 GiB) a small machine cannot allocate.
+const MAX_WR: u32 = (1 << 15) - 1;
+
 /// Bytes below the IB payload on the wire: IPv6 (40) + UDP (8) + the
 /// MetaRoCE data header and trailer (see Documentation/transport.rst; budgeted
 /// at 80). The active MTU is the largest IB MTU that fits after them.
@@ -351,7 +358,7 @@ fn attrs() -> DeviceAttrs {
             | device_cap::MEM_MGT_EXTENSIONS
             | device_cap::ATOMIC_WRITE,
         max_qp: DEFAULT_MAX - 16,
-        max_qp_wr: DEFAULT_MAX,
+        max_qp_wr: MAX_WR,
         max_send_sge: 32,
         max_recv_sge: 32,
         max_sge_rd: 32,
@@ -364,7 +371,7 @@ fn attrs() -> DeviceAttrs {
         max_qp_init_rd_atom: 128,
         max_res_rd_atom: 0x3f000,
         max_srq: DEFAULT_MAX - 0x0002_0001,
-        max_srq_wr: DEFAULT_MAX,
+        max_srq_wr: MAX_WR,
         max_srq_sge: 27,
         max_ah: (1 << 15) - 1,
         max_fast_reg_page_list_len: 512,

@@ -1226,6 +1226,103 @@ static void invalid_qp_caps(struct ibv_pd *pd, struct ibv_cq *cq)
 
 }
 
+/*
+ * Every depth up to the limits the device reports can be created (issue 18):
+ * QPs (RC and UD) with each of max_send_wr/max_recv_wr = max_qp_wr and
+ * max_send_sge/max_recv_sge = max_sge, then all of them at once; an SRQ at
+ * max_srq_wr x max_srq_sge; a CQ of max_cqe. The granted caps are at least
+ * what was asked. A limit whose ring cannot fit in the test's budget (rxe
+ * reports max_qp_wr = 2^20: rings of 0.5-2 GiB) is a SKIP that says so, never
+ * a pass. Before issue 18 metaroce failed these with ENOMEM and a kernel
+ * WARNING (a high-order kmalloc sized by max_send_wr).
+ */
+#define LIMIT_BUDGET (64u << 20)
+
+/* A lower bound of the bytes of a ring of `wr` WQEs of `sge` SGEs (the
+ * rxe ABI: power-of-two slots, WQE header >= 128 bytes, 16 bytes per SGE). */
+static unsigned long long ring_bytes(unsigned wr, unsigned sge)
+{
+	unsigned long long slots = 1, elem = 1;
+
+	while (slots < (unsigned long long)wr + 1)
+		slots <<= 1;
+	while (elem < 128 + 16ull * sge)
+		elem <<= 1;
+	return slots * elem;
+}
+
+static void limit_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type t, const char *what,
+		     struct ibv_qp_cap cap)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = t, .cap = cap };
+	unsigned long long need = ring_bytes(cap.max_send_wr, cap.max_send_sge) +
+				  ring_bytes(cap.max_recv_wr, cap.max_recv_sge);
+	const char *tn = t == IBV_QPT_UD ? "UD" : "RC";
+	struct ibv_qp *qp;
+	int e;
+
+	if (need > LIMIT_BUDGET) {
+		printf("ok %d - create %s QP with %s # SKIP its rings need >= %llu MiB, over the test's %u MiB\n",
+		       ++n_tests, tn, what, need >> 20, LIMIT_BUDGET >> 20);
+		return;
+	}
+	errno = 0;
+	qp = ibv_create_qp(pd, &ia);
+	e = PERR(qp);
+	checkd(qp && ia.cap.max_send_wr >= cap.max_send_wr && ia.cap.max_recv_wr >= cap.max_recv_wr &&
+	       ia.cap.max_send_sge >= cap.max_send_sge && ia.cap.max_recv_sge >= cap.max_recv_sge,
+	       ename(e), "create %s QP with %s (granted wr %u/%u sge %u/%u)", tn, what,
+	       ia.cap.max_send_wr, ia.cap.max_recv_wr, ia.cap.max_send_sge, ia.cap.max_recv_sge);
+	if (qp)
+		expect_err(ibv_destroy_qp(qp), 0, "destroy that %s QP", tn);
+}
+
+static void test_limits(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_device_attr *d = &dattr.orig_attr;
+	unsigned w = d->max_qp_wr, g = d->max_sge;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = d->max_srq_wr, .max_sge = d->max_srq_sge } };
+	struct ibv_srq *srq;
+	struct ibv_cq *big;
+	char what[96];
+	int e;
+
+	for (int ti = 0; ti < 2; ti++) {
+		enum ibv_qp_type t = ti ? IBV_QPT_UD : IBV_QPT_RC;
+
+		snprintf(what, sizeof(what), "max_send_wr = max_qp_wr (%u)", w);
+		limit_qp(pd, cq, t, what, (struct ibv_qp_cap){ w, 1, 1, 1, 0 });
+		snprintf(what, sizeof(what), "max_recv_wr = max_qp_wr (%u)", w);
+		limit_qp(pd, cq, t, what, (struct ibv_qp_cap){ 1, w, 1, 1, 0 });
+		snprintf(what, sizeof(what), "max_send_sge = max_recv_sge = max_sge (%u), depth 64", g);
+		limit_qp(pd, cq, t, what, (struct ibv_qp_cap){ 64, 64, g, g, 0 });
+		snprintf(what, sizeof(what), "every cap at its limit (wr %u, sge %u)", w, g);
+		limit_qp(pd, cq, t, what, (struct ibv_qp_cap){ w, w, g, g, 0 });
+	}
+	if (ring_bytes(d->max_srq_wr, d->max_srq_sge) > LIMIT_BUDGET) {
+		printf("ok %d - create SRQ with max_wr = max_srq_wr (%d), max_sge = max_srq_sge (%d) "
+		       "# SKIP its ring needs >= %llu MiB, over the test's %u MiB\n", ++n_tests,
+		       d->max_srq_wr, d->max_srq_sge,
+		       ring_bytes(d->max_srq_wr, d->max_srq_sge) >> 20, LIMIT_BUDGET >> 20);
+	} else {
+		errno = 0;
+		srq = ibv_create_srq(pd, &sa);
+		e = PERR(srq);
+		checkd(srq && sa.attr.max_wr >= (unsigned)d->max_srq_wr, ename(e),
+		       "create SRQ with max_wr = max_srq_wr (%d), max_sge = max_srq_sge (%d)",
+		       d->max_srq_wr, d->max_srq_sge);
+		if (srq)
+			expect_err(ibv_destroy_srq(srq), 0, "destroy that SRQ");
+	}
+	errno = 0;
+	big = ibv_create_cq(ctx, d->max_cqe, NULL, NULL, 0);
+	e = PERR(big);
+	checkd(big && big->cqe >= d->max_cqe, ename(e), "create CQ with max_cqe (%d) entries (got %d)",
+	       d->max_cqe, big ? big->cqe : 0);
+	if (big)
+		expect_err(ibv_destroy_cq(big), 0, "destroy that CQ");
+}
+
 /* modify_qp with out-of-range values. */
 static void invalid_qp_modify(struct ibv_pd *pd, struct ibv_cq *cq)
 {
@@ -1524,6 +1621,14 @@ static int fresh_pair(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_qp **a, s
 	return connect_pair_opts(*a, *b, o);
 }
 
+static int all_bytes(const char *p, int c, size_t n)
+{
+	while (n--)
+		if (*p++ != (char)c)
+			return 0;
+	return 1;
+}
+
 static int one_op(struct ibv_qp *qp, struct ibv_cq *cq, enum ibv_wr_opcode op, void *local,
 		  uint32_t lkey, uint32_t len, uint64_t raddr, uint32_t rkey, struct ibv_wc *wc)
 {
@@ -1599,6 +1704,23 @@ static void test_remote_access(struct ibv_pd *pd)
 	check(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR,
 	      "remote access: READ past the end of the MR completes with IBV_WC_REM_ACCESS_ERR (%s)",
 	      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+	/* The MR's own index with the wrong key byte (issue 18: full-key checks). */
+	for (int r = 0; r < 2; r++) {
+		enum ibv_wr_opcode op = r ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+
+		if ((e = fresh_pair(pd, cq, &a, &b, NULL))) {
+			checkd(0, ename(e), "remote access: key-byte pair");
+			goto out;
+		}
+		memset(dst, 0x6e, 64);
+		memset(src, 0x3a, 64);
+		n = one_op(a, cq, op, src, mr->lkey, 64, (uintptr_t)dst, mr->rkey + 1, wc);
+		check(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR && all_bytes(dst, 0x6e, 64) &&
+		      all_bytes(src, 0x3a, 64),
+		      "remote access: %s with the MR's rkey + 1 (same index, wrong key byte) completes with "
+		      "IBV_WC_REM_ACCESS_ERR, no byte moved (%s)", r ? "READ" : "WRITE",
+		      n == 1 ? ibv_wc_status_str(wc[0].status) : "no completion");
+	}
 out:
 	if (a) ibv_destroy_qp(a);
 	if (b) ibv_destroy_qp(b);
@@ -2190,14 +2312,6 @@ static const char *wc_str(const struct ibv_wc *w)
 	return w ? ibv_wc_status_str(w->status) : "no completion";
 }
 
-static int all_bytes(const char *p, int c, size_t n)
-{
-	while (n--)
-		if (*p++ != (char)c)
-			return 0;
-	return 1;
-}
-
 /* Query qp until it is in state `want` or secs pass; the last state seen. */
 static int state_within(struct ibv_qp *qp, enum ibv_qp_state want, double secs)
 {
@@ -2254,13 +2368,17 @@ static void ep_scatter(void)
 		{ IBV_WR_RDMA_READ, 0, "READ into an MR without LOCAL_WRITE" },
 		{ IBV_WR_RDMA_READ, 1, "READ into a deregistered MR's lkey" },
 		{ IBV_WR_ATOMIC_FETCH_AND_ADD, 2, "FETCH_ADD into an MR of another PD" },
+		/* The index of a live MR with the wrong key byte (issue 18). */
+		{ IBV_WR_RDMA_READ, 3, "READ into a live MR's lkey + 1" },
+		{ IBV_WR_ATOMIC_FETCH_AND_ADD, 3, "FETCH_ADD into a live MR's lkey + 1" },
 	};
 	uint64_t *word = (uint64_t *)E_DST;
 	struct ibv_wc wc[4], *s;
 	char rw[48] = "";
 
-	for (int i = 0; i < 3; i++) {
-		uint32_t lkey = c[i].key == 0 ? ep.nolw->lkey : c[i].key == 1 ? ep.dead_lkey : ep.other->lkey;
+	for (int i = 0; i < (int)(sizeof(c) / sizeof(c[0])); i++) {
+		uint32_t lkey = c[i].key == 0 ? ep.nolw->lkey : c[i].key == 1 ? ep.dead_lkey :
+				c[i].key == 2 ? ep.other->lkey : ep.mr->lkey + 1;
 		int atomic = c[i].op == IBV_WR_ATOMIC_FETCH_AND_ADD, e, n, same;
 
 		if (ep_pair(NULL, c[i].what))
@@ -2299,12 +2417,13 @@ static void ep_gather(void)
 	static const enum ibv_wr_opcode ops[] = { IBV_WR_SEND, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM };
 	static const char *opn[] = { "SEND", "WRITE", "WRITE_WITH_IMM" };
 	static const char *keyn[] = { "a deregistered MR's lkey", "an MR of another PD",
-				      "an SGE past its MR's end" };
+				      "an SGE past its MR's end", "a live MR's lkey + 1" };
 	struct ibv_wc wc[8], *s, *r;
 
 	for (int o = 0; o < 3; o++) {
-		for (int k = 0; k < 3; k++) {
-			uint32_t lkey = k == 0 ? ep.dead_lkey : k == 1 ? ep.other->lkey : ep.small->lkey;
+		for (int k = 0; k < 4; k++) {
+			uint32_t lkey = k == 0 ? ep.dead_lkey : k == 1 ? ep.other->lkey :
+					k == 2 ? ep.small->lkey : ep.small->lkey + 1;
 			char *from = k == 2 ? E_SRC + 4096 - 32 : E_SRC;
 			int e, n, same;
 
@@ -3220,6 +3339,7 @@ int main(int argc, char **argv)
 	test_invalid(pd, cq);
 	if (cq) {
 		invalid_qp_caps(pd, cq);
+		test_limits(pd, cq);
 		invalid_qp_modify(pd, cq);
 	}
 	invalid_busy();

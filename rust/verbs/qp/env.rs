@@ -13,7 +13,7 @@ use crate::proto::rc::{
     self, Attrs, Completions, Cqe, LocalOps, QpControl, QpMode, RecvQueue, Resp, RxMsg,
     ScatterGather, SendMsg, SendQueue, Taken, WcOpcode, WcStatus, WrOpcode, RESP_SLOTS, RX_TRACK,
 };
-use kernel::alloc::KVec;
+use kernel::alloc::KVVec;
 
 macro_rules! same {
     ($($ours:expr => $theirs:expr),+ $(,)?) => {
@@ -97,8 +97,10 @@ pub(crate) type RcTables = rc::Storage<
     Sge,
 >;
 
-/// A kernel vector as the engine's storage (`AsMut<[T]>`).
-pub(crate) struct KSlice<T>(KVec<T>);
+/// A kernel vector as the engine's storage (`AsMut<[T]>`): `kvmalloc`
+/// memory, so that a table sized by the consumer's queue depth (up to
+/// `max_qp_wr` slots) never asks for a high-order contiguous allocation.
+pub(crate) struct KSlice<T>(KVVec<T>);
 
 impl<T> AsMut<[T]> for KSlice<T> {
     fn as_mut(&mut self) -> &mut [T] {
@@ -107,7 +109,7 @@ impl<T> AsMut<[T]> for KSlice<T> {
 }
 
 fn table<T: Clone>(n: usize, v: T) -> Result<KSlice<T>> {
-    let mut k = KVec::new();
+    let mut k = KVVec::new();
     k.extend_with(n, v, GFP_KERNEL)?;
     Ok(KSlice(k))
 }
