@@ -15,7 +15,8 @@
 //!
 //! Files: `types` (opcodes, statuses, WQE/CQE shapes), `env` (the host's traits), `req`
 //! (requester), `resp` (responder), `comp` (completer, error state, flush), `sge`
-//! (gather/scatter), `datagram` (the ring and receive helpers UD QPs share).
+//! (gather/scatter), `datagram` (the ring and receive helpers UD QPs share), `uc`
+//! (unreliable connected QPs: the same rings and completions, no reliability).
 //!
 //! Storage: the per-QP tables are the caller's ([`Tables`]; sized by the SQ, [`RX_TRACK`]
 //! and [`RESP_SLOTS`]); the engine never allocates and never panics.
@@ -27,6 +28,7 @@ mod req;
 mod resp;
 mod sge;
 pub mod types;
+mod uc;
 
 pub use env::{
     AtomicOp, Completions, Env, HostSge, LocalOps, MemError, Memory, QpControl, RecvQueue,
@@ -36,6 +38,7 @@ pub use types::{
     access, send_flags, wc_flags, Attrs, Cqe, QpMode, RecvWqe, ScatterGather, SendWqe, Sge,
     WcOpcode, WcStatus, WrOpcode,
 };
+pub use uc::{UcLink, UcRx, UcStats};
 
 use super::conn::{App, Config, ConnError, MsgInfo, Placement, Refuse, Unreadable};
 use super::wire::{Op, Reth};
