@@ -52,9 +52,13 @@ pub(crate) const DROP_QP_STATE: usize = 17;
 pub(crate) const DROP_BAD_QKEY: usize = 18;
 /// A UD datagram with no receive posted (IBTA 10.7.2.2: UD drops it).
 pub(crate) const DROP_NO_RECEIVE: usize = 19;
+/// Messages a UC QP's receiver dropped (a lost packet, no receive posted,
+/// a bad R_Key, longer than its receive: IBTA responder class D); their
+/// packets are not `rx_drops` (the link took them).
+pub(crate) const UC_MSG_DROPS: usize = 20;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.
-pub(crate) const DROP_FIRST: usize = 20;
+pub(crate) const DROP_FIRST: usize = 21;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 17;
 /// Number of device counters.
@@ -82,6 +86,7 @@ pub(crate) const NAMES: [CounterDesc; NUM_COUNTERS] = [
     CounterDesc::new(c_str!("rx_drop_qp_state")),
     CounterDesc::new(c_str!("rx_drop_bad_qkey")),
     CounterDesc::new(c_str!("rx_drop_no_receive")),
+    CounterDesc::new(c_str!("uc_msg_drops")),
     // `DropReason::name()` of rust/proto/src/wire.rs, in order.
     CounterDesc::new(c_str!("rx_drop_truncated")),
     CounterDesc::new(c_str!("rx_drop_bad_version")),

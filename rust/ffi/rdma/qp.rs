@@ -24,6 +24,8 @@ use kernel::prelude::*;
 pub(crate) enum QpType {
     /// Reliable connected.
     Rc,
+    /// Unreliable connected.
+    Uc,
     /// Unreliable datagram.
     Ud,
     /// The general services QP (QP1, IBTA 10.2.4): UD to the MAD layer.
@@ -112,6 +114,7 @@ impl QpState {
 pub(crate) fn modify_qp_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: u32) -> bool {
     let t = match qp_type {
         QpType::Rc => b::ib_qp_type_IB_QPT_RC,
+        QpType::Uc => b::ib_qp_type_IB_QPT_UC,
         QpType::Ud => b::ib_qp_type_IB_QPT_UD,
         QpType::Gsi => b::ib_qp_type_IB_QPT_GSI,
     };
@@ -290,6 +293,7 @@ impl<T: Driver> Adapter<T> {
             let (dev, pd) = unsafe { (Device::<T>::from_raw((*ibqp).device), (*ibqp).pd) };
             let qp_type = match ia.qp_type {
                 b::ib_qp_type_IB_QPT_RC => QpType::Rc,
+                b::ib_qp_type_IB_QPT_UC => QpType::Uc,
                 b::ib_qp_type_IB_QPT_UD => QpType::Ud,
                 b::ib_qp_type_IB_QPT_GSI if uc.is_none() => QpType::Gsi,
                 _ => return Err(crate::ffi::errno::EOPNOTSUPP()),

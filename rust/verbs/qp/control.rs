@@ -110,7 +110,7 @@ impl Qp {
                     rcq: rcq.clone(),
                     srq: srq.cloned(),
                     timer <- Timer::new(),
-                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, io, rc, scratch }, "metaroce_qp"),
+                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, uc: UcLink::default(), io, rc, scratch }, "metaroce_qp"),
                 }),
                 GFP_KERNEL,
             )
@@ -143,7 +143,9 @@ impl Qp {
             };
         {
             let mut g = this.inner.lock();
-            let Inner { conn, io, rc, .. } = &mut *g;
+            let Inner {
+                conn, io, rc, uc, ..
+            } = &mut *g;
             if io.dead {
                 return Err(EINVAL);
             }
@@ -230,13 +232,29 @@ impl Qp {
                 match new {
                     QpState::Reset => {
                         *conn = None;
+                        uc.reset();
                         io.reset();
                         rc.reset();
+                    }
+                    // UC: packets from the peer carry the key of its `sq_psn`,
+                    // which is this QP's `rq_psn` (transport.rst, "UC").
+                    QpState::Rtr if this.qp_type == QpType::Uc => {
+                        let t = &io.attr;
+                        let (_, rx) = this.idents(t, t.rq_psn);
+                        uc.open_rx(this.qpn, 128u16 << t.path_mtu.clamp(1, 5), rx);
                     }
                     QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
                         if let Some(mut c) = spare.take() {
                             c.reset(this.config(io));
                             *conn = Some(c);
+                        }
+                    }
+                    QpState::Rts if this.qp_type == QpType::Uc => {
+                        if cur == QpState::Rtr {
+                            let t = &io.attr;
+                            let (tx, _) = this.idents(t, t.sq_psn);
+                            uc.open_tx(t.dest_qpn, tx);
+                            uc.src_port = base_src_port(crate::ffi::random::random_u32(), 1);
                         }
                     }
                     QpState::Rts => {
@@ -358,6 +376,7 @@ impl Qp {
                 io,
                 rc,
                 scratch,
+                ..
             } = &mut *g;
             // No asynchronous event from a QP being destroyed.
             rc.quiet();

@@ -16,7 +16,8 @@
 //! Files: `control` (create/modify/query/destroy), `post` (doorbell, kernel
 //! posts, transmission), `env` (the engine's traits on the kernel objects),
 //! `mem` (memory access: lkeys, rkeys and windows), `local` (BIND_MW,
-//! LOCAL_INV, REG_MR), `ud` (datagram QPs); this file holds the QP's state,
+//! LOCAL_INV, REG_MR), `uc` (unreliable connected QPs), `ud` (datagram
+//! QPs); this file holds the QP's state,
 //! its timer and its receive path.
 
 mod control;
@@ -25,6 +26,7 @@ mod local;
 mod mem;
 mod post;
 mod res;
+mod uc;
 mod ud;
 
 use super::counters as counter;
@@ -42,7 +44,7 @@ use crate::ffi::udata::UContext;
 use crate::ffi::wr::{RecvWrs, SendWrs};
 use crate::net::Endpoint;
 use crate::proto::conn::{Config, Connection, RxEvent, Stats, Transmit};
-use crate::proto::rc::Engine;
+use crate::proto::rc::{Engine, UcLink};
 use crate::proto::time::Instant;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -72,6 +74,8 @@ struct Io {
 
 struct Inner {
     conn: Option<KBox<Conn>>,
+    /// A UC QP's link (RTR opens its receiving half, RTS its sending half).
+    uc: UcLink,
     io: Io,
     /// The RC engine (UD QPs use its ring heads and flush).
     rc: Engine<RcTables>,
@@ -113,6 +117,14 @@ impl TimerCallback for Qp {
             }
             return;
         }
+        if this.qp_type == QpType::Uc {
+            // The rest of what a UC QP had to send (or what a kernel
+            // consumer posted with interrupts off).
+            if matches!(g.io.attr.state, QpState::Rts | QpState::Sqd) {
+                Qp::uc_locked(this, &mut g);
+            }
+            return;
+        }
         {
             let Inner { conn, io, rc, .. } = &mut *g;
             if let Some(c) = conn {
@@ -140,6 +152,10 @@ impl Endpoint for Qp {
                 this.dev.count(reason, 1);
             }
             rc.settle(&mut env);
+            return;
+        }
+        if this.qp_type == QpType::Uc {
+            Qp::uc_receive(this, payload, meta);
             return;
         }
         let mut g = this.inner.lock();

@@ -41,6 +41,10 @@ impl Qp {
                 Qp::datagrams_locked(this, &mut g);
                 return Ok(());
             }
+            if this.qp_type == QpType::Uc {
+                Qp::uc_locked(this, &mut g);
+                return Ok(());
+            }
         }
         Self::pump(this);
         Ok(())
@@ -128,6 +132,7 @@ impl Qp {
                 io,
                 rc,
                 scratch,
+                ..
             } = &mut *g;
             let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), io.src, io.dst) else {
                 return;

@@ -86,6 +86,8 @@ pub struct UcLink {
     pub peer_conn: u32,
     /// Largest payload per packet, bytes.
     pub mtu: u16,
+    /// The UDP source port the host sends from (ECMP entropy; the core does not use it).
+    pub src_port: u16,
     tx_ident: Ident,
     rx_ident: Ident,
     tx_psn: u32,

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Unreliable connected QPs: the glue between the QP's rings and the UC
+//! rules of the protocol core ([`crate::proto::rc::UcLink`],
+//! Documentation/transport.rst, "UC: the unreliable connected service").
+//! Packets go out as the doorbell rings (no window, no retransmission);
+//! received packets are placed and completed by the core.
+
+use super::*;
+use crate::proto::rc::UcRx;
+
+/// Packets a UC QP sends per doorbell or timer run before it lets others
+/// run (the rest follow from its timer, at once).
+const UC_BUDGET: u32 = 256;
+
+impl Qp {
+    /// Sends what a UC QP's SQ holds, with the QP lock held (`g`): each
+    /// packet once, in order; its send completions follow as the last
+    /// packet of each WQE leaves.
+    pub(super) fn uc_locked(this: &Arc<Self>, g: &mut BhGuard<'_, Inner>) {
+        let Inner {
+            uc,
+            io,
+            rc,
+            scratch,
+            ..
+        } = &mut **g;
+        let (Some(src), Some(dst)) = (io.src, io.dst) else {
+            return;
+        };
+        let mut env = Glue { qp: this, io };
+        let mut budget = UC_BUDGET;
+        while budget > 0 {
+            let Some(n) = rc.uc_transmit(&mut env, uc, now_ns() as u32, scratch) else {
+                break;
+            };
+            budget -= 1;
+            let bytes = &scratch[..n.min(scratch.len())];
+            // A datagram the stack cannot take is lost, as on any UC fabric.
+            let sent = this.dev.transport.send(
+                &src,
+                &dst,
+                this.dev.ifindex,
+                uc.src_port,
+                true,
+                bytes,
+            );
+            if sent.is_ok() {
+                this.dev.count(counter::TX_PACKETS, 1);
+                this.dev.count(counter::TX_BYTES, bytes.len() as u64);
+            }
+        }
+        rc.settle(&mut env);
+        if budget == 0 {
+            Timer::arm(this, now_ns());
+        }
+    }
+
+    /// A datagram for a UC QP: from its peer, in RTR, RTS or SQD, then the
+    /// core's checks and placement.
+    pub(super) fn uc_receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
+        let mut g = this.inner.lock();
+        let Inner { uc, io, rc, .. } = &mut *g;
+        let drop = if !matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            Some(counter::DROP_QP_STATE)
+        } else if io.dst != Some(meta.src) {
+            Some(counter::DROP_BAD_SOURCE)
+        } else {
+            None
+        };
+        if let Some(reason) = drop {
+            this.dev.count(counter::RX_DROPS, 1);
+            this.dev.count(reason, 1);
+            return;
+        }
+        let mut env = Glue { qp: this, io };
+        let before = uc.stats().rx_dropped;
+        match rc.uc_receive(&mut env, uc, payload) {
+            Err(r) => {
+                this.dev.count(counter::RX_DROPS, 1);
+                this.dev.count(counter::DROP_FIRST + r as usize, 1);
+            }
+            Ok(UcRx::Placed | UcRx::Completed | UcRx::Discarded) => {}
+        }
+        let dropped = uc.stats().rx_dropped.wrapping_sub(before);
+        if dropped != 0 {
+            this.dev.count(counter::UC_MSG_DROPS, u64::from(dropped));
+        }
+        rc.settle(&mut env);
+    }
+}
