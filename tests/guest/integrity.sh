@@ -2,17 +2,19 @@
 # Two guests: the project's data-integrity test (tests/integrity/integrity.c)
 # over one RC QP pair on the RDMA device named by $1 (mr0: metaroce; rxe0: the
 # kernel's rxe, the oracle). Guest 1 serves, guest 2 drives as the client.
-#   integrity.sh [mr0|rxe0] [-s SEED] [-n OPS] [-M MAXSIZE] [NETEM-ARGS...]
+#   integrity.sh [mr0|rxe0] [-Q] [-s SEED] [-n OPS] [-M MAXSIZE] [NETEM-ARGS...]
 # With netem arguments (e.g. `loss 1% duplicate 1% delay 1ms reorder 25%`),
 # both guests shape their egress on the link with them first.
 # The binary is built on the host (guests share its root fs):
 #   make -C tests/integrity && qemu/vm-run -n 2 -t 600 tests/guest/integrity.sh rxe0
 # The -s/-n/-M options go to the client (defaults: seed 1, 300 ops, 1 MiB,
-# about 29 MB in all); the server takes them from the client.
+# about 29 MB in all); the server takes them from the client. -Q (both
+# sides): the QPs at the device's reported limits (max_qp_wr, max_sge).
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
 shift
-args=()
+args=() deep=()
+if [[ ${1:-} == -Q ]]; then deep=(-Q); shift; fi
 while [[ ${1:-} == -[snM] && $# -ge 2 ]]; do args+=("$1" "$2"); shift 2; done
 bin=$MR_REPO/out/integrity
 src=$MR_REPO/tests/integrity/integrity.c
@@ -42,7 +44,7 @@ while IFS= read -r line; do
     1..*) ;;
     *) echo "$line" ;;
   esac
-done < <(timeout 540 "$bin" -d "$dev" -g "$gid" "${args[@]}" $role 2>&1; echo $? >"$rcf")
+done < <(timeout 540 "$bin" -d "$dev" -g "$gid" "${deep[@]}" "${args[@]}" $role 2>&1; echo $? >"$rcf")
 rc=$(cat "$rcf")
 ((rc == 0)) && pass "$dev: integrity $role exits 0 ($((SECONDS - t0)) s)" \
   || fail "$dev: integrity $role exits 0 (exit $rc, $((SECONDS - t0)) s)" "$(dmesg | tail -20)"

@@ -33,6 +33,10 @@
  * Every completion: IBV_WC_SUCCESS, the expected opcode and wr_id, in posting
  * order, none missing (timeout: lost) and none extra (duplicated).
  *
+ * -Q (both sides): create the QP at the device's own limits (max_send_wr =
+ * max_recv_wr = max_qp_wr, max_send_sge = max_recv_sge = max_sge, as
+ * ibv_query_device reports them): every depth a device reports must work.
+ *
  * -X data|len|imm|replay (self-check of the checker, client side): flip a
  * byte of the first suitable op after its checksum (or of a READ's result),
  * shorten an SGE of a SEND/WRITE_WITH_IMM by one byte, send a wrong immediate,
@@ -107,6 +111,7 @@ struct msg {
 
 /* ---- state ---- */
 static int verbose, is_server, sock = -1;
+static int deep;		/* -Q: the QP at the device's reported limits */
 static const char *inject;	/* -X: break one op on purpose (checks the checks) */
 static int injected;
 static uint64_t seed = 1, maxsize = 1 << 20, nops = 300;
@@ -366,8 +371,8 @@ static void verbs_setup(const char *devname, int gidx)
 		memset(&ia, 0, sizeof(ia));
 		ia.send_cq = ia.recv_cq = cq;
 		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = ia.cap.max_recv_wr = 2 * MAXWR;
-		ia.cap.max_send_sge = ia.cap.max_recv_sge = me.max_sge;
+		ia.cap.max_send_wr = ia.cap.max_recv_wr = deep ? (uint32_t)da.max_qp_wr : 2 * MAXWR;
+		ia.cap.max_send_sge = ia.cap.max_recv_sge = deep ? (uint32_t)da.max_sge : me.max_sge;
 		ia.cap.max_inline_data = inl_try[i];
 		ia.sq_sig_all = 0;
 		qp = ibv_create_qp(pd, &ia);
@@ -375,7 +380,11 @@ static void verbs_setup(const char *devname, int gidx)
 			break;
 	}
 	if (!qp)
-		die("create RC QP with %u SGEs", me.max_sge);
+		die("create RC QP with %u SGEs%s", me.max_sge, deep ? " at the device's limits (-Q)" : "");
+	if (deep)
+		printf("# -Q: QP at the device's limits: max_send_wr %u max_recv_wr %u max_send_sge %u "
+		       "max_recv_sge %u (max_qp_wr %d, max_sge %d)\n", ia.cap.max_send_wr,
+		       ia.cap.max_recv_wr, ia.cap.max_send_sge, ia.cap.max_recv_sge, da.max_qp_wr, da.max_sge);
 	me.magic = MAGIC;
 	me.qpn = qp->qp_num;
 	me.psn = mix(seed ^ time(NULL) ^ getpid()) & 0xffffff;
@@ -1068,7 +1077,7 @@ static void run_op(struct desc *d)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: integrity -d DEV -g GIDIDX [-s SEED] [-n OPS] [-M MAXSIZE] [-p PORT] [-v] [-X data|len|imm|replay] "
+	fprintf(stderr, "usage: integrity -d DEV -g GIDIDX [-s SEED] [-n OPS] [-M MAXSIZE] [-p PORT] [-v] [-Q] [-X data|len|imm|replay] "
 		"server | client SERVER_IP\n");
 	exit(2);
 }
@@ -1083,7 +1092,7 @@ int main(int argc, char **argv)
 	uint32_t i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "d:g:s:n:M:p:vX:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:s:n:M:p:vQX:")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
@@ -1092,6 +1101,7 @@ int main(int argc, char **argv)
 		case 'M': maxsize = strtoull(optarg, NULL, 0); break;
 		case 'p': port = atoi(optarg); break;
 		case 'v': verbose = 1; break;
+		case 'Q': deep = 1; break;
 		case 'X': inject = optarg; break;
 		default: usage();
 		}
