@@ -354,6 +354,9 @@ local function flag_list(v, names)
             out[#out + 1] = p[2]
         end
     end
+    if #out == 0 then
+        return "none"
+    end
     return table.concat(out, ",")
 end
 
@@ -423,8 +426,7 @@ local function dissect_data(tvb, tree, n, problem)
     local info = string.format("DATA s%d PSN %d SSN %d MSN %d %s off %d/%d len %d",
         tvb(20, 2):uint(), tvb(8, 4):uint(), tvb(32, 4):uint(), tvb(36, 4):uint(),
         op_names[op] or ("op " .. op), offset, msg_len, payload_len)
-    local fln = flag_list(flags, data_flag_names)
-    if fln ~= "" then info = info .. " [" .. fln .. "]" end
+    if flags ~= 0 then info = info .. " [" .. flag_list(flags, data_flag_names) .. "]" end
     if n < hl then
         problem("truncated", tvb(0), string.format("%d bytes: the headers its flags name are %d", n, hl))
         return info, DATA_LEN
@@ -557,8 +559,9 @@ local function dissect_ack(tvb, tree, n, problem)
     local info = string.format("ACK cum %d acked %d", cum, tvb(30, 2):uint())
     if #psns > 0 then info = info .. " SACK " .. rs end
     if tvb(28, 2):uint() > 0 then info = info .. " CE " .. tvb(28, 2):uint() end
-    local fln = flag_list(flags, ack_flag_names)
-    if fln ~= "" then info = info .. string.format(" [%s PSN %d]", fln, tvb(36, 4):uint()) end
+    if flags ~= 0 then
+        info = info .. string.format(" [%s PSN %d]", flag_list(flags, ack_flag_names), tvb(36, 4):uint())
+    end
     return info
 end
 
@@ -605,8 +608,7 @@ local function dissect_datagram(tvb, tree, n, problem)
         tree:add(f.payload, tvb(DATAGRAM_LEN, math.min(payload_len, tvb:len() - DATAGRAM_LEN)))
     end
     local info = string.format("DATAGRAM src QPN 0x%06x len %d", tvb(20, 4):uint(), payload_len)
-    local fln = flag_list(flags, dgram_flag_names)
-    if fln ~= "" then info = info .. " [" .. fln .. "]" end
+    if flags ~= 0 then info = info .. " [" .. flag_list(flags, dgram_flag_names) .. "]" end
     return info, DATAGRAM_LEN
 end
 
