@@ -3,9 +3,10 @@
 # test over mr0 under tcpdump (tests/guest/capture.sh), then on the host tshark
 # decodes both captures with tools/wireshark/metaroce.lua and
 # tests/wireshark.py checks that every frame is MetaRoCE with no malformed or
-# expert marker, names the peer's QP, that there is one connection, and that
+# expert marker, names the peer's QP, that there is one connection, that
 # each guest's datagrams, by type, match its module's counters, netem's and
-# the other guest's capture.
+# the other guest's capture, and that the messages each capture shows, by op,
+# match the WRs and bytes the integrity client logged.
 #   tests/capture-check.sh [capture.sh ARGS...]
 # Needs the test kernel, metaroce.ko and out/integrity built (tests/run does),
 # tcpdump and tshark on the host (tools/setup.sh). Logs and captures:

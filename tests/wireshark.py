@@ -203,13 +203,16 @@ def rc_qps(path):
 def check_capture(rundir):
     """Each guest captured both directions on its link (tests/guest/capture.sh). Every
     frame must decode as MetaRoCE with no expert info and name the other guest's QP,
-    one connection; and per guest, what it sent (captured leaving it) and received
-    (captured arriving) must match its module's counters and netem's."""
+    one connection; per guest, what it sent (captured leaving it) and received
+    (captured arriving) must match its module's counters and netem's; and the
+    messages must match what the integrity client logged (check_messages)."""
     bad = []
     fields = ["frame.number", "frame.protocols", "ip.src", "udp.srcport", "udp.length",
               "_ws.malformed", "_ws.expert.message", "metaroce.drop", "metaroce.type",
               "metaroce.dst_conn", "metaroce.flags.retx", "metaroce.acked", "metaroce.ce",
-              "metaroce.conn", "metaroce.conn.key", "metaroce.path"]
+              "metaroce.conn", "metaroce.conn.key", "metaroce.path", "metaroce.op",
+              "metaroce.stream", "metaroce.msn", "metaroce.msg_len", "metaroce.reth.dma_len",
+              "metaroce.offset", "metaroce.payload_len"]
     ip = {i: open(os.path.join(rundir, "ip.%d" % i)).read().strip() for i in (1, 2)}
     qps = {i: rc_qps(os.path.join(rundir, "qp.%d" % i)) for i in (1, 2)}
     for i in (1, 2):
@@ -223,6 +226,8 @@ def check_capture(rundir):
             bad.append("guest %d: QP %d's remote QPN %d is not guest %d's QPN %d"
                        % (i, qpn[i], qps[i][qpn[i]][0], 3 - i, qpn[3 - i]))
     want_key = " <-> ".join(sorted("%s/0x%06x" % (ip[j], qpn[j]) for j in (1, 2)))
+    messages = {}  # (capturing guest, sender address, stream, MSN) -> (op, msg_len, dma_len)
+    pieces = collections.defaultdict(set)  # the same key -> {(offset, payload_len)}
     seen = {}  # (capturing guest, sending guest) -> [datagrams]
     total = 0
     for i in (1, 2):
@@ -248,6 +253,14 @@ def check_capture(rundir):
                            % (i, fr, r["metaroce.dst_conn"][0], 3 - j, qpn[3 - j]))
             conns.update(r["metaroce.conn.key"])
             t = int(r["metaroce.type"][0])
+            if t == 1:
+                key = (i, src, int(r["metaroce.stream"][0]), int(r["metaroce.msn"][0]))
+                m = (int(r["metaroce.op"][0]), int(r["metaroce.msg_len"][0]),
+                     int(r["metaroce.reth.dma_len"][0]) if r["metaroce.reth.dma_len"] else None)
+                if messages.setdefault(key, m) != m:
+                    bad.append("guest %d frame %s: message %s is %s here, %s before"
+                               % (i, fr, key[1:], m, messages[key]))
+                pieces[key].add((int(r["metaroce.offset"][0]), int(r["metaroce.payload_len"][0])))
             seen.setdefault((i, j), []).append({
                 "type": t, "retx": t == 1 and r["metaroce.flags.retx"] == ["1"],
                 "bytes": int(r["udp.length"][0]) - 8, "sport": int(r["udp.srcport"][0]),
@@ -317,7 +330,76 @@ def check_capture(rundir):
               % (len(path_ix), sorted(path_ix), len(used),
                  "" if used <= ports else "; not in the polled `rdma resource` views (moved "
                  "between polls): %s" % sorted(used - ports)))
+    # Every message was delivered: its packets in each capture cover its bytes.
+    n_cov = 0
+    for key, (op, msg_len, _) in messages.items():
+        end = 0
+        for off, n in sorted(pieces[key]):
+            if off > end:
+                break
+            end = max(end, off + n)
+        if end != msg_len:
+            bad.append("guest %d's capture: message %s (%s, %d B): its packets cover %d B"
+                       % (key[0], key[1:], OPS[op], msg_len, end))
+        n_cov += 1
+    print("%d messages in the two captures, each covered by its packets' offset and "
+          "payload_len" % n_cov)
+    bad += check_messages(rundir, messages)
     print("%d frames decoded in all; %d problems" % (total, len(bad)))
+    return bad
+
+
+# Integrity's per-kind tallies (its client's TAP lines) and the ops carrying them.
+KINDS = [("SEND", [0]), ("SEND_WITH_IMM", [1]), ("RDMA_WRITE", [2]), ("RDMA_WRITE_WITH_IMM", [3]),
+         ("RDMA_READ", [4, 5]), ("ATOMIC_FETCH_AND_ADD", [7]), ("ATOMIC_CMP_AND_SWP", [6])]
+OPS = ["SEND", "SEND_IMM", "WRITE", "WRITE_IMM", "READ_REQ", "READ_RESP", "ATOMIC_CS",
+       "ATOMIC_FA", "ATOMIC_RESP"]
+
+
+def check_messages(rundir, messages):
+    """The messages each capture shows (distinct sender, stream, MSN), by op, against the
+    work requests and bytes the integrity client logged per kind: one message per WR
+    (a READ is a READ_REQ naming its length and a READ_RESP carrying it, an atomic one
+    request and one ATOMIC_RESP), the bytes its messages carry (atomics: 8 B a WR)."""
+    logged = {}
+    for i in (1, 2):
+        for line in open(os.path.join(rundir, "tap.%d" % i)):
+            m = re.search(r"mr0: (\w+): \d+ ops, (\d+) WRs \(\d+ bursts\), (\d+) B", line)
+            if m:
+                logged[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    if len(logged) != len(KINDS):
+        return ["integrity's per-kind tallies not found in tap.1/tap.2 (%s)" % sorted(logged)]
+    bad = []
+    for i in (1, 2):
+        n = collections.Counter()
+        size = collections.Counter()
+        for key, (op, msg_len, dma_len) in messages.items():
+            if key[0] != i:
+                continue
+            n[op] += 1
+            size[op] += dma_len if op == 4 else msg_len
+        print("guest %d's capture: messages by op: %s" % (i, ", ".join(
+            "%s %d (%d B)" % (OPS[o], n[o], size[o]) for o in sorted(n))))
+        for kind, ops in KINDS:
+            wrs, nbytes = logged[kind]
+            for op in ops:
+                want_bytes = 8 * wrs if op in (6, 7) else nbytes
+                got_bytes = 8 * n[op] if op in (6, 7) else size[op]
+                ok = n[op] == wrs and got_bytes == want_bytes
+                print("  %s - %s: %d WRs, %d B logged; %s messages captured: %d, %d B"
+                      % ("ok" if ok else "NOT OK", kind, wrs, nbytes, OPS[op], n[op], got_bytes))
+                if not ok:
+                    bad.append("guest %d's capture: %s messages %d (%d B), integrity logged %s: %d WRs (%d B)"
+                               % (i, OPS[op], n[op], got_bytes, kind, wrs, want_bytes))
+        atomics = logged["ATOMIC_FETCH_AND_ADD"][0] + logged["ATOMIC_CMP_AND_SWP"][0]
+        ok = n[8] == atomics
+        print("  %s - ATOMIC_RESP messages captured: %d, atomics logged: %d"
+              % ("ok" if ok else "NOT OK", n[8], atomics))
+        if not ok:
+            bad.append("guest %d's capture: %d ATOMIC_RESP messages, %d atomics logged" % (i, n[8], atomics))
+        other = set(n) - {0, 1, 2, 3, 4, 5, 6, 7, 8}
+        if other:
+            bad.append("guest %d's capture: messages of ops integrity does not use: %s" % (i, sorted(other)))
     return bad
 
 
