@@ -313,8 +313,10 @@ def check_capture(rundir):
             ("DATA and ACKs captured", n[1] > 0 and n[2] > 0),
             ("datagrams captured arriving = rx_packets + unknown_qpn_drops",
              len(ing) == d["rx_packets"] + d["unknown_qpn_drops"]),
-            ("what guest %d captured arriving = what guest %d captured leaving" % (i, 3 - i),
-             len(ing) == len(seen.get((3 - i, 3 - i), []))),
+            # The link between the guests (a QEMU socket netdev) may lose, never add.
+            ("what guest %d captured arriving <= what guest %d captured leaving (%d lost on the link)"
+             % (i, 3 - i, len(seen.get((3 - i, 3 - i), [])) - len(ing)),
+             len(ing) <= len(seen.get((3 - i, 3 - i), []))),
         ]
         if dropped == 0:
             checks.append(("no netem drop: tx_bytes + 72 B per repeated ACK = captured payload bytes",

@@ -14,7 +14,7 @@
 #   tx_packets delta + the ACKs destroy_qp repeats (one per path; the device
 #                      does not count them) = captured leaving + netem drops
 #   captured arriving = rx_packets + unknown_qpn_drops deltas
-#                     = what the peer captured leaving
+#                    <= what the peer captured leaving (the link may lose)
 # with every packet captured (tcpdump: captured = received by filter, 0
 # dropped by kernel). No duplication: a netem duplicate is a datagram the
 # module did not send.
