@@ -20,4 +20,19 @@ trap 'rm -rf "$tmp"' EXIT
 cargo run -q -p metaroce-proto --example wire_pcap -- "$tmp/wire.pcap" "$tmp/wire.expect"
 python3 tests/wireshark.py fields "$tmp/wire.pcap" "$tmp/wire.expect"
 python3 tests/wireshark.py selftest "$tmp/wire.pcap" "$tmp/wire.expect" "$tmp"
+# The port preference and the heuristic's name: with the port moved to 5000
+# and the heuristic off, the DATA to port 5000 is MetaRoCE and nothing to 4792
+# is; with the heuristic off alone, the DATA to 5000 is not.
+protos() {
+  tshark -n -X lua_script:tools/wireshark/metaroce.lua -r "$tmp/wire.pcap" "$@" \
+    -T fields -e udp.dstport -e frame.protocols 2>/dev/null
+}
+moved=$(protos -o metaroce.udp_port:5000 --disable-heuristic metaroce_udp)
+plain=$(protos --disable-heuristic metaroce_udp)
+if awk '$1 == 5000 && $2 ~ /metaroce/ { a++ } $1 == 4792 && $2 ~ /metaroce/ { b++ } END { exit !(a == 1 && b == 0) }' <<<"$moved" &&
+   awk '$1 == 5000 && $2 ~ /metaroce/ { a++ } $1 == 4792 && $2 ~ /metaroce/ { b++ } END { exit !(a == 0 && b > 0) }' <<<"$plain"; then
+  echo "preference metaroce.udp_port and heuristic metaroce_udp: as registered"
+else
+  echo "preference metaroce.udp_port / heuristic metaroce_udp: not as registered"; exit 1
+fi
 echo "wireshark dissector: all checks passed"
