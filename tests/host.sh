@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Host-side checks of the MetaRoCE protocol core (rust/proto) and simulator (tools/sim):
 # format, lints, unit/property/mutation tests, the simulator's quick-scale table with its
-# regression guards, and a short cargo-fuzz smoke run when cargo-fuzz and a nightly
+# regression guards, the Wireshark dissector against the reference decoder (tests/wireshark.sh,
+# when tshark is installed), and a short cargo-fuzz smoke run when cargo-fuzz and a nightly
 # toolchain are installed. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,9 @@ cargo test --workspace
 
 step "simulator, quick scale, with regression guards"
 cargo run --release -p metaroce-sim -- --quick --check
+
+step "Wireshark dissector: every field of every packet type against the reference decoder (tshark; skipped without it)"
+bash tests/wireshark.sh
 
 step "fuzz smoke"
 # Only when cargo-fuzz and nightly are installed, and either the fuzz targets were built

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The Wireshark dissector on a real capture: two guests run a lossy integrity
+# test over mr0 under tcpdump (tests/guest/capture.sh), then on the host tshark
+# decodes both captures with tools/wireshark/metaroce.lua and
+# tests/wireshark.py checks that every frame is MetaRoCE with no malformed or
+# expert marker, names the peer's QP, that there is one connection, that
+# each guest's datagrams, by type, match its module's counters, netem's and
+# the other guest's capture, and that the messages each capture shows, by op,
+# match the WRs and bytes the integrity client logged.
+#   tests/capture-check.sh [capture.sh ARGS...]
+# Needs the test kernel, metaroce.ko and out/integrity built (tests/run does),
+# tcpdump and tshark on the host (tools/setup.sh). Logs and captures:
+# out/capture-<time>/.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+command -v tshark >/dev/null || { echo "tshark not installed (tools/setup.sh)"; exit 1; }
+export MR_OUT=${MR_OUT:-$repo/out}
+before=$(ls -d "$MR_OUT"/capture-* 2>/dev/null)
+qemu/vm-run -n 2 -t "${MR_CAPTURE_TIMEOUT:-600}" tests/guest/capture.sh "$@"
+rc=$?
+rundir=$(comm -13 <(printf '%s\n' $before | sort) <(ls -d "$MR_OUT"/capture-* | sort) | tail -1)
+((rc == 0)) || { echo "capture-check: the guests failed (logs: $rundir)"; exit 1; }
+echo "capture-check: decoding $rundir/capture.{1,2}.pcap with $(tshark --version 2>/dev/null | head -1)"
+python3 tests/wireshark.py capture "$rundir"
