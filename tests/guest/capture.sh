@@ -11,8 +11,8 @@
 # tcpdump on $MR_IF sees a guest's datagrams after netem and its peer's as
 # they arrive, so the host (tests/wireshark.py capture) can check, per guest,
 #   captured leaving  = netem's packets sent
-#   tx_packets delta + the ACKs destroy_qp repeats (one per path; the device
-#                      does not count them) = captured leaving + netem drops
+#   tx_packets delta (the ACKs destroy_qp repeats included) = captured
+#                      leaving + netem drops
 #   captured arriving = rx_packets + unknown_qpn_drops deltas
 #                    <= what the peer captured leaving (the link may lose)
 # with every packet captured (tcpdump: captured = received by filter, 0

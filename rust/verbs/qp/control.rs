@@ -394,7 +394,10 @@ impl Qp {
                         break;
                     };
                     let len = t.len.min(scratch.len());
-                    let _ = this.transmit(&src, &dst, &t, &scratch[..len]);
+                    if this.transmit(&src, &dst, &t, &scratch[..len]).is_ok() {
+                        this.dev.count(counter::TX_PACKETS, 1);
+                        this.dev.count(counter::TX_BYTES, len as u64);
+                    }
                 }
             }
             io.dead = true;
