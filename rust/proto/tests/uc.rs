@@ -429,11 +429,12 @@ fn random_loss_never_delivers_a_partial_or_misordered_message() {
         let pk = u.packets();
         let mut arrived = vec![true; pk.len()];
         let mut order: Vec<usize> = (0..pk.len()).collect();
-        for i in 0..pk.len() {
+        let np = pk.len();
+        for (i, a) in arrived.iter_mut().enumerate() {
             if next() % 100 < loss {
-                arrived[i] = false;
+                *a = false;
             }
-            if i + 1 < pk.len() && next() % 20 == 0 {
+            if i + 1 < np && next() % 20 == 0 {
                 order.swap(i, i + 1);
             }
         }
@@ -447,7 +448,7 @@ fn random_loss_never_delivers_a_partial_or_misordered_message() {
         let mut first_pk = 0;
         let mut whole = Vec::new();
         for (m, &(_, len)) in msgs.iter().enumerate() {
-            let np = (len as usize).div_ceil(usize::from(MTU)).max(1);
+            let np = len.div_ceil(usize::from(MTU)).max(1);
             let idx: Vec<usize> = (first_pk..first_pk + np).collect();
             let pos: Vec<usize> = idx
                 .iter()
@@ -467,7 +468,7 @@ fn random_loss_never_delivers_a_partial_or_misordered_message() {
             assert_eq!(c.status, WcStatus::Success);
             let m = msgs.iter().enumerate().position(|(i, &(_, len))| {
                 len as u32 == c.byte_len
-                    && last.map_or(true, |l| i > l)
+                    && last.is_none_or(|l| i > l)
                     && u.b_bytes(k * 2048, len) == sent_pattern(msgs[i].0, len)
             });
             let m = m.expect("a completion that is no whole message sent");
