@@ -161,21 +161,14 @@ impl Endpoint for Qp {
         let mut g = this.inner.lock();
         {
             let Inner { conn, io, rc, .. } = &mut *g;
-            let ok = matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd);
-            // Only the peer set by modify_qp may talk to this QP.
-            let drop = if conn.is_none() || !ok {
-                Some(counter::DROP_QP_STATE)
-            } else if io.dst != Some(meta.src) {
-                Some(counter::DROP_BAD_SOURCE)
-            } else {
-                None
-            };
-            if let Some(reason) = drop {
+            let Some(c) = conn else {
                 this.dev.count(counter::RX_DROPS, 1);
-                this.dev.count(reason, 1);
+                this.dev.count(counter::DROP_QP_STATE, 1);
+                return;
+            };
+            if !this.admits(io, meta) {
                 return;
             }
-            let Some(c) = conn else { return };
             let now = Instant(now_ns());
             let mut env = Glue { qp: this, io };
             let mut app = rc.bind(&mut env);
@@ -200,6 +193,24 @@ impl Endpoint for Qp {
         }
         // The ACK goes out before the lock is released (see `pump_locked`).
         Qp::pump_locked(this, g);
+    }
+}
+
+impl Qp {
+    /// Whether a connected QP (RC, UC) takes a datagram in its state from
+    /// `meta`'s source: in RTR, RTS or SQD, and only from the peer set by
+    /// `modify_qp`. A refused one is counted (`rx_drops` and its reason).
+    fn admits(&self, io: &Io, meta: &RxMeta) -> bool {
+        let reason = if !matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            counter::DROP_QP_STATE
+        } else if io.dst != Some(meta.src) {
+            counter::DROP_BAD_SOURCE
+        } else {
+            return true;
+        };
+        self.dev.count(counter::RX_DROPS, 1);
+        self.dev.count(reason, 1);
+        false
     }
 }
 

@@ -37,14 +37,10 @@ impl Qp {
             budget -= 1;
             let bytes = &scratch[..n.min(scratch.len())];
             // A datagram the stack cannot take is lost, as on any UC fabric.
-            let sent = this.dev.transport.send(
-                &src,
-                &dst,
-                this.dev.ifindex,
-                uc.src_port,
-                true,
-                bytes,
-            );
+            let sent =
+                this.dev
+                    .transport
+                    .send(&src, &dst, this.dev.ifindex, uc.src_port, true, bytes);
             if sent.is_ok() {
                 this.dev.count(counter::TX_PACKETS, 1);
                 this.dev.count(counter::TX_BYTES, bytes.len() as u64);
@@ -61,16 +57,7 @@ impl Qp {
     pub(super) fn uc_receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
         let mut g = this.inner.lock();
         let Inner { uc, io, rc, .. } = &mut *g;
-        let drop = if !matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
-            Some(counter::DROP_QP_STATE)
-        } else if io.dst != Some(meta.src) {
-            Some(counter::DROP_BAD_SOURCE)
-        } else {
-            None
-        };
-        if let Some(reason) = drop {
-            this.dev.count(counter::RX_DROPS, 1);
-            this.dev.count(reason, 1);
+        if !this.admits(io, meta) {
             return;
         }
         let mut env = Glue { qp: this, io };

@@ -327,9 +327,22 @@ impl<T: Tables> Engine<T> {
             self.answer(env, &r);
             return;
         }
-        if !consumes_recv(r.op) {
-            return;
+        if consumes_recv(r.op) {
+            self.complete_receive(env, r.op, r.len, r.imm, r.solicited);
         }
+    }
+
+    /// The oldest receive (the RQ's, or the SRQ WQE taken for the next RSN) completes
+    /// with a message of `op`, `len` bytes, immediate data (or SEND_WITH_INV's rkey)
+    /// `imm` (IBTA 9.7.5.1.6); RC and UC alike.
+    pub(super) fn complete_receive<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        op: Op,
+        len: u32,
+        imm: u32,
+        solicited: bool,
+    ) {
         let wr_id = if env.attrs().srq_sge.is_some() {
             let Some(t) = at(self.t.taken(), self.rx_rsn) else {
                 return;
@@ -343,32 +356,32 @@ impl<T: Tables> Engine<T> {
             w.wr_id
         };
         let mut status = WcStatus::Success;
-        let (opcode, flags, ex) = match r.op {
+        let (opcode, flags, ex) = match op {
             Op::Send => (WcOpcode::Recv, 0, 0),
-            Op::SendImm => (WcOpcode::Recv, wc_flags::WITH_IMM, r.imm.to_be()),
+            Op::SendImm => (WcOpcode::Recv, wc_flags::WITH_IMM, imm.to_be()),
             Op::SendInv => {
                 // IBTA 10.6.7.2.2: invalidate the named window or fast-registration MR
                 // of this QP's PD as the receive completes.
-                if !env.invalidate(r.imm) {
+                if !env.invalidate(imm) {
                     // Class J (IBTA 9.9.3.1.2; rxe's RESPST_ERR_INVALIDATE_RKEY): the
                     // receive completes with a remote invalid request error and the QP
                     // enters the error state.
                     status = WcStatus::RemInvReqErr;
                 }
-                (WcOpcode::Recv, wc_flags::WITH_INVALIDATE, r.imm)
+                (WcOpcode::Recv, wc_flags::WITH_INVALIDATE, imm)
             }
-            _ => (WcOpcode::RecvRdmaWithImm, wc_flags::WITH_IMM, r.imm.to_be()),
+            _ => (WcOpcode::RecvRdmaWithImm, wc_flags::WITH_IMM, imm.to_be()),
         };
         let c = Cqe {
             wr_id,
             status,
             opcode,
-            byte_len: r.len,
+            byte_len: len,
             ex,
             flags,
             from_peer: true,
         };
-        self.push_recv(env, &c, r.solicited);
+        self.push_recv(env, &c, solicited);
         if env.rq_producer().is_some() {
             self.rq_cons = env.rq_advance(self.rq_cons, 1);
             env.rq_set_consumer(self.rq_cons);

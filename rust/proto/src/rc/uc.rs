@@ -24,8 +24,8 @@ use super::super::wire::{
 };
 use super::env::Env;
 use super::sge::{gather, SgeError};
-use super::types::{send_flags, wc_flags, Cqe, QpMode, WcOpcode, WcStatus, WrOpcode};
-use super::{at, Engine, Tables, Taken};
+use super::types::{send_flags, QpMode, WcStatus, WrOpcode};
+use super::{Engine, Tables, Taken};
 
 /// The message a UC receiver is assembling.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -384,7 +384,7 @@ impl<T: Tables> Engine<T> {
         link.rx = RxState::Idle;
         link.stats.rx_messages = link.stats.rx_messages.wrapping_add(1);
         if m.recv {
-            self.uc_complete_receive(env, &m, h.imm, h.flags & DF_SE != 0);
+            self.complete_receive(env, m.op, m.len, h.imm, h.flags & DF_SE != 0);
         }
         Ok(UcRx::Completed)
     }
@@ -474,48 +474,5 @@ impl<T: Tables> Engine<T> {
             link.stats.rx_dropped = link.stats.rx_dropped.wrapping_add(1);
         }
         link.rx = RxState::Idle;
-    }
-
-    /// A receive-consuming message is whole: its receive completes (IBTA 9.7.5.1.6) with
-    /// the message length, and the immediate data if it carried any.
-    fn uc_complete_receive<E: Env<Sge = T::Sge>>(
-        &mut self,
-        env: &mut E,
-        m: &RxMessage,
-        imm: u32,
-        solicited: bool,
-    ) {
-        let wr_id = if env.attrs().srq_sge.is_some() {
-            let Some(t) = at(self.t.taken(), self.rx_rsn) else {
-                return;
-            };
-            t.valid = false;
-            t.wr_id
-        } else {
-            let Some(w) = env.rq_wqe(self.rq_cons) else {
-                return;
-            };
-            w.wr_id
-        };
-        let (opcode, flags, ex) = match m.op {
-            Op::Send => (WcOpcode::Recv, 0, 0),
-            Op::SendImm => (WcOpcode::Recv, wc_flags::WITH_IMM, imm.to_be()),
-            _ => (WcOpcode::RecvRdmaWithImm, wc_flags::WITH_IMM, imm.to_be()),
-        };
-        let c = Cqe {
-            wr_id,
-            status: WcStatus::Success,
-            opcode,
-            byte_len: m.len,
-            ex,
-            flags,
-            from_peer: true,
-        };
-        self.push_recv(env, &c, solicited);
-        if env.rq_producer().is_some() {
-            self.rq_cons = env.rq_advance(self.rq_cons, 1);
-            env.rq_set_consumer(self.rq_cons);
-        }
-        self.rx_rsn = self.rx_rsn.wrapping_add(1);
     }
 }
