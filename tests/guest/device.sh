@@ -45,7 +45,8 @@ expect phys_port_cnt 1
 expect max_mr_size 0xffffffffffffffff
 expect page_size_cap 0xfffff000
 expect max_qp 1048560
-expect max_qp_wr 1048576
+expect max_qp_wr 32767
+expect max_srq_wr 32767
 expect max_sge 32
 expect max_cqe 32767
 expect max_pd 1048576
@@ -63,7 +64,7 @@ expect max_msg_sz 0x80000000
 expect gid_tbl_len 1024
 expect pkey_tbl_len 1
 expect phys_state "LINK_UP (5)"
-[[ -z $errs ]] && pass "ibv_devinfo -v: 26 fields as specified" || fail "ibv_devinfo -v fields" "$errs"
+[[ -z $errs ]] && pass "ibv_devinfo -v: 27 fields as specified" || fail "ibv_devinfo -v fields" "$errs"
 grep -Eq "GID\[ *[0-9]+\]:\s+::ffff:$MR_IP4, RoCE v2" <<<"$info" \
   && pass "GID table: IPv4 $MR_IP4 as RoCE v2" || fail "GID table IPv4" "$(grep GID <<<"$info")"
 grep -Eq "GID\[ *[0-9]+\]:\s+${MR_IP6}, RoCE v2" <<<"$info" \
