@@ -16,13 +16,15 @@
 //! Files: `control` (create/modify/query/destroy), `post` (doorbell, kernel
 //! posts, transmission), `env` (the engine's traits on the kernel objects),
 //! `mem` (memory access: lkeys, rkeys and windows), `local` (BIND_MW,
-//! LOCAL_INV, REG_MR), `ud` (datagram QPs); this file holds the QP's state,
+//! LOCAL_INV, REG_MR), `ud` (datagram QPs), `observe` (trace events), `res`
+//! (the resource-dump view); this file holds the QP's state,
 //! its timer and its receive path.
 
 mod control;
 mod env;
 mod local;
 mod mem;
+mod observe;
 mod post;
 mod res;
 mod ud;
@@ -135,10 +137,12 @@ impl Endpoint for Qp {
             let mut g = this.inner.lock();
             let Inner { io, rc, .. } = &mut *g;
             let mut env = Glue { qp: this, io };
-            if let Err(reason) = env.datagram_in(rc, payload, meta) {
+            let r = env.datagram_in(rc, payload, meta);
+            if let Err(reason) = r {
                 this.dev.count(counter::RX_DROPS, 1);
                 this.dev.count(reason, 1);
             }
+            this.trace_rx(payload, meta, r.err());
             rc.settle(&mut env);
             return;
         }
@@ -157,29 +161,31 @@ impl Endpoint for Qp {
             if let Some(reason) = drop {
                 this.dev.count(counter::RX_DROPS, 1);
                 this.dev.count(reason, 1);
+                this.trace_rx(payload, meta, drop);
                 return;
             }
             let Some(c) = conn else { return };
             let now = Instant(now_ns());
             let mut env = Glue { qp: this, io };
             let mut app = rc.bind(&mut env);
-            match c.handle_packet(now, payload, meta.ce, &mut app) {
-                Err(r) => {
-                    this.dev.count(counter::RX_DROPS, 1);
-                    this.dev.count(counter::DROP_FIRST + r as usize, 1);
+            let r = c.handle_packet(now, payload, meta.ce, &mut app);
+            let drop = r.err().map(|r| counter::DROP_FIRST + r as usize);
+            this.trace_rx(payload, meta, drop);
+            if let Some(k) = drop {
+                this.dev.count(counter::RX_DROPS, 1);
+                this.dev.count(k, 1);
+            }
+            // The device's fair share for this sender, on its ACKs (which go
+            // out below): only data the connection accepted counts, so forged
+            // datagrams cannot skew anyone's share.
+            if let Ok(RxEvent::Data | RxEvent::Duplicate) = r {
+                let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+                let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
+                if hint != c.rate_hint() {
+                    this.dev.count(counter::HINT_CHANGES, 1);
+                    this.trace_local_hint(c.rate_hint(), hint);
+                    c.set_rate_hint(hint);
                 }
-                // The device's fair share for this sender, on its ACKs (which
-                // go out below): only data the connection accepted counts, so
-                // forged datagrams cannot skew anyone's share.
-                Ok(RxEvent::Data | RxEvent::Duplicate) => {
-                    let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-                    let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
-                    if hint != c.rate_hint() {
-                        this.dev.count(counter::HINT_CHANGES, 1);
-                        c.set_rate_hint(hint);
-                    }
-                }
-                Ok(_) => {}
             }
         }
         // The ACK goes out before the lock is released (see `pump_locked`).

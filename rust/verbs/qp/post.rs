@@ -180,6 +180,7 @@ impl Qp {
             // Sent under the QP lock: the tunnel transmits with bottom halves
             // off, so a datagram to this host is received later, in softirq.
             if this.transmit(&src, &dst, &t, &scratch[..len]).is_ok() {
+                this.trace_tx(&t, &scratch[..len]);
                 this.dev.count(counter::TX_PACKETS, 1);
                 this.dev.count(counter::TX_BYTES, len as u64);
                 if t.kind == TxKind::Probe {
