@@ -53,9 +53,12 @@ pub(crate) const DROP_QP_STATE: usize = 17;
 pub(crate) const DROP_BAD_QKEY: usize = 18;
 /// A UD datagram with no receive posted (IBTA 10.7.2.2: UD drops it).
 pub(crate) const DROP_NO_RECEIVE: usize = 19;
+/// Data packets declared lost by their path's timeout (with
+/// [`SACK_LOSSES`], every `metaroce:loss` event).
+pub(crate) const RTO_LOSSES: usize = 20;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.
-pub(crate) const DROP_FIRST: usize = 20;
+pub(crate) const DROP_FIRST: usize = 21;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 17;
 /// Number of device counters.
@@ -83,6 +86,7 @@ const NAME_STRS: [&CStr; NUM_COUNTERS] = [
     c_str!("rx_drop_qp_state"),
     c_str!("rx_drop_bad_qkey"),
     c_str!("rx_drop_no_receive"),
+    c_str!("rto_losses"),
     // `DropReason::name()` of rust/proto/src/wire.rs, in order.
     c_str!("rx_drop_truncated"),
     c_str!("rx_drop_bad_version"),
