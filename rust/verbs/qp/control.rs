@@ -375,8 +375,9 @@ impl Qp {
                         break;
                     };
                     let len = t.len.min(scratch.len());
-                    let _ = this.transmit(&src, &dst, &t, &scratch[..len]);
+                    this.send_counted(&src, &dst, &t, &scratch[..len]);
                 }
+                this.fold_stats(c, env.io);
             }
             io.dead = true;
             (io.sq.take(), io.rq.take(), conn.take())
