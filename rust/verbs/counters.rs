@@ -54,7 +54,8 @@ pub(crate) const DROP_BAD_QKEY: usize = 18;
 /// A UD datagram with no receive posted (IBTA 10.7.2.2: UD drops it).
 pub(crate) const DROP_NO_RECEIVE: usize = 19;
 /// Data packets declared lost by their path's timeout (with
-/// [`SACK_LOSSES`], every `metaroce:loss` event).
+/// [`SACK_LOSSES`], every `metaroce:loss` event; counted from the core's
+/// `Event::Lost`, not from its `Stats`).
 pub(crate) const RTO_LOSSES: usize = 20;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.

@@ -74,7 +74,12 @@ impl Observe for Glue<'_> {
             Event::Lost { path, psn, cause } => {
                 let cause = match cause {
                     CoreCause::SackGap => LossCause::Sack,
-                    CoreCause::Timeout => LossCause::Rto,
+                    CoreCause::Timeout => {
+                        // The core keeps no counter of these (its `Stats`
+                        // stay small): the device counts its events.
+                        self.qp.dev.count(counter::RTO_LOSSES, 1);
+                        LossCause::Rto
+                    }
                 };
                 trace::loss(qpn, path, psn, cause);
             }

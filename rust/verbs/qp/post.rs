@@ -59,7 +59,6 @@ impl Qp {
                 counter::SACK_LOSSES,
                 st.sack_lost.wrapping_sub(last.sack_lost),
             ),
-            (counter::RTO_LOSSES, st.rto_lost.wrapping_sub(last.rto_lost)),
             (
                 counter::ECN_ECHOED,
                 st.ce_echoed.wrapping_sub(last.ce_echoed),

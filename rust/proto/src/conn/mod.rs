@@ -355,8 +355,6 @@ pub struct Stats {
     pub dup_rx: u32,
     /// Data packets declared lost by a SACK gap (not by a timeout).
     pub sack_lost: u32,
-    /// Data packets declared lost by their path's timeout.
-    pub rto_lost: u32,
     /// CE marks echoed to the sender in ACKs.
     pub ce_echoed: u32,
 }
@@ -888,7 +886,6 @@ impl Stats {
         moves: 0,
         dup_rx: 0,
         sack_lost: 0,
-        rto_lost: 0,
         ce_echoed: 0,
     };
 }

@@ -244,7 +244,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     freed = freed.saturating_add(charge(k.len));
                     // Rebuilt as `on_ack` does: within 2^16 above the path floor.
                     let psn = base.wrapping_add(u32::from(k.psn.wrapping_sub(base as u16)));
-                    self.stats.rto_lost = self.stats.rto_lost.wrapping_add(1);
                     app.event(Event::Lost {
                         path: p as u8,
                         psn,
