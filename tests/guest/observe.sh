@@ -4,13 +4,16 @@
 # (tracefs; trace-cmd and perf list them), `rdma resource show qp|cq|mr|pd
 # -dd` during the run, and `rdma statistic`, each checked against the others:
 # every event count equals its counter's increase over the traced window.
-#   observe.sh [mr0] [NETEM-ARGS...]      (default: loss 2% delay 1ms)
-# Guest 2 runs ib_write_bw -b (both directions) against guest 1. On a kernel
+#   observe.sh [mr0] [-n ITERS] [NETEM-ARGS...]   (default: 600, loss 2% delay 1ms)
+# Guest 2 runs ib_write_bw -b (both directions, ITERS x 64 KiB) against
+# guest 1 (the debug flavour under TCG: -n 150). On a kernel
 # without CONFIG_EVENT_TRACING the event checks are skipped (TAP # SKIP);
 # the resource and counter checks still run.
 . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
 shift
+iters=600
+[[ ${1:-} == -n ]] && { iters=$2; shift 2; }
 netem=("$@")
 ((${#netem[@]})) || netem=(loss 2% delay 1ms)
 add_link "$dev"
@@ -66,14 +69,14 @@ meet traced
 
 # --- traffic, with the resource views read during it ---
 server() { ((MR_ID == 1)); }
-bw=(ib_write_bw -d "$dev" -x "$gid" -s 65536 -n 600 -b -F)
+bw=(ib_write_bw -d "$dev" -x "$gid" -s 65536 -n "$iters" -b -F)
 if server; then
-  timeout 300 "${bw[@]}" >"$work/bw.out" 2>&1 &
+  timeout 900 "${bw[@]}" >"$work/bw.out" 2>&1 &
 else
   sleep 3
   ( end=$((SECONDS + 60))
     while :; do
-      timeout 300 "${bw[@]}" "$MR_PEER_IP4" >"$work/bw.out" 2>&1 && exit 0
+      timeout 900 "${bw[@]}" "$MR_PEER_IP4" >"$work/bw.out" 2>&1 && exit 0
       grep -q 'remote address' "$work/bw.out" && exit 1
       ((SECONDS < end)) || exit 1
       sleep 1
@@ -122,7 +125,7 @@ fi
 wait "$bwpid"; rc=$?
 line=$(awk '$1 == 65536 && NF >= 4' "$work/bw.out" | tail -1)
 ((rc == 0)) && [[ -n $line ]] &&
-  pass "$dev: ib_write_bw -b 600 x 64 KiB over the lossy link: $(awk '{print $4 " MB/s"}' <<<"$line")" ||
+  pass "$dev: ib_write_bw -b $iters x 64 KiB over the lossy link: $(awk '{print $4 " MB/s"}' <<<"$line")" ||
   fail "$dev: ib_write_bw -b (rc=$rc)" "$(cat "$work/bw.out")"
 meet traffic-done
 sleep 3  # the last ACKs and timers settle; the QPs are gone
