@@ -19,6 +19,9 @@ use kernel::str::CStr;
 /// One datagram's fields in `metaroce:tx` and `metaroce:rx`.
 pub(crate) type Pkt = b::metaroce_trace_pkt;
 
+// Fixed-width fields without padding: the C compiler's layout is bindgen's.
+const _: () = assert!(core::mem::size_of::<Pkt>() == 24);
+
 /// Whether `metaroce:tx` is enabled.
 #[inline]
 pub(crate) fn tx_enabled() -> bool {
