@@ -63,7 +63,6 @@ impl Qp {
                 counter::ECN_ECHOED,
                 st.ce_echoed.wrapping_sub(last.ce_echoed),
             ),
-        
         ] {
             self.dev.count(k, u64::from(n));
         }
