@@ -43,9 +43,10 @@ if [[ -d $T/events/metaroce ]]; then
     pass "tracefs: metaroce:tx has psn, ssn, path, retx fields"
   else fail "tracefs: metaroce:tx format" "$fmt"; fi
   if command -v trace-cmd >/dev/null; then
-    n=$(trace-cmd list -e 'metaroce:*' 2>/dev/null | grep -c '^metaroce:')
-    ((n == ${#events[@]})) && pass "trace-cmd list -e 'metaroce:*': $n events" ||
-      fail "trace-cmd list -e 'metaroce:*': $n events" "$(trace-cmd list -e 'metaroce:*' 2>&1)"
+    # A regex ('metaroce:*' is read as system:event, and '*' is no regex).
+    n=$(trace-cmd list -e '^metaroce:' 2>/dev/null | grep -c '^metaroce:')
+    ((n == ${#events[@]})) && pass "trace-cmd list -e '^metaroce:': $n events" ||
+      fail "trace-cmd list -e '^metaroce:': $n events" "$(trace-cmd list -e '^metaroce:' 2>&1)"
   else diag "trace-cmd not installed (tools/setup.sh installs it)"; fi
   if command -v perf >/dev/null; then
     diag "perf list 'metaroce:*': $(perf list 'metaroce:*' 2>&1 | grep -c 'metaroce:') events"
