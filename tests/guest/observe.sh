@@ -89,11 +89,15 @@ bwpid=$!
 res() { rdma -dd resource show "$@" 2>&1 | awk '/^[^ \t]/ { if (r != "") print r; r = $0; next } { r = r " " $0 } END { if (r != "") print r }' | tr -s ' \t' ' '; }
 # has LINE ATTR...: every drv_ATTR of LINE has a value; prints the missing ones.
 has() { local l=$1 a m=""; shift; for a; do grep -qE " drv_$a [0-9a-z]+" <<<"$l" || m+=" $a"; done; echo "$m"; }
-# rc_qp: an RC QP of ib_write_bw with its connection (paths shown).
-rc_qp() { res qp link "$dev/1" | grep -E 'type RC .* drv_paths [0-9]+'; }
-if retry 120 rc_qp >/dev/null; then
-  sleep 2  # well into the transfer
+# snapshot: the four views at one moment of the transfer; fails until the
+# RC QP shows its connection (drv_paths) and ib_write_bw's MR is there.
+snapshot() {
   qp=$(res qp link "$dev/1") cq=$(res cq dev "$dev") mr=$(res mr dev "$dev") pd=$(res pd dev "$dev")
+  grep -qE 'type RC .* drv_paths [0-9]+' <<<"$qp" && grep -q 'comm ib_write_bw' <<<"$mr"
+}
+end=$((SECONDS + 300)) seen=""
+while ((SECONDS < end)); do snapshot && { seen=1; break; }; sleep 0.2; done
+if [[ -n $seen ]]; then
   [[ -n ${MR_VERBOSE:-} ]] && diag "$qp" "$cq" "$mr" "$pd"
   line=$(grep -m1 -E 'type RC .* drv_paths [0-9]+' <<<"$qp")
   diag "qp: $line"
@@ -143,10 +147,7 @@ if [[ -n $tracing ]]; then
     fail "trace buffer lost $ovr events (raise buffer_size_kb)"
   cat $T/trace >"$work/trace"
   echo 0 >$T/events/metaroce/enable
-  diag "excerpt:" "$(grep -m3 ' tx: ' "$work/trace")" "$(grep -m2 ' rx: ' "$work/trace")" \
-    "$(grep -m2 ' loss: ' "$work/trace")" "$(grep -m2 ' retransmit: ' "$work/trace")" \
-    "$(grep -m2 ' path_state: ' "$work/trace")" "$(grep -m2 ' rto: ' "$work/trace")" \
-    "$(grep -m2 ' rate_hint: ' "$work/trace")"
+  diag "excerpt:" "$(for e in tx rx loss retransmit path_state rto rate_hint; do grep -m2 " $e: " "$work/trace"; done)"
   # One line per event: "name key=value ...", counted and checked.
   awk -v paths="$paths" '
     { for (i = 1; i <= NF; i++) if ($i ~ /^[a-z_]+:$/ && $(i + 1) ~ /^qpn=/) break
