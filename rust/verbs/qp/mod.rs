@@ -17,8 +17,8 @@
 //! posts, transmission), `env` (the engine's traits on the kernel objects),
 //! `mem` (memory access: lkeys, rkeys and windows), `local` (BIND_MW,
 //! LOCAL_INV, REG_MR), `ud` (datagram QPs), `observe` (trace events), `res`
-//! (the resource-dump view); this file holds the QP's state,
-//! its timer and its receive path.
+//! (the resource-dump view); this file holds the QP's state, its timer and
+//! its receive path.
 
 mod control;
 mod env;
