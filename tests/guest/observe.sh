@@ -89,15 +89,23 @@ bwpid=$!
 res() { rdma -dd resource show "$@" 2>&1 | awk '/^[^ \t]/ { if (r != "") print r; r = $0; next } { r = r " " $0 } END { if (r != "") print r }' | tr -s ' \t' ' '; }
 # has LINE ATTR...: every drv_ATTR of LINE has a value; prints the missing ones.
 has() { local l=$1 a m=""; shift; for a; do grep -qE " drv_$a [0-9a-z]+" <<<"$l" || m+=" $a"; done; echo "$m"; }
-# snapshot: the four views at one moment of the transfer; fails until the
-# RC QP shows its connection (drv_paths) and ib_write_bw's MR is there.
-snapshot() {
-  qp=$(res qp link "$dev/1") cq=$(res cq dev "$dev") mr=$(res mr dev "$dev") pd=$(res pd dev "$dev")
-  grep -qE 'type RC .* drv_paths [0-9]+' <<<"$qp" && grep -q 'comm ib_write_bw' <<<"$mr"
-}
-end=$((SECONDS + 300)) seen=""
-while ((SECONDS < end)); do snapshot && { seen=1; break; }; sleep 0.2; done
-if [[ -n $seen ]]; then
+# The four views, each kept from the first dump that shows ib_write_bw's
+# object (for qp: its RC QP with its connection, drv_paths), all taken
+# during the transfer. Each dump is a process start, seconds in a debug
+# guest under TCG: so each view is polled on its own.
+qp="" cq="" mr="" pd="" rounds=0 t0=$SECONDS
+end=$((SECONDS + 300))
+while ((SECONDS < end)) && [[ -z $qp || -z $cq || -z $mr || -z $pd ]]; do
+  rounds=$((rounds + 1))
+  [[ -n $qp ]] || { v=$(res qp link "$dev/1"); grep -qE 'type RC .* drv_paths [0-9]+' <<<"$v" && qp=$v; }
+  [[ -n $cq ]] || { v=$(res cq dev "$dev"); grep -q 'comm ib_write_bw' <<<"$v" && cq=$v; }
+  [[ -n $mr ]] || { v=$(res mr dev "$dev"); grep -q 'comm ib_write_bw' <<<"$v" && mr=$v; }
+  [[ -n $pd ]] || { v=$(res pd dev "$dev"); grep -q 'comm ib_write_bw' <<<"$v" && pd=$v; }
+  kill -0 "$bwpid" 2>/dev/null || break
+  sleep 0.2
+done
+diag "resource dumps: $rounds rounds in $((SECONDS - t0)) s"
+if [[ -n $qp && -n $cq && -n $mr && -n $pd ]]; then
   [[ -n ${MR_VERBOSE:-} ]] && diag "$qp" "$cq" "$mr" "$pd"
   line=$(grep -m1 -E 'type RC .* drv_paths [0-9]+' <<<"$qp")
   diag "qp: $line"
@@ -125,7 +133,8 @@ if [[ -n $seen ]]; then
   [[ -n $line ]] && pass "rdma resource show pd -dd: ib_write_bw's PD (core fields; the core has no driver op for PDs)" ||
     fail "rdma resource show pd -dd" "$pd"
 else
-  fail "an RC QP of ib_write_bw shows up in rdma resource show qp" "$(res qp; cat "$work/bw.out")"
+  fail "ib_write_bw's objects show up in rdma resource show (qp ${qp:+seen}, cq ${cq:+seen}, mr ${mr:+seen}, pd ${pd:+seen})" \
+    "$(res qp; cat "$work/bw.out")"
 fi
 wait "$bwpid"; rc=$?
 line=$(awk '$1 == 65536 && NF >= 4' "$work/bw.out" | tail -1)
