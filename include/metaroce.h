@@ -72,6 +72,36 @@ void metaroce_nla_nest_end(struct sk_buff *msg, struct nlattr *start);
 void metaroce_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start);
 u32 metaroce_netdev_speed_mbps(struct net_device *dev);
 
+/*
+ * Trace events (include/metaroce_trace.h, TRACE_SYSTEM metaroce), called from
+ * Rust through these wrappers (rust/ffi/trace.rs). Without CONFIG_TRACEPOINTS
+ * the *_enabled() checks return false and the others do nothing.
+ */
+/* One datagram's trace fields: metaroce:tx and metaroce:rx. */
+struct metaroce_trace_pkt {
+	u32 qpn;	/* the local QP */
+	u32 psn;	/* DATA/PROBE: PSN; ACK: cumulative PSN */
+	u32 ssn;	/* DATA: stream sequence number */
+	u32 len;	/* UDP payload bytes */
+	u16 sport;	/* UDP source port (tx: ours; rx: the peer's) */
+	u16 stream;	/* DATA: stream */
+	u8 path;	/* path index */
+	u8 type;	/* 1 DATA, 2 ACK, 3 PROBE, 4 DATAGRAM */
+	u8 flags;	/* DATA: DF_*, ACK: AF_*, DATAGRAM: GF_* */
+	u8 retx;	/* tx: a retransmission */
+};
+bool metaroce_trace_tx_enabled(void);
+void metaroce_trace_tx(const struct metaroce_trace_pkt *p);
+bool metaroce_trace_rx_enabled(void);
+void metaroce_trace_rx(const struct metaroce_trace_pkt *p, const char *drop);
+void metaroce_trace_loss(u32 qpn, u8 path, u32 psn, u8 cause);
+void metaroce_trace_retransmit(u32 qpn, u8 path, u32 psn, u8 from_path,
+			       u16 stream, u32 ssn);
+void metaroce_trace_path_state(u32 qpn, u8 path, u8 old_state, u8 new_state,
+			       u16 old_sport, u16 new_sport);
+void metaroce_trace_rto(u32 qpn, u8 path, u64 rto_ns, u8 backoff, u8 timeouts);
+void metaroce_trace_rate_hint(u32 qpn, u8 side, u32 old_hint, u32 new_hint);
+
 /* Which C type metaroce_rust_sizeof()/metaroce_c_sizeof() measure. */
 enum metaroce_layout_probe {
 	METAROCE_PROBE_IB_DEVICE,

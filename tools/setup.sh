@@ -7,7 +7,8 @@
 # What it installs (see README "Requirements"):
 #   - Debian packages: kernel source 6.12, LLVM/clang toolchain, QEMU, rdma-core,
 #     perftest, iproute2 and friends; tshark and tcpdump (the Wireshark dissector's
-#     tests: tests/wireshark.sh, tests/capture-check.sh).
+#     tests: tests/wireshark.sh, tests/capture-check.sh); trace-cmd and bpftrace
+#     for the module's trace events (Documentation/observability.rst).
 #   - rustup component rust-src for the active toolchain (the kernel's Rust needs it).
 #   - bindgen-cli from crates.io at a pinned version.
 #   - virtme-ng from PyPI at a pinned version, in /opt/metaroce/venv.
@@ -27,7 +28,7 @@ DEB_PKGS=(
   flex bison bc libelf-dev libssl-dev cpio busybox-static
   rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest libibverbs-dev librdmacm-dev
   iproute2 iputils-ping ethtool iperf3 kmod xz-utils python3-venv
-  tshark tcpdump
+  tshark tcpdump trace-cmd bpftrace
 )
 
 missing=()

@@ -33,6 +33,10 @@
 #include "metaroce.h"
 #include "metaroce_net.h"
 
+/* The module's trace events are instantiated here, and only here. */
+#define CREATE_TRACE_POINTS
+#include "metaroce_trace.h"
+
 MODULE_VERSION(METAROCE_VERSION);
 
 static ushort udp_port = METAROCE_DEFAULT_UDP_PORT;
@@ -112,6 +116,58 @@ u32 metaroce_netdev_speed_mbps(struct net_device *dev)
 		speed = ks.base.speed;
 	rtnl_unlock();
 	return speed;
+}
+
+/*
+ * Trace events, for Rust (static inlines and macros: include/metaroce_trace.h).
+ * The *_enabled() checks read the tracepoints' static keys, so a disabled
+ * tx/rx event costs its caller one call, before any field is gathered.
+ */
+bool metaroce_trace_tx_enabled(void)
+{
+	return trace_tx_enabled();
+}
+
+void metaroce_trace_tx(const struct metaroce_trace_pkt *p)
+{
+	trace_tx(p);
+}
+
+bool metaroce_trace_rx_enabled(void)
+{
+	return trace_rx_enabled();
+}
+
+void metaroce_trace_rx(const struct metaroce_trace_pkt *p, const char *drop)
+{
+	trace_rx(p, drop);
+}
+
+void metaroce_trace_loss(u32 qpn, u8 path, u32 psn, u8 cause)
+{
+	trace_loss(qpn, path, psn, cause);
+}
+
+void metaroce_trace_retransmit(u32 qpn, u8 path, u32 psn, u8 from_path,
+			       u16 stream, u32 ssn)
+{
+	trace_retransmit(qpn, path, psn, from_path, stream, ssn);
+}
+
+void metaroce_trace_path_state(u32 qpn, u8 path, u8 old_state, u8 new_state,
+			       u16 old_sport, u16 new_sport)
+{
+	trace_path_state(qpn, path, old_state, new_state, old_sport, new_sport);
+}
+
+void metaroce_trace_rto(u32 qpn, u8 path, u64 rto_ns, u8 backoff, u8 timeouts)
+{
+	trace_rto(qpn, path, rto_ns, backoff, timeouts);
+}
+
+void metaroce_trace_rate_hint(u32 qpn, u8 side, u32 old_hint, u32 new_hint)
+{
+	trace_rate_hint(qpn, side, old_hint, new_hint);
 }
 
 bool metaroce_netif_running(const struct net_device *dev)

@@ -228,7 +228,39 @@ impl PageList {
     }
 }
 
+/// What a resource dump shows of an MR's memory ([`Mem::view`]).
+pub(crate) struct MemView {
+    /// `user`, `dma` (a kernel PD's DMA MR) or `fast` (fast registration).
+    pub(crate) kind: &'static kernel::str::CStr,
+    /// Pages the region holds (0 for a DMA MR: all of kernel memory).
+    pub(crate) pages: u64,
+    /// Bytes the region covers (0 for a DMA MR).
+    pub(crate) len: u64,
+}
+
 impl Mem {
+    /// The kind, pages and length of the memory (`rdma resource show mr -dd`).
+    pub(crate) fn view(&self) -> MemView {
+        use kernel::c_str;
+        match self {
+            Mem::User(u) => MemView {
+                kind: c_str!("user"),
+                pages: u.npages() as u64,
+                len: u.len() as u64,
+            },
+            Mem::Kernel(_) => MemView {
+                kind: c_str!("dma"),
+                pages: 0,
+                len: 0,
+            },
+            Mem::Pages(p) => MemView {
+                kind: c_str!("fast"),
+                pages: p.n as u64,
+                len: p.len as u64,
+            },
+        }
+    }
+
     /// The span of `len` bytes at `skip` into local SGE `sge`, in a region
     /// starting at `iova`. `EFAULT` if it leaves the region or the SGE, or,
     /// for kernel memory, unless `sge` came from a kernel work request.

@@ -28,6 +28,7 @@
 //!   softirq-safe lock; [`errno`], [`params`], [`layout`], [`boxed`]: small
 //!   helpers ([`boxed`]: a large value copied to the heap without a stack
 //!   temporary).
+//! - [`trace`]: the module's trace events (`metaroce:*`), through the shim.
 
 /// Raw bindings: used outside `ffi` only by the compile-time checks that the
 /// RC engine's opcode, status and flag values are the kernel's
@@ -66,6 +67,7 @@ pub(crate) mod rdma;
 pub(crate) mod rxe_abi;
 pub(crate) mod sync;
 pub(crate) mod timer;
+pub(crate) mod trace;
 pub(crate) mod udata;
 pub(crate) mod umem;
 pub(crate) mod wr;

@@ -79,6 +79,11 @@ impl UMem {
         })
     }
 
+    /// Pages pinned.
+    pub(crate) fn npages(&self) -> usize {
+        self.pages.len()
+    }
+
     /// Length in bytes.
     pub(crate) fn len(&self) -> usize {
         self.len

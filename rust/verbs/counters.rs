@@ -6,6 +6,7 @@
 
 use crate::ffi::rdma::CounterDesc;
 use kernel::c_str;
+use kernel::str::CStr;
 
 /// Datagrams sent (data, ACK, probe, UD).
 pub(crate) const TX_PACKETS: usize = 0;
@@ -56,56 +57,85 @@ pub(crate) const DROP_NO_RECEIVE: usize = 19;
 /// a bad R_Key, longer than its receive: IBTA responder class D); their
 /// packets are not `rx_drops` (the link took them).
 pub(crate) const UC_MSG_DROPS: usize = 20;
+/// Data packets declared lost by their path's timeout (with
+/// [`SACK_LOSSES`], every `metaroce:loss` event; counted from the core's
+/// `Event::Lost`, not from its `Stats`).
+pub(crate) const RTO_LOSSES: usize = 21;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.
-pub(crate) const DROP_FIRST: usize = 21;
+pub(crate) const DROP_FIRST: usize = 22;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 17;
 /// Number of device counters.
 pub(crate) const NUM_COUNTERS: usize = DROP_FIRST + NUM_DROP_REASONS;
 
 /// The counter names, by index.
-pub(crate) const NAMES: [CounterDesc; NUM_COUNTERS] = [
-    CounterDesc::new(c_str!("tx_packets")),
-    CounterDesc::new(c_str!("rx_packets")),
-    CounterDesc::new(c_str!("rx_drops")),
-    CounterDesc::new(c_str!("retransmits")),
-    CounterDesc::new(c_str!("rto_timeouts")),
-    CounterDesc::new(c_str!("path_moves")),
-    CounterDesc::new(c_str!("duplicates")),
-    CounterDesc::new(c_str!("ecn_ce_marked")),
-    CounterDesc::new(c_str!("unknown_qpn_drops")),
-    CounterDesc::new(c_str!("tx_bytes")),
-    CounterDesc::new(c_str!("rx_bytes")),
-    CounterDesc::new(c_str!("sack_losses")),
-    CounterDesc::new(c_str!("ecn_ce_echoed")),
-    CounterDesc::new(c_str!("probes")),
-    CounterDesc::new(c_str!("rate_hint_changes")),
-    CounterDesc::new(c_str!("local_ack_timeouts")),
-    CounterDesc::new(c_str!("rx_drop_bad_source")),
-    CounterDesc::new(c_str!("rx_drop_qp_state")),
-    CounterDesc::new(c_str!("rx_drop_bad_qkey")),
-    CounterDesc::new(c_str!("rx_drop_no_receive")),
-    CounterDesc::new(c_str!("uc_msg_drops")),
+const NAME_STRS: [&CStr; NUM_COUNTERS] = [
+    c_str!("tx_packets"),
+    c_str!("rx_packets"),
+    c_str!("rx_drops"),
+    c_str!("retransmits"),
+    c_str!("rto_timeouts"),
+    c_str!("path_moves"),
+    c_str!("duplicates"),
+    c_str!("ecn_ce_marked"),
+    c_str!("unknown_qpn_drops"),
+    c_str!("tx_bytes"),
+    c_str!("rx_bytes"),
+    c_str!("sack_losses"),
+    c_str!("ecn_ce_echoed"),
+    c_str!("probes"),
+    c_str!("rate_hint_changes"),
+    c_str!("local_ack_timeouts"),
+    c_str!("rx_drop_bad_source"),
+    c_str!("rx_drop_qp_state"),
+    c_str!("rx_drop_bad_qkey"),
+    c_str!("rx_drop_no_receive"),
+    c_str!("uc_msg_drops"),
+    c_str!("rto_losses"),
     // `DropReason::name()` of rust/proto/src/wire.rs, in order.
-    CounterDesc::new(c_str!("rx_drop_truncated")),
-    CounterDesc::new(c_str!("rx_drop_bad_version")),
-    CounterDesc::new(c_str!("rx_drop_unknown_type")),
-    CounterDesc::new(c_str!("rx_drop_unknown_op")),
-    CounterDesc::new(c_str!("rx_drop_bad_flags")),
-    CounterDesc::new(c_str!("rx_drop_length_mismatch")),
-    CounterDesc::new(c_str!("rx_drop_bad_offset")),
-    CounterDesc::new(c_str!("rx_drop_bad_path")),
-    CounterDesc::new(c_str!("rx_drop_wrong_connection")),
-    CounterDesc::new(c_str!("rx_drop_psn_out_of_window")),
-    CounterDesc::new(c_str!("rx_drop_stream_out_of_range")),
-    CounterDesc::new(c_str!("rx_drop_ssn_out_of_window")),
-    CounterDesc::new(c_str!("rx_drop_ack_out_of_range")),
-    CounterDesc::new(c_str!("rx_drop_closed")),
-    CounterDesc::new(c_str!("rx_drop_receiver_not_ready")),
-    CounterDesc::new(c_str!("rx_drop_refused")),
-    CounterDesc::new(c_str!("rx_drop_bad_token")),
+    c_str!("rx_drop_truncated"),
+    c_str!("rx_drop_bad_version"),
+    c_str!("rx_drop_unknown_type"),
+    c_str!("rx_drop_unknown_op"),
+    c_str!("rx_drop_bad_flags"),
+    c_str!("rx_drop_length_mismatch"),
+    c_str!("rx_drop_bad_offset"),
+    c_str!("rx_drop_bad_path"),
+    c_str!("rx_drop_wrong_connection"),
+    c_str!("rx_drop_psn_out_of_window"),
+    c_str!("rx_drop_stream_out_of_range"),
+    c_str!("rx_drop_ssn_out_of_window"),
+    c_str!("rx_drop_ack_out_of_range"),
+    c_str!("rx_drop_closed"),
+    c_str!("rx_drop_receiver_not_ready"),
+    c_str!("rx_drop_refused"),
+    c_str!("rx_drop_bad_token"),
 ];
+
+/// The counter names as the RDMA core takes them, by index.
+pub(crate) const NAMES: [CounterDesc; NUM_COUNTERS] = {
+    let mut out = [const { CounterDesc::new(c_str!("")) }; NUM_COUNTERS];
+    let mut i = 0;
+    while i < NUM_COUNTERS {
+        out[i] = CounterDesc::new(NAME_STRS[i]);
+        i += 1;
+    }
+    out
+};
+
+/// The reason an `rx_drop_*` counter `k` names, without the prefix (`metaroce:rx`'s
+/// `drop` field, e.g. `psn_out_of_window`); its whole name for other counters.
+pub(crate) fn drop_name(k: usize) -> &'static CStr {
+    let Some(name) = NAME_STRS.get(k).copied() else {
+        return c_str!("?");
+    };
+    let bytes = name.as_bytes_with_nul();
+    match bytes.strip_prefix(b"rx_drop_") {
+        Some(rest) => CStr::from_bytes_with_nul(rest).unwrap_or(name),
+        None => name,
+    }
+}
 
 // One `rx_drop_*` counter per drop reason of the protocol core.
 const _: () = assert!(crate::proto::wire::DropReason::COUNT == NUM_DROP_REASONS);

@@ -7,6 +7,7 @@
 //! each slot for the QP the completion names (`ib_wc.qp`), polled through
 //! `ib_poll_cq` ([`Cq::poll`]).
 
+use crate::ffi::rdma::res::ResAttrs;
 use crate::ffi::rdma::{CqCreated, CqEvents};
 use crate::ffi::rxe_abi::{MmInfo, QpHandle, Queue, Wc};
 use crate::ffi::udata::UContext;
@@ -30,6 +31,8 @@ struct Inner {
     /// The last completion was lost to a full ring (a CQ overrun, IBTA
     /// 11.4.2.1); cleared by the next one written.
     overrun: bool,
+    /// Completions lost to a full ring, ever (`rdma resource show cq -dd`).
+    overruns: u32,
     dead: bool,
 }
 
@@ -72,7 +75,14 @@ impl Cq {
                 events,
                 kernel,
                 inner <- crate::ffi::sync::new_bh_lock!(
-                    Inner { ring: Some(ring), prod: 0, arm: Arm::Off, overrun: false, dead: false },
+                    Inner {
+                        ring: Some(ring),
+                        prod: 0,
+                        arm: Arm::Off,
+                        overrun: false,
+                        overruns: 0,
+                        dead: false,
+                    },
                     "metaroce_cq"
                 ),
             }),
@@ -97,6 +107,7 @@ impl Cq {
                 // once per overrun (IB_EVENT_CQ_ERR, as rxe_cq_post raises).
                 let first = !g.overrun;
                 g.overrun = true;
+                g.overruns = g.overruns.saturating_add(1);
                 drop(g);
                 if first {
                     self.events.overrun();
@@ -134,6 +145,35 @@ impl Cq {
             .ring
             .as_ref()
             .map_or(0, |r| r.slots().saturating_sub(1))
+    }
+
+    /// Adds this CQ to a resource dump (`rdma resource show cq -dd`):
+    /// `slots` (completions the ring holds), `used` (completions waiting
+    /// for the consumer), `overruns` (completions lost to a full ring),
+    /// `armed` (0 no, 1 next completion, 2 solicited only), `kernel` (1: a
+    /// kernel consumer's CQ).
+    pub(crate) fn fill_res(&self, out: &mut ResAttrs) -> Result {
+        // Read under the lock, written after it.
+        let (slots, used, overruns, armed) = {
+            let g = self.inner.lock();
+            let (slots, used) = g.ring.as_ref().map_or((0, 0), |r| {
+                (
+                    r.slots().saturating_sub(1),
+                    r.distance(r.consumer(), g.prod),
+                )
+            });
+            let armed = match g.arm {
+                Arm::Off => 0,
+                Arm::Next => 1,
+                Arm::Solicited => 2,
+            };
+            (slots, used, g.overruns, armed)
+        };
+        out.u32(format_args!("slots"), slots)?;
+        out.u32(format_args!("used"), used)?;
+        out.u32(format_args!("overruns"), overruns)?;
+        out.u32(format_args!("armed"), armed)?;
+        out.u32(format_args!("kernel"), u32::from(self.kernel))
     }
 
     /// Arms the CQ; returns whether completions are waiting.

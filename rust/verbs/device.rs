@@ -230,6 +230,18 @@ impl Driver for Metaroce {
         qp.fill_res(out)
     }
 
+    fn fill_res_cq(cq: &Arc<Cq>, out: &mut crate::ffi::rdma::res::ResAttrs) -> Result {
+        cq.fill_res(out)
+    }
+
+    fn fill_res_mr(
+        dev: &Device<Self>,
+        mr: &Mr,
+        out: &mut crate::ffi::rdma::res::ResAttrs,
+    ) -> Result {
+        dev.data().mrs.fill_res(mr, out)
+    }
+
     fn counters(dev: &Device<Self>, out: &mut [u64]) {
         let dev = dev.data();
         dev.read_counters(out);

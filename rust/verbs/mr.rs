@@ -13,6 +13,7 @@
 use super::keys::{self, Kind};
 pub(crate) use crate::ffi::mem::Span;
 use crate::ffi::mem::{MappedPages, Mem};
+use crate::ffi::rdma::res::ResAttrs;
 use crate::ffi::rdma::PdId;
 use crate::ffi::rxe_abi::Sge;
 use kernel::prelude::*;
@@ -135,6 +136,28 @@ impl MrTable {
             },
         ));
         Ok(Mr { key })
+    }
+
+    /// Adds region `mr` to a resource dump (`rdma resource show mr -dd`):
+    /// `kind` (`user`, `dma`, `fast`), `pages`, `len` (bytes), `access`
+    /// (`IB_ACCESS_*` bits), `valid` (0: a fast-registration MR not
+    /// registered now), `key` (its current lkey/rkey, whose low byte a
+    /// REG_MR changes).
+    pub(crate) fn fill_res(&self, mr: &Mr, out: &mut ResAttrs) -> Result {
+        // Read under the lock, written after it.
+        let (view, access, valid, key) = {
+            let t = self.inner.lock();
+            let Some(e) = t.tree.get(&keys::index(mr.key)) else {
+                return Ok(());
+            };
+            (e.mem.view(), e.access, e.valid, e.key)
+        };
+        out.str(format_args!("kind"), view.kind)?;
+        out.u64(format_args!("pages"), view.pages)?;
+        out.u64(format_args!("len"), view.len)?;
+        out.u32(format_args!("access"), access)?;
+        out.u32(format_args!("valid"), u32::from(valid))?;
+        out.u32(format_args!("key"), key)
     }
 
     /// Removes the region of `mr` (whatever its key byte is now, after

@@ -159,10 +159,11 @@ pub(crate) struct MwCreated<W> {
 /// when not implemented: `resize_cq`; the AH verbs (`create_ah`,
 /// `destroy_ah`); the SRQ verbs (`create_srq` … `post_srq_recv`); the MW
 /// verbs (`alloc_mw`, `dealloc_mw`); fast registration (`alloc_mr`,
-/// `map_mr`); `counters`; and QP resource attributes (`fill_res_qp`). A
+/// `map_mr`); `counters`; and resource attributes (`fill_res_qp`,
+/// `fill_res_cq`, `fill_res_mr`, each on its own). A
 /// group is enabled by implementing its first method (`HAS_CREATE_AH`,
 /// `HAS_CREATE_SRQ`, `HAS_ALLOC_MW`, `HAS_ALLOC_MR`, `HAS_COUNTERS`,
-/// `HAS_RESIZE_CQ`, `HAS_FILL_RES_QP`); the others of the group
+/// `HAS_RESIZE_CQ`, `HAS_FILL_RES_*`); the others of the group
 /// must then be implemented too (a missing one fails the build).
 #[vtable]
 pub(crate) trait Driver: 'static + Sized {
@@ -295,6 +296,18 @@ pub(crate) trait Driver: 'static + Sized {
     /// qp -dd`): adds them to `out`; an error (`EMSGSIZE`: the message is
     /// full) ends the entry.
     fn fill_res_qp(_qp: &Self::Qp, _out: &mut res::ResAttrs) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Driver attributes of CQ `cq` in a resource dump (`rdma resource show
+    /// cq -dd`), as [`Self::fill_res_qp`].
+    fn fill_res_cq(_cq: &Self::Cq, _out: &mut res::ResAttrs) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Driver attributes of MR `mr` of `dev` in a resource dump (`rdma
+    /// resource show mr -dd`), as [`Self::fill_res_qp`].
+    fn fill_res_mr(_dev: &Device<Self>, _mr: &Self::Mr, _out: &mut res::ResAttrs) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 

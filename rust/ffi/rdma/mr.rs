@@ -32,6 +32,17 @@ pub(super) struct MrBox<D> {
     npages: usize,
 }
 
+/// The driver value of MR `ibmr`, for `'a`.
+///
+/// # Safety
+///
+/// `ibmr` is a live MR of ours (so a boxed `MrBox<T::Mr>`, type invariant)
+/// that `dereg_mr` does not free during `'a`.
+pub(super) unsafe fn mr_data<'a, T: Driver>(ibmr: *mut b::ib_mr) -> &'a T::Mr {
+    // SAFETY: by the caller's guarantee the box is live for `'a`.
+    unsafe { &(*ibmr.cast::<MrBox<T::Mr>>()).data }
+}
+
 impl<T: Driver> Adapter<T> {
     /// The device of a live PD of ours.
     ///

@@ -171,9 +171,19 @@ impl<T: Driver> Adapter<T> {
             None
         },
 
-        // Resource tracking: driver attributes of QPs.
+        // Resource tracking: driver attributes of QPs, CQs and MRs.
         fill_res_qp_entry: if T::HAS_FILL_RES_QP {
             Some(Self::fill_res_qp_entry)
+        } else {
+            None
+        },
+        fill_res_cq_entry: if T::HAS_FILL_RES_CQ {
+            Some(Self::fill_res_cq_entry)
+        } else {
+            None
+        },
+        fill_res_mr_entry: if T::HAS_FILL_RES_MR {
+            Some(Self::fill_res_mr_entry)
         } else {
             None
         },

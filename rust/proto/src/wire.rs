@@ -26,8 +26,10 @@ pub const DATAGRAM_LEN: usize = field::datagram::IMM.end;
 
 mod drop;
 mod field;
+mod summary;
 pub use drop::{DropCounters, DropReason};
 use field::Field;
+pub use summary::Summary;
 /// Largest header a data packet can have.
 pub const MAX_DATA_HEADER: usize = DATA_LEN + RETH_LEN + IMM_LEN;
 

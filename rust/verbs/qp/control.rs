@@ -394,11 +394,9 @@ impl Qp {
                         break;
                     };
                     let len = t.len.min(scratch.len());
-                    if this.transmit(&src, &dst, &t, &scratch[..len]).is_ok() {
-                        this.dev.count(counter::TX_PACKETS, 1);
-                        this.dev.count(counter::TX_BYTES, len as u64);
-                    }
+                    this.send_counted(&src, &dst, &t, &scratch[..len]);
                 }
+                this.fold_stats(c, env.io);
             }
             io.dead = true;
             (io.sq.take(), io.rq.take(), conn.take())

@@ -17,13 +17,14 @@
 //! posts, transmission), `env` (the engine's traits on the kernel objects),
 //! `mem` (memory access: lkeys, rkeys and windows), `local` (BIND_MW,
 //! LOCAL_INV, REG_MR), `uc` (unreliable connected QPs), `ud` (datagram
-//! QPs); this file holds the QP's state,
-//! its timer and its receive path.
+//! QPs), `observe` (trace events), `res` (the resource-dump view); this file
+//! holds the QP's state, its timer and its receive path.
 
 mod control;
 mod env;
 mod local;
 mod mem;
+mod observe;
 mod post;
 mod res;
 mod uc;
@@ -147,10 +148,12 @@ impl Endpoint for Qp {
             let mut g = this.inner.lock();
             let Inner { io, rc, .. } = &mut *g;
             let mut env = Glue { qp: this, io };
-            if let Err(reason) = env.datagram_in(rc, payload, meta) {
+            let r = env.datagram_in(rc, payload, meta);
+            if let Err(reason) = r {
                 this.dev.count(counter::RX_DROPS, 1);
                 this.dev.count(reason, 1);
             }
+            this.trace_rx(payload, meta, r.err());
             rc.settle(&mut env);
             return;
         }
@@ -162,33 +165,33 @@ impl Endpoint for Qp {
         {
             let Inner { conn, io, rc, .. } = &mut *g;
             let Some(c) = conn else {
-                this.dev.count(counter::RX_DROPS, 1);
-                this.dev.count(counter::DROP_QP_STATE, 1);
+                this.drop_rx(payload, meta, counter::DROP_QP_STATE);
                 return;
             };
-            if !this.admits(io, meta) {
+            if !this.admits(io, payload, meta) {
                 return;
             }
             let now = Instant(now_ns());
             let mut env = Glue { qp: this, io };
             let mut app = rc.bind(&mut env);
-            match c.handle_packet(now, payload, meta.ce, &mut app) {
-                Err(r) => {
-                    this.dev.count(counter::RX_DROPS, 1);
-                    this.dev.count(counter::DROP_FIRST + r as usize, 1);
+            let r = c.handle_packet(now, payload, meta.ce, &mut app);
+            let drop = r.err().map(|r| counter::DROP_FIRST + r as usize);
+            this.trace_rx(payload, meta, drop);
+            if let Some(k) = drop {
+                this.dev.count(counter::RX_DROPS, 1);
+                this.dev.count(k, 1);
+            }
+            // The device's fair share for this sender, on its ACKs (which go
+            // out below): only data the connection accepted counts, so forged
+            // datagrams cannot skew anyone's share.
+            if let Ok(RxEvent::Data | RxEvent::Duplicate) = r {
+                let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+                let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
+                if hint != c.rate_hint() {
+                    this.dev.count(counter::HINT_CHANGES, 1);
+                    this.trace_local_hint(c.rate_hint(), hint);
+                    c.set_rate_hint(hint);
                 }
-                // The device's fair share for this sender, on its ACKs (which
-                // go out below): only data the connection accepted counts, so
-                // forged datagrams cannot skew anyone's share.
-                Ok(RxEvent::Data | RxEvent::Duplicate) => {
-                    let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-                    let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
-                    if hint != c.rate_hint() {
-                        this.dev.count(counter::HINT_CHANGES, 1);
-                        c.set_rate_hint(hint);
-                    }
-                }
-                Ok(_) => {}
             }
         }
         // The ACK goes out before the lock is released (see `pump_locked`).
@@ -199,8 +202,9 @@ impl Endpoint for Qp {
 impl Qp {
     /// Whether a connected QP (RC, UC) takes a datagram in its state from
     /// `meta`'s source: in RTR, RTS or SQD, and only from the peer set by
-    /// `modify_qp`. A refused one is counted (`rx_drops` and its reason).
-    fn admits(&self, io: &Io, meta: &RxMeta) -> bool {
+    /// `modify_qp`. A refused one is counted (`rx_drops` and its reason) and
+    /// traced.
+    fn admits(&self, io: &Io, payload: &[u8], meta: &RxMeta) -> bool {
         let reason = if !matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
             counter::DROP_QP_STATE
         } else if io.dst != Some(meta.src) {
@@ -208,9 +212,16 @@ impl Qp {
         } else {
             return true;
         };
+        self.drop_rx(payload, meta, reason);
+        false
+    }
+
+    /// Counts datagram `payload` as dropped for device counter `reason`
+    /// (with `rx_drops`) and traces it (`metaroce:rx`).
+    fn drop_rx(&self, payload: &[u8], meta: &RxMeta, reason: usize) {
         self.dev.count(counter::RX_DROPS, 1);
         self.dev.count(reason, 1);
-        false
+        self.trace_rx(payload, meta, Some(reason));
     }
 }
 

@@ -22,6 +22,52 @@ impl Qp {
             .send(src, dst, self.dev.ifindex, t.src_port, t.ect, bytes)
     }
 
+    /// [`Self::transmit`], counted (`tx_packets`, `tx_bytes`, `probes`) and
+    /// traced (`metaroce:tx`) if it went out.
+    pub(super) fn send_counted(&self, src: &IpAddr, dst: &IpAddr, t: &Transmit, bytes: &[u8]) {
+        if self.transmit(src, dst, t, bytes).is_ok() {
+            self.trace_tx(t, bytes);
+            self.dev.count(counter::TX_PACKETS, 1);
+            self.dev.count(counter::TX_BYTES, bytes.len() as u64);
+            if t.kind == TxKind::Probe {
+                self.dev.count(counter::PROBES, 1);
+            }
+        }
+    }
+
+    /// Adds what connection `c`'s counters gained since `io.last_stats` to
+    /// the device's counters.
+    pub(super) fn fold_stats(&self, c: &Conn, io: &mut Io) {
+        let st = *c.stats();
+        let last = core::mem::replace(&mut io.last_stats, st);
+        for (k, n) in [
+            (counter::RETRANSMITS, st.retx.wrapping_sub(last.retx)),
+            (
+                counter::TIMEOUTS,
+                u32::from(st.timeouts.wrapping_sub(last.timeouts)),
+            ),
+            (
+                counter::LOCAL_ACK_TIMEOUTS,
+                st.ack_timeouts.wrapping_sub(last.ack_timeouts),
+            ),
+            (
+                counter::PATH_MOVES,
+                u32::from(st.moves.wrapping_sub(last.moves)),
+            ),
+            (counter::DUPLICATES, st.dup_rx.wrapping_sub(last.dup_rx)),
+            (
+                counter::SACK_LOSSES,
+                st.sack_lost.wrapping_sub(last.sack_lost),
+            ),
+            (
+                counter::ECN_ECHOED,
+                st.ce_echoed.wrapping_sub(last.ce_echoed),
+            ),
+        ] {
+            self.dev.count(k, u64::from(n));
+        }
+    }
+
     /// The user doorbell: new WQEs are in the SQ ring.
     pub(crate) fn doorbell(this: &Arc<Self>) -> Result {
         {
@@ -148,35 +194,7 @@ impl Qp {
                 None
             };
             let Some(t) = t else {
-                // The core's counters, into the device's.
-                let st = *c.stats();
-                let last = core::mem::replace(&mut env.io.last_stats, st);
-                for (k, n) in [
-                    (counter::RETRANSMITS, st.retx.wrapping_sub(last.retx)),
-                    (
-                        counter::TIMEOUTS,
-                        u32::from(st.timeouts.wrapping_sub(last.timeouts)),
-                    ),
-                    (
-                        counter::LOCAL_ACK_TIMEOUTS,
-                        st.ack_timeouts.wrapping_sub(last.ack_timeouts),
-                    ),
-                    (
-                        counter::PATH_MOVES,
-                        u32::from(st.moves.wrapping_sub(last.moves)),
-                    ),
-                    (counter::DUPLICATES, st.dup_rx.wrapping_sub(last.dup_rx)),
-                    (
-                        counter::SACK_LOSSES,
-                        st.sack_lost.wrapping_sub(last.sack_lost),
-                    ),
-                    (
-                        counter::ECN_ECHOED,
-                        st.ce_echoed.wrapping_sub(last.ce_echoed),
-                    ),
-                ] {
-                    this.dev.count(k, u64::from(n));
-                }
+                this.fold_stats(c, env.io);
                 this.dev.fair.note_rtt(c.min_rtt());
                 break c.poll_timeout();
             };
@@ -184,13 +202,7 @@ impl Qp {
             let len = t.len.min(scratch.len());
             // Sent under the QP lock: the tunnel transmits with bottom halves
             // off, so a datagram to this host is received later, in softirq.
-            if this.transmit(&src, &dst, &t, &scratch[..len]).is_ok() {
-                this.dev.count(counter::TX_PACKETS, 1);
-                this.dev.count(counter::TX_BYTES, len as u64);
-                if t.kind == TxKind::Probe {
-                    this.dev.count(counter::PROBES, 1);
-                }
-            }
+            this.send_counted(&src, &dst, &t, &scratch[..len]);
         };
         drop(g);
         if let Some(at) = next {

@@ -42,6 +42,7 @@ impl Qp {
                     .transport
                     .send(&src, &dst, this.dev.ifindex, uc.src_port, true, bytes);
             if sent.is_ok() {
+                this.trace_tx_datagram(bytes, uc.src_port);
                 this.dev.count(counter::TX_PACKETS, 1);
                 this.dev.count(counter::TX_BYTES, bytes.len() as u64);
             }
@@ -57,17 +58,16 @@ impl Qp {
     pub(super) fn uc_receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
         let mut g = this.inner.lock();
         let Inner { uc, io, rc, .. } = &mut *g;
-        if !this.admits(io, meta) {
+        if !this.admits(io, payload, meta) {
             return;
         }
         let mut env = Glue { qp: this, io };
         let before = uc.stats().rx_dropped;
         match rc.uc_receive(&mut env, uc, payload) {
-            Err(r) => {
-                this.dev.count(counter::RX_DROPS, 1);
-                this.dev.count(counter::DROP_FIRST + r as usize, 1);
+            Err(r) => this.drop_rx(payload, meta, counter::DROP_FIRST + r as usize),
+            Ok(UcRx::Placed | UcRx::Completed | UcRx::Discarded) => {
+                this.trace_rx(payload, meta, None)
             }
-            Ok(UcRx::Placed | UcRx::Completed | UcRx::Discarded) => {}
         }
         let dropped = uc.stats().rx_dropped.wrapping_sub(before);
         if dropped != 0 {

@@ -84,6 +84,8 @@ impl Glue<'_> {
                             &scratch[..DATAGRAM_LEN + len],
                         ) {
                             Ok(()) => {
+                                self.qp
+                                    .trace_tx_datagram(&scratch[..DATAGRAM_LEN + len], sport);
                                 self.qp.dev.count(counter::TX_PACKETS, 1);
                                 self.qp
                                     .dev

@@ -9,8 +9,8 @@ use super::super::time::Instant;
 use super::super::wire::{AckHeader, DropReason, AF_INV, AF_NAK, AF_RNR};
 use super::timers::Timer;
 use super::{
-    charge, rnr_timer_ns, App, ConnError, ConnState, Connection, RefusalKind, RxEvent, Transmit,
-    TxKind,
+    charge, rnr_timer_ns, App, ConnError, ConnState, Connection, Event, LossCause, RefusalKind,
+    RxEvent, Transmit, TxKind,
 };
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
@@ -70,6 +70,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             if t.state == PathState::Probing && t.probe_stamp != 0 && since_probe {
                 self.probing &= !(1u64 << (p % 64));
                 t.state = PathState::Active;
+                app.event(Event::PathState {
+                    path: p as u8,
+                    from: PathState::Probing,
+                    to: PathState::Active,
+                    old_port: t.src_port,
+                    new_port: t.src_port,
+                });
                 t.probe_due = false;
                 t.timeouts = 0;
                 t.backoff = 0;
@@ -157,6 +164,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     1 => {
                         lost_any = true;
                         self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
+                        app.event(Event::Lost {
+                            path: p as u8,
+                            psn,
+                            cause: LossCause::SackGap,
+                        });
                         if let Some(l) = self.flight.lost.get_mut(w) {
                             *l |= bit;
                         }
@@ -212,6 +224,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         if acked_bytes > 0 {
             self.flight.ramp = self.flight.ramp.saturating_add(acked_bytes);
+            if self.peer_hint != a.rate_hint {
+                app.event(Event::PeerHint {
+                    old: self.peer_hint,
+                    new: a.rate_hint,
+                });
+            }
             self.peer_hint = a.rate_hint;
             self.trim_rate(now, a.ce, a.acked);
         }

@@ -8,6 +8,7 @@
 //! sending them), `timers` (the timer table and what expires).
 
 mod ack;
+mod event;
 mod rx;
 mod timers;
 mod tx;
@@ -19,6 +20,8 @@ use super::stream::{StreamRx, StreamTx};
 use super::time::Instant;
 use super::wire::{Op, Reth};
 use timers::{Timer, TimerTable};
+
+pub use event::{Event, LossCause};
 
 /// Largest number of paths a connection may have.
 pub const MAX_PATHS: usize = 64;
@@ -270,6 +273,8 @@ pub trait App {
     fn acked(&mut self, stream: u16, msn: u32);
     /// The connection failed.
     fn error(&mut self, e: ConnError);
+    /// Something a host may trace happened ([`Event`]); by default nothing is done.
+    fn event(&mut self, _e: Event) {}
 }
 
 /// What a transmitted datagram is.

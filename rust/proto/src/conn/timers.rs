@@ -5,7 +5,7 @@
 
 use super::super::path::PathState;
 use super::super::time::Instant;
-use super::{charge, port_for, App, ConnError, ConnState, Connection, MAX_PATHS};
+use super::{charge, port_for, App, ConnError, ConnState, Connection, Event, LossCause, MAX_PATHS};
 
 /// A connection-wide timer (the per-path RTO is [`rto_at`](super::super::path::PathTx::rto_at)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,7 +166,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
 
     pub(super) fn path_timeout<A: App>(&mut self, p: usize, app: &mut A) {
         self.stats.timeouts = self.stats.timeouts.wrapping_add(1);
-        self.abandon_path(p);
+        // The timeout that expired (its backoff grows below).
+        let expired = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
+        self.abandon_path(p, app);
         self.stall = self.stall.saturating_add(1);
         // Without a local ACK timer, path timeouts are the retries.
         let limit = u16::from(self.cfg.retry_cnt).saturating_mul(u16::from(self.cfg.paths));
@@ -177,8 +179,15 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let cfg = self.cfg;
         let mut moved = false;
         if let Some(t) = self.tx.get_mut(p) {
+            let (from, old_port) = (t.state, t.src_port);
             t.timeouts = t.timeouts.saturating_add(1);
             t.backoff = t.backoff.saturating_add(1).min(6);
+            app.event(Event::Timeout {
+                path: p as u8,
+                rto_ns: expired,
+                backoff: t.backoff,
+                timeouts: t.timeouts,
+            });
             match t.state {
                 PathState::Active => {
                     // Congestion never causes a timeout alone: suspect failure, probe.
@@ -200,18 +209,29 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
             t.probe_due = true;
             t.rto_at = Instant::NEVER;
+            if t.state != from || t.src_port != old_port {
+                app.event(Event::PathState {
+                    path: p as u8,
+                    from,
+                    to: t.state,
+                    old_port,
+                    new_port: t.src_port,
+                });
+            }
         }
         if moved {
             self.stats.moves = self.stats.moves.wrapping_add(1);
         }
     }
 
-    /// Moves every in-flight packet of path `p` to the retransmission queue.
-    pub(super) fn abandon_path(&mut self, p: usize) {
+    /// Moves every in-flight packet of path `p` to the retransmission queue (each one
+    /// reported [`Event::Lost`] to a timeout).
+    pub(super) fn abandon_path<A: App>(&mut self, p: usize, app: &mut A) {
         let Some(m) = self.flight.members.get_mut(p) else {
             return;
         };
         let m = core::mem::replace(m, [0; W]);
+        let base = self.tx.get(p).map_or(0, |t| t.base_psn);
         let mut freed = 0u32;
         for (w, mut bits) in m.into_iter().enumerate() {
             if let Some(l) = self.flight.lost.get_mut(w) {
@@ -222,6 +242,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 bits &= bits - 1;
                 if let Some(k) = self.flight.pool.get(w * 64 + i) {
                     freed = freed.saturating_add(charge(k.len));
+                    // Rebuilt as `on_ack` does: within 2^16 above the path floor.
+                    let psn = base.wrapping_add(u32::from(k.psn.wrapping_sub(base as u16)));
+                    app.event(Event::Lost {
+                        path: p as u8,
+                        psn,
+                        cause: LossCause::Timeout,
+                    });
                 }
             }
         }

@@ -10,7 +10,7 @@ use super::super::wire::{
 };
 use super::timers::Timer;
 use super::{
-    charge, wrap, App, ConnError, ConnState, Connection, MsgInfo, Pkt, Refusal, RefusalKind,
+    charge, wrap, App, ConnError, ConnState, Connection, Event, MsgInfo, Pkt, Refusal, RefusalKind,
     Transmit, TxKind, Unreadable,
 };
 
@@ -194,6 +194,15 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
             self.track(now, w, i, p, k.len);
             self.stats.retx = self.stats.retx.wrapping_add(1);
+            if let TxKind::Data { psn, .. } = t.kind {
+                app.event(Event::Retransmit {
+                    path: p as u8,
+                    psn,
+                    from_path: k.path,
+                    stream: u16::from(k.stream()),
+                    ssn,
+                });
+            }
             if let Some(pt) = self.tx.get_mut(p) {
                 pt.retx = pt.retx.wrapping_add(1);
             }

@@ -4,6 +4,7 @@
 //! `*_advance`). Every method is infallible or reports failure in its return value; none
 //! may panic.
 
+use super::super::conn::Event;
 use super::types::{Attrs, Cqe, QpMode, RecvWqe, ScatterGather, SendWqe, WcStatus};
 
 /// The host's scatter/gather element type, shared by the rings that hold SGEs and the
@@ -150,6 +151,16 @@ pub trait LocalOps {
     fn local_op(&mut self, slot: u32) -> WcStatus;
 }
 
+/// What the QP's connection reports as it runs ([`Event`]: losses, retransmissions,
+/// path changes, timeouts, hint changes), passed through unchanged; by default ignored.
+pub trait Observe {
+    /// The connection reported `e`.
+    fn conn_event(&mut self, _e: Event) {}
+}
+
 /// Everything the engine needs.
-pub trait Env: SendQueue + RecvQueue + Memory + Completions + QpControl + LocalOps {}
-impl<T: SendQueue + RecvQueue + Memory + Completions + QpControl + LocalOps> Env for T {}
+pub trait Env:
+    SendQueue + RecvQueue + Memory + Completions + QpControl + LocalOps + Observe
+{
+}
+impl<T: SendQueue + RecvQueue + Memory + Completions + QpControl + LocalOps + Observe> Env for T {}

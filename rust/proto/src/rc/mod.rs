@@ -31,7 +31,7 @@ pub mod types;
 mod uc;
 
 pub use env::{
-    AtomicOp, Completions, Env, HostSge, LocalOps, MemError, Memory, QpControl, RecvQueue,
+    AtomicOp, Completions, Env, HostSge, LocalOps, MemError, Memory, Observe, QpControl, RecvQueue,
     SendQueue,
 };
 pub use types::{
@@ -40,7 +40,7 @@ pub use types::{
 };
 pub use uc::{UcLink, UcRx, UcStats};
 
-use super::conn::{App, Config, ConnError, MsgInfo, Placement, Refuse, Unreadable};
+use super::conn::{App, Config, ConnError, Event, MsgInfo, Placement, Refuse, Unreadable};
 use super::wire::{Op, Reth};
 
 /// Stream of requests (the SQ's messages).
@@ -360,6 +360,10 @@ impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
 
     fn error(&mut self, e: ConnError) {
         self.engine.failed(self.env, e)
+    }
+
+    fn event(&mut self, e: Event) {
+        self.env.conn_event(e)
     }
 }
 

@@ -4,7 +4,7 @@
 //! `alloc`).
 
 use crate::rc::{
-    self, access, AtomicOp, Attrs, Completions, Cqe, HostSge, LocalOps, MemError, Memory,
+    self, access, AtomicOp, Attrs, Completions, Cqe, HostSge, LocalOps, MemError, Memory, Observe,
     QpControl, QpMode, RecvQueue, RecvWqe, Resp, RxMsg, SendMsg, SendQueue, SendWqe, Sge, Storage,
     Taken, WcStatus, WrOpcode,
 };
@@ -353,6 +353,9 @@ impl Completions for Host {
         true
     }
 }
+
+/// The model ignores the connection's events.
+impl Observe for Host {}
 
 impl QpControl for Host {
     fn attrs(&self) -> Attrs {

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use metaroce_proto::conn::{
-    App, Config, ConnError, Connection, MsgInfo, Placement, Refuse, Rnr, TxKind, Unreadable,
+    App, Config, ConnError, Connection, Event, MsgInfo, Placement, Refuse, Rnr, TxKind, Unreadable,
 };
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{DropCounters, Op};
@@ -53,6 +53,8 @@ pub struct TestApp {
     /// Every (stream, msn, offset) whose bytes `payload` supplied.
     pub supplied: Vec<(u16, u32, u32)>,
     pub expect_len: BTreeMap<(u16, u32), u32>,
+    /// Every event the connection reported ([`App::event`]).
+    pub events: Vec<Event>,
 }
 
 impl TestApp {
@@ -178,6 +180,9 @@ impl App for TestApp {
     }
     fn error(&mut self, e: ConnError) {
         self.errors.push(e);
+    }
+    fn event(&mut self, e: Event) {
+        self.events.push(e);
     }
 }
 

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Two guests: what an operator sees of mr0 while it carries traffic over a
+# lossy link (Documentation/observability.rst) — the metaroce:* trace events
+# (tracefs; trace-cmd and perf list them), `rdma resource show qp|cq|mr|pd
+# -dd` during the run, and `rdma statistic`, each checked against the others:
+# every event count equals its counter's increase over the traced window.
+#   observe.sh [mr0] [-n ITERS] [NETEM-ARGS...]   (default: 600, loss 2% delay 1ms)
+# Guest 2 runs ib_write_bw -b (both directions, ITERS x 64 KiB) against
+# guest 1 (the debug flavour under TCG: -n 150). On a kernel
+# without CONFIG_EVENT_TRACING the event checks are skipped (TAP # SKIP);
+# the resource and counter checks still run.
+. "$MR_REPO/tests/lib.sh"
+dev=${1:-mr0}
+shift
+iters=600
+[[ ${1:-} == -n ]] && { iters=$2; shift 2; }
+netem=("$@")
+((${#netem[@]})) || netem=(loss 2% delay 1ms)
+add_link "$dev"
+check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
+load_kmod sch_netem >/dev/null 2>&1
+check "netem on $MR_IF: ${netem[*]}" tc qdisc add dev "$MR_IF" root netem "${netem[@]}"
+gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
+[[ -n $gid ]] && pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid" ||
+  fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"
+paths=$(cat /sys/module/metaroce/parameters/paths 2>/dev/null || echo 8)
+work=$(mktemp -d)
+
+# --- trace events: present, listed by the tools, enabled ---
+T=/sys/kernel/tracing
+mountpoint -q $T 2>/dev/null || mount -t tracefs nodev $T 2>/dev/null
+events=(tx rx loss retransmit path_state rto rate_hint)
+tracing=""
+if [[ -d $T/events/metaroce ]]; then
+  tracing=1
+  missing=""
+  for e in "${events[@]}"; do [[ -f $T/events/metaroce/$e/format ]] || missing+=" $e"; done
+  [[ -z $missing ]] && pass "tracefs: events/metaroce/{${events[*]}}" ||
+    fail "tracefs: metaroce events missing:$missing" "$(ls $T/events/metaroce)"
+  fmt=$(cat $T/events/metaroce/tx/format)
+  if grep -q 'field:u32 psn' <<<"$fmt" && grep -q 'field:u8 path' <<<"$fmt" &&
+     grep -q 'field:u32 ssn' <<<"$fmt" && grep -q 'field:u8 retx' <<<"$fmt"; then
+    pass "tracefs: metaroce:tx has psn, ssn, path, retx fields"
+  else fail "tracefs: metaroce:tx format" "$fmt"; fi
+  if command -v trace-cmd >/dev/null; then
+    # A regex ('metaroce:*' is read as system:event, and '*' is no regex).
+    n=$(trace-cmd list -e '^metaroce:' 2>/dev/null | grep -c '^metaroce:')
+    ((n == ${#events[@]})) && pass "trace-cmd list -e '^metaroce:': $n events" ||
+      fail "trace-cmd list -e '^metaroce:': $n events" "$(trace-cmd list -e '^metaroce:' 2>&1)"
+  else diag "trace-cmd not installed (tools/setup.sh installs it)"; fi
+  if command -v perf >/dev/null; then
+    diag "perf list 'metaroce:*': $(perf list 'metaroce:*' 2>&1 | grep -c 'metaroce:') events"
+  fi
+  # One ring buffer large enough for the run (checked below: no overrun),
+  # one clock across CPUs so that each path's events are in order.
+  echo 0 >$T/tracing_on
+  echo global >$T/trace_clock
+  echo 32768 >$T/buffer_size_kb
+  echo >$T/trace
+  echo 1 >$T/events/metaroce/enable
+  echo 1 >$T/tracing_on
+else
+  pass "metaroce trace events # SKIP kernel without CONFIG_EVENT_TRACING (no $T/events/metaroce)"
+fi
+
+# counters FILE: the device's counters, one "name value" a line.
+counters() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk 'NF { if (k == "") k = $0; else { print k, $0; k = "" } }' | grep -E '^[a-z_]+ [0-9]+$' >"$1"; }
+counters "$work/c0"
+meet traced
+
+# --- traffic, with the resource views read during it ---
+server() { ((MR_ID == 1)); }
+bw=(ib_write_bw -d "$dev" -x "$gid" -s 65536 -n "$iters" -b -F)
+if server; then
+  timeout 900 "${bw[@]}" >"$work/bw.out" 2>&1 &
+else
+  sleep 3
+  ( end=$((SECONDS + 60))
+    while :; do
+      timeout 900 "${bw[@]}" "$MR_PEER_IP4" >"$work/bw.out" 2>&1 && exit 0
+      grep -q 'remote address' "$work/bw.out" && exit 1
+      ((SECONDS < end)) || exit 1
+      sleep 1
+    done ) &
+fi
+bwpid=$!
+# res OBJECT FILTER...: `rdma -dd resource show`, one line per object (the
+# driver attributes, drv_*, may wrap onto indented lines).
+res() { rdma -dd resource show "$@" 2>&1 | awk '/^[^ \t]/ { if (r != "") print r; r = $0; next } { r = r " " $0 } END { if (r != "") print r }' | tr -s ' \t' ' '; }
+# has LINE ATTR...: every drv_ATTR of LINE has a value; prints the missing ones.
+has() { local l=$1 a m=""; shift; for a; do grep -qE " drv_$a [0-9a-z]+" <<<"$l" || m+=" $a"; done; echo "$m"; }
+# The four views, each kept from the first dump that shows ib_write_bw's
+# object (for qp: its RC QP with its connection, drv_paths), all taken
+# during the transfer. Each dump is a process start, seconds in a debug
+# guest under TCG: so each view is polled on its own.
+qp="" cq="" mr="" pd="" rounds=0 t0=$SECONDS
+end=$((SECONDS + 300))
+while ((SECONDS < end)) && [[ -z $qp || -z $cq || -z $mr || -z $pd ]]; do
+  rounds=$((rounds + 1))
+  [[ -n $qp ]] || { v=$(res qp link "$dev/1"); grep -qE 'type RC .* drv_paths [0-9]+' <<<"$v" && qp=$v; }
+  [[ -n $cq ]] || { v=$(res cq dev "$dev"); grep -q 'comm ib_write_bw' <<<"$v" && cq=$v; }
+  [[ -n $mr ]] || { v=$(res mr dev "$dev"); grep -q 'comm ib_write_bw' <<<"$v" && mr=$v; }
+  [[ -n $pd ]] || { v=$(res pd dev "$dev"); grep -q 'comm ib_write_bw' <<<"$v" && pd=$v; }
+  kill -0 "$bwpid" 2>/dev/null || break
+  sleep 0.2
+done
+diag "resource dumps: $rounds rounds in $((SECONDS - t0)) s"
+if [[ -n $qp && -n $cq && -n $mr && -n $pd ]]; then
+  [[ -n ${MR_VERBOSE:-} ]] && diag "$qp" "$cq" "$mr" "$pd"
+  line=$(grep -m1 -E 'type RC .* drv_paths [0-9]+' <<<"$qp")
+  diag "qp: $line"
+  miss=$(has "$line" paths rate_hint peer_hint pacing_rate min_rtt_ns qwnd inflight data_tx retx timeouts \
+    moves local_ack_timeouts p0_sport p0_state p0_pwnd p0_srtt_ns p0_sent p0_retx p0_moves p0_timeouts)
+  np=$(grep -oE ' drv_paths [0-9]+' <<<"$line" | awk '{print $2}')
+  [[ -z $miss && $np == "$paths" ]] &&
+    pass "rdma resource show qp -dd: RC QP with paths $np, its connection's and per-path attributes" ||
+    fail "rdma resource show qp -dd: driver attributes (missing:$miss, paths $np)" "$qp"
+  line=$(grep -m1 'comm ib_write_bw' <<<"$cq")
+  diag "cq: $line"
+  miss=$(has "$line" slots used overruns armed kernel)
+  if [[ -n $line && -z $miss ]] && grep -qE ' drv_overruns 0 ' <<<"$line "; then
+    pass "rdma resource show cq -dd: ib_write_bw's CQ: slots, used, overruns 0, armed, kernel"
+  else fail "rdma resource show cq -dd: driver attributes (missing:$miss)" "$cq"; fi
+  line=$(grep -m1 'comm ib_write_bw' <<<"$mr")
+  diag "mr: $line"
+  miss=$(has "$line" kind pages len access valid key)
+  if [[ -n $line && -z $miss ]] && grep -qE ' drv_kind user .*drv_valid 1' <<<"$line"; then
+    pass "rdma resource show mr -dd: ib_write_bw's MR: kind user, pages, len, access, valid 1, key"
+  else fail "rdma resource show mr -dd: driver attributes (missing:$miss)" "$mr"; fi
+  line=$(grep -m1 'comm ib_write_bw' <<<"$pd")
+  diag "pd: $line"
+  # The RDMA core has no driver callback for PDs: its own fields only.
+  [[ -n $line ]] && pass "rdma resource show pd -dd: ib_write_bw's PD (core fields; the core has no driver op for PDs)" ||
+    fail "rdma resource show pd -dd" "$pd"
+else
+  fail "ib_write_bw's objects show up in rdma resource show (qp ${qp:+seen}, cq ${cq:+seen}, mr ${mr:+seen}, pd ${pd:+seen})" \
+    "$(res qp; cat "$work/bw.out")"
+fi
+wait "$bwpid"; rc=$?
+line=$(awk '$1 == 65536 && NF >= 4' "$work/bw.out" | tail -1)
+((rc == 0)) && [[ -n $line ]] &&
+  pass "$dev: ib_write_bw -b $iters x 64 KiB over the lossy link: $(awk '{print $4 " MB/s"}' <<<"$line")" ||
+  fail "$dev: ib_write_bw -b (rc=$rc)" "$(cat "$work/bw.out")"
+meet traffic-done
+sleep 3  # the last ACKs and timers settle; the QPs are gone
+[[ -n $tracing ]] && echo 0 >$T/tracing_on
+counters "$work/c1"
+# delta NAME: the counter's increase over the traced window.
+delta() { awk -v k="$1" 'FNR == NR { a[$1] = $2; next } $1 == k { print $2 - a[k] }' "$work/c0" "$work/c1"; }
+diag "counters: $(for k in tx_packets rx_packets retransmits sack_losses rto_losses rto_timeouts path_moves probes rate_hint_changes rx_drops; do printf '%s +%s ' $k "$(delta $k)"; done)"
+
+# --- the events against the counters ---
+if [[ -n $tracing ]]; then
+  ovr=$(awk '/^overrun:/ { o += $2 } /^dropped events:/ { d += $3 } END { print o + d }' $T/per_cpu/cpu*/stats)
+  ((ovr == 0)) && pass "trace buffer: no event lost (overrun + dropped 0)" ||
+    fail "trace buffer lost $ovr events (raise buffer_size_kb)"
+  cat $T/trace >"$work/trace"
+  echo 0 >$T/events/metaroce/enable
+  diag "excerpt:" "$(for e in tx rx loss retransmit path_state rto rate_hint; do grep -m2 " $e: " "$work/trace"; done)"
+  # One line per event: "name key=value ...", counted and checked.
+  awk -v paths="$paths" '
+    { for (i = 1; i <= NF; i++) if ($i ~ /^[a-z_]+:$/ && $(i + 1) ~ /^qpn=/) break
+      if (i > NF) next
+      ev = substr($i, 1, length($i) - 1); delete f
+      for (j = i + 1; j <= NF; j++) if (split($j, kv, "=") == 2) f[kv[1]] = kv[2]
+      n[ev]++
+      if ("path" in f && f["path"] + 0 >= paths) bad_path++
+      if (ev == "tx" && f["type"] == "DATA") {
+        data++; k = f["qpn"] "/" f["path"]
+        if (k in last) { d = (f["psn"] - last[k] + 4294967296) % 4294967296
+          if (d == 0 || d >= 2147483648) back++; else if (d > 1) gap++ }
+        last[k] = f["psn"]; if (f["retx"] == 1) txretx++ }
+      if (ev == "rx" && f["drop"] != "-") rxdrop++
+      if (ev == "loss") loss[f["cause"]]++
+      if (ev == "path_state" && split(f["sport"], s, "->") == 2 && s[1] != s[2]) moves++
+      if (ev == "rate_hint" && f["side"] == "local") hint++ }
+    END {
+      printf "tx %d rx %d data %d txretx %d retransmit %d sack %d rtoloss %d rto %d path_state %d moves %d hint %d rxdrop %d bad_path %d back %d gap %d\n",
+        n["tx"], n["rx"], data, txretx, n["retransmit"], loss["sack"], loss["rto"], n["rto"], n["path_state"],
+        moves, hint, rxdrop, bad_path, back, gap }' "$work/trace" >"$work/counts"
+  read -r _ tx _ rx _ data _ txretx _ retx _ sack _ rtoloss _ rto _ pstate _ moves _ hint _ rxdrop _ badpath _ back _ gap <"$work/counts"
+  diag "events: $(cat "$work/counts")"
+  # same DESC EVENTS COUNTER: an event count equals a counter's increase.
+  same() { local c; c=$(delta "$3")
+    [[ $2 == "$c" ]] && pass "$1: $2 events = $3 +$c" || fail "$1: $2 events, $3 +$c" "$(cat "$work/counts")"; }
+  same "metaroce:tx" "$tx" tx_packets
+  same "metaroce:rx" "$rx" rx_packets
+  same "metaroce:rx with a drop reason" "$rxdrop" rx_drops
+  same "metaroce:retransmit" "$retx" retransmits
+  same "metaroce:tx with retx=1" "$txretx" retransmits
+  same "metaroce:loss cause=sack" "$sack" sack_losses
+  same "metaroce:loss cause=rto" "$rtoloss" rto_losses
+  same "metaroce:rto" "$rto" rto_timeouts
+  same "metaroce:path_state with a new sport" "$moves" path_moves
+  same "metaroce:rate_hint side=local" "$hint" rate_hint_changes
+  ((data > 1000)) && pass "metaroce:tx: $data DATA packets traced" || fail "metaroce:tx: only $data DATA packets traced"
+  ((badpath == 0)) && pass "every traced path index < paths ($paths)" || fail "$badpath events name a path >= $paths"
+  ((back == 0)) && pass "DATA PSNs increase on every (QP, path) ($gap gaps: datagrams the stack refused)" ||
+    fail "DATA PSNs went backwards $back times on a (QP, path)" "$(cat "$work/counts")"
+  # Both directions carry data over the lossy link: each side lost and resent some.
+  ((retx > 0 && sack + rtoloss > 0)) && pass "lossy link: $((sack + rtoloss)) losses and $retx retransmissions traced" ||
+    fail "lossy link: no loss or retransmission traced" "$(cat "$work/counts")"
+fi
+rm -rf "$work"
+check_kmemleak
+done_testing
