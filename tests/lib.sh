@@ -40,9 +40,11 @@ meet() {
 }
 # local_link: in a one-guest run (no private link), a veth pair mrl0/mrl1
 # with guest 1's addresses on mrl0 stands in for it, so that the loopback
-# tests (traffic to the guest's own address) run in a single guest.
+# tests (traffic to the guest's own address) run in a single guest. A pair
+# left by an earlier test of the same guest is replaced.
 local_link() {
   [[ -n ${MR_IF:-} ]] && return 0
+  ip link del mrl0 2>/dev/null
   ip link add mrl0 type veth peer name mrl1 &&
   ip link set mrl1 up && ip link set mrl0 up &&
   ip addr add 198.18.0.1/24 dev mrl0 &&
