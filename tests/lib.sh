@@ -38,6 +38,19 @@ meet() {
   retry "${2:-400}" test -f "$MR_RUNDIR/events/$1.$((3 - MR_ID))" ||
     { fail "guest $((3 - MR_ID)) never reached '$1'"; done_testing; }
 }
+# local_link: in a one-guest run (no private link), a veth pair mrl0/mrl1
+# with guest 1's addresses on mrl0 stands in for it, so that the loopback
+# tests (traffic to the guest's own address) run in a single guest. A pair
+# left by an earlier test of the same guest is replaced.
+local_link() {
+  [[ -n ${MR_IF:-} ]] && return 0
+  ip link del mrl0 2>/dev/null
+  ip link add mrl0 type veth peer name mrl1 &&
+  ip link set mrl1 up && ip link set mrl0 up &&
+  ip addr add 198.18.0.1/24 dev mrl0 &&
+  ip -6 addr add 2001:2::1/64 dev mrl0 nodad || return 1
+  export MR_IF=mrl0 MR_IP4=198.18.0.1 MR_IP6=2001:2::1
+}
 # counter NAME: a counter of the RDMA device $dev (`rdma statistic`).
 counter() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v k="$1" 'p { v = $0; exit } $0 == k { p = 1 } END { print v + 0 }'; }
 

@@ -10,13 +10,15 @@
 # - ...") in the kernel log become this script's TAP. Then a second load with
 # corrupt=3 (one expected byte of the 3rd payload comparison flipped) must
 # report exactly that test as failed: the module's own self-check.
-# Run with -n 2 (guest 2 only idles). PARAMS go to the module's first load
+# One guest (a veth pair stands in for the link: tests/lib.sh local_link), or
+# -n 2 (guest 2 only idles). PARAMS go to the module's first load
 # (e.g. last_wqe=1: also expect IB_EVENT_QP_LAST_WQE_REACHED for an SRQ QP
 # moved to ERR, as tests/run does; access_errors=0: skip the
 # IB_WC_REM_ACCESS_ERR cases).
 #   kverbs.sh [mr0|rxe0] [PARAMS...]
 . "$MR_REPO/tests/lib.sh"
 if ((MR_ID != 1)); then pass "guest $MR_ID: idle"; done_testing; fi
+local_link && pass "a link for the device: $MR_IF" || fail "a link for the device (one guest: veth mrl0)"
 dev=${1:-mr0}
 shift
 modargs=("$@")

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Loopback: two QPs of the same mr0 device in one guest reach each other
 # through the transport (datagrams to the host's own address), as on rxe.
-# Run with -n 2 (guest 2 only idles).
+# One guest (a veth pair stands in for the link: tests/lib.sh local_link), or
+# -n 2 (guest 2 only idles).
 . "$MR_REPO/tests/lib.sh"
 if ((MR_ID != 1)); then pass "guest $MR_ID: idle"; done_testing; fi
+local_link && pass "a link for the device: $MR_IF" || fail "a link for the device (one guest: veth mrl0)"
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
 check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
 check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
