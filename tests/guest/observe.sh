@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two guests: what an operator sees of mr0 while it carries traffic over a
 # lossy link (Documentation/observability.rst) — the metaroce:* trace events
-# (tracefs; trace-cmd and perf list them), `rdma resource show qp|cq|mr|pd
+# (tracefs; trace-cmd and perf list them; bpftrace counts two), `rdma resource show qp|cq|mr|pd
 # -dd` during the run, and `rdma statistic`, each checked against the others:
 # every event count equals its counter's increase over the traced window.
 #   observe.sh [mr0] [-n ITERS] [NETEM-ARGS...]   (default: 600, loss 2% delay 1ms)
@@ -62,6 +62,18 @@ if [[ -d $T/events/metaroce ]]; then
 else
   pass "metaroce trace events # SKIP kernel without CONFIG_EVENT_TRACING (no $T/events/metaroce)"
 fi
+
+# bpftrace on the same events (a BPF program per tracepoint, counting),
+# running across the traced window like tracefs.
+bpf=""
+if [[ -n $tracing ]] && command -v bpftrace >/dev/null; then
+  bpftrace -e 'tracepoint:metaroce:tx { @tx = count(); } tracepoint:metaroce:retransmit { @retx = count(); }' \
+    >"$work/bpf.out" 2>&1 &
+  bpf=$!
+  for _ in $(seq 240); do grep -q '^Attaching' "$work/bpf.out" && break; kill -0 $bpf 2>/dev/null || break; sleep 0.5; done
+  if grep -q '^Attaching' "$work/bpf.out"; then pass "bpftrace attached to metaroce:tx and metaroce:retransmit"
+  else fail "bpftrace attaches to metaroce:* (CONFIG_BPF_EVENTS)" "$(cat "$work/bpf.out")"; kill $bpf 2>/dev/null; bpf=""; fi
+elif [[ -n $tracing ]]; then diag "bpftrace not installed (tools/setup.sh installs it)"; fi
 
 # counters FILE: the device's counters, one "name value" a line.
 counters() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk 'NF { if (k == "") k = $0; else { print k, $0; k = "" } }' | grep -E '^[a-z_]+ [0-9]+$' >"$1"; }
@@ -193,6 +205,13 @@ if [[ -n $tracing ]]; then
   same "metaroce:rto" "$rto" rto_timeouts
   same "metaroce:path_state with a new sport" "$moves" path_moves
   same "metaroce:rate_hint side=local" "$hint" rate_hint_changes
+  if [[ -n $bpf ]]; then
+    kill -INT $bpf; wait $bpf
+    # bpftrace prints its maps as it exits; a map never written is absent (0).
+    btx=$(awk '$1 == "@tx:" { print $2 }' "$work/bpf.out"); bretx=$(awk '$1 == "@retx:" { print $2 }' "$work/bpf.out")
+    same "bpftrace count() of metaroce:tx" "${btx:-0}" tx_packets
+    same "bpftrace count() of metaroce:retransmit" "${bretx:-0}" retransmits
+  fi
   ((data > 1000)) && pass "metaroce:tx: $data DATA packets traced" || fail "metaroce:tx: only $data DATA packets traced"
   ((badpath == 0)) && pass "every traced path index < paths ($paths)" || fail "$badpath events name a path >= $paths"
   ((back == 0)) && pass "DATA PSNs increase on every (QP, path) ($gap gaps: datagrams the stack refused)" ||
