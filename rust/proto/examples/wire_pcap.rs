@@ -24,9 +24,9 @@
 //! exchange `k` node 0 is 10.0.k.1 (QPN 1), node 1 10.0.k.2 (QPN 2); hand-made
 //! datagrams go between 10.0.100.1 and 10.0.100.2.
 
-use metaroce_proto::rc::{access, send_flags, QpMode, SendWqe, Sge, WrOpcode};
+use metaroce_proto::rc::{access, QpMode, Sge, WrOpcode};
 use metaroce_proto::sack::Sack;
-use metaroce_proto::testkit::rc::{Link, Pair, Rng, SqEntry};
+use metaroce_proto::testkit::rc::{sge, Link, Pair, Rng, SqEntry};
 use metaroce_proto::wire::{self, AckHeader, DataHeader, DatagramHeader, Op, Packet, ProbeHeader};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -253,43 +253,34 @@ fn workload(k: u8, copies: u64) -> Pair {
         access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
     let a = p.a.host.reg_mr(A_MR, 1 << 18, all);
     let b = p.b.host.reg_mr(B_MR, 1 << 18, all);
-    let sge = |va: u64, off: u64, len: u32, lkey: u32| Sge {
-        addr: va + off,
-        length: len,
-        lkey,
-    };
     let wqe = |op: WrOpcode, wr_id: u64, sges: Vec<Sge>, remote: u64| {
-        let length = sges.iter().map(|s| s.length).sum();
-        SqEntry {
-            wqe: SendWqe {
-                wr_id,
-                opcode: op as u32,
-                send_flags: send_flags::SIGNALED,
-                remote_addr: remote,
-                rkey: B_MR,
-                atomic_rkey: B_MR,
-                length,
-                num_sge: sges.len() as u32,
-                compare_add: 5,
-                swap: 9,
-                ..SendWqe::default()
-            },
-            sges,
-            inline: Vec::new(),
-        }
+        let mut e = SqEntry::signaled(op, wr_id, sges).at(remote, B_MR);
+        e.wqe.compare_add = 5;
+        e.wqe.swap = 9;
+        e
     };
     for c in 0..copies {
         let o = c * 0x8000;
         for r in 0..3 {
             p.b.host.post_recv(
                 c * 8 + r,
-                &[sge(b, 0x30000 + (c * 3 + r) * 0x2000, 0x2000, B_MR)],
+                &[sge(
+                    b,
+                    0x30000 + (c * 3 + r) as usize * 0x2000,
+                    0x2000,
+                    B_MR,
+                )],
             );
         }
         for r in 0..2 {
             p.a.host.post_recv(
                 c * 8 + r,
-                &[sge(a, 0x30000 + (c * 2 + r) * 0x2000, 0x2000, A_MR)],
+                &[sge(
+                    a,
+                    0x30000 + (c * 2 + r) as usize * 0x2000,
+                    0x2000,
+                    A_MR,
+                )],
             );
         }
         let ops = [
@@ -302,7 +293,7 @@ fn workload(k: u8, copies: u64) -> Pair {
             (WrOpcode::AtomicCmpAndSwp, 8, b + 0x2f008 + c * 16),
         ];
         for (i, (op, len, remote)) in ops.into_iter().enumerate() {
-            let local = sge(a, o + (i as u64) * 0x1000, len, A_MR);
+            let local = sge(a, o as usize + i * 0x1000, len, A_MR);
             p.a.host
                 .post_send(wqe(op, c * 16 + i as u64, vec![local], remote));
         }
@@ -310,7 +301,7 @@ fn workload(k: u8, copies: u64) -> Pair {
             .into_iter()
             .enumerate()
         {
-            let local = sge(b, o + (i as u64) * 0x1000, len, B_MR);
+            let local = sge(b, o as usize + i * 0x1000, len, B_MR);
             p.b.host
                 .post_send(wqe(op, c * 16 + i as u64, vec![local], 0));
         }

@@ -23,6 +23,42 @@ pub struct SqEntry {
     pub inline: Vec<u8>,
 }
 
+/// An SGE of `len` bytes at offset `off` of the region at `va`, opened by `lkey`.
+pub fn sge(va: u64, off: usize, len: usize, lkey: u32) -> Sge {
+    Sge {
+        addr: va + off as u64,
+        length: len as u32,
+        lkey,
+    }
+}
+
+impl SqEntry {
+    /// A signaled WQE of `op` with `sges` (its length their sum), no remote side.
+    pub fn signaled(op: WrOpcode, wr_id: u64, sges: Vec<Sge>) -> Self {
+        let length = sges.iter().map(|s| s.length).sum();
+        SqEntry {
+            wqe: SendWqe {
+                wr_id,
+                opcode: op as u32,
+                send_flags: rc::send_flags::SIGNALED,
+                length,
+                num_sge: sges.len() as u32,
+                ..SendWqe::default()
+            },
+            sges,
+            inline: Vec::new(),
+        }
+    }
+
+    /// The same WQE aimed at `va` under `rkey` (RDMA and atomics).
+    pub fn at(mut self, va: u64, rkey: u32) -> Self {
+        self.wqe.remote_addr = va;
+        self.wqe.rkey = rkey;
+        self.wqe.atomic_rkey = rkey;
+        self
+    }
+}
+
 /// A memory region: `bytes` at `va`, opened by `key` (lkey and rkey alike).
 #[derive(Clone, Debug)]
 pub struct Mr {

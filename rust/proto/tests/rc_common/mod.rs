@@ -2,7 +2,7 @@
 //! ([`metaroce_proto::testkit::rc::Pair`]) and its integrity checks.
 #![allow(dead_code)]
 
-use metaroce_proto::rc::{access, send_flags, Cqe, SendWqe, Sge, WcOpcode, WcStatus, WrOpcode};
+use metaroce_proto::rc::{access, Cqe, Sge, WcOpcode, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::{Link, Pair, SqEntry};
 
 /// Requester's memory: source and landing buffers.
@@ -38,37 +38,16 @@ pub fn setup(slots: usize, srq: bool, link: Link, seed: u64) -> (Pair, u64, u64)
 /// Offset of B's READ source area.
 pub const B_READ: usize = 1 << 17;
 
-pub fn sge(va: u64, off: usize, len: usize, lkey: u32) -> Sge {
-    Sge {
-        addr: va + off as u64,
-        length: len as u32,
-        lkey,
-    }
-}
+pub use metaroce_proto::testkit::rc::sge;
 
 /// A signaled WQE of `op` with `sges` (its length their sum).
 pub fn wqe(op: WrOpcode, wr_id: u64, sges: Vec<Sge>) -> SqEntry {
-    let length = sges.iter().map(|s| s.length).sum();
-    SqEntry {
-        wqe: SendWqe {
-            wr_id,
-            opcode: op as u32,
-            send_flags: send_flags::SIGNALED,
-            length,
-            num_sge: sges.len() as u32,
-            ..SendWqe::default()
-        },
-        sges,
-        inline: Vec::new(),
-    }
+    SqEntry::signaled(op, wr_id, sges)
 }
 
 /// The same with a remote address and key.
-pub fn rdma(mut e: SqEntry, va: u64, rkey: u32) -> SqEntry {
-    e.wqe.remote_addr = va;
-    e.wqe.rkey = rkey;
-    e.wqe.atomic_rkey = rkey;
-    e
+pub fn rdma(e: SqEntry, va: u64, rkey: u32) -> SqEntry {
+    e.at(va, rkey)
 }
 
 /// What a send completion should say.
