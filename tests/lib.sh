@@ -108,3 +108,39 @@ check_kmemleak() {
   n=$(grep -c unreferenced $k)
   ((n == 0)) && pass "kmemleak: 0 unreferenced objects" || fail "kmemleak: $n unreferenced objects" "$(head -40 $k)"
 }
+
+# integrity_built: out/integrity exists and is newer than its source (the
+# host builds it: `make -C tests/integrity`); a test without it stops here.
+integrity_built() {
+  local bin=$MR_REPO/out/integrity
+  if [[ -x $bin && ! $bin -ot $MR_REPO/tests/integrity/integrity.c ]]; then pass "out/integrity built and up to date"
+  else fail "out/integrity missing or older than its source: run 'make -C tests/integrity' on the host"; done_testing; fi
+}
+
+# run_integrity DEV GID [BOTH-ARGS...] [-- CLIENT-ARGS...]: the integrity test
+# (tests/integrity/integrity.c) between the two guests on DEV: guest 1 serves,
+# guest 2 drives as the client (connecting, retrying, until the server
+# listens) with CLIENT-ARGS too (-s/-n/-M: the server takes them from the
+# client). Its TAP lines become the caller's ("DEV: ..."); "#" lines pass
+# through; then a test that it exited 0. Returns its exit status.
+run_integrity() {
+  local dev=$1 gid=$2 both=() client=() line rc t0=$SECONDS
+  shift 2
+  while (($#)) && [[ $1 != -- ]]; do both+=("$1"); shift; done
+  (($#)) && { shift; client=("$@"); }
+  local role=server
+  ((MR_ID == 1)) || { role="client $MR_PEER_IP4"; both+=("${client[@]}"); }
+  local rcf=$MR_RUNDIR/integrity.rc.$MR_ID
+  while IFS= read -r line; do
+    case $line in
+      "ok "*) pass "$dev: ${line#ok * - }" ;;
+      "not ok "*) fail "$dev: ${line#not ok * - }" ;;
+      1..*) ;;
+      *) echo "$line" ;;
+    esac
+  done < <(timeout 540 "$MR_REPO/out/integrity" -d "$dev" -g "$gid" "${both[@]}" $role 2>&1; echo $? >"$rcf")
+  rc=$(cat "$rcf")
+  ((rc == 0)) && pass "$dev: integrity $role exits 0 ($((SECONDS - t0)) s)" \
+    || fail "$dev: integrity $role exits 0 (exit $rc, $((SECONDS - t0)) s)" "$(dmesg | tail -20)"
+  return "$rc"
+}

@@ -31,9 +31,7 @@ while [[ ${1:-} == -[snM] && $# -ge 2 ]]; do
   shift 2
 done
 (($# > 0)) || set -- loss 1% delay 1ms reorder 25%
-bin=$MR_REPO/out/integrity
-if [[ -x $bin && ! $bin -ot $MR_REPO/tests/integrity/integrity.c ]]; then pass "out/integrity built and up to date"
-else fail "out/integrity missing or older than its source: run 'make -C tests/integrity' on the host"; done_testing; fi
+integrity_built
 if command -v tcpdump >/dev/null; then pass "tcpdump present: $(tcpdump --version 2>&1 | head -1)"
 else fail "tcpdump not installed on the host (tools/setup.sh installs it)"; done_testing; fi
 
@@ -66,21 +64,7 @@ qpf=$MR_RUNDIR/qp.$MR_ID
 ( while :; do rdma -dd resource show qp link "$dev/1" >>"$qpf" 2>&1; sleep 0.5; done ) &
 poller=$!
 
-role=server; ((MR_ID == 1)) || role="client $MR_PEER_IP4"
-((MR_ID == 1)) && args=()
-rcf=$MR_RUNDIR/integrity.rc.$MR_ID
-t0=$SECONDS
-while IFS= read -r line; do
-  case $line in
-    "ok "*) pass "$dev: ${line#ok * - }" ;;
-    "not ok "*) fail "$dev: ${line#not ok * - }" ;;
-    1..*) ;;
-    *) echo "$line" ;;
-  esac
-done < <(timeout 540 "$bin" -d "$dev" -g "$gid" "${args[@]}" $role 2>&1; echo $? >"$rcf")
-rc=$(cat "$rcf")
-((rc == 0)) && pass "$dev: integrity $role exits 0 ($((SECONDS - t0)) s)" \
-  || fail "$dev: integrity $role exits 0 (exit $rc, $((SECONDS - t0)) s)" "$(dmesg | tail -20)"
+run_integrity "$dev" "$gid" -- "${args[@]}"
 kill "$poller"; wait "$poller" 2>/dev/null
 
 # Both ends done: nothing of the transport is in flight once netem's delay

@@ -16,10 +16,7 @@ shift
 args=() deep=()
 if [[ ${1:-} == -Q ]]; then deep=(-Q); shift; fi
 while [[ ${1:-} == -[snM] && $# -ge 2 ]]; do args+=("$1" "$2"); shift 2; done
-bin=$MR_REPO/out/integrity
-src=$MR_REPO/tests/integrity/integrity.c
-if [[ -x $bin && ! $bin -ot $src ]]; then pass "out/integrity built and up to date"
-else fail "out/integrity missing or older than its source: run 'make -C tests/integrity' on the host"; done_testing; fi
+integrity_built
 
 add_link "$dev"
 check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
@@ -31,21 +28,5 @@ gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
 if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
 else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
 
-# The test's own TAP lines become this script's (renumbered); "#" lines pass
-# through. The client connects (retrying) until the server listens.
-role=server; ((MR_ID == 1)) || role="client $MR_PEER_IP4"
-((MR_ID == 1)) && args=()
-rcf=$MR_RUNDIR/integrity.rc.$MR_ID
-t0=$SECONDS
-while IFS= read -r line; do
-  case $line in
-    "ok "*) pass "$dev: ${line#ok * - }" ;;
-    "not ok "*) fail "$dev: ${line#not ok * - }" ;;
-    1..*) ;;
-    *) echo "$line" ;;
-  esac
-done < <(timeout 540 "$bin" -d "$dev" -g "$gid" "${deep[@]}" "${args[@]}" $role 2>&1; echo $? >"$rcf")
-rc=$(cat "$rcf")
-((rc == 0)) && pass "$dev: integrity $role exits 0 ($((SECONDS - t0)) s)" \
-  || fail "$dev: integrity $role exits 0 (exit $rc, $((SECONDS - t0)) s)" "$(dmesg | tail -20)"
+run_integrity "$dev" "$gid" "${deep[@]}" -- "${args[@]}"
 done_testing
