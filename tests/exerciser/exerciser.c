@@ -2249,8 +2249,10 @@ static int ep_pair(const struct conn_opts *o, const char *what)
 
 /* Post one signaled work request gathering from one SGE (none if len is 0);
  * the atomics add (or compare with) arg; SEND_WITH_INV invalidates rkey. */
-static int post_wr(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op, void *addr, uint32_t len,
-		   uint32_t lkey, void *raddr, uint32_t rkey, uint64_t arg)
+/* One signaled WR of `op` with one SGE (none when len is 0): RDMA or atomic
+ * target raddr/rkey, atomic operand arg, immediate imm (network order). */
+static int post_wr_imm(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op, void *addr, uint32_t len,
+		       uint32_t lkey, void *raddr, uint32_t rkey, uint64_t arg, uint32_t imm)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
 	struct ibv_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = len ? 1 : 0, .opcode = op,
@@ -2267,8 +2269,14 @@ static int post_wr(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op, void *
 	if (op == IBV_WR_SEND_WITH_INV)
 		w.invalidate_rkey = rkey;
 	else if (op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_SEND_WITH_IMM)
-		w.imm_data = 0x19;
+		w.imm_data = imm;
 	return rcerr(ibv_post_send(qp, &w, &bad));
+}
+
+static int post_wr(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op, void *addr, uint32_t len,
+		   uint32_t lkey, void *raddr, uint32_t rkey, uint64_t arg)
+{
+	return post_wr_imm(qp, id, op, addr, len, lkey, raddr, rkey, arg, 0x19);
 }
 
 static int post_ud(struct ibv_qp *qp, uint64_t id, struct ibv_ah *ah, uint32_t qpn, void *addr, uint32_t len)
@@ -2283,12 +2291,19 @@ static int post_ud(struct ibv_qp *qp, uint64_t id, struct ibv_ah *ah, uint32_t q
 	return rcerr(ibv_post_send(qp, &w, &bad));
 }
 
-static int post_recv1(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t id, void *addr, uint32_t len)
+/* One receive of one SGE (addr, len, lkey) on qp, or on srq if given. */
+static int post_recv_lkey(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t id, void *addr, uint32_t len,
+			  uint32_t lkey)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = ep.mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
 	struct ibv_recv_wr r = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
 
 	return rcerr(srq ? ibv_post_srq_recv(srq, &r, &bad) : ibv_post_recv(qp, &r, &bad));
+}
+
+static int post_recv1(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t id, void *addr, uint32_t len)
+{
+	return post_recv_lkey(qp, srq, id, addr, len, ep.mr->lkey);
 }
 
 /* Poll cq into wc[max] until wr_id `until` has completed and `more` seconds
@@ -3261,30 +3276,17 @@ static int uc_pair(struct ibv_pd *pd, struct uc_ctx *u)
 	return uc_connect(u);
 }
 
+/* UC's WRs: from u->src + off to u->dst + dst_off, into u->rbuf + off. */
 static int uc_post(struct uc_ctx *u, uint64_t id, enum ibv_wr_opcode op, uint32_t off, uint32_t len,
 		   uint32_t dst_off, uint32_t rkey, uint32_t imm)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)u->src + off, .length = len, .lkey = u->mr->lkey };
-	struct ibv_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = len ? 1 : 0, .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED }, *bad;
-
-	w.wr.rdma.remote_addr = (uintptr_t)u->dst + dst_off;
-	w.wr.rdma.rkey = rkey;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		w.wr.atomic.remote_addr = (uintptr_t)u->dst + dst_off;
-		w.wr.atomic.rkey = rkey;
-		w.wr.atomic.compare_add = 1;
-	}
-	w.imm_data = htonl(imm);
-	return rcerr(ibv_post_send(u->a, &w, &bad));
+	return post_wr_imm(u->a, id, op, u->src + off, len, u->mr->lkey, u->dst + dst_off, rkey, 1,
+			   htonl(imm));
 }
 
 static int uc_recv(struct uc_ctx *u, uint64_t id, uint32_t off, uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)u->rbuf + off, .length = len, .lkey = u->mr->lkey };
-	struct ibv_recv_wr r = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	return rcerr(ibv_post_recv(u->b, &r, &bad));
+	return post_recv_lkey(u->b, NULL, id, u->rbuf + off, len, u->mr->lkey);
 }
 
 #define UC_SRC 0
