@@ -3,279 +3,33 @@
 //! deadlines and completions out.
 
 //!
-//! The state is grouped by concern and so are the files: `tx` (sending data and probes,
-//! path picking, pacing), `rx` (receiving data and probes), `ack` (processing ACKs and
-//! sending them), `timers` (the timer table and what expires).
+//! The state is grouped by concern and so are the files: `config` (its parameters),
+//! `app` (the application's side: the [`App`] trait and what crosses it), `tx` (sending
+//! data and probes, path picking, pacing), `rx` (receiving data and probes), `ack`
+//! (processing ACKs and sending them), `timers` (the timer table and what expires),
+//! `event` (what it reports as it runs).
 
 mod ack;
+mod app;
+mod config;
 mod event;
 mod rx;
 mod timers;
 mod tx;
 
-use super::cc::{CcConfig, PathCc};
+use super::cc::PathCc;
 use super::ident::Ident;
 use super::path::{PathRx, PathState, PathTx};
 use super::stream::{StreamRx, StreamTx};
 use super::time::Instant;
-use super::wire::{Op, Reth};
 use timers::{Timer, TimerTable};
 
+pub use app::{rnr_timer_ns, App, ConnError, MsgInfo, Placement, Refuse, Rnr, Unreadable};
+pub use config::Config;
 pub use event::{Event, LossCause};
 
 /// Largest number of paths a connection may have.
 pub const MAX_PATHS: usize = 64;
-
-/// Connection parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// Our connection id (the peer puts it in `dst_conn`).
-    pub local_conn: u32,
-    /// The peer's connection id.
-    pub peer_conn: u32,
-    /// The key of the direction this end sends data in ([`Ident`]): the token of its
-    /// DATA and PROBE packets (and of the ACKs it accepts) and its paths' first PSNs.
-    pub tx_ident: Ident,
-    /// The key of the direction the peer sends data in: the token of the DATA and
-    /// PROBE packets this end accepts (and of its ACKs) and the first PSN it expects
-    /// on each path.
-    pub rx_ident: Ident,
-    /// A second key the peer may send with, accepted only until the first DATA or
-    /// PROBE is (then the connection keeps whichever key that packet carried): a
-    /// verbs peer that never reaches RTS (a responder serving READs and atomics
-    /// from RTR) knows no `sq_psn` and keys its data with its `rq_psn`, i.e. this
-    /// end's `sq_psn` (Documentation/transport.rst, "Identity and threat model").
-    /// Key 0 ([`Ident::DEFAULT`]): none.
-    pub rx_alt: Ident,
-    /// Number of paths in use, 1..=P (and at most 64).
-    pub paths: u8,
-    /// Payload bytes per full packet.
-    pub mtu: u16,
-    /// Source port of path 0; path i starts at `base_src_port + i`.
-    pub base_src_port: u16,
-    /// Bytes each packet costs on the wire below the MetaRoCE header (Ethernet, IP, UDP,
-    /// preamble, gap), used for pacing.
-    pub wire_overhead: u16,
-    /// RTO before the first RTT sample, ns.
-    pub init_rto_ns: u32,
-    /// Smallest RTO, ns.
-    pub min_rto_ns: u32,
-    /// Largest RTO before backoff, ns.
-    pub max_rto_ns: u32,
-    /// Verbs `retry_cnt`: local ACK timeouts without progress tolerated before the
-    /// connection fails with [`ConnError::RetryExceeded`] (IBTA 9.7.6.1.3). With
-    /// `ack_timeout_ns` 0, path timeouts count instead, `retry_cnt` per path.
-    pub retry_cnt: u8,
-    /// Verbs local ACK timeout (IBTA 9.7.6.1.3: 4.096 us * 2^`timeout`), ns;
-    /// `u64::MAX` never expires (verbs `timeout` 0). The path RTOs retransmit long
-    /// before; this timer only measures the application's patience. It runs while
-    /// any message is unacknowledged and restarts on progress (an ACK that
-    /// acknowledges or reports received data, or an RNR report); each expiry is one
-    /// retry, and the next expiry is one timeout
-    /// after the previous one was *handled*, so a host that could not run for a
-    /// while counts one retry, not all the timeouts its clock skipped. 0: no local
-    /// ACK timer (the simulator's model): every path timeout is a retry.
-    pub ack_timeout_ns: u64,
-    /// Verbs `rnr_retry`: RNR refusals tolerated per packet (7 = unlimited).
-    pub rnr_retry: u8,
-    /// Consecutive probe timeouts before a path moves to a new source port.
-    pub move_after: u8,
-    /// Window cap from the peer's rate hint: `hint * min_rtt * headroom / 1024`.
-    pub hint_headroom: u16,
-    /// Pace data at the peer's hinted rate.
-    pub pacing: bool,
-    /// Pacing slack, µs (a u16: it fits this struct's padding): how far ahead of the
-    /// pacing clock a sender may send, i.e. a burst allowance of that much sending time at
-    /// the paced rate. 0 = strict spacing. A host whose timer resolves only ticks sets a
-    /// tick or two (the most its timer fires late): with less, every pacing wait would
-    /// cost a whole tick; the rate over that span is still the paced one.
-    pub pacing_slack_us: u16,
-    /// ACK after this many data packets on a path (1 = every packet).
-    pub ack_every: u8,
-    /// Longest an ACK is delayed, ns.
-    pub ack_delay_ns: u32,
-    /// Initial connection window (bytes of window charge); it then grows by the bytes
-    /// acknowledged (doubling per round trip) until other limits bind.
-    pub init_qwnd: u32,
-    /// Congestion control.
-    pub cc: CcConfig,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
-}
-
-impl Config {
-    /// The defaults, usable in constants.
-    pub const DEFAULT: Config = {
-        Config {
-            local_conn: 0,
-            peer_conn: 0,
-            tx_ident: Ident::DEFAULT,
-            rx_ident: Ident::DEFAULT,
-            rx_alt: Ident::DEFAULT,
-            paths: 8,
-            mtu: 4096,
-            base_src_port: 49152,
-            wire_overhead: 66,
-            init_rto_ns: 1_000_000,
-            min_rto_ns: 100_000,
-            max_rto_ns: 100_000_000,
-            retry_cnt: 7,
-            ack_timeout_ns: 0,
-            rnr_retry: 7,
-            move_after: 1,
-            hint_headroom: 1536,
-            pacing: true,
-            pacing_slack_us: 0,
-            init_qwnd: 4160,
-            ack_every: 1,
-            ack_delay_ns: 2_000,
-            cc: CcConfig::DEFAULT,
-        }
-    };
-}
-
-/// Description of a message the application (verbs layer) has queued on a stream.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MsgInfo {
-    /// Verbs op.
-    pub op: Op,
-    /// Length in bytes.
-    pub len: u32,
-    /// Remote buffer, carried when `op.needs_reth()`.
-    pub reth: Reth,
-    /// Immediate data, carried when `op.has_imm()`.
-    pub imm: u32,
-    /// Opaque tag carried in every packet of the message ([`super::wire::DataHeader::tag`]).
-    pub tag: u16,
-    /// Solicited event requested (`DF_SE` on the last packet).
-    pub solicited: bool,
-}
-
-/// Where received bytes go; handed to [`App::place`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Placement<'a> {
-    /// Stream.
-    pub stream: u16,
-    /// Message sequence number in the stream.
-    pub msn: u32,
-    /// Offset of `payload` in the message.
-    pub offset: u32,
-    /// Message length.
-    pub msg_len: u32,
-    /// Verbs op.
-    pub op: Op,
-    /// Remote buffer, if the packet carried one.
-    pub reth: Option<Reth>,
-    /// Immediate data, if the packet carried it.
-    pub imm: Option<u32>,
-    /// The message's tag.
-    pub tag: u16,
-    /// The packet is the last of a message that asked for a solicited event.
-    pub solicited: bool,
-    /// Payload bytes.
-    pub payload: &'a [u8],
-}
-
-/// Receiver-not-ready: the application cannot take this packet yet; the value is the 5-bit
-/// RNR timer code of IBTA 9.7.5.2.8 table 45 (the QP's `min_rnr_timer`), which the
-/// sender waits for before it retries ([`rnr_timer_ns`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rnr(pub u8);
-
-/// The RNR NAK timer of IBTA 9.7.5.2.8 table 45: how long a sender waits after an RNR NAK
-/// carrying `code` (5 bits; higher bits ignored), in nanoseconds. Code 0 is the longest
-/// (655.36 ms); codes 1-31 run from 0.01 ms to 491.52 ms.
-pub fn rnr_timer_ns(code: u8) -> u64 {
-    /// Table 45 in units of 10 µs, by code.
-    const TABLE: [u32; 32] = [
-        65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
-        1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
-    ];
-    let units = TABLE.get(usize::from(code & 0x1f)).copied().unwrap_or(1);
-    u64::from(units) * 10_000
-}
-
-/// Why the application cannot supply a message's bytes ([`App::payload`]). The packet is
-/// not sent and the connection fails with [`ConnError::LocalProtection`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unreadable {
-    /// A buffer of the application's own request (bad key, access right or bounds, or
-    /// memory deregistered since it was posted): only this side fails.
-    Local,
-    /// Memory a response reads on the peer's behalf (an RDMA READ's source) is no longer
-    /// accessible: the peer is also NAKed (remote access error), as a responder does for a
-    /// request it can no longer serve.
-    Remote,
-}
-
-/// Why the application refuses a received packet ([`App::place`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refuse {
-    /// Not yet (no receive posted): the sender retries after the timer.
-    Rnr(Rnr),
-    /// Never (bad key, range or access right): the receiver NAKs and the
-    /// sender's connection fails with [`ConnError::RemoteAccess`].
-    Access,
-    /// Never (the request cannot be carried out, e.g. a SEND longer than the
-    /// receive it consumes): the receiver NAKs and the sender's connection
-    /// fails with [`ConnError::RemoteInvalid`].
-    Invalid,
-}
-
-impl From<Rnr> for Refuse {
-    fn from(r: Rnr) -> Self {
-        Refuse::Rnr(r)
-    }
-}
-
-/// Connection errors reported to the application (the QP goes to the error state).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConnError {
-    /// Too many timeouts without progress (`retry_cnt`).
-    RetryExceeded,
-    /// Too many RNR refusals of one packet (`rnr_retry`).
-    RnrRetryExceeded,
-    /// The application no longer describes a message that is still in flight.
-    MessageVanished,
-    /// The peer refused a packet (NAK: remote access error).
-    RemoteAccess,
-    /// The peer refused a packet (NAK: invalid request).
-    RemoteInvalid,
-    /// The application could not supply a packet's bytes ([`Unreadable`]).
-    LocalProtection,
-    /// The application stopped the connection ([`Connection::abort`]).
-    Aborted,
-}
-
-/// The application (verbs layer) seen from the core. Payload bytes never live in the core.
-pub trait App {
-    /// The message `msn` queued on `stream`, if it has been posted.
-    fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo>;
-    /// Copies bytes `[offset, offset + dst.len())` of message `(stream, msn)` into `dst`.
-    /// An error sends nothing (never a packet of made-up bytes) and fails the connection.
-    fn payload(
-        &mut self,
-        stream: u16,
-        msn: u32,
-        offset: u32,
-        dst: &mut [u8],
-    ) -> Result<(), Unreadable>;
-    /// Places received bytes (idempotent: the same bytes may arrive again only after a
-    /// retransmission raced an ACK, and are then not placed twice).
-    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse>;
-    /// Receiver: message `(stream, msn)` is whole and every earlier one is complete.
-    fn complete(&mut self, stream: u16, msn: u32);
-    /// Sender: message `(stream, msn)` is fully acknowledged, in order per stream.
-    fn acked(&mut self, stream: u16, msn: u32);
-    /// The connection failed.
-    fn error(&mut self, e: ConnError);
-    /// Something a host may trace happened ([`Event`]); by default nothing is done.
-    fn event(&mut self, _e: Event) {}
-}
 
 /// What a transmitted datagram is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

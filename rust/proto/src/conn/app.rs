@@ -1,0 +1,144 @@
+//! The application (verbs layer) as the connection sees it: the [`App`] trait it
+//! implements and the types that cross it (messages, placements, refusals, errors).
+
+use super::super::wire::{Op, Reth};
+use super::Event;
+
+/// Description of a message the application (verbs layer) has queued on a stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MsgInfo {
+    /// Verbs op.
+    pub op: Op,
+    /// Length in bytes.
+    pub len: u32,
+    /// Remote buffer, carried when `op.needs_reth()`.
+    pub reth: Reth,
+    /// Immediate data, carried when `op.has_imm()`.
+    pub imm: u32,
+    /// Opaque tag carried in every packet of the message ([`super::super::wire::DataHeader::tag`]).
+    pub tag: u16,
+    /// Solicited event requested (`DF_SE` on the last packet).
+    pub solicited: bool,
+}
+
+/// Where received bytes go; handed to [`App::place`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement<'a> {
+    /// Stream.
+    pub stream: u16,
+    /// Message sequence number in the stream.
+    pub msn: u32,
+    /// Offset of `payload` in the message.
+    pub offset: u32,
+    /// Message length.
+    pub msg_len: u32,
+    /// Verbs op.
+    pub op: Op,
+    /// Remote buffer, if the packet carried one.
+    pub reth: Option<Reth>,
+    /// Immediate data, if the packet carried it.
+    pub imm: Option<u32>,
+    /// The message's tag.
+    pub tag: u16,
+    /// The packet is the last of a message that asked for a solicited event.
+    pub solicited: bool,
+    /// Payload bytes.
+    pub payload: &'a [u8],
+}
+
+/// Receiver-not-ready: the application cannot take this packet yet; the value is the 5-bit
+/// RNR timer code of IBTA 9.7.5.2.8 table 45 (the QP's `min_rnr_timer`), which the
+/// sender waits for before it retries ([`rnr_timer_ns`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rnr(pub u8);
+
+/// The RNR NAK timer of IBTA 9.7.5.2.8 table 45: how long a sender waits after an RNR NAK
+/// carrying `code` (5 bits; higher bits ignored), in nanoseconds. Code 0 is the longest
+/// (655.36 ms); codes 1-31 run from 0.01 ms to 491.52 ms.
+pub fn rnr_timer_ns(code: u8) -> u64 {
+    /// Table 45 in units of 10 µs, by code.
+    const TABLE: [u32; 32] = [
+        65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
+        1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+    ];
+    let units = TABLE.get(usize::from(code & 0x1f)).copied().unwrap_or(1);
+    u64::from(units) * 10_000
+}
+
+/// Why the application cannot supply a message's bytes ([`App::payload`]). The packet is
+/// not sent and the connection fails with [`ConnError::LocalProtection`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unreadable {
+    /// A buffer of the application's own request (bad key, access right or bounds, or
+    /// memory deregistered since it was posted): only this side fails.
+    Local,
+    /// Memory a response reads on the peer's behalf (an RDMA READ's source) is no longer
+    /// accessible: the peer is also NAKed (remote access error), as a responder does for a
+    /// request it can no longer serve.
+    Remote,
+}
+
+/// Why the application refuses a received packet ([`App::place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refuse {
+    /// Not yet (no receive posted): the sender retries after the timer.
+    Rnr(Rnr),
+    /// Never (bad key, range or access right): the receiver NAKs and the
+    /// sender's connection fails with [`ConnError::RemoteAccess`].
+    Access,
+    /// Never (the request cannot be carried out, e.g. a SEND longer than the
+    /// receive it consumes): the receiver NAKs and the sender's connection
+    /// fails with [`ConnError::RemoteInvalid`].
+    Invalid,
+}
+
+impl From<Rnr> for Refuse {
+    fn from(r: Rnr) -> Self {
+        Refuse::Rnr(r)
+    }
+}
+
+/// Connection errors reported to the application (the QP goes to the error state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnError {
+    /// Too many timeouts without progress (`retry_cnt`).
+    RetryExceeded,
+    /// Too many RNR refusals of one packet (`rnr_retry`).
+    RnrRetryExceeded,
+    /// The application no longer describes a message that is still in flight.
+    MessageVanished,
+    /// The peer refused a packet (NAK: remote access error).
+    RemoteAccess,
+    /// The peer refused a packet (NAK: invalid request).
+    RemoteInvalid,
+    /// The application could not supply a packet's bytes ([`Unreadable`]).
+    LocalProtection,
+    /// The application stopped the connection ([`super::Connection::abort`]).
+    Aborted,
+}
+
+/// The application (verbs layer) seen from the core. Payload bytes never live in the core.
+pub trait App {
+    /// The message `msn` queued on `stream`, if it has been posted.
+    fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo>;
+    /// Copies bytes `[offset, offset + dst.len())` of message `(stream, msn)` into `dst`.
+    /// An error sends nothing (never a packet of made-up bytes) and fails the connection.
+    fn payload(
+        &mut self,
+        stream: u16,
+        msn: u32,
+        offset: u32,
+        dst: &mut [u8],
+    ) -> Result<(), Unreadable>;
+    /// Places received bytes (idempotent: the same bytes may arrive again only after a
+    /// retransmission raced an ACK, and are then not placed twice).
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse>;
+    /// Receiver: message `(stream, msn)` is whole and every earlier one is complete.
+    fn complete(&mut self, stream: u16, msn: u32);
+    /// Sender: message `(stream, msn)` is fully acknowledged, in order per stream.
+    fn acked(&mut self, stream: u16, msn: u32);
+    /// The connection failed.
+    fn error(&mut self, e: ConnError);
+    /// Something a host may trace happened ([`Event`]); by default nothing is done.
+    fn event(&mut self, _e: Event) {}
+}
