@@ -67,6 +67,11 @@ fi
 # running across the traced window like tracefs.
 bpf=""
 if [[ -n $tracing ]] && command -v bpftrace >/dev/null; then
+  # Without BTF (the test kernels carry no debug info) bpftrace reads the
+  # kernel's headers: those of the build tree this guest booted.
+  if [[ -d ${MR_KDIR:-}/source/include ]]; then
+    export BPFTRACE_KERNEL_BUILD=$MR_KDIR BPFTRACE_KERNEL_SOURCE=$MR_KDIR/source
+  fi
   bpftrace -e 'tracepoint:metaroce:tx { @tx = count(); } tracepoint:metaroce:retransmit { @retx = count(); }' \
     >"$work/bpf.out" 2>&1 &
   bpf=$!
