@@ -1746,13 +1746,19 @@ static void ovf_cq_event(struct ib_event *ev, void *ctx)
  * G (nothing to flush into the full CQ); no ib_drain_qp (its completion
  * could not be queued); QPs are destroyed before their CQs.
  */
+static struct {
+	struct ib_send_wr wr[12];
+	struct ib_recv_wr rwr[12];
+	struct ib_sge ss[12], rs[12];
+} ovf_wrs;	/* t_cq_overrun's work requests (off the stack; the tests run one at a time) */
+
 static void t_cq_overrun(bool recv)
 {
 	struct ib_cq_init_attr ca = { .cqe = 4 };
 	struct side *g = &t.g, *h = &t.h, *snd, *rcv;
-	struct ib_send_wr wr[12] = {};
-	struct ib_recv_wr rwr[12] = {};
-	struct ib_sge ss[12], rs[12];
+	struct ib_send_wr *wr = ovf_wrs.wr;
+	struct ib_recv_wr *rwr = ovf_wrs.rwr;
+	struct ib_sge *ss = ovf_wrs.ss, *rs = ovf_wrs.rs;
 	const struct ib_recv_wr *rbad = NULL;
 	const struct ib_send_wr *sbad = NULL;
 	const char *what = recv ? "receive" : "send";
@@ -1762,6 +1768,7 @@ static void t_cq_overrun(bool recv)
 	int i, n, cqe, r;
 	bool ok;
 
+	memset(&ovf_wrs, 0, sizeof(ovf_wrs));
 	g->name = "G";
 	h->name = "H";
 	atomic_set(&t.cq_err_events, 0);
@@ -1785,7 +1792,7 @@ static void t_cq_overrun(bool recv)
 	g->sq_psn = 0x300 + recv;
 	h->sq_psn = 0xabc00 + recv;
 	ok = pair_connect(g, h, 64, recv ? 14 : 18, recv ? 2 : 7, &cap) &&
-	     ((cqe >= 4 && n <= ARRAY_SIZE(wr)) || fail_why("cqe %d", cqe));
+	     ((cqe >= 4 && n <= ARRAY_SIZE(ovf_wrs.wr)) || fail_why("cqe %d", cqe));
 	if (!report(ok, "QP G on a CQ from ib_create_cq(cqe 4, event_handler) (%d CQEs granted) <-> QP H: connected",
 		    cqe))
 		goto out;
