@@ -40,7 +40,7 @@
 
 use super::bindings as b;
 use core::marker::PhantomData;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
@@ -115,6 +115,9 @@ pub(crate) struct Timer<T> {
     raw: Opaque<b::timer_list>,
     /// Set by [`Timer::shutdown`]: no more arming, no more callbacks.
     shut: AtomicBool,
+    /// The CLOCK_MONOTONIC deadline of the latest [`Timer::arm`], in ns: an
+    /// expiry before it is not a firing (see `expired`).
+    deadline: AtomicU64,
     _owner: PhantomData<fn(T) -> T>,
 }
 
@@ -143,6 +146,7 @@ impl<T: HasTimer> Timer<T> {
                 b::metaroce_timer_setup(slot, Some(expired::<T>))
             }),
             shut: AtomicBool::new(false),
+            deadline: AtomicU64::new(0),
             _owner: PhantomData,
         })
     }
@@ -170,9 +174,10 @@ impl<T: HasTimer> Timer<T> {
     }
 
     /// (Re)arms the timer of `owner` to fire at the CLOCK_MONOTONIC time
-    /// `deadline_ns` (see [`now_ns`]): never earlier, and about one jiffy
-    /// later at most (plus the timer wheel's slack for far deadlines). A past
-    /// deadline fires at the next tick. Like `mod_timer`, an armed timer is
+    /// `deadline_ns` (see [`now_ns`]): never earlier (an expiry before it,
+    /// from jiffies lagging the clock, waits out the rest), and about one
+    /// jiffy later at most (plus the timer wheel's slack for far
+    /// deadlines). A past deadline fires at the next tick. Like `mod_timer`, an armed timer is
     /// moved, earlier or later. Does nothing after [`Timer::shutdown`].
     /// Any context.
     pub(crate) fn arm(owner: &Arc<T>, deadline_ns: u64) {
@@ -180,11 +185,29 @@ impl<T: HasTimer> Timer<T> {
         if timer.shut.load(Ordering::Acquire) {
             return;
         }
+        timer.deadline.store(deadline_ns, Ordering::Release);
+        Self::set(owner, deadline_ns, false);
+    }
+
+    /// Points the timer of `owner` at `deadline_ns` with `mod_timer`, or
+    /// with `timer_reduce` if `reduce` (which only moves a pending timer
+    /// earlier), taking a reference if that armed it.
+    fn set(owner: &Arc<T>, deadline_ns: u64, reduce: bool) {
+        let timer = Self::of(owner);
         // SAFETY: no preconditions (any context).
         let expires = unsafe { b::metaroce_expires_after_ns(deadline_ns.saturating_sub(now_ns())) };
         let held = Arc::into_raw(owner.clone());
         // SAFETY: the timer was set up by `new` and is pinned in `owner`.
-        let was_pending = unsafe { b::mod_timer(timer.raw.get(), expires) } != 0;
+        // Either call returns 1 if the timer was pending (and stays so), 0
+        // if it armed an inactive one (`shutdown` never shuts the
+        // `timer_list` itself down, so an inactive timer always arms).
+        let was_pending = unsafe {
+            if reduce {
+                b::timer_reduce(timer.raw.get(), expires)
+            } else {
+                b::mod_timer(timer.raw.get(), expires)
+            }
+        } != 0;
         if was_pending {
             // The pending timer already holds its reference: drop ours
             // (never the last one: the caller holds `owner`).
@@ -263,8 +286,19 @@ unsafe extern "C" fn expired<T: HasTimer>(t: *mut b::timer_list) {
     // hold the reference the pending timer owned, taken by `arm` from
     // `Arc::into_raw` of the `Arc` holding this owner.
     let owner = unsafe { Arc::from_raw(timer.cast::<u8>().sub(T::OFFSET).cast::<T>()) };
-    if !Timer::of(&*owner).shut.load(Ordering::SeqCst) {
-        T::fired(&owner);
+    let timer = Timer::of(&*owner);
+    if !timer.shut.load(Ordering::SeqCst) {
+        // jiffies can lag CLOCK_MONOTONIC: a (virtual) CPU that stalled has
+        // not yet counted the ticks it missed when `arm` reads jiffies, and
+        // the jiffy it picked then comes before the deadline. Such an early
+        // expiry waits out the rest; `timer_reduce` keeps an earlier
+        // deadline that an `arm` elsewhere set meanwhile.
+        let deadline = timer.deadline.load(Ordering::Acquire);
+        if now_ns() < deadline {
+            Timer::set(&owner, deadline, true);
+        } else {
+            T::fired(&owner);
+        }
     }
     // May be the last reference: drops the owner and the timer with it,
     // which is fine here (see `PinnedDrop`).
