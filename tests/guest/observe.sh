@@ -211,7 +211,16 @@ if [[ -n $tracing ]]; then
   same "metaroce:path_state with a new sport" "$moves" path_moves
   same "metaroce:rate_hint side=local" "$hint" rate_hint_changes
   if [[ -n $bpf ]]; then
-    kill -INT $bpf; wait $bpf
+    # SIGINT: bpftrace detaches, prints its maps and exits. Bounded: a
+    # bpftrace that does not exit is a failure with its kernel stack, not a
+    # hung test.
+    kill -INT $bpf
+    for _ in $(seq 240); do kill -0 $bpf 2>/dev/null || break; sleep 0.5; done
+    if kill -0 $bpf 2>/dev/null; then
+      fail "bpftrace exits within 120 s of SIGINT" "$(cat /proc/$bpf/status 2>/dev/null | grep -E '^State'; cat /proc/$bpf/wchan 2>/dev/null; echo; cat /proc/$bpf/stack 2>/dev/null; for t in /proc/$bpf/task/*; do echo "${t##*/}: $(cat $t/wchan 2>/dev/null)"; done)"
+      kill -9 $bpf 2>/dev/null
+    fi
+    wait $bpf
     # bpftrace prints its maps as it exits; a map never written is absent (0).
     btx=$(awk '$1 == "@tx:" { print $2 }' "$work/bpf.out"); bretx=$(awk '$1 == "@retx:" { print $2 }' "$work/bpf.out")
     same "bpftrace count() of metaroce:tx" "${btx:-0}" tx_packets
