@@ -149,11 +149,10 @@ impl Endpoint for Qp {
             let Inner { io, rc, .. } = &mut *g;
             let mut env = Glue { qp: this, io };
             let r = env.datagram_in(rc, payload, meta);
-            if let Err(reason) = r {
-                this.dev.count(counter::RX_DROPS, 1);
-                this.dev.count(reason, 1);
+            match r {
+                Err(reason) => this.drop_rx(payload, meta, reason),
+                Ok(()) => this.trace_rx(payload, meta, None),
             }
-            this.trace_rx(payload, meta, r.err());
             rc.settle(&mut env);
             return;
         }
@@ -175,11 +174,9 @@ impl Endpoint for Qp {
             let mut env = Glue { qp: this, io };
             let mut app = rc.bind(&mut env);
             let r = c.handle_packet(now, payload, meta.ce, &mut app);
-            let drop = r.err().map(|r| counter::DROP_FIRST + r as usize);
-            this.trace_rx(payload, meta, drop);
-            if let Some(k) = drop {
-                this.dev.count(counter::RX_DROPS, 1);
-                this.dev.count(k, 1);
+            match r {
+                Err(reason) => this.drop_rx(payload, meta, counter::DROP_FIRST + reason as usize),
+                Ok(_) => this.trace_rx(payload, meta, None),
             }
             // The device's fair share for this sender, on its ACKs (which go
             // out below): only data the connection accepted counts, so forged
