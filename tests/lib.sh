@@ -144,3 +144,55 @@ run_integrity() {
     || fail "$dev: integrity $role exits 0 (exit $rc, $((SECONDS - t0)) s)" "$(dmesg | tail -20)"
   return "$rc"
 }
+
+# run_parts SCRIPT ARGS... [+ SCRIPT ARGS...]...: several guest tests
+# (tests/guest/SCRIPT) in this one boot, one after the other, as children of
+# this script: each has an MR_RUNDIR of its own (its `meet` markers cannot
+# meet an earlier part's), and its TAP lines become the caller's, prefixed
+# "SCRIPT ARGS: ". Between parts both guests meet; then what a part leaves
+# is undone, so that the next starts as on a fresh boot: every RDMA link
+# deleted, a root qdisc it added on $MR_IF removed, metaroce.ko and rdma_rxe
+# unloaded (checked: a part after which the module cannot unload fails).
+run_parts() {
+  local k=0 part=() line rc rcf q0
+  q0=$(tc qdisc show dev "${MR_IF:-lo}" root 2>/dev/null)
+  while (($#)); do
+    part=()
+    while (($#)) && [[ $1 != + ]]; do part+=("$1"); shift; done
+    (($#)) && shift
+    ((${#part[@]})) || continue
+    k=$((k + 1))
+    local name="${part[*]}" t0=$SECONDS
+    rcf=$MR_RUNDIR/part$k.rc.$MR_ID
+    mkdir -p "$MR_RUNDIR/part$k"
+    diag "part $k: ${part[*]}"
+    while IFS= read -r line; do
+      case $line in
+        "ok "*) pass "$name: ${line#ok * - }" ;;
+        "not ok "*) fail "$name: ${line#not ok * - }" ;;
+        1..*) ;;
+        *) echo "$line" ;;
+      esac
+    done < <(MR_RUNDIR=$MR_RUNDIR/part$k bash "$MR_REPO/tests/guest/${part[0]}" "${part[@]:1}" 2>&1; echo $? >"$rcf")
+    rc=$(cat "$rcf")
+    ((rc == 0)) && pass "$name: exits 0 ($((SECONDS - t0)) s)" || fail "$name: exits 0 (exit $rc, $((SECONDS - t0)) s)"
+    ((MR_NGUESTS == 2)) && meet "part$k-done" 900
+    part_cleanup "$q0"
+    ((MR_NGUESTS == 2)) && meet "part$k-clean" 300
+  done
+}
+# part_cleanup QDISC: undo what a part of run_parts left (see there).
+part_cleanup() {
+  local l
+  for l in $(rdma link show 2>/dev/null | awk '{ sub("/.*", "", $2); print $2 }'); do
+    timeout 120 rdma link delete "$l" 2>/dev/null
+  done
+  if [[ -n ${MR_IF:-} && $(tc qdisc show dev "$MR_IF" root 2>/dev/null) != "$1" ]]; then
+    tc qdisc del dev "$MR_IF" root 2>/dev/null
+  fi
+  if lsmod | grep -q '^metaroce '; then
+    check "after the part: rmmod metaroce" retry 30 rmmod metaroce
+  fi
+  lsmod | grep -q '^rdma_rxe ' && { retry 30 rmmod rdma_rxe || fail "after the part: rmmod rdma_rxe"; }
+  return 0
+}
