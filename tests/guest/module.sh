@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # One guest: metaroce.ko loads, logs its version, exposes udp_port, refuses bad
 # parameter values with the right errno, passes its KUnit suite in the kernel,
-# and survives 100 insmod/rmmod cycles with no leak and no warning.
+# and survives CYCLES insmod/rmmod cycles with no leak and no warning.
+#   module.sh [CYCLES]   (default 100, or $MR_CYCLES; every load runs the
+#                        KUnit suite, so a debug guest wants fewer: 20)
 . "$MR_REPO/tests/lib.sh"
 ko=$MR_REPO/metaroce.ko
+cycles=${1:-${MR_CYCLES:-100}}
+[[ $cycles =~ ^[1-9][0-9]*$ ]] || { fail "CYCLES must be a positive number, not '$cycles'"; done_testing; }
 
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
 
@@ -35,25 +39,25 @@ dmesg | grep -q 'udp_port=0 refused (errno -22)' || errs+="no log line for 0; "
 dmesg | grep -q 'udp_port=4791 refused (errno -98)' || errs+="no log line for 4791; "
 [[ -z $errs ]] && pass "bad udp_port refused (4791: EADDRINUSE, 0: EINVAL)" || fail "bad udp_port refused" "$errs"
 
-# 100 load/unload cycles: nothing left behind, no growth in slab/vmalloc.
+# CYCLES load/unload cycles: nothing left behind, no growth in slab/vmalloc.
 mem() { awk '/^(Slab|VmallocUsed|Percpu):/ { s += $2 } END { print s }' /proc/meminfo; }
 insmod "$ko" && rmmod metaroce      # warm caches once
 echo 3 > /proc/sys/vm/drop_caches
 before=$(mem) bad=0
-for i in $(seq 100); do
+for i in $(seq "$cycles"); do
   insmod "$ko" || { bad=1; break; }
   rmmod metaroce || { bad=1; break; }
 done
 echo 3 > /proc/sys/vm/drop_caches
 after=$(mem)
 if ((bad == 0)) && ! lsmod | grep -q '^metaroce '; then
-  pass "100 insmod/rmmod cycles"
+  pass "$cycles insmod/rmmod cycles"
 else
-  fail "100 insmod/rmmod cycles" "failed at cycle $i"
+  fail "$cycles insmod/rmmod cycles" "failed at cycle $i"
 fi
 growth=$((after - before))
 diag "slab+vmalloc+percpu before ${before} kB, after ${after} kB"
-if ((growth < 256)); then pass "no memory growth over 100 cycles (${growth} kB)"
-else fail "no memory growth over 100 cycles" "grew ${growth} kB"; fi
+if ((growth < 256)); then pass "no memory growth over $cycles cycles (${growth} kB)"
+else fail "no memory growth over $cycles cycles" "grew ${growth} kB"; fi
 check_kmemleak
 done_testing
