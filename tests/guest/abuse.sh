@@ -264,8 +264,9 @@ kill_test() {
   if ((MR_ID == victim)); then
     # The transfer is under way: the sender's (guest 2's) packets flow.
     if [[ $dev == mr* ]]; then
-      v=$(( $(ctr_delta rx_packets) + $(ctr_delta tx_packets) ))
-      ((v > 100)) && pass "$dev: kill -9 of the $who: traffic under way before the kill ($v packets in 5 s)" ||
+      local rxp txp
+      rxp=$(ctr_delta rx_packets) txp=$(ctr_delta tx_packets) v=$((rxp + txp))
+      ((v > 100)) && pass "$dev: kill -9 of the $who: traffic under way before the kill (5 s: rx_packets +$rxp, tx_packets +$txp)" ||
         fail "$dev: kill -9 of the $who: traffic under way before the kill (only $v packets)" "$(cat "$f")"
     fi
     if kill -9 "$pid" 2>/dev/null; then pass "$dev: kill -9 of the $who (pid $pid) while it runs"
