@@ -7,9 +7,13 @@
 # Sections:
 #   uc     UC with perftest (ib_send_bw/ib_write_bw -c UC) and
 #          ibv_uc_pingpong -c with multi-packet messages: on a clean link
-#          every message arrives (the receiver counts them).
-#   sizes  1 and 0 bytes, the path MTU and MTU +- 1, 8 MiB RDMA WRITE/READ,
-#          and a size past max_msg_sz refused cleanly.
+#          every message arrives (the receiver counts bytes and dropped
+#          messages; the perftest senders are rate-limited below what a TCG
+#          guest absorbs).
+#   sizes  1 byte (perftest, ibv_rc_pingpong), 0 bytes (ibv_ud_pingpong;
+#          ibv_rc_pingpong -s 0 refused at ibv_reg_mr), the path MTU and
+#          MTU +- 1, 8 MiB RDMA WRITE/READ, and max_msg_sz + 1 refused
+#          cleanly.
 #   kill   kill -9 of the client, then of the server, in the middle of
 #          ib_write_bw -D 30: the other side ends within a bound, both
 #          guests release every object of the dead processes, and a fresh
