@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -139,22 +140,16 @@ static void put(struct ring *r, const void *w)
 /* ---- doorbells: the write() commands the rxe provider issues ------------ */
 static int doorbell(uint32_t cmd, uint32_t handle, uint32_t wr_count, const void *wrs, size_t wrs_len)
 {
-	struct { struct ib_uverbs_cmd_hdr h; struct ib_uverbs_post_send c; uint8_t w[512]; } m;
+	struct { struct ib_uverbs_cmd_hdr h; struct ib_uverbs_post_send c; uint8_t w[512]; } m = { 0 };
 	struct ib_uverbs_post_send_resp resp;
-	size_t n = sizeof(m.h) + sizeof(m.c) + wrs_len;
+	size_t n = sizeof(m.h) + sizeof(m.c) + (wrs_len = wrs_len > sizeof(m.w) ? sizeof(m.w) : wrs_len);
 
-	memset(&m, 0, sizeof(m));
-	m.h.command = cmd;
-	m.h.in_words = n / 4;
-	m.h.out_words = sizeof(resp) / 4;
-	m.c.response = (uintptr_t)&resp;
-	m.c.qp_handle = handle;		/* post_recv/post_srq_recv share this layout */
-	m.c.wr_count = wr_count;
-	m.c.wqe_size = cmd == IB_USER_VERBS_CMD_POST_SEND ? sizeof(struct ib_uverbs_send_wr)
-							 : sizeof(struct ib_uverbs_recv_wr);
-	if (wrs_len > sizeof(m.w))
-		wrs_len = sizeof(m.w);
-	memcpy(m.w, wrs, wrs_len);
+	m.h = (struct ib_uverbs_cmd_hdr){ cmd, n / 4, sizeof(resp) / 4 };
+	/* post_recv and post_srq_recv have the same layout (qp_handle: srq_handle) */
+	m.c = (struct ib_uverbs_post_send){ (uintptr_t)&resp, handle, wr_count, 0,
+		cmd == IB_USER_VERBS_CMD_POST_SEND ? sizeof(struct ib_uverbs_send_wr) : sizeof(struct ib_uverbs_recv_wr) };
+	if (wrs_len)
+		memcpy(m.w, wrs, wrs_len);
 	return write(E.ctx->cmd_fd, &m, n & ~3ul) < 0 ? errno : 0;
 }
 static int db_send(struct ibv_qp *qp) { return doorbell(IB_USER_VERBS_CMD_POST_SEND, qp->handle, 0, NULL, 0); }
@@ -241,13 +236,9 @@ static int rc_connect(struct ibv_qp *q, uint32_t dqpn)
 static int ud_up(struct ibv_qp *q)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		return -1;
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE))
-		return -1;
-	a.qp_state = IBV_QPS_RTS;
-	return ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	return ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) ||
+	       ibv_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR }, IBV_QP_STATE) ||
+	       ibv_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS }, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
 static int find_gid(void)	/* -g, or the first IPv4-mapped RoCE v2 GID */
@@ -318,14 +309,13 @@ static int setup(int cqe)
 	    round_trip(E.d, E.c, E.srq, NULL, MAGIC | 3, MAGIC | 0x13, &E.srq_r, NULL) ||
 	    round_trip(E.u, E.u, NULL, E.ah, MAGIC | 4, MAGIC | 0x14, &E.rq_u, NULL))
 		return -1;
-	if (find_ring(&E.cqr, "cq", MAGIC | 0x11, &E.rq_b) ||
-	    find_ring(&E.sq_a, "sq A", MAGIC | 1, &E.cqr) || find_ring(&E.sq_b, "sq B", MAGIC | 2, &E.cqr) ||
-	    find_ring(&E.sq_d, "sq D", MAGIC | 3, &E.cqr) || find_ring(&E.sq_u, "sq U", MAGIC | 4, &E.cqr))
+	if (find_ring(&E.cqr, "CQ", MAGIC | 0x11, &E.rq_b) ||
+	    find_ring(&E.sq_a, "SQ A", MAGIC | 1, &E.cqr) || find_ring(&E.sq_b, "SQ B", MAGIC | 2, &E.cqr) ||
+	    find_ring(&E.sq_d, "SQ D", MAGIC | 3, &E.cqr) || find_ring(&E.sq_u, "SQ U", MAGIC | 4, &E.cqr))
 		return -1;
 	memcpy(E.tmpl_rc, slot(&E.sq_a, ld(PROD(&E.sq_a)) - 1), esz(&E.sq_a));
 	memcpy(E.tmpl_ud, slot(&E.sq_u, ld(PROD(&E.sq_u)) - 1), esz(&E.sq_u));
-	E.sq_a.name = "SQ A"; E.sq_b.name = "SQ B"; E.sq_d.name = "SQ D"; E.sq_u.name = "SQ U";
-	E.rq_a.name = "RQ A"; E.rq_b.name = "RQ B"; E.rq_u.name = "RQ U"; E.srq_r.name = "SRQ"; E.cqr.name = "CQ";
+	E.rq_a.name = "RQ A"; E.rq_b.name = "RQ B"; E.rq_u.name = "RQ U"; E.srq_r.name = "SRQ";
 	if (verbose)
 		diag("rings: SQ %u x %zu B, RQ %u x %zu B, SRQ %u, CQ %u x %zu B", E.sq_a.mask + 1, esz(&E.sq_a),
 		     E.rq_b.mask + 1, esz(&E.rq_b), E.srq_r.mask + 1, E.cqr.mask + 1, esz(&E.cqr));
@@ -578,13 +568,35 @@ static void traffic(struct ring *r)
 	else post_send(E.u, MAGIC | 0x303, IBV_WR_SEND, 0, len, 0, E.ah);
 }
 
+/* A second thread writing random bytes into random slots of the rings the
+ * whole time (the kernel reads them concurrently). */
+static struct ring *live[9];
+static void *scribbler(void *x)
+{
+	uint64_t r = (uintptr_t)x;
+	for (;;) {
+		r ^= r >> 12; r ^= r << 25; r ^= r >> 27;
+		struct ring *g = __atomic_load_n(&live[r % 9], __ATOMIC_SEQ_CST);
+		size_t off = g ? (r >> 40) & (esz(g) - 1) : 0, n = 1 + ((r >> 50) & 7);
+		if (g)
+			memset(slot(g, r >> 8) + off, (int)(r >> 32), off + n > esz(g) ? esz(g) - off : n);
+		usleep(50 + (r >> 56) * 4);
+	}
+	return NULL;
+}
+
 static void fuzz_round(int steps)
 {
 	struct ring *sqs[] = { &E.sq_a, &E.sq_b, &E.sq_d, &E.sq_u }, *rqs[] = { &E.rq_a, &E.rq_b, &E.rq_u, &E.srq_r };
 	struct ibv_qp *qps[] = { E.a, E.b, E.c, E.d, E.u };
 	struct ring *all[] = { &E.sq_a, &E.sq_b, &E.sq_d, &E.sq_u, &E.rq_a, &E.rq_b, &E.rq_u, &E.srq_r, &E.cqr };
 	struct ibv_wc wc[16];
+	pthread_t t;
 
+	if (rn(2)) {
+		memcpy(live, all, sizeof(all));
+		pthread_create(&t, NULL, scribbler, (void *)(uintptr_t)(rnd() | 1));
+	}
 	for (int i = 0; i < steps; i++) {
 		struct ring *r = all[rn(9)], *sq = sqs[rn(4)], *rq = rqs[rn(4)];
 		uint32_t c, k = rn(20);
@@ -633,6 +645,8 @@ static void fuzz_round(int steps)
 			ibv_poll_cq(E.cq, 16, wc);
 		} else if (k == 17 && rn(8) == 0) {	/* resize copies the ring */
 			ibv_resize_cq(E.cq, 1 + rn(64));
+			__atomic_store_n(&live[8], NULL, __ATOMIC_SEQ_CST);
+			usleep(1000);			/* the scribbler is out of the old ring */
 			E.cqr.base = NULL;		/* remapped: stop scribbling on it */
 			all[8] = &E.rq_a;
 		} else if (k == 18) {
@@ -702,52 +716,40 @@ static int owned(pid_t pid, char *out, size_t len)
  * kernel left of it is in `left`. */
 static int in_child(int (*fn)(void *), void *arg, int secs, char *left, size_t len)
 {
-	pid_t pid;
-	int st = 0, rc;
-	double end;
+	int st = 0, rc = 0;
+	double end = now() + secs + 10;
+	pid_t pid = (fflush(stdout), fork());
 
-	fflush(stdout);
-	if (!(pid = fork())) {
-		alarm(secs);
-		_exit(fn(arg));
-	}
-	end = now() + secs + 10;
-	while (!(rc = waitpid(pid, &st, WNOHANG)) && now() < end)
-		usleep(20000);
-	if (!rc) {
-		char w[64] = "", p[64];
-		FILE *f;
-		kill(pid, SIGKILL);
-		end = now() + 30;
+	if (!pid)
+		_exit((alarm(secs), fn(arg)));
+	for (int k = 0; k < 2 && !rc; k++, end = now() + 30) {	/* then SIGKILL, 30 s more */
+		if (k)
+			kill(pid, SIGKILL);
 		while (!(rc = waitpid(pid, &st, WNOHANG)) && now() < end)
 			usleep(20000);
-		snprintf(p, sizeof(p), "/proc/%d/wchan", pid);
-		if (!rc && (f = fopen(p, "r"))) { fgets(w, sizeof(w), f); fclose(f); }
-		if (!rc) { snprintf(left, len, "child %d does not die after SIGKILL (wchan %s)", pid, w); return -2; }
+	}
+	if (!rc) {
+		char w[64] = "", p[64];
+		FILE *f = (snprintf(p, sizeof(p), "/proc/%d/wchan", pid), fopen(p, "r"));
+		if (f) { if (!fgets(w, sizeof(w), f)) *w = 0; fclose(f); }
+		return snprintf(left, len, "child %d does not die after SIGKILL (wchan %s)", pid, w), -2;
 	}
 	*left = 0;
-	end = now() + 10;
-	while (owned(pid, left, len) && now() < end)
+	for (end = now() + 10; owned(pid, left, len) && now() < end;)
 		usleep(200000);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
 
+/* Children: exit 0 pass, 1 a check failed, 2 setup failed. */
 static int ch_health(void *x) { (void)x; return setup(16) ? 2 : health(); }
 struct job { int (*fn)(void); int cqe; };
-static int ch_case(void *x)
-{
-	struct job *j = x;
-	return setup(j->cqe) ? 2 : j->fn();
-}
+static int ch_case(void *x) { return setup(((struct job *)x)->cqe) ? 2 : ((struct job *)x)->fn(); }
 static uint64_t round_seed(uint64_t s, int r) { return (s ^ 0x9e3779b97f4a7c15ull * (r + 1)) | 1; }
 static int ch_fuzz(void *x)
 {
 	rs = *(uint64_t *)x;
 	for (int i = 0; i < 4; i++) rnd();
-	if (setup(4 + rn(60)))
-		return 2;
-	fuzz_round(20 + rn(60));
-	return 0;
+	return setup(4 + rn(60)) ? 2 : (fuzz_round(20 + rn(60)), 0);
 }
 
 static void tap(int ok, const char *desc, const char *detail)
@@ -786,22 +788,18 @@ int main(int argc, char **argv)
 		{ "POST_RECV / POST_SRQ_RECV doorbells with no WR: refused, QPs unharmed", case_recv_db, 64 },
 	};
 	uint64_t seed = 0;
-	int rounds = 50, only = -1, o, fails = 0, crashed = 0;
+	int rounds = 50, only = -1, o, fails = 0, sigs[65] = { 0 };
 	char left[1024], why[1200], d[300];
 	double t0 = now();
 
 	while ((o = getopt(argc, argv, "d:g:s:n:r:v")) != -1)
-		switch (o) {
-		case 'd': dev_name = optarg; break;
-		case 'g': gid_idx = atoi(optarg); break;
-		case 's': seed = strtoull(optarg, NULL, 0); break;
-		case 'n': rounds = atoi(optarg); break;
-		case 'r': only = atoi(optarg); break;
-		case 'v': verbose = 1; break;
-		default:
-			fprintf(stderr, "usage: %s [-d DEV] [-g GID] [-s SEED] [-n ROUNDS] [-r ROUND] [-v]\n", argv[0]);
-			return 2;
-		}
+		if (o == 'd') dev_name = optarg;
+		else if (o == 'g') gid_idx = atoi(optarg);
+		else if (o == 's') seed = strtoull(optarg, NULL, 0);
+		else if (o == 'n') rounds = atoi(optarg);
+		else if (o == 'r') only = atoi(optarg);
+		else if (o == 'v') verbose = 1;
+		else return fprintf(stderr, "usage: %s [-d DEV] [-g GID] [-s SEED] [-n ROUNDS] [-r ROUND] [-v]\n", argv[0]), 2;
 	if (!seed)
 		seed = (uint64_t)time(NULL) * 2654435761u ^ getpid();
 	diag("ringfuzz -d %s -s %#llx -n %d (reproduce a round: -s %#llx -r ROUND)", dev_name,
@@ -825,7 +823,8 @@ int main(int argc, char **argv)
 	for (int r = only < 0 ? 0 : only; r < (only < 0 ? rounds : only + 1); r++) {
 		uint64_t s = round_seed(seed, r);
 		int rc = in_child(ch_fuzz, &s, 30, left, sizeof(left));
-		crashed += rc > 128;
+		if (rc > 128 && rc < 128 + 65)
+			sigs[rc - 128]++;
 		if (rc == 2 || !after(rc, left, why, sizeof(why))) {
 			fails++;
 			snprintf(d, sizeof(d), "fuzz round %d (-s %#llx -r %d)", r, (unsigned long long)seed, r);
@@ -833,9 +832,15 @@ int main(int argc, char **argv)
 			diag("%s", rc == 2 ? "setup failed" : why);
 			if (rc == -2) break;	/* a child stuck in the kernel: stop */
 		}
+		if (only < 0 && (r + 1) % 25 == 0)
+			diag("%d/%d rounds, %d failed, %.0f s", r + 1, rounds, fails, now() - t0);
 	}
-	snprintf(d, sizeof(d), "fuzz: %d rounds of seed %#llx, %d failed (%d children died of a signal), %.0f s",
-		 only < 0 ? rounds : 1, (unsigned long long)seed, fails, crashed, now() - t0);
+	for (int k = 1; k < 65; k++)
+		if (sigs[k])
+			diag("%d fuzz children died of %s%s", sigs[k], strsignal(k), k == SIGKILL ? " (1 round in 4 ends so)"
+			     : k == SIGALRM ? " (their time limit)" : " (their own memory: the rings)");
+	snprintf(d, sizeof(d), "fuzz: %d rounds of seed %#llx, %d failed, %.0f s", only < 0 ? rounds : 1,
+		 (unsigned long long)seed, fails, now() - t0);
 	tap(fails == 0, d, NULL);
 	printf("1..%d\n", n_tests);
 	return n_failed != 0;
