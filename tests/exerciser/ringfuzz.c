@@ -102,31 +102,24 @@ static int find_ring(struct ring *out, const char *name, uint64_t magic, const s
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];
 	int found = 0;
-
+	unsigned long s, e;
 	while (f && !found && fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		struct ring r;
-
-		if (!strstr(line, "/dev/infiniband/uverbs") || sscanf(line, "%lx-%lx", &s, &e) != 2)
+		struct ring r = { (uint8_t *)0, 0, 0, 0, name };
+		if (!strstr(line, "/dev/infiniband/uverbs") || sscanf(line, "%lx-%lx", &s, &e) != 2 ||
+		    e - s < HDR + 64 || (x1 && x1->base == (uint8_t *)s))
 			continue;
-		r.base = (uint8_t *)s; r.len = e - s; r.name = name;
-		if (r.len < HDR + 64 || (x1 && x1->base == r.base))
-			continue;
-		r.log2 = *(uint32_t *)r.base; r.mask = *(uint32_t *)(r.base + 4);
+		r.base = (uint8_t *)s, r.len = e - s;
+		r.log2 = *(uint32_t *)r.base, r.mask = *(uint32_t *)(r.base + 4);	/* the kernel's geometry */
 		if (r.log2 < 4 || r.log2 > 12 || (r.mask & (r.mask + 1)) || r.mask > (1u << 20) ||
 		    HDR + ((size_t)(r.mask + 1) << r.log2) > r.len)
 			continue;
 		for (uint32_t i = 0; i <= r.mask && !found; i++)
-			if (!memcmp(slot(&r, i), &magic, 8)) {
-				*out = r;
-				found = 1;
-			}
+			if (!memcmp(slot(&r, i), &magic, 8))
+				*out = r, found = 1;
 	}
 	if (f)
 		fclose(f);
-	if (!found)
-		diag("%s: no uverbs mapping holds wr_id %#llx", name, (unsigned long long)magic);
-	return found ? 0 : -1;
+	return found ? 0 : (diag("%s: no uverbs mapping holds wr_id %#llx", name, (unsigned long long)magic), -1);
 }
 
 /* A WQE into the slot at the producer index, then the producer advanced. */
@@ -143,7 +136,6 @@ static int doorbell(uint32_t cmd, uint32_t handle, uint32_t wr_count, const void
 	struct { struct ib_uverbs_cmd_hdr h; struct ib_uverbs_post_send c; uint8_t w[512]; } m = { 0 };
 	struct ib_uverbs_post_send_resp resp;
 	size_t n = sizeof(m.h) + sizeof(m.c) + (wrs_len = wrs_len > sizeof(m.w) ? sizeof(m.w) : wrs_len);
-
 	m.h = (struct ib_uverbs_cmd_hdr){ cmd, n / 4, sizeof(resp) / 4 };
 	/* post_recv and post_srq_recv have the same layout (qp_handle: srq_handle) */
 	m.c = (struct ib_uverbs_post_send){ (uintptr_t)&resp, handle, wr_count, 0,
@@ -159,22 +151,15 @@ static struct ibv_wc stash[512];
 static int nstash;
 static int poll_some(void)
 {
-	int n = 0;
-	if (nstash < 480 && E.cq)
-		n = ibv_poll_cq(E.cq, 16, stash + nstash);
-	nstash += n > 0 ? n : 0;
-	return n;
+	int n = nstash < 480 ? ibv_poll_cq(E.cq, 16, stash + nstash) : 0;
+	return nstash += n > 0 ? n : 0, n > 0;
 }
 static struct ibv_wc *wait_wc(uint64_t id, double secs)
 {
-	double end = now() + secs;
-	do {
+	for (double end = now() + secs; now() < end; (void)(poll_some() || usleep(1000)))
 		for (int i = 0; i < nstash; i++)
 			if (stash[i].wr_id == id)
 				return &stash[i];
-		if (!poll_some())
-			usleep(1000);
-	} while (now() < end);
 	return NULL;
 }
 static const char *wcs(struct ibv_wc *w) { return w ? ibv_wc_status_str(w->status) : "no completion"; }
@@ -198,11 +183,10 @@ static int post_send(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op, size
 	struct ibv_sge s = { (uintptr_t)E.buf + off, len, E.mr->lkey };
 	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = op,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
-	if (ah) {
-		w.wr.ud.ah = ah; w.wr.ud.remote_qpn = E.u->qp_num; w.wr.ud.remote_qkey = QKEY;
-	} else {
-		w.wr.rdma.remote_addr = raddr; w.wr.rdma.rkey = E.mr->rkey;
-	}
+	if (ah)
+		w.wr.ud.ah = ah, w.wr.ud.remote_qpn = E.u->qp_num, w.wr.ud.remote_qkey = QKEY;
+	else
+		w.wr.rdma.remote_addr = raddr, w.wr.rdma.rkey = E.mr->rkey;
 	return ibv_post_send(qp, &w, &bad);
 }
 
@@ -257,16 +241,13 @@ static int round_trip(struct ibv_qp *s, struct ibv_qp *r, struct ibv_srq *srq, s
 		      uint64_t sid, uint64_t rid, struct ring *rq, uint8_t *tmpl_rv)
 {
 	struct ibv_wc *w1, *w2;
-	if (post_recv(r, srq, rid, 8192 + (rid & 0x1f) * 256, 256))
-		return diag("post_recv %#llx failed", (unsigned long long)rid), -1;
-	if (rq && find_ring(rq, "rq", rid, NULL))
-		return -1;
+	if (post_recv(r, srq, rid, 8192 + (rid & 0x1f) * 256, 256) || (rq && find_ring(rq, "rq", rid, NULL)))
+		return diag("post_recv %#llx failed or not found", (unsigned long long)rid), -1;
 	if (tmpl_rv)
 		memcpy(tmpl_rv, slot(rq, ld(PROD(rq)) - 1), esz(rq));
 	if (post_send(s, sid, IBV_WR_SEND, 0, 64, 0, ah))
 		return diag("post_send %#llx failed", (unsigned long long)sid), -1;
-	w1 = wait_wc(sid, 5);
-	w2 = wait_wc(rid, 5);
+	w1 = wait_wc(sid, 5), w2 = wait_wc(rid, 5);
 	if (!w1 || !w2 || w1->status || w2->status)
 		return diag("warm-up %#llx: send %s, recv %s", (unsigned long long)sid, wcs(w1), wcs(w2)), -1;
 	return 0;
@@ -277,15 +258,13 @@ static int setup(int cqe)
 {
 	struct ibv_device **l = ibv_get_device_list(NULL);
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
-
 	for (int i = 0; l && l[i] && !E.ctx; i++)
 		if (!strcmp(ibv_get_device_name(l[i]), dev_name))
 			E.ctx = ibv_open_device(l[i]);
 	if (!E.ctx || find_gid())
 		return diag("open %s / find its RoCE v2 GID failed", dev_name), -1;
 	E.buf = aligned_alloc(4096, BUF_SIZE);
-	E.pd = ibv_alloc_pd(E.ctx);
-	E.pd2 = ibv_alloc_pd(E.ctx);
+	E.pd = ibv_alloc_pd(E.ctx), E.pd2 = ibv_alloc_pd(E.ctx);
 	E.mr = E.pd && E.buf ? ibv_reg_mr(E.pd, E.buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
 				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC) : NULL;
 	E.cq = ibv_create_cq(E.ctx, cqe, NULL, NULL, 0);
@@ -294,11 +273,9 @@ static int setup(int cqe)
 		return diag("PD/MR/CQ/SRQ: %s", strerror(errno)), -1;
 	memset(E.buf, 0x5a, BUF_SIZE);
 	aa.grh.dgid = gid; aa.grh.sgid_index = gid_idx; aa.grh.hop_limit = 64;
-	E.ah = ibv_create_ah(E.pd, &aa);
-	E.ah2 = ibv_create_ah(E.pd2, &aa);
-	E.a = mkqp(IBV_QPT_RC, NULL); E.b = mkqp(IBV_QPT_RC, NULL);
-	E.c = mkqp(IBV_QPT_RC, E.srq); E.d = mkqp(IBV_QPT_RC, NULL);
-	E.u = mkqp(IBV_QPT_UD, NULL);
+	E.ah = ibv_create_ah(E.pd, &aa), E.ah2 = ibv_create_ah(E.pd2, &aa);	/* ah2: another PD's */
+	E.a = mkqp(IBV_QPT_RC, NULL), E.b = mkqp(IBV_QPT_RC, NULL), E.c = mkqp(IBV_QPT_RC, E.srq);
+	E.d = mkqp(IBV_QPT_RC, NULL), E.u = mkqp(IBV_QPT_UD, NULL);
 	if (!E.ah || !E.ah2 || !E.a || !E.b || !E.c || !E.d || !E.u)
 		return diag("AH/QPs: %s", strerror(errno)), -1;
 	if (rc_connect(E.a, E.b->qp_num) || rc_connect(E.b, E.a->qp_num) || rc_connect(E.c, E.d->qp_num) ||
@@ -336,23 +313,17 @@ static struct rxe_send_wqe *tmpl(void *w, int ud, uint64_t id)
 /* ---- deterministic cases (child side): 0 pass, 1 fail ------------------- */
 static uint8_t W[4096];
 
-/* One malformed send WQE on A (RC) or U (UD): it must complete with `want`
- * (or any of the local errors if want < 0) and the QP must be in ERR. */
+/* One malformed send WQE on A (RC) or U (UD): it completes with `want`, the
+ * QP goes to ERR (UD: SQE or ERR), the consumer index stays in the ring. */
 static int bad_send(struct ring *sq, struct ibv_qp *qp, struct rxe_send_wqe *w, int want)
 {
-	struct ibv_wc *wc;
-	int e, s;
-
-	put(sq, w);
-	e = db_send(qp);
-	wc = wait_wc(w->wr.wr_id, 3);
-	s = qp_state(qp);
+	int e = (put(sq, w), db_send(qp));
+	struct ibv_wc *wc = wait_wc(w->wr.wr_id, 3);
+	int s = qp_state(qp);
 	diag("%s: doorbell %s, completion %s, QP state %d, SQ consumer %u/%u", sq->name, strerror(e), wcs(wc), s,
 	     ld(CONS(sq)), sq->mask + 1);
-	if (!wc || (want >= 0 ? (int)wc->status != want : wc->status != IBV_WC_LOC_QP_OP_ERR &&
-		    wc->status != IBV_WC_LOC_LEN_ERR && wc->status != IBV_WC_LOC_PROT_ERR))
-		return 1;
-	return !(s == IBV_QPS_ERR || (qp->qp_type == IBV_QPT_UD && s == IBV_QPS_SQE)) || ld(CONS(sq)) > sq->mask;
+	return !wc || (int)wc->status != want || ld(CONS(sq)) > sq->mask ||
+	       !(s == IBV_QPS_ERR || (qp->qp_type == IBV_QPT_UD && s == IBV_QPS_SQE));
 }
 
 static int case_prod_wrap(void)
@@ -362,7 +333,6 @@ static int case_prod_wrap(void)
 	struct ring *r = &E.sq_a;
 	uint32_t c = ld(CONS(r)) & r->mask;
 	struct ibv_wc *ws, *wr;
-
 	post_recv(E.b, NULL, MAGIC | 0x31, 8192, 256);
 	tmpl(W, 0, MAGIC | 0x30);
 	memcpy(slot(r, c), W, esz(r));
@@ -378,9 +348,8 @@ static int case_prod_wrap(void)
 
 static int case_num_sge(void)
 {
-	struct rxe_send_wqe *w = tmpl(W, 0, MAGIC | 0x40);
-	w->dma.num_sge = 0xffffffff;
-	return bad_send(&E.sq_a, E.a, w, IBV_WC_LOC_QP_OP_ERR);
+	tmpl(W, 0, MAGIC | 0x40)->dma.num_sge = 0xffffffff;
+	return bad_send(&E.sq_a, E.a, (void *)W, IBV_WC_LOC_QP_OP_ERR);
 }
 
 static int case_sge_u32(void)
@@ -395,9 +364,8 @@ static int case_sge_u32(void)
 	return bad_send(&E.sq_a, E.a, w, IBV_WC_LOC_PROT_ERR);
 }
 
-static int case_sge_u64(void)
+static int case_sge_u64(void)	/* addr + length wraps 2^64: outside every MR */
 {
-	/* addr + length wraps 2^64: outside every MR. */
 	struct rxe_send_wqe *w = tmpl(W, 0, MAGIC | 0x60);
 	w->dma.num_sge = 1; w->dma.length = 0x40;
 	w->dma.sge[0] = (struct rxe_sge){ ~0ull - 0x1f, 0x40, E.mr->lkey };
@@ -405,9 +373,8 @@ static int case_sge_u64(void)
 	return bad_send(&E.sq_a, E.a, w, IBV_WC_LOC_PROT_ERR);
 }
 
-static int case_inline(void)
+static int case_inline(void)	/* inline data from dma.inline_data to dma.length: past the slot */
 {
-	/* Inline data from offsetof(dma.inline_data) to dma.length: past the slot. */
 	struct rxe_send_wqe *w = tmpl(W, 0, MAGIC | 0x70);
 	w->wr.send_flags |= IBV_SEND_INLINE;
 	w->dma.num_sge = 0; w->dma.length = esz(&E.sq_a);
@@ -417,9 +384,8 @@ static int case_inline(void)
 
 static int case_opcode(void)
 {
-	struct rxe_send_wqe *w = tmpl(W, 0, MAGIC | 0x80);
-	w->wr.opcode = 0xff;
-	return bad_send(&E.sq_a, E.a, w, IBV_WC_LOC_QP_OP_ERR);
+	tmpl(W, 0, MAGIC | 0x80)->wr.opcode = 0xff;
+	return bad_send(&E.sq_a, E.a, (void *)W, IBV_WC_LOC_QP_OP_ERR);
 }
 
 static int case_ud_ah(void)
@@ -429,7 +395,6 @@ static int case_ud_ah(void)
 	struct rxe_send_wqe *w = tmpl(W, 1, MAGIC | 0x90);
 	struct ibv_wc *wc;
 	int bad;
-
 	w->wr.wr.ud.ah_num = 0x7fffffff;
 	bad = bad_send(&E.sq_u, E.u, w, IBV_WC_LOC_QP_OP_ERR);
 	ibv_modify_qp(E.u, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET }, IBV_QP_STATE);
@@ -444,9 +409,8 @@ static int case_ud_ah(void)
 static int async_event(enum ibv_event_type t, double secs)
 {
 	struct ibv_async_event ev;
-	double end = now() + secs;
 	fcntl(E.ctx->async_fd, F_SETFL, fcntl(E.ctx->async_fd, F_GETFL) | O_NONBLOCK);
-	while (now() < end) {
+	for (double end = now() + secs; now() < end;) {
 		struct pollfd p = { E.ctx->async_fd, POLLIN, 0 };
 		if (poll(&p, 1, 100) <= 0 || ibv_get_async_event(E.ctx, &ev))
 			continue;
@@ -466,7 +430,6 @@ static int case_cq_cons(void)
 	struct ring *r = &E.cqr;
 	uint32_t p = ld(PROD(r)), np, i;
 	int ev;
-
 	st(CONS(r), p + 2);
 	for (i = 0; i < 6; i++) {
 		post_recv(E.b, NULL, MAGIC | (0xa0 + i), 8192, 256);
@@ -492,7 +455,6 @@ static int rq_bad(struct ring *rq, struct ibv_qp *s, struct ibv_qp *rqp, uint64_
 	 * LOC_QP_OP_ERR, the requester's send with a remote error (NAK). */
 	struct rxe_recv_wqe *w = (void *)W;
 	struct ibv_wc *ws, *wr;
-
 	memcpy(W, E.tmpl_rv, esz(rq));
 	w->wr_id = base | 1;
 	w->dma.num_sge = 0x10000;
@@ -520,6 +482,12 @@ static struct ibv_qp *sq_qp(struct ring *r)
 {
 	return r == &E.sq_a ? E.a : r == &E.sq_b ? E.b : r == &E.sq_d ? E.d : E.u;
 }
+static void sges(struct rxe_sge *sg, size_t room)	/* up to 4 SGEs that fit the slot */
+{
+	for (size_t k = 0; k < 4 && (k + 1) * sizeof(*sg) <= room; k++)
+		if (rn(2))
+			sg[k] = (struct rxe_sge){ i64(), rn(2) ? i32() : rn(512), rn(3) ? E.mr->lkey : i32() };
+}
 static void fuzz_send_wqe(struct ring *r)
 {
 	struct rxe_send_wqe *w = tmpl(W, r == &E.sq_u, MAGIC | 0x100 | rn(256));
@@ -539,9 +507,7 @@ static void fuzz_send_wqe(struct ring *r)
 	w->dma.num_sge = rn(3) ? rn(4) : i32();
 	w->dma.length = rn(2) ? i32() : rn(256);
 	if (rn(4) == 0) { w->dma.resid = i32(); w->dma.cur_sge = i32(); w->dma.sge_offset = i32(); }
-	for (size_t k = 0; k < 4 && sizeof(*w) + (k + 1) * 16 <= esz(r); k++)
-		if (rn(2))
-			w->dma.sge[k] = (struct rxe_sge){ i64(), rn(2) ? i32() : rn(512), rn(3) ? E.mr->lkey : i32() };
+	sges(w->dma.sge, esz(r) - sizeof(*w));
 	put(r, W);
 }
 static void fuzz_recv_wqe(struct ring *r)
@@ -553,9 +519,7 @@ static void fuzz_recv_wqe(struct ring *r)
 	w->wr_id = MAGIC | 0x200 | rn(256);
 	w->dma.num_sge = rn(3) ? rn(4) : i32();
 	w->dma.length = i32();
-	for (size_t k = 0; k < 4 && sizeof(*w) + (k + 1) * 16 <= esz(r); k++)
-		if (rn(2))
-			w->dma.sge[k] = (struct rxe_sge){ i64(), rn(2) ? i32() : rn(512), rn(3) ? E.mr->lkey : i32() };
+	sges(w->dma.sge, esz(r) - sizeof(*w));
 	put(r, W);
 }
 /* Traffic that makes the kernel consume receive ring r. */
@@ -592,16 +556,15 @@ static void fuzz_round(int steps)
 	struct ring *all[] = { &E.sq_a, &E.sq_b, &E.sq_d, &E.sq_u, &E.rq_a, &E.rq_b, &E.rq_u, &E.srq_r, &E.cqr };
 	struct ibv_wc wc[16];
 	pthread_t t;
-
+	uint32_t c;
 	if (rn(2)) {
 		memcpy(live, all, sizeof(all));
 		pthread_create(&t, NULL, scribbler, (void *)(uintptr_t)(rnd() | 1));
 	}
 	for (int i = 0; i < steps; i++) {
 		struct ring *r = all[rn(9)], *sq = sqs[rn(4)], *rq = rqs[rn(4)];
-		uint32_t c, k = rn(20);
+		uint32_t k = rn(20);
 		int e = 0;
-
 		if (!E.cqr.base && r == &E.cqr)
 			continue;
 		if (k < 4) {				/* a semi-valid send WQE, doorbell */
@@ -636,7 +599,7 @@ static void fuzz_round(int steps)
 			post_recv(E.b, rn(2) ? E.srq : NULL, MAGIC | 0x400, rn(BUF_SIZE), rn(4096));
 		} else if (k == 15) {			/* state changes: flushes over garbage */
 			struct ibv_qp *q = qps[rn(5)];
-			enum ibv_qp_state s = rn(3) ? IBV_QPS_ERR : IBV_QPS_RESET;
+			enum ibv_qp_state s = rn(3) ? IBV_QPS_ERR : rn(3) ? IBV_QPS_RESET : IBV_QPS_SQD;
 			ibv_modify_qp(q, &(struct ibv_qp_attr){ .qp_state = s }, IBV_QP_STATE);
 			if (s == IBV_QPS_RESET && rn(2))
 				q == E.u ? ud_up(q) : rc_connect(q, q == E.a ? E.b->qp_num : q == E.b ? E.a->qp_num
@@ -658,29 +621,24 @@ static void fuzz_round(int steps)
 			diag("step %d: action %u on %s / %s / %s: %s", i, k, r->name, sq->name, rq->name, strerror(e));
 	}
 	usleep(rn(200000));
-	switch (rn(4)) {
-	case 0:					/* destroy it all, in order */
+	if ((c = rn(4)) == 0) {			/* destroy it all, in order */
 		for (int i = 0; i < 5; i++)
 			ibv_destroy_qp(qps[i]);
 		ibv_destroy_srq(E.srq); ibv_destroy_ah(E.ah); ibv_destroy_ah(E.ah2);
 		ibv_destroy_cq(E.cq); ibv_dereg_mr(E.mr); ibv_dealloc_pd(E.pd); ibv_dealloc_pd(E.pd2);
 		ibv_close_device(E.ctx);
-		break;
-	case 1:
-		raise(SIGKILL);
 	}
-	_exit(0);
+	_exit(c == 1 ? (raise(SIGKILL), 0) : 0);	/* or exit with everything open */
 }
 
 /* A healthy device: the warm-up (RC SEND both ways, SEND to an SRQ, UD
  * SEND) and an RDMA WRITE, bytes checked. */
 static int health(void)
 {
-	struct ibv_wc *wc;
 	for (int i = 0; i < 256; i++)
 		E.buf[i] = i;
 	post_send(E.a, MAGIC | 0x500, IBV_WR_RDMA_WRITE, 0, 256, (uintptr_t)E.buf + 32768, NULL);
-	wc = wait_wc(MAGIC | 0x500, 5);
+	struct ibv_wc *wc = wait_wc(MAGIC | 0x500, 5);
 	if (!wc || wc->status || memcmp(E.buf, E.buf + 32768, 256))
 		return diag("RDMA WRITE: %s", wcs(wc)), 1;
 	return 0;
@@ -690,24 +648,19 @@ static int health(void)
 /* Lines of `rdma res show KIND` naming our device and pid. */
 static int owned(pid_t pid, char *out, size_t len)
 {
-	static const char *kinds[] = { "pd", "mr", "cq", "qp", "srq", "ctx" };
-	char cmd[64], line[512], pat[32];
+	char line[512], pat[32];
 	int n = 0;
-
+	FILE *f = popen("for k in pd mr cq qp srq ctx; do rdma res show $k; done 2>/dev/null", "r");
 	snprintf(pat, sizeof(pat), "pid %d ", pid);
-	for (unsigned k = 0; k < 6; k++) {
-		snprintf(cmd, sizeof(cmd), "rdma res show %s 2>/dev/null", kinds[k]);
-		FILE *f = popen(cmd, "r");
-		while (f && fgets(line, sizeof(line), f)) {
-			size_t l = strlen(line);
-			if (l && line[l - 1] == '\n') line[l - 1] = ' ';
-			if (strstr(line, dev_name) && strstr(line, pat)) {
-				n++;
-				if (len > 1) { snprintf(out, len, "%s", line); size_t w = strlen(out); out += w; len -= w; }
-			}
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = ' ';
+		if (strstr(line, dev_name) && strstr(line, pat) && ++n && len > 1) {
+			snprintf(out, len, "%s", line);
+			len -= strlen(out), out += strlen(out);
 		}
-		if (f) pclose(f);
 	}
+	if (f)
+		pclose(f);
 	return n;
 }
 
@@ -719,7 +672,6 @@ static int in_child(int (*fn)(void *), void *arg, int secs, char *left, size_t l
 	int st = 0, rc = 0;
 	double end = now() + secs + 10;
 	pid_t pid = (fflush(stdout), fork());
-
 	if (!pid)
 		_exit((alarm(secs), fn(arg)));
 	for (int k = 0; k < 2 && !rc; k++, end = now() + 30) {	/* then SIGKILL, 30 s more */
@@ -791,7 +743,6 @@ int main(int argc, char **argv)
 	int rounds = 50, only = -1, o, fails = 0, sigs[65] = { 0 };
 	char left[1024], why[1200], d[300];
 	double t0 = now();
-
 	while ((o = getopt(argc, argv, "d:g:s:n:r:v")) != -1)
 		if (o == 'd') dev_name = optarg;
 		else if (o == 'g') gid_idx = atoi(optarg);
@@ -805,11 +756,20 @@ int main(int argc, char **argv)
 	diag("ringfuzz -d %s -s %#llx -n %d (reproduce a round: -s %#llx -r ROUND)", dev_name,
 	     (unsigned long long)seed, rounds, (unsigned long long)seed);
 	signal(SIGPIPE, SIG_IGN);
-
 	if (only < 0) {
-		int h = in_child(ch_health, NULL, 30, left, sizeof(left));
+		int h = in_child(ch_health, NULL, 30, left, sizeof(left)), p[2], n = 0;
 		tap(h == 0 && !*left, "a clean child: RC/SRQ/UD SEND and RDMA WRITE, rings found, nothing left", left);
 		if (h) { printf("1..%d\n", n_tests); return 1; }
+		/* The leak check can see: a live child's objects are listed by its pid. */
+		pid_t pid = (fflush(stdout), pipe(p), fork());
+		if (!pid)
+			_exit(setup(16) ? 2 : (write(p[1], "", 1), pause(), 0));
+		close(p[1]);
+		if (read(p[0], &o, 1) == 1)
+			n = owned(pid, left, sizeof(left));
+		kill(pid, SIGKILL), waitpid(pid, NULL, 0), close(p[0]);
+		snprintf(d, sizeof(d), "rdma res show lists a live child's objects by pid (%d: ctx, PDs, MR, CQ, SRQ, QPs)", n);
+		tap(n >= 10, d, left);
 		for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			struct job j = { cases[i].fn, cases[i].cqe };
 			int rc = in_child(ch_case, &j, 30, left, sizeof(left));
@@ -835,10 +795,9 @@ int main(int argc, char **argv)
 		if (only < 0 && (r + 1) % 25 == 0)
 			diag("%d/%d rounds, %d failed, %.0f s", r + 1, rounds, fails, now() - t0);
 	}
-	for (int k = 1; k < 65; k++)
+	for (int k = 1; k < 65; k++)	/* SIGKILL: 1 round in 4 ends so; others: their time limit, the rings */
 		if (sigs[k])
-			diag("%d fuzz children died of %s%s", sigs[k], strsignal(k), k == SIGKILL ? " (1 round in 4 ends so)"
-			     : k == SIGALRM ? " (their time limit)" : " (their own memory: the rings)");
+			diag("%d fuzz children died of %s", sigs[k], strsignal(k));
 	snprintf(d, sizeof(d), "fuzz: %d rounds of seed %#llx, %d failed, %.0f s", only < 0 ? rounds : 1,
 		 (unsigned long long)seed, fails, now() - t0);
 	tap(fails == 0, d, NULL);
