@@ -94,9 +94,8 @@ static uint32_t ld(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static void st(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 static size_t esz(const struct ring *r) { return (size_t)1 << r->log2; }
 
-/* The mapping of /dev/infiniband/uverbs* that is a struct rxe_queue_buf with
- * a slot starting with the 64-bit `magic` (a WQE's or a CQE's wr_id), and is
- * none of the rings in excl[]. */
+/* The mapping of /dev/infiniband/uverbs*, other than x1, that is a struct
+ * rxe_queue_buf with a slot starting with `magic` (a WQE's or CQE's wr_id). */
 static int find_ring(struct ring *out, const char *name, uint64_t magic, const struct ring *x1)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
@@ -532,8 +531,7 @@ static void traffic(struct ring *r)
 	else post_send(E.u, MAGIC | 0x303, IBV_WR_SEND, 0, len, 0, E.ah);
 }
 
-/* A second thread writing random bytes into random slots of the rings the
- * whole time (the kernel reads them concurrently). */
+/* A second thread: random bytes into random slots while the kernel reads them. */
 static struct ring *live[9];
 static void *scribbler(void *x)
 {
@@ -631,8 +629,7 @@ static void fuzz_round(int steps)
 	_exit(c == 1 ? (raise(SIGKILL), 0) : 0);	/* or exit with everything open */
 }
 
-/* A healthy device: the warm-up (RC SEND both ways, SEND to an SRQ, UD
- * SEND) and an RDMA WRITE, bytes checked. */
+/* A healthy device: setup's SENDs (RC both ways, to the SRQ, UD), an RDMA WRITE. */
 static int health(void)
 {
 	for (int i = 0; i < 256; i++)
@@ -645,7 +642,7 @@ static int health(void)
 }
 
 /* ---- parent ------------------------------------------------------------- */
-/* Lines of `rdma res show KIND` naming our device and pid. */
+/* Lines of `rdma res show pd|mr|cq|qp|srq|ctx` naming our device and pid. */
 static int owned(pid_t pid, char *out, size_t len)
 {
 	char line[512], pat[32];
@@ -664,9 +661,8 @@ static int owned(pid_t pid, char *out, size_t len)
 	return n;
 }
 
-/* Run fn in a child (alarm: secs); its exit status, or -1 if it had to be
- * killed, -2 if it would not die (stuck in the kernel). Then whatever the
- * kernel left of it is in `left`. */
+/* fn in a child (alarm: secs): its exit status, 128 + its signal, or -2 if it
+ * would not die (stuck in the kernel); what the kernel kept of it in `left`. */
 static int in_child(int (*fn)(void *), void *arg, int secs, char *left, size_t len)
 {
 	int st = 0, rc = 0;
