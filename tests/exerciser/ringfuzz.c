@@ -292,11 +292,7 @@ static int setup(int cqe)
 	memcpy(E.tmpl_rc, slot(&E.sq_a, ld(PROD(&E.sq_a)) - 1), esz(&E.sq_a));
 	memcpy(E.tmpl_ud, slot(&E.sq_u, ld(PROD(&E.sq_u)) - 1), esz(&E.sq_u));
 	E.rq_a.name = "RQ A"; E.rq_b.name = "RQ B"; E.rq_u.name = "RQ U"; E.srq_r.name = "SRQ";
-	if (verbose)
-		diag("rings: SQ %u x %zu B, RQ %u x %zu B, SRQ %u, CQ %u x %zu B", E.sq_a.mask + 1, esz(&E.sq_a),
-		     E.rq_b.mask + 1, esz(&E.rq_b), E.srq_r.mask + 1, E.cqr.mask + 1, esz(&E.cqr));
-	nstash = 0;
-	return 0;
+	return nstash = 0;
 }
 
 /* A send WQE from the RC (or UD) template with wr_id `id`. */
@@ -465,7 +461,6 @@ static int rq_bad(struct ring *rq, struct ibv_qp *s, struct ibv_qp *rqp, uint64_
 }
 static int case_rq_sge(void) { return rq_bad(&E.rq_b, E.a, E.b, MAGIC | 0xd0); }
 static int case_srq_sge(void) { return rq_bad(&E.srq_r, E.d, E.c, MAGIC | 0xe0); }
-
 static int case_recv_db(void)
 {
 	/* The receive doorbells of the write() ABI with no WR: the rxe provider
