@@ -109,6 +109,21 @@ check_kmemleak() {
   ((n == 0)) && pass "kmemleak: 0 unreferenced objects" || fail "kmemleak: $n unreferenced objects" "$(head -40 $k)"
 }
 
+# fold_tap PREFIX: another TAP producer's lines (stdin) become this script's:
+# its "ok"/"not ok" lines renumbered in our sequence, their descriptions
+# prefixed with PREFIX; its plan dropped; anything else passed through.
+fold_tap() {
+  local line
+  while IFS= read -r line; do
+    case $line in
+      "ok "*) pass "$1${line#ok * - }" ;;
+      "not ok "*) fail "$1${line#not ok * - }" ;;
+      1..*) ;;
+      *) echo "$line" ;;
+    esac
+  done
+}
+
 # integrity_built: out/integrity exists and is newer than its source (the
 # host builds it: `make -C tests/integrity`); a test without it stops here.
 integrity_built() {
@@ -131,14 +146,7 @@ run_integrity() {
   local role=server
   ((MR_ID == 1)) || { role="client $MR_PEER_IP4"; both+=("${client[@]}"); }
   local rcf=$MR_RUNDIR/integrity.rc.$MR_ID
-  while IFS= read -r line; do
-    case $line in
-      "ok "*) pass "$dev: ${line#ok * - }" ;;
-      "not ok "*) fail "$dev: ${line#not ok * - }" ;;
-      1..*) ;;
-      *) echo "$line" ;;
-    esac
-  done < <(timeout 540 "$MR_REPO/out/integrity" -d "$dev" -g "$gid" "${both[@]}" $role 2>&1; echo $? >"$rcf")
+  fold_tap "$dev: " < <(timeout 540 "$MR_REPO/out/integrity" -d "$dev" -g "$gid" "${both[@]}" $role 2>&1; echo $? >"$rcf")
   rc=$(cat "$rcf")
   ((rc == 0)) && pass "$dev: integrity $role exits 0 ($((SECONDS - t0)) s)" \
     || fail "$dev: integrity $role exits 0 (exit $rc, $((SECONDS - t0)) s)" "$(dmesg | tail -20)"
@@ -166,14 +174,7 @@ run_parts() {
     rcf=$MR_RUNDIR/part$k.rc.$MR_ID
     mkdir -p "$MR_RUNDIR/part$k"
     diag "part $k: ${part[*]}"
-    while IFS= read -r line; do
-      case $line in
-        "ok "*) pass "$name: ${line#ok * - }" ;;
-        "not ok "*) fail "$name: ${line#not ok * - }" ;;
-        1..*) ;;
-        *) echo "$line" ;;
-      esac
-    done < <(MR_RUNDIR=$MR_RUNDIR/part$k bash "$MR_REPO/tests/guest/${part[0]}" "${part[@]:1}" 2>&1; echo $? >"$rcf")
+    fold_tap "$name: " < <(MR_RUNDIR=$MR_RUNDIR/part$k bash "$MR_REPO/tests/guest/${part[0]}" "${part[@]:1}" 2>&1; echo $? >"$rcf")
     rc=$(cat "$rcf")
     ((rc == 0)) && pass "$name: exits 0 ($((SECONDS - t0)) s)" || fail "$name: exits 0 (exit $rc, $((SECONDS - t0)) s)"
     ((MR_NGUESTS == 2)) && meet "part$k-done" 900

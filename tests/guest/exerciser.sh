@@ -57,14 +57,7 @@ gid=$(retry 20 gid_index "$dev" "$MR_IP4") && pass "RoCE v2 GID for $MR_IP4 at i
 strict=""; [[ $kind == metaroce ]] && strict=-S
 t0=$SECONDS
 rcf=$MR_RUNDIR/exerciser.rc
-while IFS= read -r line; do
-  case $line in
-    "ok "*) pass "ex: ${line#ok * - }" ;;
-    "not ok "*) fail "ex: ${line#not ok * - }" ;;
-    1..*) ;;
-    *) echo "$line" ;;
-  esac
-done < <(timeout 1800 "$ex" -d "$dev" -n "$iter" ${gid:+-g "$gid"} $strict 2>&1; echo $? >"$rcf")
+fold_tap "ex: " < <(timeout 1800 "$ex" -d "$dev" -n "$iter" ${gid:+-g "$gid"} $strict 2>&1; echo $? >"$rcf")
 rc=$(cat "$rcf")
 ((rc == 0)) && pass "exerciser -d $dev -n $iter exits 0 ($((SECONDS - t0)) s)" \
   || fail "exerciser -d $dev -n $iter exits 0 (exit $rc, $((SECONDS - t0)) s)"

@@ -39,14 +39,7 @@ main() {
   # The fuzzer's TAP lines become this script's ("fz:" prefix).
   t0=$SECONDS
   rcf=$MR_RUNDIR/ringfuzz.rc
-  while IFS= read -r line; do
-    case $line in
-      "ok "*) pass "fz: ${line#ok * - }" ;;
-      "not ok "*) fail "fz: ${line#not ok * - }" ;;
-      1..*) ;;
-      *) echo "$line" ;;
-    esac
-  done < <(timeout 3000 "$fz" -d mr0 -g "$gid" -n "$rounds" ${seed:+-s "$seed"} 2>&1; echo $? >"$rcf")
+  fold_tap "fz: " < <(timeout 3000 "$fz" -d mr0 -g "$gid" -n "$rounds" ${seed:+-s "$seed"} 2>&1; echo $? >"$rcf")
   rc=$(cat "$rcf")
   ((rc == 0)) && pass "ringfuzz -n $rounds exits 0 ($((SECONDS - t0)) s)" \
     || fail "ringfuzz -n $rounds exits 0 (exit $rc, $((SECONDS - t0)) s)"
