@@ -146,8 +146,10 @@ run_integrity() {
   local role=server
   ((MR_ID == 1)) || { role="client $MR_PEER_IP4"; both+=("${client[@]}"); }
   local rcf=$MR_RUNDIR/integrity.rc.$MR_ID
+  rm -f "$rcf"
   fold_tap "$dev: " < <(timeout 540 "$MR_REPO/out/integrity" -d "$dev" -g "$gid" "${both[@]}" $role 2>&1; echo $? >"$rcf")
-  rc=$(cat "$rcf")
+  # No status written (the writer was killed) is a failure, never a 0.
+  rc=$(cat "$rcf" 2>/dev/null) && [[ $rc =~ ^[0-9]+$ ]] || rc=255
   ((rc == 0)) && pass "$dev: integrity $role exits 0 ($((SECONDS - t0)) s)" \
     || fail "$dev: integrity $role exits 0 (exit $rc, $((SECONDS - t0)) s)" "$(dmesg | tail -20)"
   return "$rc"
@@ -157,32 +159,38 @@ run_integrity() {
 # (tests/guest/SCRIPT) in this one boot, one after the other, as children of
 # this script: each has an MR_RUNDIR of its own (its `meet` markers cannot
 # meet an earlier part's), and its TAP lines become the caller's, prefixed
-# "SCRIPT ARGS: ". Between parts both guests meet; then what a part leaves
-# is undone, so that the next starts as on a fresh boot: every RDMA link
-# deleted, a root qdisc it added on $MR_IF removed, metaroce.ko and rdma_rxe
+# "SCRIPT ARGS: "; a part whose exit status was never written fails, and so
+# does a call with no part at all. Between parts both guests meet; then the
+# RDMA state a part leaves is undone: every RDMA link deleted, a root qdisc
+# it added on $MR_IF removed (two-guest runs), metaroce.ko and rdma_rxe
 # unloaded (checked: a part after which the module cannot unload fails).
+# Anything else a part changes (processes it started, the MTU, sysctls,
+# other qdiscs, tracing) is the part's own to restore, as when run alone.
 run_parts() {
-  local k=0 part=() line rc rcf q0
+  local k=0 part=() line rc rcf q0 all="$*"
   q0=$(tc qdisc show dev "${MR_IF:-lo}" root 2>/dev/null)
   while (($#)); do
     part=()
     while (($#)) && [[ $1 != + ]]; do part+=("$1"); shift; done
     (($#)) && shift
-    ((${#part[@]})) || continue
+    ((${#part[@]})) || { diag "run_parts: an empty part (two '+' in a row, or one at an end) skipped"; continue; }
     k=$((k + 1))
     local name="${part[*]}" t0=$SECONDS
     rcf=$MR_RUNDIR/part$k.rc.$MR_ID
     mkdir -p "$MR_RUNDIR/part$k"
     diag "part $k: ${part[*]}"
+    rm -f "$rcf"
     fold_tap "$name: " < <(MR_RUNDIR=$MR_RUNDIR/part$k bash "$MR_REPO/tests/guest/${part[0]}" "${part[@]:1}" 2>&1; echo $? >"$rcf")
-    rc=$(cat "$rcf")
-    ((rc == 0)) && pass "$name: exits 0 ($((SECONDS - t0)) s)" || fail "$name: exits 0 (exit $rc, $((SECONDS - t0)) s)"
+    # No status written (the part's shell was killed) is a failure, never a 0.
+    rc=$(cat "$rcf" 2>/dev/null) && [[ $rc =~ ^[0-9]+$ ]] || rc="none written"
+    [[ $rc == 0 ]] && pass "$name: exits 0 ($((SECONDS - t0)) s)" || fail "$name: exits 0 (exit $rc, $((SECONDS - t0)) s)"
     ((MR_NGUESTS == 2)) && meet "part$k-done" 900
-    part_cleanup "$q0"
+    part_cleanup "$q0" "$name"
     ((MR_NGUESTS == 2)) && meet "part$k-clean" 300
   done
+  ((k > 0)) || fail "run_parts: no part to run (arguments: '$all')"
 }
-# part_cleanup QDISC: undo what a part of run_parts left (see there).
+# part_cleanup QDISC NAME: undo what the part NAME of run_parts left (see there).
 part_cleanup() {
   local l
   for l in $(rdma link show 2>/dev/null | awk '{ sub("/.*", "", $2); print $2 }'); do
@@ -192,8 +200,8 @@ part_cleanup() {
     tc qdisc del dev "$MR_IF" root 2>/dev/null
   fi
   if lsmod | grep -q '^metaroce '; then
-    check "after the part: rmmod metaroce" retry 30 rmmod metaroce
+    check "after $2: rmmod metaroce" retry 30 rmmod metaroce
   fi
-  lsmod | grep -q '^rdma_rxe ' && { retry 30 rmmod rdma_rxe || fail "after the part: rmmod rdma_rxe"; }
+  lsmod | grep -q '^rdma_rxe ' && { retry 30 rmmod rdma_rxe || fail "after $2: rmmod rdma_rxe"; }
   return 0
 }
