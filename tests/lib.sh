@@ -54,6 +54,13 @@ local_link() {
 # counter NAME: a counter of the RDMA device $dev (`rdma statistic`).
 counter() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v k="$1" 'p { v = $0; exit } $0 == k { p = 1 } END { print v + 0 }'; }
 
+# owned PID: the RDMA objects of any kind (`rdma res`) that process PID holds
+# on the device $dev, one line each; nothing when it holds none.
+owned() {
+  local r
+  for r in pd mr cq qp srq ctx; do rdma res show "$r" 2>/dev/null | grep -E "(^| )$dev[ /:].*pid $1( |$)"; done
+}
+
 # Load a module from the test kernel's build tree by name: virtme-ng exposes the
 # tree's modules to modprobe; insmod by path is the fallback.
 load_kmod() {

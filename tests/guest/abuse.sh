@@ -224,11 +224,7 @@ if want sizes; then
 fi
 
 # --- kill -9 mid-transfer ---------------------------------------------------
-# Objects of pid $1 on $dev (any kind), and any user-space objects at all.
-owned() {
-  local r
-  for r in pd mr cq qp srq ctx; do rdma res show "$r" 2>/dev/null | grep -E "(^| )$dev[ /:].*pid $1( |$)"; done
-}
+# Objects of pid $1 on $dev: owned (tests/lib.sh); any user-space objects at all:
 user_objs() {
   local r
   for r in qp mr pd; do rdma res show "$r" 2>/dev/null | grep -E "(^| )$dev[ /:].* pid [0-9]+"; done

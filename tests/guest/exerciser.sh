@@ -64,10 +64,6 @@ rc=$(cat "$rcf")
 
 # kill -9: a child holding PD/MR/CQ/SRQ/QPs dies; the kernel must release all.
 summary() { rdma res show 2>/dev/null | grep -E "^[0-9]+: $dev: " | sed -E "s/^[0-9]+: $dev: //"; }
-owned() { # resources of any kind listed for pid $1 on $dev
-  local r
-  for r in pd mr cq qp srq ctx; do rdma res show "$r" 2>/dev/null | grep -E "(^| )$dev[ /:].*pid $1( |$)"; done
-}
 base=$(summary)
 diag "rdma res before: $base"
 "$ex" -d "$dev" -H >"$MR_RUNDIR/hold.out" 2>&1 &
