@@ -8,6 +8,9 @@
 # the other guest's capture, and that the messages each capture shows, by op,
 # match the WRs and bytes the integrity client logged.
 #   tests/capture-check.sh [capture.sh ARGS...]
+#   tests/capture-check.sh --dir DIR   only decode and check the captures a
+#       capture.sh run left in DIR (tests/run runs capture.sh as a part of
+#       another boot: DIR is that run's out/seq-<time>/partK)
 # Needs the test kernel, metaroce.ko and out/integrity built (tests/run does),
 # tcpdump and tshark on the host (tools/setup.sh). Logs and captures:
 # out/capture-<time>/.
@@ -16,6 +19,11 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 command -v tshark >/dev/null || { echo "tshark not installed (tools/setup.sh)"; exit 1; }
 export MR_OUT=${MR_OUT:-$repo/out}
+if [[ ${1:-} == --dir ]]; then
+  [[ -f ${2:-}/capture.1.pcap && -f $2/capture.2.pcap ]] || { echo "capture-check: no capture.{1,2}.pcap in '${2:-}'"; exit 1; }
+  echo "capture-check: decoding $2/capture.{1,2}.pcap with $(tshark --version 2>/dev/null | head -1)"
+  exec python3 tests/wireshark.py capture "$2"
+fi
 before=$(ls -d "$MR_OUT"/capture-* 2>/dev/null)
 qemu/vm-run -n 2 -t "${MR_CAPTURE_TIMEOUT:-600}" tests/guest/capture.sh "$@"
 rc=$?

@@ -4,7 +4,9 @@
 #   fabric_up [SPINES]        build it (default 4 spines); afterwards MR_IF,
 #                             MR_IP4/6 and MR_PEER_IP4/6 name the endpoint's
 #                             first-hop netdev and the routed addresses, so
-#                             the usual tests run across it unchanged
+#                             the usual tests run across it unchanged; a
+#                             second call in the same boot (a part of
+#                             on-fabric.sh) reuses it
 #   fabric_spine I ACTION…    one spine's knob (guest 1 only):
 #       down | up             hard failure: both its links down (the leaves
 #                             drop the next hop at once, as BFD would)
@@ -16,7 +18,7 @@
 #   fabric_counters           "spine I a2b=N b2a=N marked=N dropped=N" per
 #                             spine: packets it forwarded each way, CE marks
 #                             and drops of its queues (guest 1 only)
-#   fabric_spines             the number of spines (guest 1 only)
+#   fabric_spines             the number of spines
 #
 # Everything runs in guest 1 (no VLAN support is needed in the test kernel):
 #
@@ -115,8 +117,14 @@ _fab_build() {
 
 fabric_up() {
   local spines=${1:-4}
+  # Already built in this boot (a part of on-fabric.sh): the variables are
+  # inherited; the fabric is not built twice.
+  if [[ -n ${MR_FABRIC:-} ]]; then
+    [[ $MR_FABRIC_SPINES == "$spines" ]] && pass "fabric: already up in this boot ($spines spines)" ||
+      fail "fabric: already up with $MR_FABRIC_SPINES spines, $spines asked for"
+    return 0
+  fi
   if ((MR_ID == 1)); then
-    echo "$spines" >"$MR_RUNDIR/fabric.spines"
     check "fabric: leafa, $spines spines, leafb (namespaces, ECMP with L4 hash)" _fab_build "$spines"
     MR_IF=fab0 MR_IP4=198.18.1.2 MR_IP6=2001:2:1::2
   else
@@ -124,10 +132,11 @@ fabric_up() {
       eval 'ip route add 198.18.1.0/24 via 198.18.0.1 && ip -6 route add 2001:2:1::/64 via 2001:2::1'
     MR_PEER_IP4=198.18.1.2 MR_PEER_IP6=2001:2:1::2
   fi
-  export MR_IF MR_IP4 MR_IP6 MR_PEER_IP4 MR_PEER_IP6 MR_FABRIC=1
+  MR_FABRIC_SPINES=$spines
+  export MR_IF MR_IP4 MR_IP6 MR_PEER_IP4 MR_PEER_IP6 MR_FABRIC=1 MR_FABRIC_SPINES
 }
 
-fabric_spines() { cat "$MR_RUNDIR/fabric.spines"; }
+fabric_spines() { echo "$MR_FABRIC_SPINES"; }
 
 fabric_spine() {
   local i=$1 act=$2 d; shift 2

@@ -187,7 +187,10 @@ run_parts() {
     mkdir -p "$MR_RUNDIR/part$k"
     diag "part $k: ${part[*]}"
     rm -f "$rcf"
-    fold_tap "$name: " < <(MR_RUNDIR=$MR_RUNDIR/part$k bash "$MR_REPO/tests/guest/${part[0]}" "${part[@]:1}" 2>&1; echo $? >"$rcf")
+    # The part's own output is also kept as partK/tap.ID (tests/wireshark.py
+    # reads a capture part's tallies there).
+    fold_tap "$name: " < <(MR_RUNDIR=$MR_RUNDIR/part$k bash "$MR_REPO/tests/guest/${part[0]}" "${part[@]:1}" 2>&1 |
+      tee "$MR_RUNDIR/part$k/tap.$MR_ID"; echo "${PIPESTATUS[0]}" >"$rcf")
     # No status written (the part's shell was killed) is a failure, never a 0.
     rc=$(cat "$rcf" 2>/dev/null) && [[ $rc =~ ^[0-9]+$ ]] || rc="none written"
     [[ $rc == 0 ]] && pass "$name: exits 0 ($((SECONDS - t0)) s)" || fail "$name: exits 0 (exit $rc, $((SECONDS - t0)) s)"

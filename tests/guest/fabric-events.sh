@@ -16,15 +16,29 @@
 #   failover    4 integrity pairs (tests/integrity, every byte checked) while
 #               the busiest spine is (a) taken down, (b) made a gray black
 #               hole (100 % loss, link up; mr0 must move paths off it),
-#               (c) made 5 % lossy; then
+#               (c) made 5 % lossy (each a separate EVENT below); then
 #               ib_write_bw -q 4 with the spine still failed, as a fraction
 #               of the lossless -q 4 figure
 # For mr0 these are checks; for rxe0 the same runs are the baseline and only
 # reported (its one source port per QP lands on one spine; rxe retries
 # without limit at retry_cnt 7, so a QP on a black hole stalls: its runs
 # are capped at 30 s).
-#   fabric-events.sh [mr0|rxe0]
-MR_FABRIC_MORE=1 . "$MR_REPO/tests/guest/fabric.sh" "${1:-mr0}" 4
+#   fabric-events.sh [mr0|rxe0] [EVENT...]
+# EVENT: down, gray100, gray5 (default: all three, in that order). tests/run
+# runs gray100 only, the failure only the transport can route around; `tests/run
+# --long` runs all three.
+fe_dev=${1:-mr0}
+fe_events=()
+for a in "${@:2}"; do
+  case $a in
+    down) fe_events+=("down") ;;
+    gray100) fe_events+=("gray 100") ;;
+    gray5) fe_events+=("gray 5") ;;
+    *) echo "fabric-events.sh: unknown event '$a' (down, gray100, gray5)" >&2; exit 2 ;;
+  esac
+done
+((${#fe_events[@]})) || fe_events=("down" "gray 100" "gray 5")
+MR_FABRIC_MORE=1 . "$MR_REPO/tests/guest/fabric.sh" "$fe_dev" 4
 # fabric.sh leaves: dev, gid, the fabric up, MR_PEER_IP4 the peer's address.
 mr() { [[ $dev == mr0 ]]; }
 sender() { ((MR_ID == 1)); }   # guest 1 owns the fabric and sends
@@ -256,8 +270,10 @@ integrity_pairs() {
 # never failed.
 busiest() { spine_deltas "$1" "$2" | tr ' ' '\n' | awk -F'[:/]' -v last="$(fabric_spines)" '$1 < last && $2 > m { m = $2; s = $1 } END { print s + 0 }'; }
 n=0
-for event in "down" "gray 100" "gray 5"; do
-  n=$((n + 1))
+for event in "${fe_events[@]}"; do
+  # n: the event's place in the full list (its seeds, ports and file names
+  # are the same whichever events run).
+  case $event in down) n=1 ;; "gray 100") n=2 ;; *) n=3 ;; esac
   meet "failover-$n"
   integrity_pairs "fo$n" "$n"
   if sender; then

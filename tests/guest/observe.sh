@@ -87,7 +87,10 @@ meet traced
 
 # --- traffic, with the resource views read during it ---
 server() { ((MR_ID == 1)); }
-bw=(ib_write_bw -d "$dev" -x "$gid" -s 65536 -n "$iters" -b -F)
+# -e: both sides sleep on CQ events instead of busy-polling the CQ, so the
+# resource dumps below get the CPU (a busy-polling perftest starved them: a
+# dump took ~50 s in a debug guest, longer than the transfer).
+bw=(ib_write_bw -d "$dev" -x "$gid" -s 65536 -n "$iters" -b -F -e)
 if server; then
   timeout 900 "${bw[@]}" >"$work/bw.out" 2>&1 &
 else
