@@ -131,6 +131,26 @@ fold_tap() {
   done
 }
 
+# exerciser_bin: sets ex to out/exerciser (built on the host: `make -C
+# tests/exerciser`); if that is missing or older than one of its sources
+# (every .c in tests/exerciser but ringfuzz.c, and the headers), builds one in
+# $MR_RUNDIR instead and sets ex to that (slow under TCG).
+exerciser_bin() {
+  local f srcs=() stale=0
+  ex=$MR_REPO/out/exerciser
+  [[ -x $ex ]] || stale=1
+  for f in "$MR_REPO"/tests/exerciser/*.[ch]; do
+    [[ $f == */ringfuzz.c ]] && continue
+    [[ $f == *.c ]] && srcs+=("$f")
+    [[ $ex -ot $f ]] && stale=1
+  done
+  if ((stale)); then
+    diag "out/exerciser missing or stale: building it in the guest (slow under TCG)"
+    ex=$MR_RUNDIR/exerciser
+    check "build the exerciser" gcc -O2 -o "$ex" "${srcs[@]}" -libverbs
+  fi
+}
+
 # integrity_built: out/integrity exists and is newer than its source (the
 # host builds it: `make -C tests/integrity`); a test without it stops here.
 integrity_built() {

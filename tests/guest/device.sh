@@ -129,13 +129,7 @@ check "insmod again, add, delete" bash -c "insmod $ko && rdma link add mr0 type 
 # fail with EIO, and the rings they still have mapped stay plain memory.
 # The holder is the exerciser's hold mode (PD, MR, CQ, SRQ, an RC QP in RTS,
 # a UD QP, rings mapped); on SIGUSR1 it checks what it sees (TAP) and exits.
-src=$MR_REPO/tests/exerciser/exerciser.c
-ex=$MR_REPO/out/exerciser
-if [[ ! -x $ex || $ex -ot $src ]]; then
-  diag "out/exerciser missing or stale: building it in the guest (slow under TCG)"
-  ex=$MR_RUNDIR/exerciser
-  check "build the exerciser" gcc -O2 -o "$ex" "$src" -libverbs
-fi
+exerciser_bin
 dmesg_from=$(dmesg | wc -l)
 holders=()
 # hold NAME: an exerciser holding objects on mr0 (pid in $held) until SIGUSR1;

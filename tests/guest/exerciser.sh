@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One guest: the verbs exerciser (tests/exerciser/exerciser.c) against one
+# One guest: the verbs exerciser (tests/exerciser/, exerciser.h) against one
 # device, then a kill -9 cleanup test.
 #   exerciser.sh rxe        modprobe rdma_rxe; rdma link add rxe0 type rxe netdev $MR_IF
 #   exerciser.sh metaroce   insmod $MR_REPO/metaroce.ko; rdma link add mr0 type metaroce netdev $MR_IF
@@ -7,13 +7,11 @@
 # idles). The kind can also come from MR_EX_DEV; the create/destroy iterations
 # from a second argument or MR_EX_ITER (default 1000; about 25 s under TCG).
 # The binary is built on the host (`make -C tests/exerciser` -> out/exerciser);
-# if it is missing or older than its source it is built here, slowly.
+# if it is missing or older than its sources it is built here, slowly.
 #   make -C tests/exerciser && qemu/vm-run tests/guest/exerciser.sh rxe
 . "$MR_REPO/tests/lib.sh"
 kind=${1:-${MR_EX_DEV:-rxe}}
 iter=${2:-${MR_EX_ITER:-1000}}
-src=$MR_REPO/tests/exerciser/exerciser.c
-ex=$MR_REPO/out/exerciser
 
 case $kind in
   rxe) dev=rxe0 ;;
@@ -21,11 +19,7 @@ case $kind in
   *) fail "unknown device kind '$kind' (rxe or metaroce)"; done_testing ;;
 esac
 
-if [[ ! -x $ex || $ex -ot $src ]]; then
-  diag "out/exerciser missing or stale: building it in the guest (slow under TCG)"
-  ex=$MR_RUNDIR/exerciser
-  check "build the exerciser" gcc -O2 -o "$ex" "$src" -libverbs
-fi
+exerciser_bin
 
 if ((MR_ID != 1)); then pass "guest $MR_ID: idle (the exerciser needs no peer)"; done_testing; fi
 load_kmod udp_tunnel ip6_udp_tunnel dummy >/dev/null 2>&1
