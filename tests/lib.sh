@@ -38,6 +38,15 @@ meet() {
   retry "${2:-400}" test -f "$MR_RUNDIR/events/$1.$((3 - MR_ID))" ||
     { fail "guest $((3 - MR_ID)) never reached '$1'"; done_testing; }
 }
+# swap NAME VALUE: publish VALUE under NAME, wait for the peer guest's value
+# of NAME and print it (two guests agreeing on a verdict or another round).
+swap() {
+  local d=$MR_RUNDIR/events peer=$((3 - MR_ID))
+  mkdir -p "$d"
+  printf '%s\n' "$2" >"$d/$1.val.$MR_ID.tmp" && mv "$d/$1.val.$MR_ID.tmp" "$d/$1.val.$MR_ID"
+  retry 400 test -f "$d/$1.val.$peer" || { fail "guest $peer never published '$1'"; done_testing; }
+  cat "$d/$1.val.$peer"
+}
 # local_link: in a one-guest run (no private link), a veth pair mrl0/mrl1
 # with guest 1's addresses on mrl0 stands in for it, so that the loopback
 # tests (traffic to the guest's own address) run in a single guest. A pair

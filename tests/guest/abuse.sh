@@ -51,13 +51,7 @@ peer=$((3 - MR_ID))
 port=18600
 ev=$MR_RUNDIR/events
 mkdir -p "$ev"
-# swap NAME VALUE: publish VALUE to the other guest and print its value for
-# NAME (both guests use this to agree on a verdict or a retry).
-swap() {
-  printf '%s\n' "$2" >"$ev/$1.val.$MR_ID.tmp" && mv "$ev/$1.val.$MR_ID.tmp" "$ev/$1.val.$MR_ID"
-  retry 400 test -f "$ev/$1.val.$peer" || { fail "guest $peer never published '$1'"; done_testing; }
-  cat "$ev/$1.val.$peer"
-}
+# swap NAME VALUE (tests/lib.sh) agrees on a verdict or a retry.
 
 # run TIMEOUT CMD...: guest 1 serves; guest 2 retries (60 s) until guest 1's
 # server is up. Output in $out, status in $rc.
