@@ -137,9 +137,11 @@ while :; do
     bwrc=$((rc ? rc : 1)); fail "$dev: ib_write_bw -b, round $round (rc=$rc)" "$(cat "$work/bw.out")"
   else bwlines+=" $(awk '{print $4}' <<<"$line")"; fi
   mine=0; [[ -n $qp && -n $cq && -n $mr && -n $pd ]] && mine=1
-  other=$(swap "views-$round" "$mine")
+  # Both guests decide alike: "VIEWS OK" from each (all four views caught;
+  # transfers without error so far).
+  read -r other other_ok <<<"$(swap "views-$round" "$mine $((bwrc == 0))")"
   ((mine && other == 1)) && break
-  ((bwrc == 0 && round < 4)) || break
+  ((bwrc == 0 && other_ok == 1 && round < 4)) || break
   diag "round $round ended before both guests had all four views (this guest: ${qp:+qp }${cq:+cq }${mr:+mr }${pd:+pd}; the peer's: $other): another round"
 done
 diag "resource dumps: $dumps in $((SECONDS - t0)) s, $round transfer round(s)"
