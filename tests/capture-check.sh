@@ -8,21 +8,31 @@
 # the other guest's capture, and that the messages each capture shows, by op,
 # match the WRs and bytes the integrity client logged.
 #   tests/capture-check.sh [capture.sh ARGS...]
-#   tests/capture-check.sh --dir DIR   only decode and check the captures a
+#   tests/capture-check.sh --dir DIR   (or --dir=DIR) only decode and check the captures a
 #       capture.sh run left in DIR (tests/run runs capture.sh as a part of
 #       another boot: DIR is that run's out/seq-<time>/partK)
 # Needs the test kernel, metaroce.ko and out/integrity built (tests/run does),
 # tcpdump and tshark on the host (tools/setup.sh). Logs and captures:
 # out/capture-<time>/.
 set -uo pipefail
+# --dir DIR / --dir=DIR: DIR as given, relative to the caller's directory.
+dir="" dir_set=0
+case ${1:-} in
+  --dir) dir_set=1; dir=${2:-} ;;
+  --dir=*) dir_set=1; dir=${1#--dir=} ;;
+esac
+((dir_set)) && [[ -n $dir && -d $dir ]] && dir=$(cd "$dir" && pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 command -v tshark >/dev/null || { echo "tshark not installed (tools/setup.sh)"; exit 1; }
 export MR_OUT=${MR_OUT:-$repo/out}
-if [[ ${1:-} == --dir ]]; then
-  [[ -f ${2:-}/capture.1.pcap && -f $2/capture.2.pcap ]] || { echo "capture-check: no capture.{1,2}.pcap in '${2:-}'"; exit 1; }
-  echo "capture-check: decoding $2/capture.{1,2}.pcap with $(tshark --version 2>/dev/null | head -1)"
-  exec python3 tests/wireshark.py capture "$2"
+if ((dir_set)); then
+  for f in capture.1.pcap capture.2.pcap ip.1 ip.2 qp.1 qp.2 counters.1.before counters.1.after \
+    counters.2.before counters.2.after netem.1 netem.2 tap.1 tap.2; do
+    [[ -f $dir/$f ]] || { echo "capture-check: '$dir' is not what a capture.sh run leaves (no $f)"; exit 1; }
+  done
+  echo "capture-check: decoding $dir/capture.{1,2}.pcap with $(tshark --version 2>/dev/null | head -1)"
+  exec python3 tests/wireshark.py capture "$dir"
 fi
 before=$(ls -d "$MR_OUT"/capture-* 2>/dev/null)
 qemu/vm-run -n 2 -t "${MR_CAPTURE_TIMEOUT:-600}" tests/guest/capture.sh "$@"

@@ -5,6 +5,17 @@
  */
 #include "exerciser.h"
 
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f, "usage: %s -d DEVICE [-n ITER] [-g GID_INDEX] [-v] [-H] [-S] [-h]\n"
+		"  -n ITER   create/destroy iterations (default 1000)\n"
+		"  -g INDEX  GID index (default: a RoCE v2 GID, IPv4-mapped first)\n"
+		"  -v        verbose diagnostics\n"
+		"  -H        hold mode: keep objects until SIGUSR1 (tests/guest/device.sh)\n"
+		"  -S        strict: IBTA where rxe deviates (the [rxe quirk] checks)\n"
+		"  -h        this help\n", prog);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = NULL;
@@ -12,7 +23,7 @@ int main(int argc, char **argv)
 	int o, i, n, want_gid = -1, hold_mode = 0;
 	double t0 = now();
 
-	while ((o = getopt(argc, argv, "d:n:g:vHS")) != -1) {
+	while ((o = getopt(argc, argv, "d:n:g:vHSh")) != -1) {
 		switch (o) {
 		case 'd': dev = optarg; break;
 		case 'n': iters = atoi(optarg); break;
@@ -20,13 +31,14 @@ int main(int argc, char **argv)
 		case 'v': verbose = 1; break;
 		case 'H': hold_mode = 1; break;
 		case 'S': strict = 1; break;
+		case 'h': usage(stdout, argv[0]); return 0;
 		default:
-			fprintf(stderr, "usage: %s -d DEVICE [-n ITER] [-g GID_INDEX] [-v] [-H]\n", argv[0]);
+			usage(stderr, argv[0]);
 			return 2;
 		}
 	}
 	if (!dev || iters < 1) {
-		fprintf(stderr, "usage: %s -d DEVICE [-n ITER] [-g GID_INDEX] [-v] [-H]\n", argv[0]);
+		usage(stderr, argv[0]);
 		return 2;
 	}
 	list = ibv_get_device_list(&n);

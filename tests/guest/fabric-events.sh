@@ -28,8 +28,14 @@
 # runs gray100 only, the failure only the transport can route around; `tests/run
 # --long` runs all three.
 fe_dev=${1:-mr0}
+case $fe_dev in
+  mr*|rxe*) ;;
+  *) echo "fabric-events.sh: the first argument is the device (mr0 or rxe0), got '$fe_dev'" >&2; exit 2 ;;
+esac
 fe_events=()
 for a in "${@:2}"; do
+  [[ " ${fe_events[*]// /} " != *" $a "* ]] ||
+    { echo "fabric-events.sh: event '$a' given twice" >&2; exit 2; }
   case $a in
     down) fe_events+=("down") ;;
     gray100) fe_events+=("gray 100") ;;

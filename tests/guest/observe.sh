@@ -12,6 +12,7 @@
 # the resource and counter checks still run.
 . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
+[[ $dev == mr* ]] || { echo "observe.sh: the first argument is the metaroce device (mr0), got '$dev'" >&2; exit 2; }
 shift
 iters=600
 [[ ${1:-} == -n ]] && { iters=$2; shift 2; }

@@ -21,7 +21,19 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 ksft_skip() { echo "SKIP: $*"; exit 4; }
 need_root() { ((EUID == 0)) || ksft_skip "needs root"; }
-need_file() { local f; for f; do [[ -e $f ]] || ksft_skip "missing $f (make -C tests/selftests all, on the host)"; done; }
+need_file() {
+  local f v
+  for f; do
+    [[ -e $f ]] || ksft_skip "missing $f (make -C tests/selftests all, on the host)"
+    # A module built for another kernel (e.g. the installed copy run on the
+    # build host instead of a test guest): SKIP, naming both.
+    if [[ $f == *.ko ]] && command -v modinfo >/dev/null; then
+      v=$(modinfo -F vermagic "$f" 2>/dev/null | awk '{print $1}')
+      [[ -z $v || $v == "$(uname -r)" ]] ||
+        ksft_skip "$f is built for kernel $v, this is $(uname -r): run in a test guest (qemu/vm-run)"
+    fi
+  done
+}
 need_peer() {
   [[ $MR_NGUESTS == 2 && -n ${MR_IF:-} ]] ||
     ksft_skip "two-guest test: needs the peer guest and private link of qemu/vm-run -n 2"

@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
       shift 2 ;;
     -t|--test)
       t=${2:-}; t=${t#metaroce:}
-      grep -qx "metaroce:$t" "$list" || { echo "run_kselftest.sh: no test '${2:-}' (run_kselftest.sh -l lists them)" >&2; exit 2; }
+      grep -qxF "metaroce:$t" "$list" || { echo "run_kselftest.sh: no test '${2:-}' (run_kselftest.sh -l lists them)" >&2; exit 2; }
       tests="$tests $t"; shift 2 ;;
     *) echo "run_kselftest.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
