@@ -6,7 +6,7 @@
 //! idle port starts at once, and a transmit-done event is scheduled only when another
 //! packet waits. Times in ns.
 
-use crate::net::{mix, Pkt, Pool, Rng};
+use crate::net::{mix, Body, Pkt, Pool, Rng};
 use crate::queue::{Ev, Queue};
 use crate::switch::{lossless, Buffer, Drop, Port, SwitchConfig};
 use crate::topo::{FatTree, Node, Routes, Topology};
@@ -343,10 +343,10 @@ impl Fabric {
 
     /// Allocates a packet from host `src`'s endpoint and sends it on the NIC port of
     /// the plane its source port selects.
-    pub fn inject(&mut self, now: u64, q: &mut Queue, mut p: Pkt) {
+    pub fn inject(&mut self, now: u64, q: &mut Queue, mut p: Pkt, body: Body) {
         let l = self.topo.host_up(self.plane_of(p.sport), p.src);
         p.in_link = l as u32;
-        let pid = self.pool.alloc(p);
+        let pid = self.pool.alloc(p, body);
         self.send(now, q, l, pid);
     }
 }

@@ -2,6 +2,7 @@
 //! RoCEv2-style baseline (one path, go-back-N, no SACK) and prints a Markdown table.
 //!
 //! Usage: `metaroce-sim [--quick|--full] [--seed N] [--check] [--only N] [--kernel]`
+//! or `metaroce-sim --scale ...` (see [`scale`]): a 1,024-host permutation, measured.
 //! `--kernel` runs MetaRoCE with the kernel module's connection configuration.
 //! `--check` exits non-zero if a quick-scale MetaRoCE target regresses clearly.
 
@@ -11,6 +12,7 @@ mod endpoint;
 mod fabric;
 mod net;
 mod queue;
+mod scale;
 mod sim;
 mod switch;
 mod topo;
@@ -581,6 +583,10 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok());
     let sc = Scale { quick, seed };
+    if args.iter().any(|a| a == "--scale") {
+        scale::run(&args, params(Transport::Meta, 8, seed, 0));
+        return;
+    }
     let wall = WallClock::now();
     let mut rows = Vec::new();
     let run = |n: u32| only.map(|o| o == n).unwrap_or(true);

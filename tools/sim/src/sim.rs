@@ -14,7 +14,7 @@
 use crate::endpoint::{self, Endpoint};
 use crate::fabric::Fabric;
 use crate::net::{flow_key, Body, Pkt, CTRL, DATA, HEAD};
-use crate::queue::{Ev, Queue};
+use crate::queue::{Ev, Queue, Timers};
 use crate::switch::SwitchConfig;
 use crate::topo::FatTree;
 use crate::toy::{BaseEnd, BASE_HDR, NEVER};
@@ -50,6 +50,7 @@ pub struct Slot<const P: usize, const W: usize, const S: usize, const N: usize> 
     pub peer_host: u32,
     pub peer: u32,
     pub flow: u32,
+    /// When the endpoint wants its timer.
     pub timer_at: u64,
     pub ready: bool,
     pub ep: Ep<P, W, S, N>,
@@ -94,12 +95,15 @@ pub struct Sim<const P: usize, const W: usize, const S: usize, const N: usize> {
     pub now: u64,
     pub fabric: Fabric,
     q: Queue,
+    timers: Timers,
     pub slots: Vec<Slot<P, W, S, N>>,
     pub fair: Vec<FairShare>,
     pub params: Params,
     pub samples: Vec<Sample>,
     pub watch_link: Option<usize>,
     pub events: u64,
+    /// Events by kind: NIC done, switch port done, arrival at host, at switch, other, timer.
+    pub by_kind: [u64; 6],
     buf: Vec<u8>,
     rxbuf: Vec<u8>,
     /// Flows: (sender slot, receiver slot).
@@ -141,12 +145,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
             now: 0,
             fabric,
             q: Queue::default(),
+            timers: Timers::default(),
             slots: Vec::new(),
             fair,
             params,
             samples: Vec::new(),
             watch_link: None,
             events: 0,
+            by_kind: [0; 6],
             buf: vec![0u8; 9000],
             rxbuf: vec![0u8; 9000],
             flows: Vec::new(),
@@ -275,7 +281,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         self.q.push(t, Ev::Restore(self.failures.len() as u32 - 1));
     }
 
-    /// Events waiting (a measure of the engine's working set).
+    /// Events waiting (a measure of the engine's working set), timers excluded.
     pub fn pending_events(&self) -> usize {
         self.q.len()
     }
@@ -295,13 +301,50 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                 self.q.push(self.now, Ev::Sample);
             }
         }
-        while let Some(t) = self.q.peek_time() {
-            if t > until {
+        loop {
+            let te = self.q.peek_time().unwrap_or(NEVER);
+            if let Some((tt, id)) = self.timers.peek() {
+                if tt < te && tt <= until {
+                    // An endpoint timer, before any other event.
+                    self.now = tt;
+                    self.events += 1;
+                    self.by_kind[5] += 1;
+                    self.timers.set(id, NEVER);
+                    self.slots[id as usize].timer_at = NEVER;
+                    self.timeout(id);
+                    self.service(id);
+                    continue;
+                }
+            }
+            if te > until {
                 break;
             }
             let (t, ev) = self.q.pop().expect("peeked");
             self.now = t;
             self.events += 1;
+            self.by_kind[match ev {
+                Ev::LinkDone(l) => {
+                    if matches!(
+                        self.fabric.topo.links[l as usize].from,
+                        crate::topo::Node::Host(_)
+                    ) {
+                        0
+                    } else {
+                        1
+                    }
+                }
+                Ev::Arrive(l, _) => {
+                    if matches!(
+                        self.fabric.topo.links[l as usize].to,
+                        crate::topo::Node::Host(_)
+                    ) {
+                        2
+                    } else {
+                        3
+                    }
+                }
+                _ => 4,
+            }] += 1;
             match ev {
                 Ev::LinkDone(l) => {
                     if let Some(h) = self.fabric.on_link_done(t, &mut self.q, l as usize) {
@@ -316,13 +359,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                 Ev::Pause(l, on) => {
                     if let Some(h) = self.fabric.on_pause(t, &mut self.q, l as usize, on) {
                         self.pump(h);
-                    }
-                }
-                Ev::Timer(i) => {
-                    if self.slots[i as usize].timer_at == t {
-                        self.slots[i as usize].timer_at = NEVER;
-                        self.timeout(i);
-                        self.service(i);
                     }
                 }
                 Ev::Start(i) => self.service(i),
@@ -404,9 +440,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
 
     fn deliver(&mut self, h: u32, pid: u32) {
         let now = Instant(self.now);
-        let pkt = self.fabric.pool.get(pid);
-        let ce = pkt.ce;
-        let id = match &pkt.body {
+        let ce = self.fabric.pool.get(pid).ce;
+        let id = match self.fabric.pool.body(pid) {
             Body::Meta { len, head } => {
                 let len = usize::from(*len);
                 let kept = len.min(HEAD);
@@ -502,10 +537,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
             Ep::Base(e) => e.next_timer(),
             Ep::Dyn(e) => e.next_timer().unwrap_or(NEVER),
         };
-        if next_timer != NEVER && next_timer != slot.timer_at {
-            let t = next_timer.max(now + 1);
+        let t = if next_timer == NEVER {
+            NEVER
+        } else {
+            next_timer.max(now + 1)
+        };
+        if t != slot.timer_at {
             slot.timer_at = t;
-            self.q.push(t, Ev::Timer(id));
+            self.timers.set(id, t);
         }
     }
 
@@ -523,9 +562,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                 return;
             };
             match self.poll_one(id) {
-                Some(p) => {
+                Some((p, body)) => {
                     self.ready[host as usize].push_back(id);
-                    self.fabric.inject(self.now, &mut self.q, p);
+                    self.fabric.inject(self.now, &mut self.q, p, body);
                     self.arm(id);
                 }
                 None => {
@@ -536,21 +575,23 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         }
     }
 
-    fn poll_one(&mut self, id: u32) -> Option<Pkt> {
+    fn poll_one(&mut self, id: u32) -> Option<(Pkt, Body)> {
         let now = self.now;
         let slot = &mut self.slots[id as usize];
         let (host, peer_host, peer) = (slot.host, slot.peer_host, slot.peer);
-        let pkt = |sport: u16, class: u8, wire: u32, ect: bool, body: Body| Pkt {
-            src: host,
-            dst: peer_host,
-            sport,
-            class,
-            ect,
-            ce: false,
-            wire,
-            key: flow_key(host, peer_host, sport),
-            in_link: 0,
-            body,
+        let pkt = |sport: u16, class: u8, wire: u32, ect: bool, body: Body| {
+            let p = Pkt {
+                src: host,
+                dst: peer_host,
+                sport,
+                class,
+                ect,
+                ce: false,
+                wire,
+                key: flow_key(host, peer_host, sport),
+                in_link: 0,
+            };
+            (p, body)
         };
         match &mut slot.ep {
             Ep::Meta(c, app) => {
