@@ -62,7 +62,7 @@ impl Fabric {
             ports,
             bufs,
             pool: Pool::default(),
-            rng: Rng::new(seed ^ 0x5eed_fab),
+            rng: Rng::new(seed ^ 0x05ee_dfab),
             reconverge_ns: None,
         }
     }
@@ -70,6 +70,7 @@ impl Fabric {
     pub fn ft(&self) -> &FatTree {
         &self.topo.ft
     }
+    #[allow(dead_code)] // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
     pub fn host_up(&self, p: u8, h: u32) -> usize {
         self.topo.host_up(p, h)
     }

@@ -15,6 +15,8 @@ mod queue;
 mod scale;
 mod sim;
 mod switch;
+#[cfg(test)]
+mod tests;
 mod topo;
 mod toy;
 

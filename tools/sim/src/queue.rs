@@ -17,6 +17,7 @@ pub enum Ev {
     Start(u32),
     /// A failure set (index) goes down / comes back.
     Fail(u32),
+    #[allow(dead_code)] // constructed by Sim::restore_at, an API for workloads
     Restore(u32),
     /// Routing of a plane reconverges.
     Reconverge(u8),

@@ -129,6 +129,17 @@ pub fn run(args: &[String], params: Params) {
         s.params.transport,
         if cfg.pfc.is_some() { "PFC" } else { "lossy" },
     );
+    let (ad, au) = ft.agg_gbps();
+    println!(
+        "capacity: ToR {} Gb/s down / {} Gb/s up{}",
+        ft.tor_down_gbps(),
+        ft.tor_up_gbps(),
+        if tiers == 3 {
+            format!(", aggregation {ad} Gb/s down / {au} Gb/s up")
+        } else {
+            String::new()
+        }
+    );
     println!(
         "wall {secs:.1} s (setup {setup:.1} s), {} events, {:.2} M events/s, {:.0} ns simulated per wall ms",
         s.events,

@@ -42,6 +42,8 @@ pub type SimApp = BulkApp<'static>;
 pub enum Ep<const P: usize, const W: usize, const S: usize, const N: usize> {
     Meta(Box<Connection<P, W, S, N>>, SimApp),
     Base(BaseEnd),
+    #[allow(dead_code)]
+    // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
     Dyn(Box<dyn Endpoint>),
 }
 
@@ -59,6 +61,8 @@ pub struct Slot<const P: usize, const W: usize, const S: usize, const N: usize> 
 /// One flow's record.
 #[derive(Clone, Copy, Debug)]
 pub struct Flow {
+    #[allow(dead_code)]
+    // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
     pub sender: u32,
     pub receiver: u32,
     /// When the sender starts, ns.
@@ -224,6 +228,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
     /// `make(sender_slot, receiver_slot)` builds the two ends (a packet's `conn` is the
     /// slot of the end it is for). `msgs`: messages the receiver must complete for the
     /// flow to finish (`None`: endless).
+    #[allow(dead_code)] // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
     pub fn add_flow_dyn(
         &mut self,
         a: u32,
@@ -276,6 +281,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
     }
 
     /// Links `links` come back at `t`.
+    #[allow(dead_code)] // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
     pub fn restore_at(&mut self, t: u64, links: Vec<usize>) {
         self.failures.push(links);
         self.q.push(t, Ev::Restore(self.failures.len() as u32 - 1));

@@ -55,6 +55,7 @@ impl Ecn {
         }
     }
     /// DCQCN's published switch settings: kmin 5 KB, kmax 200 KB, pmax 1 %.
+    #[allow(dead_code)] // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
     pub fn dcqcn() -> Ecn {
         Ecn {
             kmin: 5_000,

@@ -131,6 +131,7 @@ impl FatTree {
         )
     }
     /// Bidirectional cables, all planes.
+    #[allow(dead_code)] // tests and workloads
     pub fn cables(&self) -> u64 {
         let per = u64::from(self.hosts())
             + u64::from(self.tors()) * u64::from(self.tor_uplinks)
@@ -158,10 +159,9 @@ pub struct LinkSpec {
     pub plane: u8,
     /// Serialisation time, picoseconds per byte (8000 / Gb/s).
     pub ps_per_byte: u64,
-    /// Propagation delay, ns.
+    /// Propagation delay, ns. PFC frames for this link travel the cable's other
+    /// direction and take the same delay.
     pub delay: u64,
-    /// The opposite direction of the same cable (PFC frames travel on it).
-    pub reverse: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -283,7 +283,7 @@ impl Topology {
     fn cable(&mut self, plane: u8, a: Node, b: Node, gbps: u64, delay: u64) -> (u32, u32) {
         let ab = self.links.len() as u32;
         let ps = 8000 / gbps.max(1);
-        for (from, to, reverse) in [(a, b, ab + 1), (b, a, ab)] {
+        for (from, to) in [(a, b), (b, a)] {
             if let Node::Switch(s) = from {
                 let sw = &mut self.switches[s as usize];
                 sw.ports.push(self.links.len() as u32);
@@ -295,7 +295,6 @@ impl Topology {
                 plane,
                 ps_per_byte: ps,
                 delay,
-                reverse,
             });
         }
         (ab, ab + 1)
