@@ -2,18 +2,28 @@
 //! RoCEv2-style baseline (one path, go-back-N, no SACK) and prints a Markdown table.
 //!
 //! Usage: `metaroce-sim [--quick|--full] [--seed N] [--check] [--only N] [--kernel]`
+//! or `metaroce-sim --scale ...` (see [`scale`]): a 1,024-host permutation, measured.
 //! `--kernel` runs MetaRoCE with the kernel module's connection configuration.
 //! `--check` exits non-zero if a quick-scale MetaRoCE target regresses clearly.
 
-// The baseline endpoints' contract (issue 13: DCQCN, IRN); not wired in yet.
+// The baseline endpoints' contract (issue 13: DCQCN, IRN): the engine hosts them.
 #[allow(dead_code)]
 mod endpoint;
+mod fabric;
 mod net;
+mod queue;
+mod scale;
 mod sim;
+mod switch;
+#[cfg(test)]
+mod tests;
+mod topo;
+mod toy;
 
-use net::Topo;
 use sim::{Ep, Params, Sim, Transport, MTU, OVERHEAD};
 use std::time::Instant as WallClock;
+use switch::SwitchConfig;
+use topo::FatTree;
 
 #[derive(Clone, Copy)]
 struct Scale {
@@ -37,17 +47,20 @@ const K: u64 = 100_000;
 const QLIMIT: u64 = 1_000_000;
 const MIN_RTO: u32 = 200_000;
 
-fn topo(planes: u8, leaves: u16, hpl: u16, spines: u16) -> Topo {
-    Topo {
-        planes,
-        leaves,
-        spines,
-        hosts_per_leaf: hpl,
-        gbps: GBPS,
-        delay_ns: DELAY,
-        qlimit: QLIMIT,
-        ecn_k: K,
+/// The original scenarios' leaf–spine fabric: 100 Gb/s, 1 µs per hop, one 1 MB FIFO per
+/// port (no shared buffer), step ECN at 100 KB.
+fn topo(planes: u8, leaves: u16, hpl: u16, spines: u16) -> FatTree {
+    FatTree {
+        host_gbps: GBPS,
+        fabric_gbps: GBPS,
+        host_delay_ns: DELAY,
+        fabric_delay_ns: DELAY,
+        ..FatTree::leaf_spine(planes, leaves, hpl, spines)
     }
+}
+
+fn legacy() -> SwitchConfig {
+    SwitchConfig::legacy(QLIMIT, K)
 }
 
 /// `--kernel`: MetaRoCE runs the kernel module's connection configuration
@@ -130,6 +143,7 @@ fn total_errors<const P: usize, const W: usize, const S: usize, const N: usize>(
         .map(|sl| match &sl.ep {
             Ep::Meta(_, app) => app.errors,
             Ep::Base(e) => e.errors,
+            Ep::Dyn(e) => e.errors(),
         })
         .sum()
 }
@@ -159,12 +173,12 @@ fn delivered_between<const P: usize, const W: usize, const S: usize, const N: us
 fn loss_goodput(tr: Transport, loss: f64, sc: Scale) -> f64 {
     let t = topo(1, 2, 1, 8);
     let dur = sc.t(3_000_000, 20_000_000);
-    let mut s: Sim<8, 1, 4, 64> = Sim::new(t, params(tr, 8, sc.seed, 50_000));
+    let mut s: Sim<8, 1, 4, 64> = Sim::new(t, legacy(), params(tr, 8, sc.seed, 50_000));
     s.add_flow(0, 1, u32::MAX);
     // Random loss on both receivers' downlinks: data to host 1, ACKs to host 0.
     let (d1, d0) = (s.fabric.host_down(0, 1), s.fabric.host_down(0, 0));
-    s.fabric.links[d1].loss = loss;
-    s.fabric.links[d0].loss = loss;
+    s.fabric.ports[d1].loss = loss;
+    s.fabric.ports[d0].loss = loss;
     s.run(dur);
     let d = delivered_between(&s, dur / 5, dur);
     d[0] / ((dur - dur / 5) as f64 * 1e-9)
@@ -210,7 +224,7 @@ fn incast(tr: Transport, n: u32, sc: Scale) -> Incast {
     let t = topo(1, 9, 8, 8);
     let dur = sc.t(1_500_000, 5_000_000);
     let sample = 1_000;
-    let mut s: Sim<8, 1, 4, 64> = Sim::new(t, params(tr, 8, sc.seed, sample));
+    let mut s: Sim<8, 1, 4, 64> = Sim::new(t, legacy(), params(tr, 8, sc.seed, sample));
     for i in 0..n {
         s.add_flow(8 + i, 0, u32::MAX);
     }
@@ -244,7 +258,7 @@ fn incast(tr: Transport, n: u32, sc: Scale) -> Incast {
         }
         eprintln!(
             "drops at bottleneck {}",
-            s.fabric.links[s.fabric.host_down(0, 0)].drops
+            s.fabric.ports[s.fabric.host_down(0, 0)].stats.drops()
         );
     }
     let hold = (20.0 * rtt) as u64;
@@ -313,7 +327,7 @@ fn scenario2(sc: Scale, rows: &mut Vec<Row>) {
 fn bisection(tr: Transport, sc: Scale) -> f64 {
     let t = topo(1, 2, 8, 8);
     let dur = sc.t(2_000_000, 20_000_000);
-    let mut s: Sim<8, 1, 4, 64> = Sim::new(t, params(tr, 8, sc.seed, 50_000));
+    let mut s: Sim<8, 1, 4, 64> = Sim::new(t, legacy(), params(tr, 8, sc.seed, 50_000));
     for i in 0..8 {
         s.add_flow(i, 8 + i, u32::MAX);
     }
@@ -343,7 +357,7 @@ fn planes_tput(tr: Transport, planes: u8, sc: Scale) -> f64 {
     let t = topo(planes, 2, 8, 8);
     let dur = sc.t(1_500_000, 10_000_000);
     let paths = (8 * planes).min(64);
-    let mut s: Sim<64, 8, 4, 512> = Sim::new(t, params(tr, paths, sc.seed, 50_000));
+    let mut s: Sim<64, 8, 4, 512> = Sim::new(t, legacy(), params(tr, paths, sc.seed, 50_000));
     for i in 0..8 {
         s.add_flow(i, 8 + i, u32::MAX);
     }
@@ -395,27 +409,18 @@ fn failure(tr: Transport, plane: bool, sc: Scale) -> Failure {
     let tf = dur / 3;
     let paths = 8 * planes;
     let win = 20_000;
-    let mut s: Sim<64, 8, 4, 512> = Sim::new(t, params(tr, paths, sc.seed, win));
+    let mut s: Sim<64, 8, 4, 512> = Sim::new(t, legacy(), params(tr, paths, sc.seed, win));
     for i in 0..8 {
         s.add_flow(i, 8 + i, u32::MAX);
     }
     let mut dead = Vec::new();
     if plane {
-        let pp = s.fabric.links.len() / usize::from(planes);
-        dead.extend(pp..2 * pp); // every link of plane 1
+        dead.extend(s.fabric.topo.plane_links(1)); // every link of plane 1
     } else {
         // Fail the spine that the baseline's first flow hashes onto, so the baseline is
         // affected too (both transports see the same failure).
-        let probe = net::Pkt {
-            src: 0,
-            dst: 8,
-            sport: 1024 + sim::mix16(sc.seed),
-            wire: 0,
-            ect: false,
-            ce: false,
-            body: net::Body::Meta(Box::new([])),
-        };
-        let l = s.fabric.route(net::NodeId::Leaf(0, 0), &probe);
+        let key = net::flow_key(0, 8, 1024 + sim::mix16(sc.seed));
+        let l = s.fabric.route(0, 8, key).expect("leaf 0 routes to host 8");
         let spine = (l - s.fabric.up(0, 0, 0)) as u16;
         dead.push(s.fabric.up(0, 0, spine));
         dead.push(s.fabric.down(0, spine, 0));
@@ -505,7 +510,7 @@ fn many(tr: Transport, sc: Scale) -> (f64, u64, u64, u32) {
     p.msg_len = if sc.quick { 4096 } else { 16 * 1024 };
     p.streams = 1;
     let wall = WallClock::now();
-    let mut s: Sim<8, 1, 4, 32> = Sim::new(t, p);
+    let mut s: Sim<8, 1, 4, 32> = Sim::new(t, legacy(), p);
     for i in 0..n {
         s.add_flow(0, 16 + i % 16, 1);
     }
@@ -517,6 +522,7 @@ fn many(tr: Transport, sc: Scale) -> (f64, u64, u64, u32) {
         .filter(|(_, b)| match &s.slots[*b as usize].ep {
             Ep::Meta(_, app) => app.completed_msgs == 1,
             Ep::Base(e) => u64::from(e.epsn) * u64::from(MTU) >= u64::from(s.params.msg_len),
+            Ep::Dyn(e) => e.completed_msgs() == 1,
         })
         .count() as u64;
     let errors = total_errors(&s);
@@ -527,7 +533,7 @@ fn scenario6(sc: Scale, rows: &mut Vec<Row>) {
     let meta_bytes = std::mem::size_of::<metaroce_proto::DenseConnection>();
     let default_bytes = std::mem::size_of::<metaroce_proto::DefaultConnection>();
     let dense_tput = dense_single_flow(sc);
-    let base_bytes = std::mem::size_of::<sim::BaseEnd>();
+    let base_bytes = std::mem::size_of::<toy::BaseEnd>();
     let (mw, md, me, merr) = many(Transport::Meta, sc);
     let (bw, bd, be, berr) = many(Transport::Base, sc);
     rows.push(Row {
@@ -551,7 +557,8 @@ fn scenario6(sc: Scale, rows: &mut Vec<Row>) {
 fn dense_single_flow(sc: Scale) -> f64 {
     let t = topo(1, 2, 1, 8);
     let dur = sc.t(3_000_000, 20_000_000);
-    let mut s: Sim<8, 1, 4, 32> = Sim::new(t, params(Transport::Meta, 8, sc.seed, 50_000));
+    let mut s: Sim<8, 1, 4, 32> =
+        Sim::new(t, legacy(), params(Transport::Meta, 8, sc.seed, 50_000));
     s.add_flow(0, 1, u32::MAX);
     s.run(dur);
     let d = delivered_between(&s, dur / 5, dur);
@@ -578,6 +585,10 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok());
     let sc = Scale { quick, seed };
+    if args.iter().any(|a| a == "--scale") {
+        scale::run(&args, params(Transport::Meta, 8, seed, 0));
+        return;
+    }
     let wall = WallClock::now();
     let mut rows = Vec::new();
     let run = |n: u32| only.map(|o| o == n).unwrap_or(true);
