@@ -8,8 +8,21 @@
 // The baseline endpoints' contract (issue 13: DCQCN, IRN); not wired in yet.
 #[allow(dead_code)]
 mod endpoint;
+// Issue 13 baselines, workloads and statistics; not wired into the engine yet.
+#[allow(dead_code)]
+mod dcqcn;
+#[allow(dead_code)]
+mod irn;
 mod net;
+#[allow(dead_code)]
+mod roce;
 mod sim;
+#[allow(dead_code)]
+mod stats;
+#[cfg(test)]
+mod testpipe;
+#[allow(dead_code)]
+mod workload;
 
 use net::Topo;
 use sim::{Ep, Params, Sim, Transport, MTU, OVERHEAD};
