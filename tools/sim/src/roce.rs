@@ -1087,4 +1087,27 @@ mod tests {
             assert!(sports.contains(&p.sport), "side {side}");
         }
     }
+
+    /// ACK coalescing: one ACK per `ack_every` in-order packets, and one on each
+    /// message's last packet.
+    #[test]
+    fn ack_coalescing() {
+        let mut c = cfg(false);
+        c.ack_every = 4;
+        let (mut s, mut r) = pair(c);
+        s.post(10 * u64::from(MTU)); // ACKs after 4, 8 and the last (10)
+        s.post(3 * u64::from(MTU)); // the last (13)
+        let mut pipe = Pipe::new();
+        pipe.run(&mut s, &mut r, 1_000_000_000);
+        let acks: Vec<u32> = pipe
+            .log
+            .iter()
+            .filter_map(|l| match (l.1, l.2, l.3.kind) {
+                (1, Ev::Sent, BaseKind::Ack { epsn, .. }) => Some(epsn),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(acks, vec![4, 8, 10, 13]);
+        assert!(s.idle());
+    }
 }

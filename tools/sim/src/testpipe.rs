@@ -63,6 +63,13 @@ impl Pipe {
         self
     }
 
+    /// Drop any packet (data or control) with probability `p`, seeded.
+    pub fn random_loss(mut self, p: f64, seed: u64) -> Pipe {
+        let mut rng = crate::workload::Rng::new(seed);
+        self.drop = Box::new(move |_, _| rng.unit() < p);
+        self
+    }
+
     /// CE-mark every data packet.
     pub fn mark_all(mut self) -> Pipe {
         self.mark = Box::new(|p, _| matches!(p.kind, BaseKind::Data { .. }));
