@@ -95,14 +95,17 @@ impl DcqcnParams {
         }
     }
 
-    /// The parameters recommended in the DCQCN paper (Zhu et al., SIGCOMM 2015, §5 and
-    /// its parameter table, 40 Gb/s): `g = 1/256`, CNP interval `N = 50 µs`, `α`
-    /// period `K = 55 µs`, timer `T = 55 µs`, byte counter `B = 10 MB`, `F = 5`,
-    /// `R_AI = 40 Mb/s`. Not verified against the paper's text in this session (quoted
-    /// from the paper as commonly cited): `R_HAI`, here `10 × R_AI` (the 802.1Qau and
-    /// ConnectX default ratio, 5 and 50 Mb/s), and the minimum rate, here HPCC's
-    /// 100 Mb/s. The paper's NP interval stands in for a cut interval (0 here).
-    pub fn dcqcn_paper(line_bps: f64) -> DcqcnParams {
+    /// The configuration shipped with the DCQCN authors' ns-3 simulator (Yibo Zhu,
+    /// github.com/bobzhuyb/ns3-rdma, `windows/ns-3-dev/mix/config.txt`, the simulator
+    /// behind the DCQCN paper's simulations): `CNP_INTERVAL 50` (µs),
+    /// `ALPHA_RESUME_INTERVAL 55` (µs), `RP_TIMER 60` (µs), `BYTE_COUNTER 300000`
+    /// (bytes: `qbb-net-device.cc` subtracts packet sizes from it),
+    /// `DCTCP_GAIN 0.00390625` (g = 1/256), `FAST_RECOVERY_TIMES 5`, `RATE_AI 40Mb/s`,
+    /// `RATE_HAI 200Mb/s`, `CLAMP_TARGET_RATE 1`; `MinRate` is that file's attribute
+    /// default, 100 Mb/s. Every CNP cuts (the NP interval spaces them). `α = 1` on the
+    /// first CNP as in the paper's description (that code initialises α to 0.5; the
+    /// difference is one cut).
+    pub fn zhu_ns3(line_bps: f64) -> DcqcnParams {
         DcqcnParams {
             line_bps,
             min_rate_bps: 100e6,
@@ -110,11 +113,11 @@ impl DcqcnParams {
             alpha_init: 1.0,
             alpha_period_ns: 55_000,
             rate_decrease_interval_ns: 0,
-            timer_ns: 55_000,
-            byte_counter: Some(10_000_000),
+            timer_ns: 60_000,
+            byte_counter: Some(300_000),
             f: 5,
             rai_bps: 40e6,
-            rhai_bps: 400e6,
+            rhai_bps: 200e6,
             clamp_target: true,
             cnp_interval_ns: 50_000,
         }
@@ -500,11 +503,11 @@ mod tests {
         }
     }
 
-    /// With a byte counter (the paper): additive while only one counter passed F, hyper
+    /// With a byte counter (the paper, the authors' simulator): additive while only one counter passed F, hyper
     /// once both did.
     #[test]
     fn byte_counter_and_timer_stages() {
-        let mut p = DcqcnParams::dcqcn_paper(G100);
+        let mut p = DcqcnParams::zhu_ns3(G100);
         p.f = 2;
         let b = p.byte_counter.unwrap();
         let mut rp = Rp::new(p);

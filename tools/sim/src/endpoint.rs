@@ -68,7 +68,9 @@ pub trait Endpoint {
     /// NIC has room; `None` until something changes (a packet, a timer).
     fn poll_transmit(&mut self, now: u64) -> Option<BasePkt>;
     /// When the endpoint next needs [`Endpoint::on_timer`], if ever (retransmission
-    /// timers, DCQCN timers, the rate limiter's next departure).
+    /// timers, DCQCN timers, the rate limiter's next departure). After `on_timer(now)`
+    /// it is never `≤ now`: a departure the rate limiter allowed at or before `now` is
+    /// not repeated as a timer, the engine polls the endpoint when the NIC has room.
     fn next_timer(&self) -> Option<u64>;
     /// The time returned by `next_timer` has come.
     fn on_timer(&mut self, now: u64);
