@@ -34,7 +34,8 @@
 
 use crate::dcqcn::{DcqcnParams, Np};
 use crate::endpoint::{BaseKind, BasePkt, Endpoint};
-use crate::roce::{data_wire, min_opt, Limiter, MsgQueue, ACK_WIRE, CNP_WIRE};
+use crate::qp::{min_opt, Limiter, MsgQueue};
+use crate::roce::{data_wire, ACK_WIRE, CNP_WIRE};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Wire bytes of an IRN NACK (an ACK plus the 4-byte SACKed PSN).

@@ -13,7 +13,11 @@ mod endpoint;
 mod dcqcn;
 #[allow(dead_code)]
 mod irn;
+#[allow(dead_code)]
+mod multiplane;
 mod net;
+#[allow(dead_code)]
+mod qp;
 #[allow(dead_code)]
 mod roce;
 mod sim;
