@@ -84,4 +84,10 @@ pub trait Endpoint {
     fn rate(&self) -> Option<f64> {
         None
     }
+    /// Sender: queue a message of `len` payload bytes (an RDMA WRITE); returns its
+    /// number on this endpoint (per QP for multi-QP senders), None if this end does not
+    /// send. The engine polls the host afterwards.
+    fn post(&mut self, _len: u64) -> Option<u32> {
+        None
+    }
 }

@@ -318,6 +318,10 @@ impl Endpoint for IrnSender {
     fn rate(&self) -> Option<f64> {
         self.lim.rate_bps().map(|r| r / 8.0)
     }
+
+    fn post(&mut self, len: u64) -> Option<u32> {
+        Some(self.q.post(len))
+    }
 }
 
 /// IRN receiver counters.

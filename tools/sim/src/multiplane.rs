@@ -179,6 +179,10 @@ impl Endpoint for MultiSender {
             .map(|q| q.rate())
             .try_fold(0.0, |a, r| r.map(|r| a + r))
     }
+    /// Round-robin, as [`MultiSender::post`]; returns the message number on its QP.
+    fn post(&mut self, len: u64) -> Option<u32> {
+        Some(MultiSender::post(self, len).1)
+    }
 }
 
 impl MultiReceiver {

@@ -291,6 +291,10 @@ impl Endpoint for RoceSender {
     fn rate(&self) -> Option<f64> {
         self.lim.rate_bps().map(|r| r / 8.0)
     }
+
+    fn post(&mut self, len: u64) -> Option<u32> {
+        Some(self.q.post(len))
+    }
 }
 
 /// Receiver counters.
@@ -629,5 +633,18 @@ mod tests {
             .collect();
         assert_eq!(acks, vec![4, 8, 10, 13]);
         assert!(s.idle());
+    }
+
+    /// The engine's view: trait objects only, messages posted through the trait.
+    #[test]
+    fn hosted_as_trait_objects() {
+        let c = cfg(true);
+        let mut s: Box<dyn Endpoint> = Box::new(RoceSender::new(c, 1, 7));
+        let mut r: Box<dyn Endpoint> = Box::new(RoceReceiver::new(c, 0, 7));
+        assert_eq!(s.post(5000), Some(0));
+        assert_eq!(s.post(1), Some(1));
+        assert_eq!(r.post(1), None);
+        Pipe::new().run(s.as_mut(), r.as_mut(), 1_000_000_000);
+        assert_eq!((r.delivered(), r.completed_msgs()), (5001, 2));
     }
 }
