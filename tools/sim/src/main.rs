@@ -9,16 +9,33 @@
 // The baseline endpoints' contract (issue 13: DCQCN, IRN): the engine hosts them.
 #[allow(dead_code)]
 mod endpoint;
+// Issue 13 baselines, workloads and statistics; not wired into the scenarios yet.
+#[allow(dead_code)]
+mod dcqcn;
 mod fabric;
+#[allow(dead_code)]
+mod irn;
+#[allow(dead_code)]
+mod multiplane;
 mod net;
+#[allow(dead_code)]
+mod qp;
 mod queue;
+#[allow(dead_code)]
+mod roce;
 mod scale;
 mod sim;
+#[allow(dead_code)]
+mod stats;
 mod switch;
+#[cfg(test)]
+mod testpipe;
 #[cfg(test)]
 mod tests;
 mod topo;
 mod toy;
+#[allow(dead_code)]
+mod workload;
 
 use sim::{Ep, Params, Sim, Transport, MTU, OVERHEAD};
 use std::time::Instant as WallClock;
