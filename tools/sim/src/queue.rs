@@ -23,6 +23,8 @@ pub enum Ev {
     Reconverge(u8),
     /// Periodic measurement.
     Sample,
+    /// A workload transfer (index) may start: its start time has come.
+    Post(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

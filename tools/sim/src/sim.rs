@@ -11,6 +11,7 @@
 //! [`crate::switch::PortStats`] (bytes sent, drops by cause, ECN marks, peak queue, PFC
 //! frames and pause time); per switch, peak shared-buffer use.
 
+use crate::driver::Driver;
 use crate::endpoint::{self, Endpoint};
 use crate::fabric::Fabric;
 use crate::net::{flow_key, Body, Pkt, CTRL, DATA, HEAD};
@@ -117,6 +118,8 @@ pub struct Sim<const P: usize, const W: usize, const S: usize, const N: usize> {
     ready: Vec<VecDeque<u32>>,
     failures: Vec<Vec<usize>>,
     started: bool,
+    /// A workload run on the flows ([`Sim::attach`]).
+    pub driver: Option<Driver>,
 }
 
 /// A periodic measurement.
@@ -164,6 +167,70 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
             ready: (0..ft.hosts()).map(|_| VecDeque::new()).collect(),
             failures: Vec::new(),
             started: false,
+            driver: None,
+        }
+    }
+
+    /// [`Sim::add_flow`] with messages of `msg_len` bytes on `streams` streams (a
+    /// MetaRoCE workload flow: `limit` 0, one stream; the driver raises the limit).
+    pub fn add_flow_with(&mut self, a: u32, b: u32, limit: u32, msg_len: u32, streams: u16) -> usize {
+        let (l, st) = (self.params.msg_len, self.params.streams);
+        self.params.msg_len = msg_len;
+        self.params.streams = streams;
+        let f = self.add_flow(a, b, limit);
+        self.params.msg_len = l;
+        self.params.streams = st;
+        f
+    }
+
+    /// Runs `d`'s transfers on this run's flows (created beforehand, one per pair).
+    pub fn attach(&mut self, d: Driver) {
+        assert!(!self.started, "attach before run");
+        self.driver = Some(d);
+    }
+
+    /// Posts workload transfer `i` on its flow's sender.
+    fn post_transfer(&mut self, i: usize) {
+        let now = self.now;
+        let Some(d) = self.driver.as_mut() else {
+            return;
+        };
+        let (f, bytes) = d.post(i, now);
+        let a = self.flows[f].0;
+        match &mut self.slots[a as usize].ep {
+            Ep::Meta(_, app) => {
+                assert_eq!(u64::from(app.msg.len), bytes, "one message size per MetaRoCE flow");
+                app.limit += 1;
+            }
+            Ep::Dyn(e) => {
+                e.post(bytes).expect("sender end");
+            }
+            Ep::Base(_) => panic!("the toy baseline does not run workloads"),
+        }
+        self.service(a);
+    }
+
+    /// Receiver `id` delivered something: complete and start workload transfers.
+    fn drive(&mut self, id: u32) {
+        let f = self.slots[id as usize].flow as usize;
+        if self.flow_info[f].receiver != id {
+            return;
+        }
+        let msgs = match &self.slots[id as usize].ep {
+            Ep::Meta(_, app) => app.completed_msgs,
+            Ep::Dyn(e) => e.completed_msgs(),
+            Ep::Base(_) => return,
+        };
+        let now = self.now;
+        let Some(d) = self.driver.as_mut() else {
+            return;
+        };
+        for (c, start) in d.completed(f, msgs, now) {
+            if start <= now {
+                self.post_transfer(c);
+            } else {
+                self.q.push(start, Ev::Post(c as u32));
+            }
         }
     }
 
@@ -306,6 +373,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
             if self.params.sample_ns > 0 {
                 self.q.push(self.now, Ev::Sample);
             }
+            let roots = self.driver.as_ref().map(Driver::roots).unwrap_or_default();
+            for (i, start) in roots {
+                if start <= self.now {
+                    self.post_transfer(i);
+                } else {
+                    self.q.push(start, Ev::Post(i as u32));
+                }
+            }
         }
         loop {
             let te = self.q.peek_time().unwrap_or(NEVER);
@@ -383,6 +458,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                     self.sample();
                     self.q.push(t + self.params.sample_ns, Ev::Sample);
                 }
+                Ev::Post(i) => self.post_transfer(i as usize),
             }
         }
         self.now = until;
@@ -490,6 +566,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
             }
         };
         self.check_done(id);
+        if self.driver.is_some() {
+            self.drive(id);
+        }
         self.service(id);
     }
 
