@@ -8,19 +8,43 @@
 //! `--kernel` runs only the kernel-configuration MetaRoCE column (guards report only).
 //! `--check` exits non-zero if a MetaRoCE regression guard fails.
 
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod dcqcn;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod driver;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod endpoint;
 mod fabric;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod irn;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod multiplane;
 mod net;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod qp;
 mod queue;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod roce;
 mod scale;
 mod scenarios;
 mod sim;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod stats;
 mod switch;
 #[cfg(test)]
@@ -28,7 +52,13 @@ mod testpipe;
 #[cfg(test)]
 mod tests;
 mod topo;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod toy;
+// Library API of the baselines/workloads/statistics: not every item is used by the
+// scenarios (tests use the rest).
+#[allow(dead_code)]
 mod workload;
 
 use scenarios::{base_rtt, Scale, Section, DELAY, GBPS, K, MIN_RTO};
@@ -84,10 +114,7 @@ fn main() {
             let t = WallClock::now();
             let s = f(sc);
             s.print();
-            eprintln!(
-                "scenario {n}: {:.1} s wall",
-                t.elapsed().as_secs_f64()
-            );
+            eprintln!("scenario {n}: {:.1} s wall", t.elapsed().as_secs_f64());
             sections.push(s);
         }
     }

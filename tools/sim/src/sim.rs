@@ -43,8 +43,6 @@ pub type SimApp = BulkApp<'static>;
 pub enum Ep<const P: usize, const W: usize, const S: usize, const N: usize> {
     Meta(Box<Connection<P, W, S, N>>, SimApp),
     Base(BaseEnd),
-    #[allow(dead_code)]
-    // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
     Dyn(Box<dyn Endpoint>),
 }
 
@@ -131,6 +129,7 @@ pub struct Sample {
     /// Queue of the watched link (bytes).
     pub queue: u64,
     /// Sender's current allowed rate per flow (bytes/s), for convergence.
+    #[allow(dead_code)] // diagnostics only: no scenario scores the allowed rate
     pub rate: Vec<f64>,
 }
 
@@ -173,7 +172,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
 
     /// [`Sim::add_flow`] with messages of `msg_len` bytes on `streams` streams (a
     /// MetaRoCE workload flow: `limit` 0, one stream; the driver raises the limit).
-    pub fn add_flow_with(&mut self, a: u32, b: u32, limit: u32, msg_len: u32, streams: u16) -> usize {
+    pub fn add_flow_with(
+        &mut self,
+        a: u32,
+        b: u32,
+        limit: u32,
+        msg_len: u32,
+        streams: u16,
+    ) -> usize {
         let (l, st) = (self.params.msg_len, self.params.streams);
         self.params.msg_len = msg_len;
         self.params.streams = streams;
@@ -199,7 +205,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         let a = self.flows[f].0;
         match &mut self.slots[a as usize].ep {
             Ep::Meta(_, app) => {
-                assert_eq!(u64::from(app.msg.len), bytes, "one message size per MetaRoCE flow");
+                assert_eq!(
+                    u64::from(app.msg.len),
+                    bytes,
+                    "one message size per MetaRoCE flow"
+                );
                 app.limit += 1;
             }
             Ep::Dyn(e) => {
@@ -295,7 +305,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
     /// `make(sender_slot, receiver_slot)` builds the two ends (a packet's `conn` is the
     /// slot of the end it is for). `msgs`: messages the receiver must complete for the
     /// flow to finish (`None`: endless).
-    #[allow(dead_code)] // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
     pub fn add_flow_dyn(
         &mut self,
         a: u32,

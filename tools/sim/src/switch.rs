@@ -105,6 +105,7 @@ pub struct SwitchConfig {
 impl SwitchConfig {
     /// The original simulator's ports: one FIFO of `qlimit` bytes each, no shared
     /// buffer, step ECN at `k`.
+    #[cfg_attr(not(test), allow(dead_code))] // the engine tests' fabric
     pub fn legacy(qlimit: u64, k: u64) -> SwitchConfig {
         SwitchConfig {
             buffer_per_tbps: 0,

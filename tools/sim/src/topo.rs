@@ -321,6 +321,7 @@ impl Topology {
         sw.ports[usize::from(tor)] as usize
     }
     /// Every link of `plane`.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn plane_links(&self, plane: u8) -> Vec<usize> {
         (0..self.links.len())
             .filter(|&l| self.links[l].plane == plane)

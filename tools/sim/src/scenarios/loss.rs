@@ -34,7 +34,10 @@ pub fn goodput(v: Variant, loss: Loss, seed: u64, dur: u64) -> f64 {
             // The spine a single-path QP of this flow and seed hashes onto.
             let key = flow_key(0, 1, sport(f, seed));
             let leaf0 = s.fabric.topo.switch(0, 0);
-            let l = s.fabric.route(leaf0, 1, key).expect("leaf 0 routes to host 1");
+            let l = s
+                .fabric
+                .route(leaf0, 1, key)
+                .expect("leaf 0 routes to host 1");
             let spine = spine_of(&s, 0, l);
             let d = s.fabric.down(0, spine, 1);
             s.fabric.ports[d].loss = p;

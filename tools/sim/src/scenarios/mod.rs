@@ -183,7 +183,11 @@ pub fn params(kernel: bool, paths: u8, seed: u64, sample_ns: u64) -> Params {
         } else {
             metaroce_proto::conn::Config::DEFAULT.max_rto_ns
         },
-        pacing_slack_us: if k { (2 * KERNEL_TICK / 1000) as u16 } else { 0 },
+        pacing_slack_us: if k {
+            (2 * KERNEL_TICK / 1000) as u16
+        } else {
+            0
+        },
         // The kernel's QPs have the verbs local ACK timer; perftest asks for
         // `timeout` 14 (67 ms, run as 268 ms).
         ack_timeout_ns: if k {
@@ -479,3 +483,38 @@ pub fn meta_col(vs: &[Variant]) -> usize {
         .or_else(|| vs.iter().position(|v| v.is_meta()))
         .unwrap_or(0)
 }
+
+/// Attaches `wl` to `s` with one flow of variant `v` per (src, dst) pair (every
+/// transfer of a pair must have the same size), and runs until every transfer is done
+/// or `limit` ns. Returns whether everything completed.
+pub fn run_workload<const P: usize, const W: usize, const S: usize, const N: usize>(
+    s: &mut Sim<P, W, S, N>,
+    v: Variant,
+    wl: crate::workload::Workload,
+    limit: u64,
+) -> bool {
+    let mut pairs: std::collections::HashMap<(u32, u32), (usize, u64)> = Default::default();
+    let mut flow_of = Vec::with_capacity(wl.transfers.len());
+    for t in &wl.transfers {
+        let e = *pairs
+            .entry((t.src, t.dst))
+            .or_insert_with(|| (add(s, v, t.src, t.dst, false, t.bytes), t.bytes));
+        assert_eq!(e.1, t.bytes, "one transfer size per pair");
+        flow_of.push(e.0);
+    }
+    let flows = s.flows.len();
+    s.attach(crate::driver::Driver::new(wl.transfers, flow_of, flows));
+    let step = 20_000;
+    let mut t = 0;
+    while t < limit {
+        t = (t + step).min(limit);
+        s.run(t);
+        if s.driver.as_ref().is_some_and(|d| d.all_done()) {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests;
