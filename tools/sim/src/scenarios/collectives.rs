@@ -1,4 +1,5 @@
-//! Scenario 4: collectives on a 2-tier 1:1 fat tree (4 leaves × 8 hosts, 8 spines),
+//! Scenario 4: collectives on a 2-tier 1:1 fat tree (quick: 4 leaves × 8 hosts and 16
+//! ranks; full: 8 leaves × 8 hosts and 64 ranks; 8 spines),
 //! one rank per host, ranks placed round-robin over the leaves so that every ring
 //! neighbour is on another leaf. Long-lived connections/QPs, one per communicating pair
 //! (as NCCL keeps them); a transfer is posted when the one it depends on has completed
@@ -22,8 +23,9 @@ pub enum Coll {
     AllToAll,
 }
 
-fn fabric() -> FatTree {
-    leaf_spine(1, 4, 8, 8)
+/// Quick: 4 leaves × 8 hosts; full: 8 leaves × 8 hosts; 8 spines (1:1).
+pub fn fabric(quick: bool) -> FatTree {
+    leaf_spine(1, if quick { 4 } else { 8 }, 8, 8)
 }
 
 fn one_way(bytes: u64) -> f64 {
@@ -42,7 +44,7 @@ pub fn ideal_ns(c: Coll, n: u64, bytes: u64) -> f64 {
 
 /// Completion time of one collective (ns), None if it did not finish by `limit`.
 pub fn cct(v: Variant, c: Coll, n: u32, bytes: u64, seed: u64, limit: u64) -> Option<u64> {
-    let ft = fabric();
+    let ft = fabric(n <= 32);
     let leaves = ft.tors();
     let per = u32::from(ft.hosts_per_tor);
     let ranks: Vec<u32> = (0..n).map(|i| (i % leaves) * per + i / leaves).collect();
@@ -58,7 +60,8 @@ pub fn cct(v: Variant, c: Coll, n: u32, bytes: u64, seed: u64, limit: u64) -> Op
 pub fn run(sc: Scale) -> Section {
     let vs = sc.variants();
     let seeds = sc.seeds_heavy();
-    let n = 16u32;
+    let n: u32 = if sc.quick { 16 } else { 64 };
+    let ft = fabric(sc.quick);
     let sizes: Vec<u64> = if sc.quick {
         vec![64 << 10, 1 << 20]
     } else {
@@ -66,13 +69,14 @@ pub fn run(sc: Scale) -> Section {
     };
     let mut sec = Section::new(
         4,
-        "Collectives: ring all-reduce and all-to-all, 16 ranks",
+        "Collectives: ring all-reduce and all-to-all",
         format!(
-            "4 leaves × 8 hosts, 8 spines (1:1), 100 Gb/s, 1 µs/hop; 16 ranks, one per host, \
+            "{} leaves × 8 hosts, 8 spines (1:1), 100 Gb/s, 1 µs/hop; {n} ranks, one per host, \
              round-robin over the leaves; one connection/QP per communicating pair. \
              Collective completion time over the ideal bound (payload at line rate plus \
              per-step latency); mean ± 95 % CI over {} seeds; 'not done' if any seed did \
              not finish within 20 × ideal + 5 ms.",
+            ft.tors(),
             seeds.len()
         ),
         &vs,
