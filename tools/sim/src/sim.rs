@@ -712,10 +712,22 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
             }
             Ep::Dyn(e) => {
                 let b: endpoint::BasePkt = e.poll_transmit(now)?;
-                let class = if b.lossless { DATA } else { CTRL };
+                let class = ext_class(&b);
                 Some(pkt(b.sport, class, b.wire, b.ect, Body::Ext(b)))
             }
         }
+    }
+}
+
+/// The switch traffic class of a baseline packet: data in the data class (lossless
+/// when the fabric runs PFC), ACK/NAK/CNP in the control class (strict priority, never
+/// paused), as RoCE deployments configure CNPs and as HPCC's simulator runs DCQCN
+/// (`ACK_HIGH_PRIO 1`). The class follows the packet kind, not the QP's `lossless`
+/// flag: that flag says which fabric the QP is deployed on.
+pub fn ext_class(b: &endpoint::BasePkt) -> u8 {
+    match b.kind {
+        endpoint::BaseKind::Data { .. } => DATA,
+        _ => CTRL,
     }
 }
 

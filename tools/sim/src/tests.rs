@@ -350,3 +350,44 @@ fn a_restored_link_carries_traffic_again() {
     assert!(s.fabric.ports[l].up);
     assert!(s.fabric.ports[l].stats.tx_pkts > before + 100);
 }
+
+/// Baseline packets go to the switch class by kind: data in the data class (lossless
+/// under PFC), ACK/NAK/CNP in the strict-priority control class, whatever fabric the QP
+/// runs on. (The engine used the QP's `lossless` flag: lossy QPs' data rode the
+/// control queue ahead of ACKs, and PFC QPs' CNPs and ACKs queued behind paused data.)
+#[test]
+fn baseline_packets_are_classed_by_kind() {
+    use crate::endpoint::{BaseKind, BasePkt};
+    use crate::net::{CTRL, DATA};
+    let pkt = |kind, lossless| BasePkt {
+        conn: 0,
+        kind,
+        sport: 49152,
+        wire: 100,
+        ect: true,
+        lossless,
+    };
+    let data = BaseKind::Data {
+        psn: 0,
+        len: 4096,
+        ts: 0,
+        msg: 0,
+        last: false,
+    };
+    let ack = BaseKind::Ack {
+        epsn: 1,
+        ce: false,
+        echo: 0,
+    };
+    for lossless in [false, true] {
+        assert_eq!(crate::sim::ext_class(&pkt(data, lossless)), DATA);
+        assert_eq!(crate::sim::ext_class(&pkt(ack, lossless)), CTRL);
+        assert_eq!(crate::sim::ext_class(&pkt(BaseKind::Cnp, lossless)), CTRL);
+        let nak = BaseKind::Nak {
+            epsn: 0,
+            got: 2,
+            echo: 0,
+        };
+        assert_eq!(crate::sim::ext_class(&pkt(nak, lossless)), CTRL);
+    }
+}
