@@ -64,12 +64,18 @@ pub struct DcqcnParams {
 }
 
 impl DcqcnParams {
-    /// The DCQCN block of HPCC's ns-3 configuration (Li et al., "HPCC: High Precision
-    /// Congestion Control", SIGCOMM 2019; alibaba-edu/High-Precision-Congestion-Control,
-    /// `simulation/mix/config.txt`, CC_MODE 1, the block most later RDMA simulators
-    /// copy): `ALPHA_RESUME_INTERVAL 1` (µs), `RATE_DECREASE_INTERVAL 4` (µs),
-    /// `RP_TIMER 900` (µs), `EWMA_GAIN 0.00390625` (1/256), `FAST_RECOVERY_TIMES 1`,
-    /// `RATE_AI 50Mb/s`, `RATE_HAI 100Mb/s`, `MIN_RATE 100Mb/s`, `CLAMP_TARGET_RATE 0`.
+    /// DCQCN as HPCC's paper ran it (Li et al., "HPCC: High Precision Congestion
+    /// Control", SIGCOMM 2019; alibaba-edu/High-Precision-Congestion-Control,
+    /// `simulation/run.py --cc dcqcn`, the configuration most later RDMA simulators
+    /// copy): CC_MODE 1 (the Mellanox model of `rdma-hw.cc`), `ALPHA_RESUME_INTERVAL 1`
+    /// (µs), `RATE_DECREASE_INTERVAL 4` (µs), `RP_TIMER 300` (µs),
+    /// `EWMA_GAIN 0.00390625` (1/256), `FAST_RECOVERY_TIMES 1`,
+    /// `RATE_AI 5·bw/25 Mb/s`, `RATE_HAI 50·bw/25 Mb/s` (bw in Gb/s: 20 and 200 Mb/s at
+    /// 100 Gb/s, ConnectX's firmware defaults of 5 and 50 Mb/s scaled from 25 Gb/s),
+    /// `MIN_RATE 1000Mb/s`, `CLAMP_TARGET_RATE 0`. (The repository's
+    /// `mix/config.txt` is CC_MODE 3, HPCC itself; its DCQCN lines, `RP_TIMER 900`,
+    /// `RATE_AI 50Mb/s`, `RATE_HAI 100Mb/s`, `MIN_RATE 100Mb/s`, are unused
+    /// placeholders, not a DCQCN configuration anyone ran.)
     /// The units are those of `rdma-hw.cc`, which schedules all three timers with
     /// `MicroSeconds(..)`. That model has no byte counter and sets `α = 1` on the
     /// first CNP. Its notification point flags every ACK of a CE-marked packet and the
@@ -80,16 +86,16 @@ impl DcqcnParams {
     pub fn hpcc_ns3(line_bps: f64) -> DcqcnParams {
         DcqcnParams {
             line_bps,
-            min_rate_bps: 100e6,
+            min_rate_bps: 1e9,
             g: 1.0 / 256.0,
             alpha_init: 1.0,
             alpha_period_ns: 1_000,
             rate_decrease_interval_ns: 4_000,
-            timer_ns: 900_000,
+            timer_ns: 300_000,
             byte_counter: None,
             f: 1,
-            rai_bps: 50e6,
-            rhai_bps: 100e6,
+            rai_bps: 5e6 * line_bps / 25e9,
+            rhai_bps: 50e6 * line_bps / 25e9,
             clamp_target: false,
             cnp_interval_ns: 4_000,
         }

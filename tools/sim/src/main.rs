@@ -4,6 +4,7 @@
 //! several seeds, and prints one Markdown table per scenario ([`scenarios`]).
 //!
 //! Usage: `metaroce-sim [--quick|--full] [--seed N] [--check] [--only N] [--kernel]`
+//! (scenario 8, the DCQCN parameter sensitivity, runs with `--full` or `--only 8`)
 //! or `metaroce-sim --scale ...` (see [`scale`]): a 1,024-host permutation, measured.
 //! `--kernel` runs only the kernel-configuration MetaRoCE column (guards report only).
 //! `--check` exits non-zero if a MetaRoCE regression guard fails.
@@ -86,10 +87,15 @@ fn main() {
         quick,
         seed,
         kernel_only: kernel,
+        dcqcn_presets: false,
     };
     let wall = WallClock::now();
-    let run = |n: u32| only.map(|o| o == n).unwrap_or(true);
-    let all: [fn(Scale) -> Section; 7] = [
+    // Scenario 8 (DCQCN sensitivity, baselines only) runs at full scale or with --only 8.
+    let run = |n: u32| {
+        only.map(|o| o == n)
+            .unwrap_or(n != 8 || (!quick && !kernel))
+    };
+    let all: [fn(Scale) -> Section; 8] = [
         scenarios::loss::run,
         scenarios::incast::run,
         scenarios::permutation::run,
@@ -97,6 +103,7 @@ fn main() {
         scenarios::failure::run,
         scenarios::planes::run,
         scenarios::state::run,
+        scenarios::sensitivity::run,
     ];
     println!(
         "MetaRoCE simulator, {} scale, seeds from {seed}: {GBPS} Gb/s links, {DELAY} ns/hop, \

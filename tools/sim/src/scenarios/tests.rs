@@ -7,26 +7,26 @@ use crate::workload::{all_to_all, ring_allreduce, Workload};
 
 #[test]
 fn variants_get_their_fabric_and_ecn() {
-    assert!(Variant::RocePfc.switch().pfc.is_some());
-    assert!(Variant::RoceLossy.switch().pfc.is_none());
-    assert!(Variant::IrnLossy.switch().pfc.is_none());
+    assert!(Variant::ROCE_PFC.switch().pfc.is_some());
+    assert!(Variant::ROCE_LOSSY.switch().pfc.is_none());
+    assert!(Variant::IRN_LOSSY.switch().pfc.is_none());
     assert!(Variant::Meta.switch().pfc.is_none());
     assert_eq!(Variant::Meta.switch().ecn, Ecn::step(K));
-    assert_eq!(Variant::RocePfc.switch().ecn.kmin, 400_000);
-    assert_eq!(Variant::RoceLossy.switch().ecn.kmax, 1_600_000);
+    assert_eq!(Variant::ROCE_PFC.switch().ecn.kmin, 400_000);
+    assert_eq!(Variant::ROCE_LOSSY.switch().ecn.kmax, 1_600_000);
     // Same buffer model in a row.
     for v in [
         Variant::Meta,
-        Variant::RocePfc,
-        Variant::RoceLossy,
-        Variant::IrnLossy,
+        Variant::ROCE_PFC,
+        Variant::ROCE_LOSSY,
+        Variant::IRN_LOSSY,
     ] {
         assert_eq!(v.switch().buffer_per_tbps, 2_500_000);
         assert!(v.switch().strict_ctrl);
     }
-    assert_eq!(Variant::RoceLossy.roce().ack_timeout_ns, 262_144);
-    assert_eq!(Variant::RocePfc.roce().ack_timeout_ns, 67_108_864);
-    assert!(Variant::RocePfc.roce().lossless && !Variant::RoceLossy.roce().lossless);
+    assert_eq!(Variant::ROCE_LOSSY.roce().ack_timeout_ns, 262_144);
+    assert_eq!(Variant::ROCE_PFC.roce().ack_timeout_ns, 67_108_864);
+    assert!(Variant::ROCE_PFC.roce().lossless && !Variant::ROCE_LOSSY.roce().lossless);
     let k = Variant::MetaKernel.params(8, 1, 0);
     assert_eq!(k.min_rto_ns, KERNEL_TICK);
     assert_eq!(Variant::Meta.params(8, 1, 0).min_rto_ns, MIN_RTO);
@@ -34,10 +34,10 @@ fn variants_get_their_fabric_and_ecn() {
 
 #[test]
 fn dcqcn_pfc_incast_pauses_without_drops_and_lossy_drops() {
-    let pfc = incast::incast(Variant::RocePfc, 16, 1, 400_000);
+    let pfc = incast::incast(Variant::ROCE_PFC, 16, 1, 400_000);
     assert_eq!(pfc.drops, 0, "lossless fabric drops nothing");
     assert!(pfc.paused_us > 0.0, "incast onto a lossless port pauses");
-    let lossy = incast::incast(Variant::RoceLossy, 16, 1, 400_000);
+    let lossy = incast::incast(Variant::ROCE_LOSSY, 16, 1, 400_000);
     assert!(lossy.drops > 0, "the same incast without PFC drops");
     assert_eq!(lossy.paused_us, 0.0);
     // Delivered-bytes utilisation is a fraction of the line.
@@ -65,7 +65,7 @@ fn metaroce_permutation_fills_most_of_the_bisection() {
 
 #[test]
 fn ring_allreduce_completes_no_faster_than_ideal() {
-    for v in [Variant::Meta, Variant::RoceLossy, Variant::IrnLossy] {
+    for v in [Variant::Meta, Variant::ROCE_LOSSY, Variant::IRN_LOSSY] {
         let t = collectives::cct(v, collectives::Coll::Ring, 8, 256 << 10, 1, 5_000_000)
             .expect("completes");
         let ideal = collectives::ideal_ns(collectives::Coll::Ring, 8, 256 << 10);
@@ -79,7 +79,7 @@ fn ring_allreduce_completes_no_faster_than_ideal() {
 #[test]
 fn driver_posts_dependent_transfers_only_after_completion() {
     let ft = leaf_spine(1, 2, 2, 2);
-    let v = Variant::RocePfc;
+    let v = Variant::ROCE_PFC;
     let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, 1, 0);
     let mut wl = Workload::new();
     let a = wl.push(0, 2, 100_000, 0, vec![], 0);
@@ -118,8 +118,8 @@ fn workload_flows_reuse_one_connection_per_pair() {
 
 #[test]
 fn gray_spine_hits_the_single_path_baseline() {
-    let clean = loss::goodput(Variant::RoceLossy, loss::Loss::LastHop(0.0), 1, 500_000);
-    let gray = loss::goodput(Variant::RoceLossy, loss::Loss::GraySpine(1.0), 1, 500_000);
+    let clean = loss::goodput(Variant::ROCE_LOSSY, loss::Loss::LastHop(0.0), 1, 500_000);
+    let gray = loss::goodput(Variant::ROCE_LOSSY, loss::Loss::GraySpine(1.0), 1, 500_000);
     assert!(clean > 0.9 * line_bytes(), "{clean}");
     assert!(
         gray < 0.01 * line_bytes(),
@@ -130,4 +130,14 @@ fn gray_spine_hits_the_single_path_baseline() {
         meta > 0.6 * line_bytes(),
         "MetaRoCE routes around it: {meta}"
     );
+}
+
+/// The ECMP max-min bound of the permutation is a fraction of capacity, and
+/// progressive filling shares a link equally.
+#[test]
+fn maxmin_shares_links_and_bounds_the_permutation() {
+    let r = permutation::maxmin(&[vec![0, 1], vec![1], vec![2]], 3);
+    assert_eq!(r, vec![0.5, 0.5, 1.0]);
+    let b = permutation::ecmp_maxmin_bound(FatTree::two_tier(4, 8, 1), 1, 1);
+    assert!(b > 0.2 && b <= 1.0, "{b}");
 }
