@@ -68,7 +68,9 @@ pub trait Endpoint {
     /// NIC has room; `None` until something changes (a packet, a timer).
     fn poll_transmit(&mut self, now: u64) -> Option<BasePkt>;
     /// When the endpoint next needs [`Endpoint::on_timer`], if ever (retransmission
-    /// timers, DCQCN timers, the rate limiter's next departure).
+    /// timers, DCQCN timers, the rate limiter's next departure). After `on_timer(now)`
+    /// it is never `≤ now`: a departure the rate limiter allowed at or before `now` is
+    /// not repeated as a timer, the engine polls the endpoint when the NIC has room.
     fn next_timer(&self) -> Option<u64>;
     /// The time returned by `next_timer` has come.
     fn on_timer(&mut self, now: u64);
@@ -80,6 +82,12 @@ pub trait Endpoint {
     fn errors(&self) -> u32;
     /// Sender: the current sending rate limit in bytes/s, if rate-based (DCQCN).
     fn rate(&self) -> Option<f64> {
+        None
+    }
+    /// Sender: queue a message of `len` payload bytes (an RDMA WRITE); returns its
+    /// number on this endpoint (per QP for multi-QP senders), None if this end does not
+    /// send. The engine polls the host afterwards.
+    fn post(&mut self, _len: u64) -> Option<u32> {
         None
     }
 }

@@ -1,7 +1,7 @@
-//! The fabric: P independent leaf–spine planes, output-queued links with rate, delay,
-//! queue limit, ECN marking threshold and random loss, ECMP by 5-tuple hash.
+//! Packets and the things every part of the engine shares: a deterministic PRNG, the
+//! 5-tuple hash, the packet arena (no allocation per packet), the toy baseline's header.
 
-use std::collections::VecDeque;
+use crate::endpoint;
 
 /// Deterministic PRNG (splitmix64).
 #[derive(Clone, Debug)]
@@ -21,22 +21,44 @@ impl Rng {
     }
 }
 
+/// The splitmix64 finaliser: a cheap, well-mixing 64-bit hash.
 pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
 
+/// The 5-tuple key of a packet (src, dst, UDP sport, UDP dport 4792, protocol 17) that
+/// every switch hashes, with its own salt, to pick an ECMP member.
+pub fn flow_key(src: u32, dst: u32, sport: u16) -> u64 {
+    (u64::from(src) << 32 | u64::from(dst)) ^ (u64::from(sport) << 16 | 4792) << 7 ^ 17
+}
+
+/// Bytes of a MetaRoCE datagram kept per packet: every header (data 68 B at most, ACK
+/// 65 B, probe, datagram) fits, so a packet's payload is never copied or stored. The
+/// receiver sees the header followed by stale bytes; payload contents are not simulated
+/// (the test application counts bytes, it does not check them).
+pub const HEAD: usize = 128;
+const _: () = assert!(
+    metaroce_proto::wire::MAX_DATA_HEADER <= HEAD
+        && metaroce_proto::wire::ACK_LEN <= HEAD
+        && metaroce_proto::wire::PROBE_LEN <= HEAD
+        && metaroce_proto::wire::DATAGRAM_LEN <= HEAD
+);
+
 /// What a packet carries.
 #[derive(Clone, Debug)]
 pub enum Body {
-    /// A MetaRoCE datagram (UDP payload bytes).
-    Meta(Box<[u8]>),
-    /// A baseline (RoCEv2-style) packet.
-    Base(BasePkt),
+    /// A MetaRoCE datagram of `len` UDP payload bytes, of which the first
+    /// `min(len, HEAD)` are kept.
+    Meta { len: u16, head: [u8; HEAD] },
+    /// A toy go-back-N baseline packet.
+    Toy(BasePkt),
+    /// A packet of a [`endpoint::Endpoint`] (DCQCN RoCEv2, IRN, ...).
+    Ext(endpoint::BasePkt),
 }
 
-/// Baseline packet: one path, go-back-N, cumulative ACK / NAK.
+/// Toy baseline packet: one path, go-back-N, cumulative ACK / NAK.
 #[derive(Clone, Copy, Debug)]
 pub struct BasePkt {
     pub conn: u32,
@@ -50,171 +72,68 @@ pub enum BaseKind {
     Nak { epsn: u32 },
 }
 
+/// Traffic class: data is lossless when the run enables PFC; control (ACK, NAK, CNP) is
+/// lossy and, with `strict_ctrl`, served before data at every port.
+pub const DATA: u8 = 0;
+pub const CTRL: u8 = 1;
+
 #[derive(Clone, Debug)]
 pub struct Pkt {
     pub src: u32,
     pub dst: u32,
     pub sport: u16,
-    pub wire: u32,
+    /// [`DATA`] or [`CTRL`].
+    pub class: u8,
     pub ect: bool,
     pub ce: bool,
-    pub body: Body,
+    /// Bytes on the wire: headers, FCS, preamble and inter-frame gap included.
+    pub wire: u32,
+    /// [`flow_key`], computed once at the sender.
+    pub key: u64,
+    /// The link the packet arrived on at its current switch (ingress accounting).
+    pub in_link: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeId {
-    Host(u32),
-    Leaf(u8, u16),
-    Spine(u8, u16),
+/// Packet arena: packets live in one vector and are named by index by events and
+/// queues; freed slots are reused, so the steady state allocates nothing. The header
+/// fields switches read are apart from the bodies only endpoints read, so forwarding
+/// touches 48 bytes per packet.
+#[derive(Default)]
+pub struct Pool {
+    pkts: Vec<Pkt>,
+    bodies: Vec<Body>,
+    free: Vec<u32>,
 }
 
-#[derive(Debug)]
-pub struct Link {
-    pub to: NodeId,
-    /// Picoseconds per byte.
-    pub ps_per_byte: u64,
-    pub delay: u64,
-    pub qlimit: u64,
-    pub ecn_k: u64,
-    pub loss: f64,
-    pub up: bool,
-    pub queue: VecDeque<Pkt>,
-    pub qbytes: u64,
-    pub busy: bool,
-    pub drops: u64,
-}
-
-/// Topology parameters.
-#[derive(Clone, Copy, Debug)]
-pub struct Topo {
-    pub planes: u8,
-    pub leaves: u16,
-    pub spines: u16,
-    pub hosts_per_leaf: u16,
-    pub gbps: u64,
-    pub delay_ns: u64,
-    pub qlimit: u64,
-    pub ecn_k: u64,
-}
-
-impl Topo {
-    pub fn hosts(&self) -> u32 {
-        u32::from(self.leaves) * u32::from(self.hosts_per_leaf)
-    }
-    pub fn leaf_of(&self, h: u32) -> u16 {
-        (h / u32::from(self.hosts_per_leaf)) as u16
-    }
-}
-
-pub struct Fabric {
-    pub topo: Topo,
-    pub links: Vec<Link>,
-    pub salt: u64,
-}
-
-impl Fabric {
-    pub fn new(topo: Topo, seed: u64) -> Fabric {
-        let mut f = Fabric {
-            topo,
-            links: Vec::new(),
-            salt: seed,
-        };
-        let ps = 8000 / topo.gbps.max(1);
-        let n = f.nlinks();
-        for i in 0..n {
-            let to = f.link_target(i);
-            f.links.push(Link {
-                to,
-                ps_per_byte: ps,
-                delay: topo.delay_ns,
-                qlimit: topo.qlimit,
-                ecn_k: topo.ecn_k,
-                loss: 0.0,
-                up: true,
-                queue: VecDeque::new(),
-                qbytes: 0,
-                busy: false,
-                drops: 0,
-            });
-        }
-        f
-    }
-
-    fn per_plane(&self) -> usize {
-        let t = &self.topo;
-        let h = t.hosts() as usize;
-        let ls = usize::from(t.leaves) * usize::from(t.spines);
-        2 * h + 2 * ls
-    }
-    fn nlinks(&self) -> usize {
-        self.per_plane() * usize::from(self.topo.planes)
-    }
-    pub fn host_up(&self, p: u8, h: u32) -> usize {
-        usize::from(p) * self.per_plane() + h as usize
-    }
-    pub fn host_down(&self, p: u8, h: u32) -> usize {
-        usize::from(p) * self.per_plane() + self.topo.hosts() as usize + h as usize
-    }
-    pub fn up(&self, p: u8, l: u16, s: u16) -> usize {
-        let t = &self.topo;
-        usize::from(p) * self.per_plane()
-            + 2 * t.hosts() as usize
-            + usize::from(l) * usize::from(t.spines)
-            + usize::from(s)
-    }
-    pub fn down(&self, p: u8, s: u16, l: u16) -> usize {
-        let t = &self.topo;
-        usize::from(p) * self.per_plane()
-            + 2 * t.hosts() as usize
-            + usize::from(t.leaves) * usize::from(t.spines)
-            + usize::from(s) * usize::from(t.leaves)
-            + usize::from(l)
-    }
-    fn link_target(&self, i: usize) -> NodeId {
-        let t = self.topo;
-        let pp = self.per_plane();
-        let p = (i / pp) as u8;
-        let mut r = i % pp;
-        let h = t.hosts() as usize;
-        if r < h {
-            return NodeId::Leaf(p, t.leaf_of(r as u32));
-        }
-        r -= h;
-        if r < h {
-            return NodeId::Host(r as u32);
-        }
-        r -= h;
-        let ls = usize::from(t.leaves) * usize::from(t.spines);
-        if r < ls {
-            return NodeId::Spine(p, (r % usize::from(t.spines)) as u16);
-        }
-        r -= ls;
-        NodeId::Leaf(p, (r % usize::from(t.leaves)) as u16)
-    }
-
-    /// The plane a host puts a packet on: chosen by its UDP source port.
-    pub fn plane_of(&self, sport: u16) -> u8 {
-        (u32::from(sport) % u32::from(self.topo.planes)) as u8
-    }
-
-    /// Next link for a packet at `node`.
-    pub fn route(&self, node: NodeId, pkt: &Pkt) -> usize {
-        match node {
-            NodeId::Host(h) => self.host_up(self.plane_of(pkt.sport), h),
-            NodeId::Leaf(p, l) => {
-                if self.topo.leaf_of(pkt.dst) == l {
-                    self.host_down(p, pkt.dst)
-                } else {
-                    // ECMP: hash of the 5-tuple (src, dst, sport, dport, proto) and a per-switch salt.
-                    let key = (u64::from(pkt.src) << 32 | u64::from(pkt.dst))
-                        ^ (u64::from(pkt.sport) << 16 | 4792) << 7
-                        ^ 17;
-                    let hsh = mix(key ^ mix(self.salt ^ (u64::from(p) << 20 | u64::from(l))));
-                    let s = (hsh % u64::from(self.topo.spines)) as u16;
-                    self.up(p, l, s)
-                }
+impl Pool {
+    pub fn alloc(&mut self, p: Pkt, b: Body) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.pkts[i as usize] = p;
+                self.bodies[i as usize] = b;
+                i
             }
-            NodeId::Spine(p, s) => self.down(p, s, self.topo.leaf_of(pkt.dst)),
+            None => {
+                self.pkts.push(p);
+                self.bodies.push(b);
+                (self.pkts.len() - 1) as u32
+            }
         }
+    }
+    pub fn body(&self, i: u32) -> &Body {
+        &self.bodies[i as usize]
+    }
+    pub fn free(&mut self, i: u32) {
+        self.free.push(i);
+    }
+    pub fn get(&self, i: u32) -> &Pkt {
+        &self.pkts[i as usize]
+    }
+    pub fn get_mut(&mut self, i: u32) -> &mut Pkt {
+        &mut self.pkts[i as usize]
+    }
+    /// Packets alive (in queues, on wires).
+    pub fn live(&self) -> usize {
+        self.pkts.len() - self.free.len()
     }
 }

@@ -1,21 +1,34 @@
-//! Discrete-event engine: hosts with MetaRoCE or baseline endpoints over a [`Fabric`].
+//! Discrete-event engine: hosts with transport endpoints over a [`Fabric`].
+//!
+//! Endpoints are of three kinds: MetaRoCE (the real `metaroce-proto` connection, driven
+//! directly), the toy go-back-N baseline ([`crate::toy`]), and any
+//! [`crate::endpoint::Endpoint`] (DCQCN RoCEv2, IRN, ...). A host's NIC pulls packets
+//! round-robin from its endpoints while its ports hold less than two full packets per
+//! plane; the endpoint's source port picks the plane.
+//!
+//! Metrics: per flow, bytes placed at the receiver over time ([`Sample::delivered`],
+//! every `sample_ns`) and start/finish times of bounded flows ([`Flow`]); per link,
+//! [`crate::switch::PortStats`] (bytes sent, drops by cause, ECN marks, peak queue, PFC
+//! frames and pause time); per switch, peak shared-buffer use.
 
-use crate::net::{BaseKind, BasePkt, Body, Fabric, NodeId, Pkt, Rng, Topo};
-use metaroce_proto::cc::{CcConfig, PathCc};
+use crate::driver::Driver;
+use crate::endpoint::{self, Endpoint};
+use crate::fabric::Fabric;
+use crate::net::{flow_key, Body, Pkt, CTRL, DATA, HEAD};
+use crate::queue::{Ev, Queue, Timers};
+use crate::switch::SwitchConfig;
+use crate::topo::FatTree;
+use crate::toy::{BaseEnd, BASE_HDR, NEVER};
 use metaroce_proto::conn::{Config, Connection};
 use metaroce_proto::fair::FairShare;
 use metaroce_proto::testkit::BulkApp;
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::peek_dst_conn;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
-pub const MTU: u32 = 4096;
+pub use crate::toy::MTU;
 /// Ethernet + IPv4 + UDP + FCS + preamble/IFG.
 pub const OVERHEAD: u32 = 14 + 20 + 8 + 4 + 20;
-/// Baseline header (BTH + RETH + ICRC, as RoCEv2).
-pub const BASE_HDR: u32 = 12 + 16 + 4;
-const NEVER: u64 = u64::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -27,68 +40,36 @@ pub enum Transport {
 /// messages on every stream; counts unique bytes placed and completions.
 pub type SimApp = BulkApp<'static>;
 
-/// Baseline RoCEv2-style endpoint: one path, go-back-N on the first gap, no SACK,
-/// DCTCP-style ECN window (the same AIMD code as MetaRoCE's per-path controller).
-#[derive(Debug)]
-pub struct BaseEnd {
-    pub una: u32,
-    pub nxt: u32,
-    pub limit: u32,
-    pub cc: PathCc,
-    pub srtt: u64,
-    pub rto_at: u64,
-    pub backoff: u32,
-    pub epsn: u32,
-    pub nak_sent: bool,
-    pub delivered: u64,
-    pub sport: u16,
-    pub errors: u32,
-    /// ACK/NAK waiting for the NIC (cumulative: a newer one replaces it).
-    pub pending: Option<BaseKind>,
-}
-
 pub enum Ep<const P: usize, const W: usize, const S: usize, const N: usize> {
     Meta(Box<Connection<P, W, S, N>>, SimApp),
     Base(BaseEnd),
+    Dyn(Box<dyn Endpoint>),
 }
 
 pub struct Slot<const P: usize, const W: usize, const S: usize, const N: usize> {
     pub host: u32,
     pub peer_host: u32,
     pub peer: u32,
+    pub flow: u32,
+    /// When the endpoint wants its timer.
     pub timer_at: u64,
     pub ready: bool,
     pub ep: Ep<P, W, S, N>,
 }
 
-enum Ev {
-    LinkDone(usize),
-    Arrive(usize, Pkt),
-    Timer(u32, u64),
-    Fail(Vec<usize>),
-    Sample,
-}
-
-struct Event {
-    t: u64,
-    seq: u64,
-    ev: Ev,
-}
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Event {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.t, o.seq).cmp(&(self.t, self.seq))
-    }
+/// One flow's record.
+#[derive(Clone, Copy, Debug)]
+pub struct Flow {
+    #[allow(dead_code)]
+    // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
+    pub sender: u32,
+    pub receiver: u32,
+    /// When the sender starts, ns.
+    pub start: u64,
+    /// When the receiver completed the last message (bounded flows), ns.
+    pub finish: Option<u64>,
+    /// Messages (toy baseline: packets) the receiver must complete; `None`: endless.
+    pub msgs: Option<u64>,
 }
 
 /// Simulation parameters beyond the topology.
@@ -116,20 +97,27 @@ pub struct Params {
 pub struct Sim<const P: usize, const W: usize, const S: usize, const N: usize> {
     pub now: u64,
     pub fabric: Fabric,
+    q: Queue,
+    timers: Timers,
     pub slots: Vec<Slot<P, W, S, N>>,
     pub fair: Vec<FairShare>,
-    heap: BinaryHeap<Event>,
-    seq: u64,
-    pub rng: Rng,
     pub params: Params,
     pub samples: Vec<Sample>,
     pub watch_link: Option<usize>,
     pub events: u64,
+    /// Events by kind: NIC done, switch port done, arrival at host, at switch, other, timer.
+    pub by_kind: [u64; 6],
     buf: Vec<u8>,
+    rxbuf: Vec<u8>,
     /// Flows: (sender slot, receiver slot).
     pub flows: Vec<(u32, u32)>,
+    pub flow_info: Vec<Flow>,
     /// Per host: endpoints that may have packets to send.
     ready: Vec<VecDeque<u32>>,
+    failures: Vec<Vec<usize>>,
+    started: bool,
+    /// A workload run on the flows ([`Sim::attach`]).
+    pub driver: Option<Driver>,
 }
 
 /// A periodic measurement.
@@ -141,15 +129,16 @@ pub struct Sample {
     /// Queue of the watched link (bytes).
     pub queue: u64,
     /// Sender's current allowed rate per flow (bytes/s), for convergence.
+    #[allow(dead_code)] // diagnostics only: no scenario scores the allowed rate
     pub rate: Vec<f64>,
 }
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S, N> {
-    pub fn new(topo: Topo, params: Params) -> Self {
-        let fabric = Fabric::new(topo, params.seed);
+    pub fn new(ft: FatTree, cfg: SwitchConfig, params: Params) -> Self {
+        let fabric = Fabric::new(ft, cfg, params.seed);
         // Receivers hand out 95 % of their line rate so standing queues drain.
-        let cap_kbps = topo.gbps * 1_000_000 / 8 * u64::from(topo.planes) * 95 / 100;
-        let fair = (0..topo.hosts())
+        let cap_kbps = ft.host_gbps * 1_000_000 / 8 * u64::from(ft.planes) * 95 / 100;
+        let fair = (0..ft.hosts())
             .map(|_| {
                 FairShare::new(
                     cap_kbps.min(u64::from(u32::MAX)) as u32,
@@ -161,35 +150,108 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         Sim {
             now: 0,
             fabric,
+            q: Queue::default(),
+            timers: Timers::default(),
             slots: Vec::new(),
             fair,
-            heap: BinaryHeap::new(),
-            seq: 0,
-            rng: Rng::new(params.seed),
             params,
             samples: Vec::new(),
             watch_link: None,
             events: 0,
+            by_kind: [0; 6],
             buf: vec![0u8; 9000],
+            rxbuf: vec![0u8; 9000],
             flows: Vec::new(),
-            ready: (0..topo.hosts()).map(|_| VecDeque::new()).collect(),
+            flow_info: Vec::new(),
+            ready: (0..ft.hosts()).map(|_| VecDeque::new()).collect(),
+            failures: Vec::new(),
+            started: false,
+            driver: None,
         }
     }
 
-    fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Event {
-            t,
-            seq: self.seq,
-            ev,
-        });
+    /// [`Sim::add_flow`] with messages of `msg_len` bytes on `streams` streams (a
+    /// MetaRoCE workload flow: `limit` 0, one stream; the driver raises the limit).
+    pub fn add_flow_with(
+        &mut self,
+        a: u32,
+        b: u32,
+        limit: u32,
+        msg_len: u32,
+        streams: u16,
+    ) -> usize {
+        let (l, st) = (self.params.msg_len, self.params.streams);
+        self.params.msg_len = msg_len;
+        self.params.streams = streams;
+        let f = self.add_flow(a, b, limit);
+        self.params.msg_len = l;
+        self.params.streams = st;
+        f
     }
 
-    /// Adds a flow from host `a` to host `b` with `limit` messages per stream.
+    /// Runs `d`'s transfers on this run's flows (created beforehand, one per pair).
+    pub fn attach(&mut self, d: Driver) {
+        assert!(!self.started, "attach before run");
+        self.driver = Some(d);
+    }
+
+    /// Posts workload transfer `i` on its flow's sender.
+    fn post_transfer(&mut self, i: usize) {
+        let now = self.now;
+        let Some(d) = self.driver.as_mut() else {
+            return;
+        };
+        let (f, bytes) = d.post(i, now);
+        let a = self.flows[f].0;
+        match &mut self.slots[a as usize].ep {
+            Ep::Meta(_, app) => {
+                assert_eq!(
+                    u64::from(app.msg.len),
+                    bytes,
+                    "one message size per MetaRoCE flow"
+                );
+                app.limit += 1;
+            }
+            Ep::Dyn(e) => {
+                e.post(bytes).expect("sender end");
+            }
+            Ep::Base(_) => panic!("the toy baseline does not run workloads"),
+        }
+        self.service(a);
+    }
+
+    /// Receiver `id` delivered something: complete and start workload transfers.
+    fn drive(&mut self, id: u32) {
+        let f = self.slots[id as usize].flow as usize;
+        if self.flow_info[f].receiver != id {
+            return;
+        }
+        let msgs = match &self.slots[id as usize].ep {
+            Ep::Meta(_, app) => app.completed_msgs,
+            Ep::Dyn(e) => e.completed_msgs(),
+            Ep::Base(_) => return,
+        };
+        let now = self.now;
+        let Some(d) = self.driver.as_mut() else {
+            return;
+        };
+        for (c, start) in d.completed(f, msgs, now) {
+            if start <= now {
+                self.post_transfer(c);
+            } else {
+                self.q.push(start, Ev::Post(c as u32));
+            }
+        }
+    }
+
+    /// Adds a flow from host `a` to host `b` of the run's transport with `limit`
+    /// messages per stream (`u32::MAX`: endless), starting now.
     pub fn add_flow(&mut self, a: u32, b: u32, limit: u32) -> usize {
         let ia = self.slots.len() as u32;
         let ib = ia + 1;
-        let planes = self.fabric.topo.planes;
+        let planes = self.fabric.ft().planes;
+        let bounded = limit != u32::MAX;
+        let mut msgs = None;
         for (me, peer, host, peer_host) in [(ia, ib, a, b), (ib, ia, b, a)] {
             let ep = match self.params.transport {
                 Transport::Meta => {
@@ -213,112 +275,218 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         ..Config::default()
                     };
                     let streams = if host == a { self.params.streams } else { 0 };
+                    if bounded {
+                        msgs = Some(u64::from(limit) * u64::from(self.params.streams));
+                    }
                     let app = SimApp {
                         limit,
                         ..BulkApp::write(self.params.msg_len, streams).with_reth(0x10_0000, 1)
                     };
                     Ep::Meta(Box::new(Connection::new(cfg)), app)
                 }
-                Transport::Base => Ep::Base(BaseEnd {
-                    una: 0,
-                    nxt: 0,
-                    limit: if host == a {
-                        limit.saturating_mul(self.params.msg_len.div_ceil(MTU))
-                    } else {
-                        0
-                    },
-                    cc: PathCc::new(&base_cc(self.params.base_window)),
-                    srtt: 0,
-                    rto_at: NEVER,
-                    backoff: 0,
-                    epsn: 0,
-                    nak_sent: false,
-                    delivered: 0,
-                    errors: 0,
-                    pending: None,
-                    sport: 1024 + mix16(u64::from(me) ^ self.params.seed),
-                }),
+                Transport::Base => {
+                    let pkts = limit.saturating_mul(self.params.msg_len.div_ceil(MTU));
+                    if bounded {
+                        msgs = Some(u64::from(pkts));
+                    }
+                    Ep::Base(BaseEnd::new(
+                        if host == a { pkts } else { 0 },
+                        self.params.base_window,
+                        1024 + mix16(u64::from(me) ^ self.params.seed),
+                    ))
+                }
             };
-            self.slots.push(Slot {
-                host,
-                peer_host,
-                peer,
-                timer_at: NEVER,
-                ready: false,
-                ep,
-            });
+            self.push_slot(host, peer_host, peer, ep);
         }
+        self.push_flow(ia, ib, self.now, msgs)
+    }
+
+    /// Adds a flow of [`Endpoint`]s from host `a` to host `b`, starting at `start` ns;
+    /// `make(sender_slot, receiver_slot)` builds the two ends (a packet's `conn` is the
+    /// slot of the end it is for). `msgs`: messages the receiver must complete for the
+    /// flow to finish (`None`: endless).
+    pub fn add_flow_dyn(
+        &mut self,
+        a: u32,
+        b: u32,
+        start: u64,
+        msgs: Option<u64>,
+        make: impl FnOnce(u32, u32) -> (Box<dyn Endpoint>, Box<dyn Endpoint>),
+    ) -> usize {
+        let ia = self.slots.len() as u32;
+        let ib = ia + 1;
+        let (sa, sb) = make(ia, ib);
+        self.push_slot(a, b, ib, Ep::Dyn(sa));
+        self.push_slot(b, a, ia, Ep::Dyn(sb));
+        self.push_flow(ia, ib, start, msgs)
+    }
+
+    fn push_slot(&mut self, host: u32, peer_host: u32, peer: u32, ep: Ep<P, W, S, N>) {
+        self.slots.push(Slot {
+            host,
+            peer_host,
+            peer,
+            flow: self.flows.len() as u32,
+            timer_at: NEVER,
+            ready: false,
+            ep,
+        });
+    }
+
+    fn push_flow(&mut self, ia: u32, ib: u32, start: u64, msgs: Option<u64>) -> usize {
         self.flows.push((ia, ib));
+        self.flow_info.push(Flow {
+            sender: ia,
+            receiver: ib,
+            start,
+            finish: None,
+            msgs,
+        });
+        if self.started {
+            for id in [ia, ib] {
+                self.q.push(start.max(self.now), Ev::Start(id));
+            }
+        }
         self.flows.len() - 1
     }
 
+    /// Links `links` fail at `t` (see [`Fabric::reconverge_ns`]).
     pub fn fail_at(&mut self, t: u64, links: Vec<usize>) {
-        self.push(t, Ev::Fail(links));
+        self.failures.push(links);
+        self.q.push(t, Ev::Fail(self.failures.len() as u32 - 1));
+    }
+
+    /// Links `links` come back at `t`.
+    #[allow(dead_code)] // API for issue 13's baselines and workloads (roce.rs, irn.rs, workload.rs)
+    pub fn restore_at(&mut self, t: u64, links: Vec<usize>) {
+        self.failures.push(links);
+        self.q.push(t, Ev::Restore(self.failures.len() as u32 - 1));
+    }
+
+    /// Events waiting (a measure of the engine's working set), timers excluded.
+    pub fn pending_events(&self) -> usize {
+        self.q.len()
     }
 
     pub fn run(&mut self, until: u64) {
-        if self.now == 0 {
+        if !self.started {
+            self.started = true;
             for i in 0..self.slots.len() {
-                self.service(i as u32);
+                let start = self.flow_info[self.slots[i].flow as usize].start;
+                if start <= self.now {
+                    self.service(i as u32);
+                } else {
+                    self.q.push(start, Ev::Start(i as u32));
+                }
             }
             if self.params.sample_ns > 0 {
-                self.push(0, Ev::Sample);
+                self.q.push(self.now, Ev::Sample);
+            }
+            let roots = self.driver.as_ref().map(Driver::roots).unwrap_or_default();
+            for (i, start) in roots {
+                if start <= self.now {
+                    self.post_transfer(i);
+                } else {
+                    self.q.push(start, Ev::Post(i as u32));
+                }
             }
         }
-        while let Some(top) = self.heap.peek() {
-            if top.t > until {
+        loop {
+            let te = self.q.peek_time().unwrap_or(NEVER);
+            if let Some((tt, id)) = self.timers.peek() {
+                if tt < te && tt <= until {
+                    // An endpoint timer, before any other event.
+                    self.now = tt;
+                    self.events += 1;
+                    self.by_kind[5] += 1;
+                    self.timers.set(id, NEVER);
+                    self.slots[id as usize].timer_at = NEVER;
+                    self.timeout(id);
+                    self.service(id);
+                    continue;
+                }
+            }
+            if te > until {
                 break;
             }
-            let Event { t, ev, .. } = self.heap.pop().expect("peeked");
+            let (t, ev) = self.q.pop().expect("peeked");
             self.now = t;
             self.events += 1;
+            self.by_kind[match ev {
+                Ev::LinkDone(l) => {
+                    if matches!(
+                        self.fabric.topo.links[l as usize].from,
+                        crate::topo::Node::Host(_)
+                    ) {
+                        0
+                    } else {
+                        1
+                    }
+                }
+                Ev::Arrive(l, _) => {
+                    if matches!(
+                        self.fabric.topo.links[l as usize].to,
+                        crate::topo::Node::Host(_)
+                    ) {
+                        2
+                    } else {
+                        3
+                    }
+                }
+                _ => 4,
+            }] += 1;
             match ev {
-                Ev::LinkDone(l) => self.link_done(l),
-                Ev::Arrive(l, pkt) => {
-                    let to = self.fabric.links[l].to;
-                    match to {
-                        NodeId::Host(h) => self.deliver(h, pkt),
-                        node => {
-                            let nl = self.fabric.route(node, &pkt);
-                            self.enqueue(nl, pkt);
-                        }
+                Ev::LinkDone(l) => {
+                    if let Some(h) = self.fabric.on_link_done(t, &mut self.q, l as usize) {
+                        self.pump(h);
                     }
                 }
-                Ev::Timer(i, at) => {
-                    if self.slots[i as usize].timer_at == at {
-                        self.slots[i as usize].timer_at = NEVER;
-                        self.timeout(i);
-                        self.service(i);
+                Ev::Arrive(l, pid) => {
+                    if let Some(h) = self.fabric.on_arrive(t, &mut self.q, l as usize, pid) {
+                        self.deliver(h, pid);
                     }
                 }
-                Ev::Fail(ls) => {
-                    for l in ls {
-                        let link = &mut self.fabric.links[l];
-                        link.up = false;
-                        link.drops += link.queue.len() as u64;
-                        // Packets queued on a dead link are lost.
-                        link.queue.clear();
-                        link.qbytes = 0;
+                Ev::Pause(l, on) => {
+                    if let Some(h) = self.fabric.on_pause(t, &mut self.q, l as usize, on) {
+                        self.pump(h);
                     }
                 }
+                Ev::Start(i) => self.service(i),
+                Ev::Fail(i) => {
+                    let links = std::mem::take(&mut self.failures[i as usize]);
+                    self.fabric.fail(t, &mut self.q, &links);
+                    self.failures[i as usize] = links;
+                }
+                Ev::Restore(i) => {
+                    let links = std::mem::take(&mut self.failures[i as usize]);
+                    self.fabric.restore(t, &mut self.q, &links);
+                    self.failures[i as usize] = links;
+                }
+                Ev::Reconverge(p) => self.fabric.reconverge(t, p),
                 Ev::Sample => {
                     self.sample();
-                    let t = self.now + self.params.sample_ns;
-                    self.push(t, Ev::Sample);
+                    self.q.push(t + self.params.sample_ns, Ev::Sample);
                 }
+                Ev::Post(i) => self.post_transfer(i as usize),
             }
         }
         self.now = until;
     }
 
+    /// Payload bytes placed at the receiver of flow `f`, each byte once.
+    pub fn delivered(&self, f: usize) -> u64 {
+        match &self.slots[self.flows[f].1 as usize].ep {
+            Ep::Meta(_, app) => app.placed,
+            Ep::Base(e) => e.delivered,
+            Ep::Dyn(e) => e.delivered(),
+        }
+    }
+
     fn sample(&mut self) {
         let mut delivered = Vec::with_capacity(self.flows.len());
         let mut rate = Vec::with_capacity(self.flows.len());
-        for &(a, b) in &self.flows {
-            delivered.push(match &self.slots[b as usize].ep {
-                Ep::Meta(_, app) => app.placed,
-                Ep::Base(e) => e.delivered,
-            });
+        for (f, &(a, _)) in self.flows.iter().enumerate() {
+            delivered.push(self.delivered(f));
             rate.push(match &self.slots[a as usize].ep {
                 Ep::Meta(c, _) => {
                     let hint = c.pacing_rate() as f64;
@@ -346,11 +514,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         f64::INFINITY
                     }
                 }
+                Ep::Dyn(e) => e.rate().unwrap_or(f64::INFINITY),
             });
         }
         let queue = self
             .watch_link
-            .map(|l| self.fabric.links[l].qbytes)
+            .map(|l| self.fabric.ports[l].waiting())
             .unwrap_or(0);
         self.samples.push(Sample {
             t: self.now,
@@ -360,63 +529,17 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         });
     }
 
-    fn enqueue(&mut self, l: usize, mut pkt: Pkt) {
-        let u = if self.fabric.links[l].loss > 0.0 {
-            self.rng.unit()
-        } else {
-            1.0
-        };
-        let link = &mut self.fabric.links[l];
-        if !link.up || u < link.loss || link.qbytes + u64::from(pkt.wire) > link.qlimit {
-            link.drops += 1;
-            return;
-        }
-        if pkt.ect && link.qbytes > link.ecn_k {
-            pkt.ce = true;
-        }
-        link.qbytes += u64::from(pkt.wire);
-        link.queue.push_back(pkt);
-        if !link.busy {
-            self.start_tx(l);
-        }
-    }
-
-    fn start_tx(&mut self, l: usize) {
-        let link = &mut self.fabric.links[l];
-        let Some(p) = link.queue.front() else {
-            link.busy = false;
-            return;
-        };
-        link.busy = true;
-        let t = self.now + (u64::from(p.wire) * link.ps_per_byte).div_ceil(1000);
-        self.push(t, Ev::LinkDone(l));
-    }
-
-    fn link_done(&mut self, l: usize) {
-        let link = &mut self.fabric.links[l];
-        let Some(p) = link.queue.pop_front() else {
-            link.busy = false;
-            return;
-        };
-        link.qbytes -= u64::from(p.wire);
-        let t = self.now + link.delay;
-        let from_host = p.src;
-        self.push(t, Ev::Arrive(l, p));
-        self.start_tx(l);
-        if self.host_link(l, from_host) {
-            self.pump(from_host);
-        }
-    }
-
-    fn host_link(&self, l: usize, h: u32) -> bool {
-        (0..self.fabric.topo.planes).any(|p| self.fabric.host_up(p, h) == l)
-    }
-
-    fn deliver(&mut self, h: u32, pkt: Pkt) {
+    fn deliver(&mut self, h: u32, pid: u32) {
         let now = Instant(self.now);
-        match pkt.body {
-            Body::Meta(bytes) => {
-                let Ok(id) = peek_dst_conn(&bytes) else {
+        let ce = self.fabric.pool.get(pid).ce;
+        let id = match self.fabric.pool.body(pid) {
+            Body::Meta { len, head } => {
+                let len = usize::from(*len);
+                let kept = len.min(HEAD);
+                self.rxbuf[..kept].copy_from_slice(&head[..kept]);
+                self.fabric.pool.free(pid);
+                let bytes = &self.rxbuf[..len];
+                let Ok(id) = peek_dst_conn(bytes) else {
                     return;
                 };
                 let Some(slot) = self.slots.get_mut(id as usize) else {
@@ -427,55 +550,63 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                 }
                 if let Ep::Meta(c, app) = &mut slot.ep {
                     if bytes.get(1) == Some(&1) {
-                        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-                        let hint = self.fair[h as usize].note(now, c.fair_slot(), len);
+                        let hint = self.fair[h as usize].note(now, c.fair_slot(), len as u32);
                         c.set_rate_hint(hint);
                     }
-                    let _ = c.handle_packet(now, &bytes, pkt.ce, app);
+                    let _ = c.handle_packet(now, bytes, ce, app);
                 }
-                self.service(id);
+                id
             }
-            Body::Base(b) => {
-                let id = b.conn;
-                let out = match &mut self.slots[id as usize].ep {
-                    Ep::Base(e) => base_rx(e, self.now, b.kind, pkt.ce, self.params.min_rto_ns),
-                    Ep::Meta(..) => None,
-                };
-                if let Some(k) = out {
-                    if let Ep::Base(e) = &mut self.slots[id as usize].ep {
-                        e.pending = Some(k);
-                    }
+            Body::Toy(b) => {
+                let b = *b;
+                self.fabric.pool.free(pid);
+                if let Ep::Base(e) = &mut self.slots[b.conn as usize].ep {
+                    e.rx(self.now, b.kind, ce, self.params.min_rto_ns);
                 }
-                self.service(id);
+                b.conn
             }
+            Body::Ext(b) => {
+                let b = *b;
+                self.fabric.pool.free(pid);
+                if let Ep::Dyn(e) = &mut self.slots[b.conn as usize].ep {
+                    e.on_packet(self.now, &b, ce);
+                }
+                b.conn
+            }
+        };
+        self.check_done(id);
+        if self.driver.is_some() {
+            self.drive(id);
+        }
+        self.service(id);
+    }
+
+    /// Records the finish time of a bounded flow whose receiver `id` just completed it.
+    fn check_done(&mut self, id: u32) {
+        let slot = &self.slots[id as usize];
+        let f = &self.flow_info[slot.flow as usize];
+        let (Some(m), None) = (f.msgs, f.finish) else {
+            return;
+        };
+        if f.receiver != id {
+            return;
+        }
+        let done = match &slot.ep {
+            Ep::Meta(_, app) => app.completed_msgs >= m,
+            Ep::Base(e) => u64::from(e.epsn) >= m,
+            Ep::Dyn(e) => e.completed_msgs() >= m,
+        };
+        if done {
+            self.flow_info[slot.flow as usize].finish = Some(self.now);
         }
     }
 
     fn timeout(&mut self, id: u32) {
         let now = self.now;
-        let slot = &mut self.slots[id as usize];
-        match &mut slot.ep {
+        match &mut self.slots[id as usize].ep {
             Ep::Meta(c, app) => c.handle_timeout(Instant(now), app),
-            Ep::Base(e) => {
-                if e.rto_at <= now && e.una != e.nxt {
-                    if e.backoff >= 7 {
-                        // retry_cnt (7) exhausted: the QP goes to the error state.
-                        e.errors += 1;
-                        e.limit = 0;
-                        e.nxt = e.una;
-                        e.rto_at = NEVER;
-                        return;
-                    }
-                    e.nxt = e.una;
-                    e.backoff += 1;
-                    e.cc.on_loss(
-                        &base_cc(self.params.base_window),
-                        Instant(now),
-                        e.srtt.max(1),
-                    );
-                    e.rto_at = NEVER;
-                }
-            }
+            Ep::Base(e) => e.timeout(now, self.params.base_window),
+            Ep::Dyn(e) => e.on_timer(now),
         }
     }
 
@@ -497,41 +628,37 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         let slot = &mut self.slots[id as usize];
         let next_timer = match &slot.ep {
             Ep::Meta(c, _) => c.poll_timeout().map(|t| t.0).unwrap_or(NEVER),
-            Ep::Base(e) => {
-                if e.una != e.nxt {
-                    e.rto_at
-                } else {
-                    NEVER
-                }
-            }
+            Ep::Base(e) => e.next_timer(),
+            Ep::Dyn(e) => e.next_timer().unwrap_or(NEVER),
         };
-        if next_timer != NEVER && next_timer != slot.timer_at {
-            let t = next_timer.max(now + 1);
+        let t = if next_timer == NEVER {
+            NEVER
+        } else {
+            next_timer.max(now + 1)
+        };
+        if t != slot.timer_at {
             slot.timer_at = t;
-            self.push(t, Ev::Timer(id, t));
+            self.timers.set(id, t);
         }
     }
 
-    /// The host NIC pulls packets round-robin from ready endpoints while its queues hold
-    /// less than two full packets per plane (a NIC does not queue milliseconds of data).
+    /// The host NIC pulls packets round-robin from ready endpoints while its ports hold
+    /// less than two full packets per plane waiting (a NIC does not queue milliseconds
+    /// of data).
     fn pump(&mut self, host: u32) {
-        let planes = self.fabric.topo.planes;
+        let planes = self.fabric.ft().planes;
         let room = u64::from(planes) * 2 * u64::from(MTU + 200);
         loop {
-            let queued: u64 = (0..planes)
-                .map(|p| self.fabric.links[self.fabric.host_up(p, host)].qbytes)
-                .sum();
-            if queued >= room {
+            if self.fabric.host_q[host as usize] >= room {
                 return;
             }
             let Some(id) = self.ready[host as usize].pop_front() else {
                 return;
             };
             match self.poll_one(id) {
-                Some(p) => {
+                Some((p, body)) => {
                     self.ready[host as usize].push_back(id);
-                    let l = self.fabric.route(NodeId::Host(host), &p);
-                    self.enqueue(l, p);
+                    self.fabric.inject(self.now, &mut self.q, p, body);
                     self.arm(id);
                 }
                 None => {
@@ -542,162 +669,68 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         }
     }
 
-    fn poll_one(&mut self, id: u32) -> Option<Pkt> {
+    fn poll_one(&mut self, id: u32) -> Option<(Pkt, Body)> {
         let now = self.now;
         let slot = &mut self.slots[id as usize];
         let (host, peer_host, peer) = (slot.host, slot.peer_host, slot.peer);
+        let pkt = |sport: u16, class: u8, wire: u32, ect: bool, body: Body| {
+            let p = Pkt {
+                src: host,
+                dst: peer_host,
+                sport,
+                class,
+                ect,
+                ce: false,
+                wire,
+                key: flow_key(host, peer_host, sport),
+                in_link: 0,
+            };
+            (p, body)
+        };
         match &mut slot.ep {
             Ep::Meta(c, app) => {
                 let t = c.poll_transmit(Instant(now), &mut self.buf, app)?;
-                Some(Pkt {
-                    src: host,
-                    dst: peer_host,
-                    sport: t.src_port,
-                    wire: t.len as u32 + OVERHEAD,
-                    ect: t.ect,
-                    ce: false,
-                    body: Body::Meta(self.buf[..t.len].into()),
-                })
+                let mut head = [0u8; HEAD];
+                let kept = t.len.min(HEAD);
+                head[..kept].copy_from_slice(&self.buf[..kept]);
+                let class = if self.buf[1] == 1 { DATA } else { CTRL };
+                let body = Body::Meta {
+                    len: t.len as u16,
+                    head,
+                };
+                Some(pkt(t.src_port, class, t.len as u32 + OVERHEAD, t.ect, body))
             }
             Ep::Base(e) => {
-                if let Some(k) = e.pending.take() {
-                    return Some(Pkt {
-                        src: host,
-                        dst: peer_host,
-                        sport: e.sport,
-                        wire: BASE_HDR + 8 + OVERHEAD,
-                        ect: true,
-                        ce: false,
-                        body: Body::Base(BasePkt {
-                            conn: peer,
-                            kind: k,
-                        }),
-                    });
-                }
-                let open = e.nxt < e.limit
-                    && u64::from(e.nxt.wrapping_sub(e.una)) * u64::from(MTU + BASE_HDR)
-                        < u64::from(e.cc.pwnd).max(u64::from(MTU));
-                if !open {
-                    return None;
-                }
-                let psn = e.nxt;
-                e.nxt += 1;
-                if e.rto_at == NEVER {
-                    let rto = base_rto(e.srtt, self.params.min_rto_ns) << e.backoff.min(6);
-                    e.rto_at = now + rto;
-                }
-                Some(Pkt {
-                    src: host,
-                    dst: peer_host,
-                    sport: e.sport,
-                    wire: MTU + BASE_HDR + OVERHEAD,
-                    ect: true,
-                    ce: false,
-                    body: Body::Base(BasePkt {
-                        conn: peer,
-                        kind: BaseKind::Data {
-                            psn,
-                            len: MTU,
-                            ts: now,
-                        },
-                    }),
-                })
+                let (kind, data) = e.poll(now, self.params.min_rto_ns)?;
+                let (class, wire) = if data {
+                    (DATA, MTU + BASE_HDR + OVERHEAD)
+                } else {
+                    (CTRL, BASE_HDR + 8 + OVERHEAD)
+                };
+                let body = Body::Toy(crate::net::BasePkt { conn: peer, kind });
+                Some(pkt(e.sport, class, wire, true, body))
+            }
+            Ep::Dyn(e) => {
+                let b: endpoint::BasePkt = e.poll_transmit(now)?;
+                let class = ext_class(&b);
+                Some(pkt(b.sport, class, b.wire, b.ect, Body::Ext(b)))
             }
         }
+    }
+}
+
+/// The switch traffic class of a baseline packet: data in the data class (lossless
+/// when the fabric runs PFC), ACK/NAK/CNP in the control class (strict priority, never
+/// paused), as RoCE deployments configure CNPs and as HPCC's simulator runs DCQCN
+/// (`ACK_HIGH_PRIO 1`). The class follows the packet kind, not the QP's `lossless`
+/// flag: that flag says which fabric the QP is deployed on.
+pub fn ext_class(b: &endpoint::BasePkt) -> u8 {
+    match b.kind {
+        endpoint::BaseKind::Data { .. } => DATA,
+        _ => CTRL,
     }
 }
 
 pub fn mix16(x: u64) -> u16 {
     (crate::net::mix(x) % 30000) as u16
 }
-
-pub fn base_cc(window: u32) -> CcConfig {
-    CcConfig {
-        init_pwnd: window,
-        min_pwnd: MTU + BASE_HDR,
-        max_pwnd: BASE_MAX_WINDOW,
-        ai: MTU,
-        g_shift: 4,
-        loss_keep: 512,
-    }
-}
-
-fn base_rto(srtt: u64, min: u32) -> u64 {
-    (srtt * 2).max(u64::from(min))
-}
-
-/// Baseline receive: returns the packet to send back, if any.
-fn base_rx(e: &mut BaseEnd, now: u64, k: BaseKind, ce: bool, min_rto: u32) -> Option<BaseKind> {
-    match k {
-        BaseKind::Data { psn, len, ts } => {
-            let now = ts;
-            if psn == e.epsn {
-                e.epsn += 1;
-                e.delivered += u64::from(len);
-                e.nak_sent = false;
-                Some(BaseKind::Ack {
-                    epsn: e.epsn,
-                    ce,
-                    echo: now,
-                })
-            } else if psn > e.epsn {
-                if e.nak_sent {
-                    None
-                } else {
-                    e.nak_sent = true;
-                    Some(BaseKind::Nak { epsn: e.epsn })
-                }
-            } else {
-                Some(BaseKind::Ack {
-                    epsn: e.epsn,
-                    ce,
-                    echo: now,
-                })
-            }
-        }
-        BaseKind::Ack { epsn, ce, echo } => {
-            let sample = now.saturating_sub(echo).max(1);
-            e.srtt = if e.srtt == 0 {
-                sample
-            } else {
-                (e.srtt * 7 + sample) / 8
-            };
-            if epsn > e.una && epsn <= e.nxt {
-                let n = epsn - e.una;
-                e.una = epsn;
-                e.backoff = 0;
-                let rtt = e.srtt.max(1);
-                e.cc.on_ack(
-                    &base_cc_static(),
-                    Instant(now),
-                    rtt,
-                    n * (MTU + BASE_HDR),
-                    n as u16,
-                    if ce { n as u16 } else { 0 },
-                );
-                e.rto_at = if e.una == e.nxt {
-                    NEVER
-                } else {
-                    now + base_rto(e.srtt, min_rto)
-                };
-            }
-            None
-        }
-        BaseKind::Nak { epsn, .. } => {
-            if epsn >= e.una && epsn <= e.nxt {
-                e.una = epsn;
-                e.nxt = epsn;
-                e.cc.on_loss(&base_cc_static(), Instant(now), e.srtt.max(1));
-                e.rto_at = NEVER;
-            }
-            None
-        }
-    }
-}
-
-fn base_cc_static() -> CcConfig {
-    base_cc(BASE_MAX_WINDOW)
-}
-
-/// Largest baseline window (bytes).
-pub const BASE_MAX_WINDOW: u32 = 512 * 1024;

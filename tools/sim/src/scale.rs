@@ -1,0 +1,168 @@
+//! `--scale`: a permutation over a large fat tree, as a measurement of the engine's
+//! speed and of the fabric (not a pass/fail test).
+//!
+//! `metaroce-sim --scale [--hosts-per-tor N] [--tors N] [--tiers 2|3] [--oversub K]
+//! [--planes P] [--ms T] [--pfc] [--base] [--seed S]`
+//!
+//! Default: 1,024 hosts on a 2-tier 1:1 (32 leaves × 32 hosts, 32 spines) 100 Gb/s fabric
+//! with Tomahawk-class shared-buffer switches (2.5 MB/Tb/s, alpha 1, step ECN at
+//! 100 KB), every host sending to a distinct host on another leaf, 10 ms simulated.
+
+use crate::net::Rng;
+use crate::sim::{Params, Sim, Transport, MTU, OVERHEAD};
+use crate::switch::{Ecn, SwitchConfig};
+use crate::topo::{FatTree, Node};
+use std::time::Instant as WallClock;
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A permutation of `0..n` in which no host sends to its own ToR (every flow crosses
+/// the fabric), from a seeded shuffle with same-ToR pairs swapped away.
+pub fn permutation(n: u32, per_tor: u32, seed: u64) -> Vec<u32> {
+    let mut rng = Rng::new(seed ^ 0x9e47);
+    let mut p: Vec<u32> = (0..n).collect();
+    for i in (1..n as usize).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        p.swap(i, j);
+    }
+    if n <= per_tor {
+        return p;
+    }
+    loop {
+        let mut fixed = true;
+        for i in 0..n as usize {
+            if i as u32 / per_tor == p[i] / per_tor {
+                let j = (rng.next_u64() % u64::from(n)) as usize;
+                p.swap(i, j);
+                fixed = false;
+            }
+        }
+        if fixed {
+            return p;
+        }
+    }
+}
+
+pub fn run(args: &[String], params: Params) {
+    let tiers: u8 = arg(args, "--tiers", 2);
+    let os: u16 = arg(args, "--oversub", 1);
+    let planes: u8 = arg(args, "--planes", 1);
+    let ms: f64 = arg(args, "--ms", 10.0);
+    let mut ft = if tiers == 3 {
+        FatTree::three_tier(16, 8, 8, os, 1)
+    } else {
+        let hpt: u16 = arg(args, "--hosts-per-tor", 32);
+        FatTree::two_tier(arg(args, "--tors", 32), hpt, os)
+    };
+    ft.planes = planes;
+    let mut cfg = SwitchConfig::shared(Ecn::step(100_000));
+    if args.iter().any(|a| a == "--pfc") {
+        cfg = SwitchConfig::lossless(cfg.ecn, u64::from(MTU + 100 + OVERHEAD));
+    }
+    let mut params = params;
+    if args.iter().any(|a| a == "--base") {
+        params.transport = Transport::Base;
+    }
+    params.sample_ns = 100_000;
+    let n = ft.hosts();
+    let dur = (ms * 1e6) as u64;
+    let wall = WallClock::now();
+    let mut s: Sim<8, 1, 4, 64> = Sim::new(ft, cfg, params);
+    for (a, b) in permutation(n, u32::from(ft.hosts_per_tor), s.params.seed)
+        .into_iter()
+        .enumerate()
+    {
+        s.add_flow(a as u32, b, u32::MAX);
+    }
+    let setup = wall.elapsed().as_secs_f64();
+    let step = dur / 10;
+    for i in 1..=10 {
+        s.run(step * i);
+        if std::env::var("SIM_DEBUG").is_ok() {
+            eprintln!(
+                "t={} events {} pending {} packets {}",
+                s.now,
+                s.events,
+                s.pending_events(),
+                s.fabric.pool.live()
+            );
+        }
+    }
+    let secs = wall.elapsed().as_secs_f64();
+    let total: u64 = (0..s.flows.len()).map(|f| s.delivered(f)).sum();
+    let half = s
+        .samples
+        .iter()
+        .rev()
+        .find(|x| x.t <= dur / 2)
+        .map(|x| x.delivered.iter().sum::<u64>())
+        .unwrap_or(0);
+    let cap = f64::from(n) * ft.host_gbps as f64 * f64::from(planes) * 1e9 / 8.0;
+    let cap = cap / f64::from(os.max(1));
+    let rate = |bytes: u64, ns: u64| bytes as f64 / (ns as f64 * 1e-9);
+    let f = &s.fabric;
+    let mut peak_switch_q = 0;
+    let (mut drops, mut marks, mut xoff, mut paused) = (0, 0, 0, 0);
+    for (l, p) in f.ports.iter().enumerate() {
+        if let Node::Switch(_) = f.topo.links[l].from {
+            peak_switch_q = peak_switch_q.max(p.stats.peak_q);
+        }
+        drops += p.stats.drops();
+        marks += p.stats.ecn_marks;
+        xoff += p.stats.xoff_frames;
+        paused += p.stats.paused_ns;
+    }
+    let peak_buf = f.bufs.iter().map(|b| b.peak).max().unwrap_or(0);
+    let buf_size = f.bufs.iter().map(|b| b.size).min().unwrap_or(0);
+    println!(
+        "scale: {n} hosts, {tiers}-tier {os}:1, {planes} plane(s), {} Gb/s, {} switches, {} links, \
+         {:?} transport, {}, {ms} ms simulated",
+        ft.host_gbps,
+        f.topo.switches.len(),
+        f.topo.links.len(),
+        s.params.transport,
+        if cfg.pfc.is_some() { "PFC" } else { "lossy" },
+    );
+    let (ad, au) = ft.agg_gbps();
+    println!(
+        "capacity: ToR {} Gb/s down / {} Gb/s up{}",
+        ft.tor_down_gbps(),
+        ft.tor_up_gbps(),
+        if tiers == 3 {
+            format!(", aggregation {ad} Gb/s down / {au} Gb/s up")
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "wall {secs:.1} s (setup {setup:.1} s), {} events, {:.2} M events/s, {:.0} ns simulated per wall ms",
+        s.events,
+        s.events as f64 / secs / 1e6,
+        dur as f64 / (secs * 1e3),
+    );
+    println!(
+        "events: NIC tx-done {}, switch tx-done {}, arrive host {}, arrive switch {}, other {}, timers {}",
+        s.by_kind[0], s.by_kind[1], s.by_kind[2], s.by_kind[3], s.by_kind[4], s.by_kind[5]
+    );
+    println!(
+        "goodput (bytes placed): whole run {:.1} Tb/s = {:.1} % of capacity / oversubscription; \
+         second half {:.1} %",
+        rate(total, dur) * 8e-12,
+        rate(total, dur) / cap * 100.0,
+        rate(total - half, dur - dur / 2) / cap * 100.0,
+    );
+    println!(
+        "peak switch queue {} KB, peak shared buffer {} KB of {} KB; drops {drops}, ECN marks \
+         {marks}, XOFF frames {xoff}, pause time {:.1} µs (all ports)",
+        peak_switch_q / 1000,
+        peak_buf / 1000,
+        buf_size / 1000,
+        paused as f64 / 1e3,
+    );
+}

@@ -1,0 +1,211 @@
+//! Scenario 2: incast N→1 on a leaf–spine fat tree (9 leaves × 8 hosts, 8 spines, 1:1):
+//! N long flows from hosts on other leaves to host 0, all starting at t = 0.
+//!
+//! Scored on what arrives, not on what senders are allowed to send:
+//! * **time to fair**: the first window start from which, in every window to the end of
+//!   the run, every flow's delivered rate is within ±10 % of the flows' mean delivered
+//!   rate *and* the receiver's downlink queue stays below the transport's own marking
+//!   threshold (MetaRoCE K = 100 KB; DCQCN Kmin = 400 KB). Windows are long enough for
+//!   each flow to deliver ~20 MTUs at its fair share (W = max(10 RTT, 20 MTU × N / line)):
+//!   at 64→1 a 10-RTT window holds under 5 packets per flow, too few for ±10 %.
+//! * Jain's index of delivered bytes in 10-RTT windows (mean over the second half).
+//! * Receiver link goodput (payload placed / 100 Gb/s) over the first 50 RTTs (during
+//!   convergence) and over the whole run.
+//! * Drops (all causes, whole fabric), PFC pause time (sum over ports), peak queue on
+//!   the receiver's downlink.
+
+use super::*;
+use crate::stats::{jain_over_time, settle_time, window_rates};
+
+pub struct Incast {
+    pub fair_ns: Option<u64>,
+    pub window_ns: u64,
+    pub jain: f64,
+    pub util_conv: f64,
+    pub util_all: f64,
+    pub drops: u64,
+    pub paused_us: f64,
+    pub peak_q: u64,
+    pub horizon_ns: u64,
+}
+
+fn k_of(v: Variant) -> u64 {
+    if v.is_meta() {
+        K
+    } else {
+        dcqcn_ecn().kmin
+    }
+}
+
+pub fn incast(v: Variant, n: u32, seed: u64, dur: u64) -> Incast {
+    let t = leaf_spine(1, 9, 8, 8);
+    let mut s: Sim<8, 1, 4, 64> = sim(v, t, 8, seed, 1_000);
+    for i in 0..n {
+        add(&mut s, v, 8 + i, 0, true, 0);
+    }
+    let rx = s.fabric.host_down(0, 0);
+    s.watch_link = Some(rx);
+    s.run(dur);
+    let rtt = base_rtt();
+    let (times, cums) = series(&s);
+    let w = ((10.0 * rtt) as u64).max(20 * u64::from(MTU) * 8 * u64::from(n) / GBPS);
+    let per: Vec<Vec<(u64, f64)>> = cums.iter().map(|c| window_rates(&times, c, w)).collect();
+    let k = k_of(v);
+    let ok: Vec<(u64, Option<f64>)> = (0..per[0].len())
+        .map(|i| {
+            let t0 = per[0][i].0;
+            let m = per.iter().map(|p| p[i].1).sum::<f64>() / f64::from(n);
+            let fair = m > 0.0 && per.iter().all(|p| (p[i].1 - m).abs() <= 0.1 * m);
+            let qmax = s
+                .samples
+                .iter()
+                .filter(|x| x.t >= t0 && x.t <= t0 + w)
+                .map(|x| x.queue)
+                .max()
+                .unwrap_or(0);
+            (t0, Some(if fair && qmax < k { 1.0 } else { 0.0 }))
+        })
+        .collect();
+    let fair_ns = settle_time(&ok, 0, 1.0);
+    let w10 = (10.0 * rtt) as u64;
+    let jt = jain_over_time(&times, &cums, w10);
+    let second: Vec<f64> = jt
+        .iter()
+        .filter(|(t, _)| *t >= dur / 2)
+        .map(|(_, j)| j.unwrap_or(0.0))
+        .collect();
+    let total: Vec<u64> = (0..times.len())
+        .map(|i| cums.iter().map(|c| c[i]).sum())
+        .collect();
+    let conv = (50.0 * rtt) as u64;
+    let at = |t: u64| crate::stats::counter_at(&times, &total, t);
+    let util_conv = at(conv) / (conv as f64 * 1e-9) / line_bytes();
+    let util_all = at(dur) / (dur as f64 * 1e-9) / line_bytes();
+    let c = counters(&s);
+    Incast {
+        fair_ns,
+        window_ns: w,
+        jain: mean(&second),
+        util_conv,
+        util_all,
+        drops: c.drops,
+        paused_us: c.paused_ns as f64 / 1e3,
+        peak_q: s.fabric.ports[rx].stats.peak_q,
+        horizon_ns: dur,
+    }
+}
+
+pub fn run(sc: Scale) -> Section {
+    let vs = sc.variants();
+    let seeds = sc.seeds();
+    let dur = sc.t(2_000_000, 5_000_000);
+    let rtt = base_rtt();
+    let mut sec = Section::new(
+        2,
+        "Incast N→1, scored on delivered bytes and the queue",
+        format!(
+            "9 leaves × 8 hosts, 8 spines (1:1), 100 Gb/s, 1 µs/hop, base RTT {:.1} µs; N \
+             long flows from other leaves to host 0 from t = 0; {:.0} ms per run; mean ± \
+             95 % CI over {} seeds (time to fair: over the seeds that settled, k/n given \
+             when some did not).",
+            rtt / 1e3,
+            dur as f64 / 1e6,
+            seeds.len()
+        ),
+        &vs,
+    );
+    let mc = meta_col(&vs);
+    for n in [16u32, 64] {
+        let res: Vec<Vec<Incast>> = vs
+            .iter()
+            .map(|v| seeds.iter().map(|&sd| incast(*v, n, sd, dur)).collect())
+            .collect();
+        let w = res[0][0].window_ns;
+        let fair_cell = |r: &[Incast]| {
+            let xs: Vec<f64> = r
+                .iter()
+                .filter_map(|x| x.fair_ns)
+                .map(|t| t as f64 / rtt)
+                .collect();
+            if xs.len() == r.len() {
+                format!("{} RTT", ci(&xs, 0, ""))
+            } else if xs.is_empty() {
+                format!("never (> {:.0} RTT)", r[0].horizon_ns as f64 / rtt)
+            } else {
+                format!("{} RTT ({}/{} settled)", ci(&xs, 0, ""), xs.len(), r.len())
+            }
+        };
+        let m = &res[mc];
+        let m_fair = m.iter().all(|x| x.fair_ns == Some(0));
+        let m_jain = mean(&m.iter().map(|x| x.jain).collect::<Vec<_>>());
+        let m_guard_fair = m
+            .iter()
+            .all(|x| x.fair_ns.is_some_and(|t| t <= 4 * x.window_ns));
+        sec.rows.push(Row {
+            scenario: format!("incast {n}→1"),
+            metric: format!(
+                "time to fair ±10 % & queue < own K (windows of {:.0} µs = {:.0} RTT)",
+                w as f64 / 1e3,
+                w as f64 / rtt
+            ),
+            cells: res.iter().map(|r| fair_cell(r)).collect(),
+            target: "fair from the 1st window".into(),
+            met: Some(m_fair),
+            guard: Some(m_guard_fair),
+        });
+        let col = |f: &dyn Fn(&Incast) -> f64, d: usize, unit: &str| -> Vec<String> {
+            res.iter()
+                .map(|r| ci(&r.iter().map(f).collect::<Vec<_>>(), d, unit))
+                .collect()
+        };
+        sec.rows.push(Row {
+            scenario: format!("incast {n}→1"),
+            metric: "Jain, delivered, 10-RTT windows, 2nd half".into(),
+            cells: col(&|x| x.jain, 3, ""),
+            target: "≥ 0.98".into(),
+            met: Some(m_jain >= 0.98),
+            guard: Some(m_jain >= if n <= 16 { 0.95 } else { 0.85 }),
+        });
+        let uc = mean(&m.iter().map(|x| x.util_conv).collect::<Vec<_>>());
+        sec.rows.push(Row {
+            scenario: format!("incast {n}→1"),
+            metric: "receiver link goodput, first 50 RTT".into(),
+            cells: col(&|x| x.util_conv * 100.0, 1, " %"),
+            target: "≥ 80 %".into(),
+            met: Some(uc >= 0.80),
+            guard: None,
+        });
+        let ua = mean(&m.iter().map(|x| x.util_all).collect::<Vec<_>>());
+        sec.rows.push(Row {
+            scenario: format!("incast {n}→1"),
+            metric: "receiver link goodput, whole run".into(),
+            cells: col(&|x| x.util_all * 100.0, 1, " %"),
+            target: "≥ 90 %".into(),
+            met: Some(ua >= 0.90),
+            guard: Some(ua >= 0.80),
+        });
+        sec.rows.push(Row {
+            scenario: format!("incast {n}→1"),
+            metric: "drops / PFC pause µs / peak rx queue KB".into(),
+            cells: res
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} / {} / {}",
+                        ci(&r.iter().map(|x| x.drops as f64).collect::<Vec<_>>(), 0, ""),
+                        ci(&r.iter().map(|x| x.paused_us).collect::<Vec<_>>(), 0, ""),
+                        ci(
+                            &r.iter().map(|x| x.peak_q as f64 / 1e3).collect::<Vec<_>>(),
+                            0,
+                            ""
+                        ),
+                    )
+                })
+                .collect(),
+            target: "—".into(),
+            met: None,
+            guard: None,
+        });
+    }
+    sec
+}
