@@ -4,17 +4,19 @@
 # (tracefs; trace-cmd and perf list them; bpftrace counts two), `rdma resource show qp|cq|mr|pd
 # -dd` during the run, and `rdma statistic`, each checked against the others:
 # every event count equals its counter's increase over the traced window.
-#   observe.sh [mr0] [-n ITERS] [NETEM-ARGS...]   (default: 600, loss 2% delay 1ms)
+#   observe.sh [mr0] [-n ITERS] [NETEM-ARGS...]   (default: 300, loss 2% delay 1ms)
 # Guest 2 runs ib_write_bw -b (both directions, ITERS x 64 KiB) against
 # guest 1 (the debug flavour under TCG: -n 150), again (at most 4 rounds)
-# until both guests have caught the four resource views during a transfer. On a kernel
+# until both guests have caught the four resource views during a transfer.
+# perftest runs at nice 19: it busy-polls the guest's one CPU, and the
+# resource dumps beside it would otherwise get half of it. On a kernel
 # without CONFIG_EVENT_TRACING the event checks are skipped (TAP # SKIP);
 # the resource and counter checks still run.
 . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
 [[ $dev == mr* ]] || { echo "observe.sh: the first argument is the metaroce device (mr0), got '$dev'" >&2; exit 2; }
 shift
-iters=600
+iters=300
 [[ ${1:-} == -n ]] && { iters=$2; shift 2; }
 netem=("$@")
 ((${#netem[@]})) || netem=(loss 2% delay 1ms)
@@ -97,7 +99,7 @@ has() { local l=$1 a m=""; shift; for a; do grep -qE " drv_$a [0-9a-z]+" <<<"$l"
 # transfer PORT: ib_write_bw -b (ITERS x 64 KiB both ways) in the background,
 # pid in $bwpid, output in $work/bw.out; guest 2 connects, retrying 60 s.
 transfer() {
-  local bw=(ib_write_bw -d "$dev" -x "$gid" -s 65536 -n "$iters" -b -F -p "$1")
+  local bw=(nice -n 19 ib_write_bw -d "$dev" -x "$gid" -s 65536 -n "$iters" -b -F -p "$1")
   if server; then
     timeout 900 "${bw[@]}" >"$work/bw.out" 2>&1 &
   else
@@ -115,7 +117,7 @@ transfer() {
 # The four views, each kept from the first dump that shows ib_write_bw's
 # object (for qp: its RC QP with its connection, drv_paths), all taken
 # during a transfer. Each dump is a process start: seconds under TCG, over a
-# minute in a debug guest beside a busy-polling perftest, longer than one
+# minute in a debug guest beside a busy-polling perftest (hence its nice 19), longer than one
 # transfer there. So each view is polled on its own, and when a transfer
 # ends before both guests have all four, both run another (at most 4).
 qp="" cq="" mr="" pd="" dumps=0 t0=$SECONDS round=0 bwrc=0 bwlines=""
