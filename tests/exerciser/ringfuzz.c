@@ -2,7 +2,7 @@
 /*
  * ringfuzz: user space scribbling on the rxe rings it shares with the kernel
  * (struct rxe_queue_buf: SQ, RQ, SRQ, CQ) must never WARN, oops, hang or leak.
- *   ringfuzz [-d DEV] [-g GID_INDEX] [-s SEED] [-n ROUNDS] [-r ROUND] [-v]
+ *   ringfuzz [-d DEV] [-g GID_INDEX] [-s SEED] [-n ROUNDS] [-r ROUND] [-v] [-h]
  * Each case and fuzz round runs in a forked child with its own objects (RC
  * pair A<->B, RC pair D->C with C on an SRQ, UD QP U sending to itself, one
  * CQ); it finds the rings in its mappings of /dev/infiniband/uverbs* by the
@@ -715,6 +715,20 @@ static int after(int rc, const char *left, char *why, size_t len)
 	return 1;
 }
 
+static int usage(FILE *f, const char *prog, int rc)
+{
+	fprintf(f, "usage: %s [-d DEV] [-g GID_INDEX] [-s SEED] [-n ROUNDS] [-r ROUND] [-v] [-h]\n"
+		"  -d DEV        the RDMA device (default %s)\n"
+		"  -g GID_INDEX  its RoCE v2 GID index (default: the first RoCE v2 GID)\n"
+		"  -s SEED       the fuzz seed (default: from the time and pid, printed)\n"
+		"  -n ROUNDS     seeded fuzz rounds after the deterministic cases (default 50)\n"
+		"  -r ROUND      rerun only round ROUND of seed -s (no deterministic cases)\n"
+		"  -v            print every write into a ring\n"
+		"  -h            this help\n"
+		"TAP on stdout; exit 0 when every test passed.\n", prog, dev_name);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *desc; int (*fn)(void); int cqe; } cases[] = {
@@ -731,17 +745,23 @@ int main(int argc, char **argv)
 		{ "POST_RECV / POST_SRQ_RECV doorbells with no WR: refused, QPs unharmed", case_recv_db, 64 },
 	};
 	uint64_t seed = 0;
-	int rounds = 50, only = -1, o, fails = 0, sigs[65] = { 0 };
+	int rounds = 50, only = -1, o, fails = 0, sigs[65] = { 0 }, gid_arg = -1;
 	char left[1024], why[1200], d[300];
 	double t0 = now();
-	while ((o = getopt(argc, argv, "d:g:s:n:r:v")) != -1)
+	while ((o = getopt(argc, argv, "d:g:s:n:r:vh")) != -1)
 		if (o == 'd') dev_name = optarg;
-		else if (o == 'g') gid_idx = atoi(optarg);
+		else if (o == 'g') gid_arg = atoi(optarg);
 		else if (o == 's') seed = strtoull(optarg, NULL, 0);
 		else if (o == 'n') rounds = atoi(optarg);
 		else if (o == 'r') only = atoi(optarg);
 		else if (o == 'v') verbose = 1;
-		else return fprintf(stderr, "usage: %s [-d DEV] [-g GID] [-s SEED] [-n ROUNDS] [-r ROUND] [-v]\n", argv[0]), 2;
+		else if (o == 'h') return usage(stdout, argv[0], 0);
+		else return usage(stderr, argv[0], 2);
+	if (optind < argc || rounds < 0 || gid_arg < -1) {
+		fprintf(stderr, "%s: %s\n", argv[0], optind < argc ? "unexpected argument" : "-n and -g take a number >= 0");
+		return usage(stderr, argv[0], 2);
+	}
+	gid_idx = gid_arg;
 	if (!seed)
 		seed = (uint64_t)time(NULL) * 2654435761u ^ getpid();
 	diag("ringfuzz -d %s -s %#llx -n %d (reproduce a round: -s %#llx -r ROUND)", dev_name,
