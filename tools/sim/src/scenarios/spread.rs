@@ -182,19 +182,18 @@ pub fn run(sc: Scale) -> Section {
         met: None,
         guard: None,
     });
-    let size = on[0][0].leaf0_size;
     sec.rows.push(Row {
         scenario: "shared buffer of the incast's leaf".into(),
-        metric: format!(
-            "peak buffer use KB (of {} KB) / victim A port: peak queue KB, drops",
-            size / 1000
-        ),
+        metric: "peak shared-buffer use KB (of its size, less PFC headroom) / victim A port: \
+                 peak queue KB, drops"
+            .into(),
         cells: on
             .iter()
             .map(|r| {
                 format!(
-                    "{} / {}, {}",
+                    "{} (of {}) / {}, {}",
                     ci(&pick(r, |x| x.leaf0_peak as f64 / 1e3), 0, ""),
+                    r[0].leaf0_size / 1000,
                     ci(&pick(r, |x| x.va_peak_q as f64 / 1e3), 0, ""),
                     ci(&pick(r, |x| x.va_drops as f64), 0, "")
                 )
