@@ -99,6 +99,9 @@ pub fn spread(v: Variant, with_incast: bool, seed: u64, dur: u64) -> Spread {
     }
 }
 
+/// A per-run figure of [`Spread`].
+type Metric = fn(&Spread) -> f64;
+
 pub fn run(sc: Scale) -> Section {
     let vs = sc.variants();
     let seeds = sc.seeds_heavy();
@@ -129,7 +132,7 @@ pub fn run(sc: Scale) -> Section {
         .collect();
     let pick = |r: &[Spread], f: fn(&Spread) -> f64| r.iter().map(f).collect::<Vec<f64>>();
     let mc = meta_col(&vs);
-    let rows: [(&str, fn(&Spread) -> f64); 2] = [
+    let rows: [(&str, Metric); 2] = [
         (
             "victim A: 2→1 into another port of the incast's leaf",
             |x| x.victim_a * 100.0,
