@@ -4,7 +4,8 @@
 //! several seeds, and prints one Markdown table per scenario ([`scenarios`]).
 //!
 //! Usage: `metaroce-sim [--quick|--full] [--seed N] [--check] [--only N] [--kernel]`
-//! (scenario 8, the DCQCN parameter sensitivity, runs with `--full` or `--only 8`)
+//! (scenario 8, the DCQCN parameter sensitivity, and 9, 11, 12 run with `--full` or
+//! `--only N`)
 //! or `metaroce-sim --scale ...` (see [`scale`]): a 1,024-host permutation, measured.
 //! `--kernel` runs only the kernel-configuration MetaRoCE column (guards report only).
 //! `--check` exits non-zero if a MetaRoCE regression guard fails.
@@ -90,12 +91,17 @@ fn main() {
         dcqcn_presets: false,
     };
     let wall = WallClock::now();
-    // Scenario 8 (DCQCN sensitivity, baselines only) runs at full scale or with --only 8.
+    // Scenario 8 (DCQCN sensitivity, baselines only) and 9, 11, 12 (3-tier fabric,
+    // background mix, reordering) run at full scale or with --only N; 10 and 13
+    // (collective sizes, PFC spreading) are cheap enough for --quick.
     let run = |n: u32| {
-        only.map(|o| o == n)
-            .unwrap_or(n != 8 || (!quick && !kernel))
+        only.map(|o| o == n).unwrap_or(match n {
+            8 => !quick && !kernel,
+            9 | 11 | 12 => !quick,
+            _ => true,
+        })
     };
-    let all: [fn(Scale) -> Section; 8] = [
+    let all: [fn(Scale) -> Section; 13] = [
         scenarios::loss::run,
         scenarios::incast::run,
         scenarios::permutation::run,
@@ -104,6 +110,11 @@ fn main() {
         scenarios::planes::run,
         scenarios::state::run,
         scenarios::sensitivity::run,
+        scenarios::tier3::run,
+        scenarios::sizes::run,
+        scenarios::mix::run,
+        scenarios::reorder::run,
+        scenarios::spread::run,
     ];
     println!(
         "MetaRoCE simulator, {} scale, seeds from {seed}: {GBPS} Gb/s links, {DELAY} ns/hop, \

@@ -25,10 +25,15 @@ pub mod collectives;
 pub mod failure;
 pub mod incast;
 pub mod loss;
+pub mod mix;
 pub mod permutation;
 pub mod planes;
+pub mod reorder;
 pub mod sensitivity;
+pub mod sizes;
+pub mod spread;
 pub mod state;
+pub mod tier3;
 
 use crate::dcqcn::{DcqcnParams, EcnRed};
 use crate::endpoint::Endpoint;
@@ -597,3 +602,5 @@ pub fn run_workload<const P: usize, const W: usize, const S: usize, const N: usi
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_rows;

@@ -1,0 +1,222 @@
+//! Scenario 11: a background + foreground mix. Background: open-loop flows with sizes
+//! from the web-search distribution (DCTCP, SIGCOMM 2010; [`Cdf::WEB_SEARCH`], mean
+//! 1.6 MB) between random host pairs, Poisson arrivals at 50 % of every host's line
+//! rate. Foreground: incasts of 16 random senders × 128 KiB to a random receiver, at
+//! 1/4, 1/2 and 3/4 of the arrival window (groups 1, 2, 3).
+//!
+//! Every transfer has its own connection/QP (as HPCC's and IRN's simulators open one
+//! per flow), created at t = 0 and posted at the transfer's start. The run lasts until
+//! every transfer completed or 20 ms after the arrival window; flows still running
+//! then count with that time (n unfinished printed).
+//!
+//! * Foreground completion: the incast's last completion minus its start, mean over
+//!   the run's incasts, over the ideal on an idle fabric (16 × 128 KiB at 100 Gb/s plus
+//!   one base RTT); mean ± 95 % CI over seeds.
+//! * Background FCT p50/p99/p99.9 pooled over flows and seeds, all flows and flows of
+//!   at most 100 KB (the latency-sensitive ones).
+
+use super::*;
+use crate::stats::Tail;
+use crate::workload::{derangement, incast, poisson_flows, Cdf, Rng, Workload};
+
+/// Incast fan-in and bytes per sender.
+pub const FAN_IN: usize = 16;
+pub const INCAST_BYTES: u64 = 128 << 10;
+/// Background flows up to this size are "small".
+pub const SMALL: u64 = 100_000;
+
+/// The mix over `hosts` with an arrival window of `window` ns.
+pub fn workload(hosts: &[u32], load: f64, window: u64, seed: u64) -> Workload {
+    let mut w = poisson_flows(hosts, Cdf::WEB_SEARCH, load, LINE, 0, window, seed, 0);
+    let mut rng = Rng::new(seed ^ 0xf0f0);
+    for g in 1..=3u32 {
+        let order = derangement(hosts.len(), &mut rng);
+        let dst = hosts[order[0]];
+        let senders: Vec<u32> = order[1..=FAN_IN].iter().map(|&i| hosts[i]).collect();
+        w.append(incast(
+            &senders,
+            dst,
+            INCAST_BYTES,
+            window * u64::from(g) / 4,
+            g,
+        ));
+    }
+    w
+}
+
+/// Runs `wl` with one flow of variant `v` per transfer until every transfer completed
+/// or `limit` ns. Returns whether everything completed.
+pub fn run_per_transfer<const P: usize, const W: usize, const S: usize, const N: usize>(
+    s: &mut Sim<P, W, S, N>,
+    v: Variant,
+    wl: Workload,
+    limit: u64,
+) -> bool {
+    let flow_of: Vec<usize> = wl
+        .transfers
+        .iter()
+        .map(|t| add(s, v, t.src, t.dst, false, t.bytes))
+        .collect();
+    let flows = s.flows.len();
+    s.attach(crate::driver::Driver::new(wl.transfers, flow_of, flows));
+    let step = 50_000;
+    let mut t = 0;
+    while t < limit {
+        t = (t + step).min(limit);
+        s.run(t);
+        if s.driver.as_ref().is_some_and(|d| d.all_done()) {
+            return true;
+        }
+    }
+    false
+}
+
+pub struct Mix {
+    /// Per incast: completion time, ns (None: unfinished).
+    pub fg: Vec<Option<u64>>,
+    /// Background flows: (bytes, FCT ns (unfinished: until the limit), finished).
+    pub bg: Vec<(u64, f64, bool)>,
+    pub drops: u64,
+    pub paused_us: f64,
+    pub peak_q: u64,
+}
+
+pub fn fabric() -> FatTree {
+    leaf_spine(1, 4, 8, 8)
+}
+
+pub fn mix(v: Variant, load: f64, window: u64, seed: u64) -> Mix {
+    let ft = fabric();
+    let hosts: Vec<u32> = (0..ft.hosts()).collect();
+    let wl = workload(&hosts, load, window, seed);
+    let limit = window + 20_000_000;
+    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
+    run_per_transfer(&mut s, v, wl, limit);
+    let d = s.driver.as_ref().expect("attached");
+    let fg = (1..=3).map(|g| d.group_time(g)).collect();
+    let mut bg = Vec::new();
+    for (i, t) in d.transfers.iter().enumerate() {
+        if t.group != 0 {
+            continue;
+        }
+        match (d.posted_at[i], d.done_at[i]) {
+            (Some(p), Some(e)) => bg.push((t.bytes, (e - p) as f64, true)),
+            _ => bg.push((t.bytes, (limit - t.start_ns) as f64, false)),
+        }
+    }
+    let c = counters(&s);
+    Mix {
+        fg,
+        bg,
+        drops: c.drops,
+        paused_us: c.paused_ns as f64 / 1e3,
+        peak_q: c.peak_switch_q,
+    }
+}
+
+pub fn run(sc: Scale) -> Section {
+    let vs = sc.variants();
+    let seeds = sc.seeds_heavy();
+    let window = sc.t(1_000_000, 3_000_000);
+    let load = 0.5;
+    let ideal = (FAN_IN as u64 * INCAST_BYTES) as f64 * 8.0 / GBPS as f64 + base_rtt();
+    let mut sec = Section::new(
+        11,
+        "Background + foreground: web-search flows at 50 % load with incasts",
+        format!(
+            "4 leaves × 8 hosts, 8 spines (1:1), 100 Gb/s, 1 µs/hop. Background: web-search \
+             flow sizes, Poisson arrivals at {:.0} % of every host's line rate for {:.0} ms, \
+             random pairs. Foreground: {FAN_IN}→1 incasts of {} KiB per sender to a random \
+             receiver at 1/4, 1/2 and 3/4 of the window. One connection/QP per transfer; run \
+             until all complete or 20 ms after the window. Foreground: mean over the run's \
+             3 incasts, then mean ± 95 % CI over {} seeds; background FCT percentiles pool \
+             every flow of every seed.",
+            load * 100.0,
+            window as f64 / 1e6,
+            INCAST_BYTES >> 10,
+            seeds.len()
+        ),
+        &vs,
+    );
+    let res: Vec<Vec<Mix>> = vs
+        .iter()
+        .map(|v| seeds.iter().map(|&sd| mix(*v, load, window, sd)).collect())
+        .collect();
+    let mc = meta_col(&vs);
+    let mut m_fg = f64::INFINITY;
+    let fg_cells: Vec<String> = res
+        .iter()
+        .enumerate()
+        .map(|(j, r)| {
+            let per: Vec<Option<f64>> = r
+                .iter()
+                .map(|x| {
+                    let t: Option<Vec<u64>> = x.fg.iter().copied().collect();
+                    t.map(|t| mean(&t.iter().map(|&y| y as f64).collect::<Vec<_>>()) / ideal)
+                })
+                .collect();
+            let done: Vec<f64> = per.iter().flatten().copied().collect();
+            if done.len() < per.len() {
+                return format!("not done ({}/{} seeds)", done.len(), per.len());
+            }
+            if j == mc {
+                m_fg = mean(&done);
+            }
+            format!("{}× ({:.0} µs)", ci(&done, 2, ""), mean(&done) * ideal / 1e3)
+        })
+        .collect();
+    sec.rows.push(Row {
+        scenario: format!("{FAN_IN}→1 incast over 50 % background"),
+        metric: format!("foreground completion / idle ideal ({:.0} µs)", ideal / 1e3),
+        cells: fg_cells,
+        target: "≤ 3× (the receiver link carries ~50 % background)".into(),
+        met: Some(m_fg <= 3.0),
+        guard: None,
+    });
+    for (label, small) in [("all flows", false), ("flows ≤ 100 KB", true)] {
+        let cells = res
+            .iter()
+            .map(|r| {
+                let sel: Vec<&(u64, f64, bool)> = r
+                    .iter()
+                    .flat_map(|x| x.bg.iter())
+                    .filter(|(b, _, _)| !small || *b <= SMALL)
+                    .collect();
+                let xs: Vec<f64> = sel.iter().map(|x| x.1).collect();
+                let unf = sel.iter().filter(|x| !x.2).count();
+                super::tier3::tail_cell(&(Tail::of(&xs), unf))
+            })
+            .collect();
+        sec.rows.push(Row {
+            scenario: format!("web-search background, {label}"),
+            metric: "FCT p50 / p99 / p99.9".into(),
+            cells,
+            target: "—".into(),
+            met: None,
+            guard: None,
+        });
+    }
+    sec.rows.push(Row {
+        scenario: "whole mix".into(),
+        metric: "drops / PFC pause µs / peak switch queue KB".into(),
+        cells: res
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} / {} / {}",
+                    ci(&r.iter().map(|x| x.drops as f64).collect::<Vec<_>>(), 0, ""),
+                    ci(&r.iter().map(|x| x.paused_us).collect::<Vec<_>>(), 0, ""),
+                    ci(
+                        &r.iter().map(|x| x.peak_q as f64 / 1e3).collect::<Vec<_>>(),
+                        0,
+                        ""
+                    ),
+                )
+            })
+            .collect(),
+        target: "—".into(),
+        met: None,
+        guard: None,
+    });
+    sec
+}
