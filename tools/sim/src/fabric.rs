@@ -8,7 +8,7 @@
 
 use crate::net::{mix, Body, Pkt, Pool, Rng};
 use crate::queue::{Ev, Queue};
-use crate::switch::{lossless, Buffer, Drop, Port, SwitchConfig};
+use crate::switch::{lossless, Buffer, Drop, Port, Queued, SwitchConfig};
 use crate::topo::{FatTree, Node, Routes, Topology};
 
 pub struct Fabric {
@@ -157,7 +157,12 @@ impl Fabric {
             Node::Host(h) => self.host_q[h as usize] += wire,
         }
         let port = &mut self.ports[l];
-        port.q[qi].push_back(pid);
+        port.q[qi].push_back(Queued {
+            pid,
+            in_link: inl as u32,
+            wire: wire as u32,
+            class,
+        });
         port.qbytes[qi] += wire;
         port.stats.peak_q = port.stats.peak_q.max(port.waiting());
         self.kick(now, q, l);
@@ -183,9 +188,8 @@ impl Fabric {
             return;
         };
         let port = &mut self.ports[l];
-        let pid = port.q[qi].pop_front().expect("eligible");
-        let p = self.pool.get(pid);
-        let (class, wire, inl) = (p.class, u64::from(p.wire), p.in_link as usize);
+        let e = port.q[qi].pop_front().expect("eligible");
+        let (pid, class, wire, inl) = (e.pid, e.class, u64::from(e.wire), e.in_link as usize);
         port.qbytes[qi] -= wire;
         match self.topo.links[l].from {
             Node::Switch(s) => self.release(now, q, s as usize, class, wire, inl),
@@ -301,9 +305,9 @@ impl Fabric {
             self.ports[l].failed_at = now;
             planes |= 1 << self.topo.links[l].plane;
             for qi in 0..2 {
-                while let Some(pid) = self.ports[l].q[qi].pop_front() {
-                    let p = self.pool.get(pid);
-                    let (class, wire, inl) = (p.class, u64::from(p.wire), p.in_link as usize);
+                while let Some(e) = self.ports[l].q[qi].pop_front() {
+                    let (pid, class, wire, inl) =
+                        (e.pid, e.class, u64::from(e.wire), e.in_link as usize);
                     self.ports[l].qbytes[qi] -= wire;
                     match self.topo.links[l].from {
                         Node::Switch(s) => self.release(now, q, s as usize, class, wire, inl),
