@@ -21,6 +21,14 @@ impl Rng {
     }
 }
 
+/// Loads `v` and discards it: the out-of-order core issues the load at once and goes
+/// on, so a cache miss overlaps the work before it (a prefetch without `unsafe`; no
+/// effect on any result).
+#[inline(always)]
+pub fn touch(v: u64) {
+    std::hint::black_box(v);
+}
+
 /// The splitmix64 finaliser: a cheap, well-mixing 64-bit hash.
 pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -125,6 +133,18 @@ impl Pool {
     }
     pub fn free(&mut self, i: u32) {
         self.free.push(i);
+    }
+    /// Prefetches ([`touch`]) packet `i`'s header (and its body's first line if `body`).
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32, body: bool) {
+        if let Some(p) = self.pkts.get(i as usize) {
+            touch(p.key);
+        }
+        if body {
+            if let Some(Body::Meta { len, .. }) = self.bodies.get(i as usize) {
+                touch(u64::from(*len));
+            }
+        }
     }
     pub fn get(&self, i: u32) -> &Pkt {
         &self.pkts[i as usize]

@@ -199,6 +199,12 @@ impl Queue {
         self.pos += 1;
         Some((self.now, ev))
     }
+    /// The event `k` places after the next one among those of the time being served,
+    /// if there is one (to prefetch what it will touch).
+    #[inline(always)]
+    pub fn ahead(&self, k: usize) -> Option<Ev> {
+        self.cur.get(self.pos + k).copied()
+    }
     pub fn len(&self) -> usize {
         self.early.len() + (self.cur.len() - self.pos) + self.in_wheel + self.far.len()
     }

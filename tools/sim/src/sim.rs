@@ -27,6 +27,11 @@ use metaroce_proto::wire::peek_dst_conn;
 use std::collections::VecDeque;
 
 pub use crate::toy::MTU;
+/// How many events ahead the run loop prefetches packets and ports ([`Fabric::prefetch`]),
+/// and what depends on them.
+const PREFETCH_FAR: usize = 8;
+const PREFETCH_NEAR: usize = 3;
+
 /// Ethernet + IPv4 + UDP + FCS + preamble/IFG.
 pub const OVERHEAD: u32 = 14 + 20 + 8 + 4 + 20;
 
@@ -411,6 +416,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
             }
             let (t, ev) = self.q.pop().expect("peeked");
             self.now = t;
+            // Memory latency bounds the engine: start loading what the events a few
+            // places behind this one will touch (no effect on results).
+            if let Some(e) = self.q.ahead(PREFETCH_FAR) {
+                self.fabric.prefetch(e, true);
+            }
+            if let Some(e) = self.q.ahead(PREFETCH_NEAR) {
+                self.fabric.prefetch(e, false);
+            }
             self.events += 1;
             // Events by kind, classified by what the fabric returns (a host's NIC or
             // not), so the run loop reads no link table.
