@@ -110,15 +110,19 @@ impl Fabric {
     #[inline(always)]
     pub fn prefetch(&self, ev: Ev, far: bool) {
         match ev {
-            Ev::Arrive(l, pid) => {
-                let to = self.topo.links[l as usize].to;
+            Ev::Arrive(pid) => {
                 if far {
-                    self.pool.prefetch(pid, matches!(to, Node::Host(_)));
-                } else if let Node::Switch(s) = to {
-                    let p = self.pool.get(pid);
-                    if let Some(out) = self.route(s, p.dst, p.key) {
-                        let port = &self.ports[out];
-                        touch(port.qbytes[0] ^ port.q[0].len() as u64);
+                    self.pool.prefetch(pid, false);
+                    return;
+                }
+                let p = self.pool.get(pid);
+                match self.topo.links[p.in_link as usize].to {
+                    Node::Host(_) => self.pool.prefetch(pid, true),
+                    Node::Switch(s) => {
+                        if let Some(out) = self.route(s, p.dst, p.key) {
+                            let port = &self.ports[out];
+                            touch(port.qbytes[0] ^ port.q[0].len() as u64);
+                        }
                     }
                 }
             }
@@ -187,6 +191,8 @@ impl Fabric {
             }
             Node::Host(h) => self.host_q[h as usize] += wire,
         }
+        // From here the packet is on link `l` (its arrival event names only the packet).
+        self.pool.get_mut(pid).in_link = l as u32;
         let port = &mut self.ports[l];
         port.q[qi].push_back(Queued {
             pid,
@@ -239,7 +245,7 @@ impl Fabric {
             if rp > 0.0 && self.rng.unit() < rp {
                 at += rns;
             }
-            q.push(at, Ev::Arrive(l as u32, pid));
+            q.push(at, Ev::Arrive(pid));
         }
         let port = &mut self.ports[l];
         if port.eligible().is_some() {
@@ -294,14 +300,15 @@ impl Fabric {
         }
     }
 
-    /// Packet `pid` reached the far end of link `l`: a switch forwards it; at a host it
-    /// is returned (the caller delivers and frees it).
-    pub fn on_arrive(&mut self, now: u64, q: &mut Queue, l: usize, pid: u32) -> Option<u32> {
+    /// Packet `pid` reached the far end of the link it is on: a switch forwards it
+    /// (that link becomes its ingress); at a host it is returned (the caller delivers
+    /// and frees it).
+    pub fn on_arrive(&mut self, now: u64, q: &mut Queue, pid: u32) -> Option<u32> {
+        let p = self.pool.get(pid);
+        let l = p.in_link as usize;
         match self.topo.links[l].to {
             Node::Host(h) => Some(h),
             Node::Switch(s) => {
-                let p = self.pool.get_mut(pid);
-                p.in_link = l as u32;
                 let (dst, key) = (p.dst, p.key);
                 match self.route(s, dst, key) {
                     Some(out) => self.send(now, q, out, pid),

@@ -98,7 +98,9 @@ pub struct Pkt {
     pub wire: u32,
     /// [`flow_key`], computed once at the sender.
     pub key: u64,
-    /// The link the packet arrived on at its current switch (ingress accounting).
+    /// The link the packet is on: at a switch, the one it arrived on (ingress
+    /// accounting) until an output queue takes it; from then on the one it will
+    /// cross, and crosses (its arrival event names only the packet).
     pub in_link: u32,
 }
 

@@ -439,8 +439,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         self.by_kind[1] += 1;
                     }
                 }
-                Ev::Arrive(l, pid) => {
-                    if let Some(h) = self.fabric.on_arrive(t, &mut self.q, l as usize, pid) {
+                Ev::Arrive(pid) => {
+                    if let Some(h) = self.fabric.on_arrive(t, &mut self.q, pid) {
                         self.by_kind[2] += 1;
                         self.deliver(h, pid);
                     } else {
