@@ -386,10 +386,17 @@ impl Fabric {
 
     /// Allocates a packet from host `src`'s endpoint and sends it on the NIC port of
     /// the plane its source port selects.
-    pub fn inject(&mut self, now: u64, q: &mut Queue, mut p: Pkt, body: Body) {
-        let l = self.topo.host_up(self.plane_of(p.sport), p.src);
-        p.in_link = l as u32;
+    #[cfg_attr(not(test), allow(dead_code))] // the fabric tests; the engine allocates
+    pub fn inject(&mut self, now: u64, q: &mut Queue, p: Pkt, body: Body) {
         let pid = self.pool.alloc(p, body);
+        self.inject_pid(now, q, pid);
+    }
+
+    /// [`Fabric::inject`] of a packet already in the arena.
+    pub fn inject_pid(&mut self, now: u64, q: &mut Queue, pid: u32) {
+        let p = self.pool.get(pid);
+        let l = self.topo.host_up(self.plane_of(p.sport), p.src);
+        self.pool.get_mut(pid).in_link = l as u32;
         self.send(now, q, l, pid);
     }
 }

@@ -130,6 +130,37 @@ impl Pool {
             }
         }
     }
+    /// [`Pool::alloc`] of a MetaRoCE datagram of `len` bytes whose first bytes are
+    /// `head`, written in place (no packet-sized copies); the rest of the kept head is
+    /// left as it was (only `min(len, HEAD)` bytes are ever read).
+    pub fn alloc_meta(&mut self, p: Pkt, len: u16, head: &[u8]) -> u32 {
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.pkts[i as usize] = p;
+                i
+            }
+            None => {
+                self.pkts.push(p);
+                self.bodies.push(Body::Meta {
+                    len: 0,
+                    head: [0; HEAD],
+                });
+                (self.pkts.len() - 1) as u32
+            }
+        };
+        let b = &mut self.bodies[i as usize];
+        if !matches!(b, Body::Meta { .. }) {
+            *b = Body::Meta {
+                len: 0,
+                head: [0; HEAD],
+            };
+        }
+        if let Body::Meta { len: l, head: h } = b {
+            *l = len;
+            h[..head.len()].copy_from_slice(head);
+        }
+        i
+    }
     pub fn body(&self, i: u32) -> &Body {
         &self.bodies[i as usize]
     }

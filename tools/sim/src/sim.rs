@@ -657,9 +657,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                 return;
             };
             match self.poll_one(id) {
-                Some((p, body)) => {
+                Some(pid) => {
                     self.ready[host as usize].push_back(id);
-                    self.fabric.inject(self.now, &mut self.q, p, body);
+                    self.fabric.inject_pid(self.now, &mut self.q, pid);
                     self.arm(id);
                 }
                 None => {
@@ -670,36 +670,33 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         }
     }
 
-    fn poll_one(&mut self, id: u32) -> Option<(Pkt, Body)> {
+    /// The next packet endpoint `id` sends, allocated in the packet arena.
+    fn poll_one(&mut self, id: u32) -> Option<u32> {
         let now = self.now;
         let slot = &mut self.slots[id as usize];
         let (host, peer_host, peer) = (slot.host, slot.peer_host, slot.peer);
-        let pkt = |sport: u16, class: u8, wire: u32, ect: bool, body: Body| {
-            let p = Pkt {
-                src: host,
-                dst: peer_host,
-                sport,
-                class,
-                ect,
-                ce: false,
-                wire,
-                key: flow_key(host, peer_host, sport),
-                in_link: 0,
-            };
-            (p, body)
+        let pkt = |sport: u16, class: u8, wire: u32, ect: bool| Pkt {
+            src: host,
+            dst: peer_host,
+            sport,
+            class,
+            ect,
+            ce: false,
+            wire,
+            key: flow_key(host, peer_host, sport),
+            in_link: 0,
         };
         match &mut slot.ep {
             Ep::Meta(c, app) => {
                 let t = c.poll_transmit(Instant(now), &mut self.buf, app)?;
-                let mut head = [0u8; HEAD];
                 let kept = t.len.min(HEAD);
-                head[..kept].copy_from_slice(&self.buf[..kept]);
                 let class = if self.buf[1] == 1 { DATA } else { CTRL };
-                let body = Body::Meta {
-                    len: t.len as u16,
-                    head,
-                };
-                Some(pkt(t.src_port, class, t.len as u32 + OVERHEAD, t.ect, body))
+                let p = pkt(t.src_port, class, t.len as u32 + OVERHEAD, t.ect);
+                Some(
+                    self.fabric
+                        .pool
+                        .alloc_meta(p, t.len as u16, &self.buf[..kept]),
+                )
             }
             Ep::Base(e) => {
                 let (kind, data) = e.poll(now, self.params.min_rto_ns)?;
@@ -709,12 +706,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                     (CTRL, BASE_HDR + 8 + OVERHEAD)
                 };
                 let body = Body::Toy(crate::net::BasePkt { conn: peer, kind });
-                Some(pkt(e.sport, class, wire, true, body))
+                Some(self.fabric.pool.alloc(pkt(e.sport, class, wire, true), body))
             }
             Ep::Dyn(e) => {
                 let b: endpoint::BasePkt = e.poll_transmit(now)?;
                 let class = ext_class(&b);
-                Some(pkt(b.sport, class, b.wire, b.ect, Body::Ext(b)))
+                let p = pkt(b.sport, class, b.wire, b.ect);
+                Some(self.fabric.pool.alloc(p, Body::Ext(b)))
             }
         }
     }
