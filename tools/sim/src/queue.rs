@@ -382,10 +382,10 @@ mod order_tests {
             };
             q.push(t, Ev::Start(n));
             all.push((t, n));
-            if rng.next_u64() % 3 == 0 {
+            if rng.next_u64().is_multiple_of(3) {
                 // Peek (moves the served bucket), then maybe pop.
                 if let Some(pt) = q.peek_time() {
-                    if rng.next_u64() % 2 == 0 {
+                    if rng.next_u64().is_multiple_of(2) {
                         let (t, ev) = q.pop().expect("peeked");
                         assert_eq!(t, pt);
                         let Ev::Start(i) = ev else { unreachable!() };
