@@ -706,7 +706,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                     (CTRL, BASE_HDR + 8 + OVERHEAD)
                 };
                 let body = Body::Toy(crate::net::BasePkt { conn: peer, kind });
-                Some(self.fabric.pool.alloc(pkt(e.sport, class, wire, true), body))
+                let p = pkt(e.sport, class, wire, true);
+                Some(self.fabric.pool.alloc(p, body))
             }
             Ep::Dyn(e) => {
                 let b: endpoint::BasePkt = e.poll_transmit(now)?;
