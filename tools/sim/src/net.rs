@@ -21,6 +21,14 @@ impl Rng {
     }
 }
 
+/// Loads `v` and discards it: the out-of-order core issues the load at once and goes
+/// on, so a cache miss overlaps the work before it (a prefetch without `unsafe`; no
+/// effect on any result).
+#[inline(always)]
+pub fn touch(v: u64) {
+    std::hint::black_box(v);
+}
+
 /// The splitmix64 finaliser: a cheap, well-mixing 64-bit hash.
 pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -90,7 +98,9 @@ pub struct Pkt {
     pub wire: u32,
     /// [`flow_key`], computed once at the sender.
     pub key: u64,
-    /// The link the packet arrived on at its current switch (ingress accounting).
+    /// The link the packet is on: at a switch, the one it arrived on (ingress
+    /// accounting) until an output queue takes it; from then on the one it will
+    /// cross, and crosses (its arrival event names only the packet).
     pub in_link: u32,
 }
 
@@ -120,11 +130,54 @@ impl Pool {
             }
         }
     }
+    /// [`Pool::alloc`] of a MetaRoCE datagram of `len` bytes whose first bytes are
+    /// `head`, written in place (no packet-sized copies); the rest of the kept head is
+    /// left as it was (only `min(len, HEAD)` bytes are ever read).
+    pub fn alloc_meta(&mut self, p: Pkt, len: u16, head: &[u8]) -> u32 {
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.pkts[i as usize] = p;
+                i
+            }
+            None => {
+                self.pkts.push(p);
+                self.bodies.push(Body::Meta {
+                    len: 0,
+                    head: [0; HEAD],
+                });
+                (self.pkts.len() - 1) as u32
+            }
+        };
+        let b = &mut self.bodies[i as usize];
+        if !matches!(b, Body::Meta { .. }) {
+            *b = Body::Meta {
+                len: 0,
+                head: [0; HEAD],
+            };
+        }
+        if let Body::Meta { len: l, head: h } = b {
+            *l = len;
+            h[..head.len()].copy_from_slice(head);
+        }
+        i
+    }
     pub fn body(&self, i: u32) -> &Body {
         &self.bodies[i as usize]
     }
     pub fn free(&mut self, i: u32) {
         self.free.push(i);
+    }
+    /// Prefetches ([`touch`]) packet `i`'s header (and its body's first line if `body`).
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32, body: bool) {
+        if let Some(p) = self.pkts.get(i as usize) {
+            touch(p.key);
+        }
+        if body {
+            if let Some(Body::Meta { len, .. }) = self.bodies.get(i as usize) {
+                touch(u64::from(*len));
+            }
+        }
     }
     pub fn get(&self, i: u32) -> &Pkt {
         &self.pkts[i as usize]

@@ -9,8 +9,9 @@ use std::collections::BinaryHeap;
 pub enum Ev {
     /// A link's transmitter finished a packet and has more to send.
     LinkDone(u32),
-    /// Packet (arena id) arrives at the far end of a link.
-    Arrive(u32, u32),
+    /// Packet (arena id) arrives at the far end of the link it is on
+    /// ([`crate::net::Pkt::in_link`]); one word, so an event is 8 bytes.
+    Arrive(u32),
     /// A PFC frame reaches a link's transmitter: pause (true) or resume.
     Pause(u32, bool),
     /// An endpoint starts (a flow with a start time).
@@ -26,6 +27,9 @@ pub enum Ev {
     /// A workload transfer (index) may start: its start time has come.
     Post(u32),
 }
+
+// Eight bytes: a nanosecond bucket of the wheel holds a few dozen at full scale.
+const _: () = assert!(std::mem::size_of::<Ev>() == 8);
 
 #[derive(Clone, Copy, Debug)]
 struct Event {
@@ -49,76 +53,135 @@ impl Ord for Event {
     }
 }
 
-/// log2 of a calendar bucket's width, ns.
-const SHIFT: u32 = 6;
-/// Buckets in the wheel (a power of two): the wheel spans 4096 × 64 ns = 262 µs.
-const WHEEL: u64 = 4096;
+/// Slots in the wheel (a power of two): one per ns, so the wheel spans 2.05 µs, more
+/// than a hop (serialisation plus 1 µs of propagation).
+const WHEEL: usize = 2048;
+const WORDS: usize = WHEEL / 64;
 
 /// Min-queue of events by (time, insertion sequence): a calendar queue (R. Brown,
-/// "Calendar queues", CACM 1988, with a fixed bucket width). Events of the current
-/// bucket are in a small heap; later ones within the wheel's span in unsorted
-/// buckets; later still in an overflow heap. Nearly all events of a packet-level run
-/// fall a few µs ahead, so push and pop cost a few comparisons, not a deep heap's
-/// cache misses.
+/// "Calendar queues", CACM 1988) with one bucket per nanosecond. A bucket holds the
+/// events of one time only, in push order, which is their sequence order, so nothing
+/// is sorted: push appends, pop reads the next entry. Events later than the wheel's
+/// span wait in a heap (`far`); pushed for a time before the bucket being served (a
+/// timer fired in between) in another (`early`). A bitmap of non-empty buckets finds
+/// the next time in a sparse run.
+///
+/// Order: events of time `t` in `far` were all pushed before any of time `t` in the
+/// wheel (the served time only grows, and an event goes to `far` only while `t` is at
+/// least a wheel span ahead), so a bucket is `far`'s events of its time, then its own.
 pub struct Queue {
     seq: u64,
-    /// Bucket (time >> SHIFT) being served.
-    bucket: u64,
-    cur: BinaryHeap<Event>,
-    wheel: Vec<Vec<Event>>,
+    /// Time of the bucket being served (`cur`).
+    now: u64,
+    /// Events at `now`, in sequence order; `pos` is the next one.
+    cur: Vec<Ev>,
+    pos: usize,
+    /// Events at times `now + 1 ..= now + WHEEL - 1`, slot `t % WHEEL`.
+    wheel: Vec<Vec<Ev>>,
+    /// Bit `i`: slot `i` is not empty.
+    bits: [u64; WORDS],
     in_wheel: usize,
+    /// Events at `now + WHEEL` or later.
     far: BinaryHeap<Event>,
+    /// Events before `now`.
+    early: BinaryHeap<Event>,
 }
 
 impl Default for Queue {
     fn default() -> Queue {
         Queue {
             seq: 0,
-            bucket: 0,
-            cur: BinaryHeap::new(),
+            now: 0,
+            cur: Vec::new(),
+            pos: 0,
             wheel: (0..WHEEL).map(|_| Vec::new()).collect(),
+            bits: [0; WORDS],
             in_wheel: 0,
             far: BinaryHeap::new(),
+            early: BinaryHeap::new(),
         }
     }
 }
 
 impl Queue {
-    pub fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        let e = Event {
+    fn keyed(&mut self, t: u64, ev: Ev) -> Event {
+        Event {
             key: u128::from(t) << 64 | u128::from(self.seq),
             ev,
-        };
-        let b = t >> SHIFT;
-        if b <= self.bucket {
-            self.cur.push(e);
-        } else if b < self.bucket + WHEEL {
-            self.wheel[(b % WHEEL) as usize].push(e);
-            self.in_wheel += 1;
-        } else {
-            self.far.push(e);
         }
     }
 
-    /// Makes `cur` hold the earliest events, if there are any.
-    fn settle(&mut self) {
-        while self.cur.is_empty() {
-            let far = self.far.peek().map(|e| (e.key >> 64) as u64 >> SHIFT);
-            if self.in_wheel == 0 {
-                match far {
-                    Some(b) => self.bucket = b,
-                    None => return,
-                }
-            } else {
-                self.bucket += 1;
+    pub fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        if t == self.now {
+            self.cur.push(ev);
+        } else if t > self.now && t - self.now < WHEEL as u64 {
+            let i = (t % WHEEL as u64) as usize;
+            self.wheel[i].push(ev);
+            self.bits[i / 64] |= 1 << (i % 64);
+            self.in_wheel += 1;
+        } else if t > self.now {
+            let e = self.keyed(t, ev);
+            self.far.push(e);
+        } else {
+            let e = self.keyed(t, ev);
+            self.early.push(e);
+        }
+    }
+
+    /// The time of the first non-empty wheel slot after `now`, if any.
+    fn next_in_wheel(&self) -> Option<u64> {
+        if self.in_wheel == 0 {
+            return None;
+        }
+        let start = ((self.now + 1) % WHEEL as u64) as usize;
+        let (w0, b0) = (start / 64, start % 64);
+        // The first word from bit b0, the other words, then the first word's low bits.
+        for k in 0..=WORDS {
+            let w = (w0 + k) % WORDS;
+            let mut word = self.bits[w];
+            if k == 0 {
+                word &= !0u64 << b0;
             }
-            let slot = &mut self.wheel[(self.bucket % WHEEL) as usize];
-            self.in_wheel -= slot.len();
-            self.cur.extend(slot.drain(..));
-            while self.far.peek().map(|e| (e.key >> 64) as u64 >> SHIFT) == Some(self.bucket) {
-                let e = self.far.pop().expect("peeked");
-                self.cur.push(e);
+            if word != 0 {
+                let i = w * 64 + word.trailing_zeros() as usize;
+                let d = (i + WHEEL - start) % WHEEL + 1;
+                return Some(self.now + d as u64);
+            }
+        }
+        unreachable!("in_wheel > 0 but no bit set")
+    }
+
+    /// Makes `early` or `cur` hold the earliest events, if there are any.
+    fn settle(&mut self) {
+        if !self.early.is_empty() || self.pos < self.cur.len() {
+            return;
+        }
+        let far = self.far.peek().map(|e| (e.key >> 64) as u64);
+        let t = match (self.next_in_wheel(), far) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => return,
+        };
+        self.now = t;
+        self.cur.clear();
+        self.pos = 0;
+        while self.far.peek().map(|e| (e.key >> 64) as u64) == Some(t) {
+            let e = self.far.pop().expect("peeked");
+            self.cur.push(e.ev);
+        }
+        let i = (t % WHEEL as u64) as usize;
+        if self.bits[i / 64] & 1 << (i % 64) != 0 {
+            self.bits[i / 64] &= !(1 << (i % 64));
+            self.in_wheel -= self.wheel[i].len();
+            if self.cur.is_empty() {
+                std::mem::swap(&mut self.cur, &mut self.wheel[i]);
+            } else {
+                let slot = std::mem::take(&mut self.wheel[i]);
+                self.cur.extend_from_slice(&slot);
+                self.wheel[i] = slot;
+                self.wheel[i].clear();
             }
         }
     }
@@ -126,14 +189,28 @@ impl Queue {
     /// Time of the earliest event.
     pub fn peek_time(&mut self) -> Option<u64> {
         self.settle();
-        self.cur.peek().map(|e| (e.key >> 64) as u64)
+        if let Some(e) = self.early.peek() {
+            return Some((e.key >> 64) as u64);
+        }
+        (self.pos < self.cur.len()).then_some(self.now)
     }
     pub fn pop(&mut self) -> Option<(u64, Ev)> {
         self.settle();
-        self.cur.pop().map(|e| ((e.key >> 64) as u64, e.ev))
+        if let Some(e) = self.early.pop() {
+            return Some(((e.key >> 64) as u64, e.ev));
+        }
+        let ev = *self.cur.get(self.pos)?;
+        self.pos += 1;
+        Some((self.now, ev))
+    }
+    /// The event `k` places after the next one among those of the time being served,
+    /// if there is one (to prefetch what it will touch).
+    #[inline(always)]
+    pub fn ahead(&self, k: usize) -> Option<Ev> {
+        self.cur.get(self.pos + k).copied()
     }
     pub fn len(&self) -> usize {
-        self.cur.len() + self.in_wheel + self.far.len()
+        self.early.len() + (self.cur.len() - self.pos) + self.in_wheel + self.far.len()
     }
 }
 
@@ -277,6 +354,51 @@ mod tests {
         while let Some((t, Ev::Start(i))) = q.pop() {
             got.push((t, i));
         }
+        all.sort();
+        assert_eq!(got, all);
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+
+    #[test]
+    fn early_far_and_wheel_keep_time_then_push_order() {
+        // After a peek has moved the served bucket ahead, pushes before it (a timer
+        // fired in between) and pushes of one time into `far` and later into the wheel.
+        let mut q = Queue::default();
+        let mut rng = crate::net::Rng::new(11);
+        let mut all = Vec::new();
+        let mut got = Vec::new();
+        let mut now = 0u64;
+        for n in 0..50_000u32 {
+            let t = match rng.next_u64() % 5 {
+                0 => now,
+                1 => now + rng.next_u64() % 3,
+                2 => now + rng.next_u64() % 3_000,
+                3 => now + WHEEL as u64 + rng.next_u64() % 3,
+                _ => now + rng.next_u64() % 50_000,
+            };
+            q.push(t, Ev::Start(n));
+            all.push((t, n));
+            if rng.next_u64().is_multiple_of(3) {
+                // Peek (moves the served bucket), then maybe pop.
+                if let Some(pt) = q.peek_time() {
+                    if rng.next_u64().is_multiple_of(2) {
+                        let (t, ev) = q.pop().expect("peeked");
+                        assert_eq!(t, pt);
+                        let Ev::Start(i) = ev else { unreachable!() };
+                        got.push((t, i));
+                        now = t;
+                    }
+                }
+            }
+        }
+        while let Some((t, Ev::Start(i))) = q.pop() {
+            got.push((t, i));
+        }
+        assert_eq!(q.len(), 0);
         all.sort();
         assert_eq!(got, all);
     }

@@ -195,18 +195,20 @@ pub enum Drop {
 }
 
 /// Counters of one link (its transmitter, its output queue, and its far end's ingress).
+/// The per-packet counters come first (see [`Port`]'s layout).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 pub struct PortStats {
     /// Bytes and packets transmitted (wire bytes).
     pub tx_bytes: u64,
     pub tx_pkts: u64,
+    pub ecn_marks: u64,
+    /// Peak bytes waiting in the output queue (both classes).
+    pub peak_q: u64,
     pub drop_buffer: u64,
     pub drop_headroom: u64,
     pub drop_failure: u64,
     pub drop_gray: u64,
-    pub ecn_marks: u64,
-    /// Peak bytes waiting in the output queue (both classes).
-    pub peak_q: u64,
     /// XOFF / XON frames the far end sent to pause this link's transmitter.
     pub xoff_frames: u64,
     pub xon_frames: u64,
@@ -228,36 +230,54 @@ impl PortStats {
     }
 }
 
-/// Run-time state of one link.
+/// A packet waiting in an output queue, with the header fields its transmission needs,
+/// so the transmitter does not read the packet arena.
+#[derive(Clone, Copy, Debug)]
+pub struct Queued {
+    pub pid: u32,
+    /// The link it arrived on (ingress accounting).
+    pub in_link: u32,
+    /// Bytes on the wire.
+    pub wire: u32,
+    /// [`DATA`] or [`CTRL`].
+    pub class: u8,
+}
+
+/// Run-time state of one link. Laid out (`repr(C)`, cache-line aligned) with what every
+/// packet touches first: the queues, their lengths, the transmitter, the link's loss
+/// knobs and the per-packet counters fill the first three cache lines; PFC and failure
+/// state, read rarely, come after.
 #[derive(Debug, Default)]
+#[repr(C, align(64))]
 pub struct Port {
-    /// Output queues by class ([`DATA`], [`CTRL`]), packet ids.
-    pub q: [VecDeque<u32>; 2],
+    /// Output queues by class ([`DATA`], [`CTRL`]).
+    pub q: [VecDeque<Queued>; 2],
     pub qbytes: [u64; 2],
     /// The transmitter is busy until then (ns).
     pub busy_until: u64,
-    /// A transmit-done event is scheduled.
-    pub done_pending: bool,
-    /// Data transmission paused by PFC (since `paused_at`).
-    pub paused: bool,
-    pub paused_at: u64,
-    /// Up (a failed link drops everything sent to it).
-    pub up: bool,
-    /// When it failed (routing learns of it `reconverge` ns later).
-    pub failed_at: u64,
     /// Gray failure: probability a transmitted packet is lost.
     pub loss: f64,
     /// Reordering: probability a packet takes `reorder_ns` extra ns.
     pub reorder_p: f64,
     pub reorder_ns: u64,
+    /// A transmit-done event is scheduled.
+    pub done_pending: bool,
+    /// Data transmission paused by PFC (since `paused_at`).
+    pub paused: bool,
+    /// Up (a failed link drops everything sent to it).
+    pub up: bool,
+    /// This link as its far switch's ingress port: XOFF sent.
+    pub xoff: bool,
+    pub stats: PortStats,
+    pub paused_at: u64,
+    /// When it failed (routing learns of it `reconverge` ns later).
+    pub failed_at: u64,
     /// This link as its far switch's ingress port: data bytes in the shared pool and
-    /// in headroom; XOFF sent.
+    /// in headroom.
     pub ing_shared: u64,
     pub ing_hdrm: u64,
-    pub xoff: bool,
     /// Headroom of that ingress port, bytes.
     pub headroom: u64,
-    pub stats: PortStats,
 }
 
 impl Port {

@@ -42,8 +42,8 @@ fn drive(f: &mut Fabric, q: &mut Queue, until: u64) -> Vec<(u64, u32, u32)> {
             Ev::LinkDone(l) => {
                 f.on_link_done(t, q, l as usize);
             }
-            Ev::Arrive(l, pid) => {
-                if let Some(h) = f.on_arrive(t, q, l as usize, pid) {
+            Ev::Arrive(pid) => {
+                if let Some(h) = f.on_arrive(t, q, pid) {
                     if let Body::Toy(BasePkt {
                         kind: BaseKind::Data { psn, .. },
                         ..
