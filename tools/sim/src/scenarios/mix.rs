@@ -162,7 +162,11 @@ pub fn run(sc: Scale) -> Section {
             if j == mc {
                 m_fg = mean(&done);
             }
-            format!("{}× ({:.0} µs)", ci(&done, 2, ""), mean(&done) * ideal / 1e3)
+            format!(
+                "{}× ({:.0} µs)",
+                ci(&done, 2, ""),
+                mean(&done) * ideal / 1e3
+            )
         })
         .collect();
     sec.rows.push(Row {

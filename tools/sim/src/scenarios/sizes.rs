@@ -60,7 +60,11 @@ fn one_way(bytes: u64, hops: u32) -> f64 {
 pub fn ideal_ns(wl: &Workload, ft: &FatTree) -> f64 {
     let mut done = vec![0.0f64; wl.len()];
     for t in &wl.transfers {
-        let hops = if ft.tor_of(t.src) == ft.tor_of(t.dst) { 2 } else { 4 };
+        let hops = if ft.tor_of(t.src) == ft.tor_of(t.dst) {
+            2
+        } else {
+            4
+        };
         let ready = t.after.iter().map(|&a| done[a]).fold(0.0, f64::max);
         done[t.id] = ready + t.bytes as f64 * 8.0 / GBPS as f64 + one_way(t.bytes, hops);
     }
@@ -133,8 +137,7 @@ pub fn run(sc: Scale) -> Section {
                         .iter()
                         .map(|&sd| cct(*v, a, n, b, sd, limit).0)
                         .collect();
-                    let done: Vec<f64> =
-                        xs.iter().flatten().map(|&t| t as f64 / ideal).collect();
+                    let done: Vec<f64> = xs.iter().flatten().map(|&t| t as f64 / ideal).collect();
                     if done.len() < xs.len() {
                         return format!("not done ({}/{} seeds)", done.len(), xs.len());
                     }

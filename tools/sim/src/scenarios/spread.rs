@@ -21,7 +21,8 @@
 
 use super::*;
 
-pub const INCAST_SENDERS: [u32; 16] = [8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19, 20, 21, 22, 24, 25];
+pub const INCAST_SENDERS: [u32; 16] =
+    [8, 9, 10, 11, 12, 13, 14, 16, 17, 18, 19, 20, 21, 22, 24, 25];
 pub const VICTIM_A: [(u32, u32); 2] = [(23, 1), (30, 1)];
 pub const VICTIM_B: (u32, u32) = (15, 31);
 
@@ -150,7 +151,13 @@ pub fn run(sc: Scale) -> Section {
             cells: on
                 .iter()
                 .zip(&off)
-                .map(|(a, b)| format!("{} ({})", ci(&pick(a, f), 1, " %"), ci(&pick(b, f), 1, " %")))
+                .map(|(a, b)| {
+                    format!(
+                        "{} ({})",
+                        ci(&pick(a, f), 1, " %"),
+                        ci(&pick(b, f), 1, " %")
+                    )
+                })
                 .collect(),
             target: "MetaRoCE ≥ 90 % of its figure without the incast".into(),
             met: Some(rel >= 0.9),
@@ -160,7 +167,10 @@ pub fn run(sc: Scale) -> Section {
     sec.rows.push(Row {
         scenario: "16→1 incast receiver".into(),
         metric: "goodput".into(),
-        cells: on.iter().map(|r| ci(&pick(r, |x| x.incast * 100.0), 1, " %")).collect(),
+        cells: on
+            .iter()
+            .map(|r| ci(&pick(r, |x| x.incast * 100.0), 1, " %"))
+            .collect(),
         target: "—".into(),
         met: None,
         guard: None,

@@ -14,7 +14,11 @@ fn pfc_pause_spreads_to_a_victim_off_the_incast_leaf() {
     // Victim B shares no egress port with the incast: alone it runs at line rate; with
     // the incast its leaf's uplink is paused most of the time and it starves.
     assert!(pfc_off.victim_b > 0.9, "{}", pfc_off.victim_b);
-    assert!(pfc_on.victim_b < 0.3 * pfc_off.victim_b, "{}", pfc_on.victim_b);
+    assert!(
+        pfc_on.victim_b < 0.3 * pfc_off.victim_b,
+        "{}",
+        pfc_on.victim_b
+    );
     // Paused for more than half of the victims' 3/4 of the run.
     assert!(pfc_on.pause_leaf1_up_us > 0.375 * dur as f64 / 1e3);
     assert!(pfc_on.pause_all_us > pfc_on.pause_leaf1_up_us);
@@ -23,7 +27,11 @@ fn pfc_pause_spreads_to_a_victim_off_the_incast_leaf() {
     let lossy_on = spread::spread(Variant::ROCE_LOSSY, true, 1, dur);
     let lossy_off = spread::spread(Variant::ROCE_LOSSY, false, 1, dur);
     assert_eq!(lossy_on.pause_all_us, 0.0);
-    assert!(lossy_on.victim_b > 0.95 * lossy_off.victim_b, "{}", lossy_on.victim_b);
+    assert!(
+        lossy_on.victim_b > 0.95 * lossy_off.victim_b,
+        "{}",
+        lossy_on.victim_b
+    );
     // MetaRoCE (lossy, step ECN) keeps both victims and the leaf's buffer.
     let m_on = spread::spread(Variant::Meta, true, 1, dur);
     let m_off = spread::spread(Variant::Meta, false, 1, dur);
@@ -93,7 +101,10 @@ fn mix_gives_every_transfer_its_own_flow_and_finishes() {
     );
     let m = mix::mix(Variant::Meta, 0.5, 200_000, 1);
     assert!(m.fg.iter().all(Option::is_some), "every incast completes");
-    assert!(!m.bg.is_empty() && m.bg.iter().all(|x| x.2), "background completes");
+    assert!(
+        !m.bg.is_empty() && m.bg.iter().all(|x| x.2),
+        "background completes"
+    );
     assert_eq!(m.drops, 0);
 }
 
