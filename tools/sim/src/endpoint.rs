@@ -67,6 +67,15 @@ pub trait Endpoint {
     /// limiter and pending control packets decide). Called repeatedly while the host
     /// NIC has room; `None` until something changes (a packet, a timer).
     fn poll_transmit(&mut self, now: u64) -> Option<BasePkt>;
+    /// As [`Endpoint::poll_transmit`], on a host whose NIC ports (one per plane) may be
+    /// full: `may_use(sport)` says whether the port a packet with source port `sport`
+    /// leaves by has room. An endpoint of several QPs (multi-plane RoCE) skips the QPs
+    /// whose port is full, as a NIC schedules each port's QPs on their own. The default,
+    /// for one-QP endpoints, ignores it (the engine bounds the host's total).
+    fn poll_transmit_where(&mut self, now: u64, may_use: &dyn Fn(u16) -> bool) -> Option<BasePkt> {
+        let _ = may_use;
+        self.poll_transmit(now)
+    }
     /// When the endpoint next needs [`Endpoint::on_timer`], if ever (retransmission
     /// timers, DCQCN timers, the rate limiter's next departure). After `on_timer(now)`
     /// it is never `≤ now`: a departure the rate limiter allowed at or before `now` is

@@ -23,6 +23,9 @@ pub struct Fabric {
     xoffs: Vec<Vec<u32>>,
     /// Per host: bytes waiting in its NIC ports (all planes).
     pub host_q: Vec<u64>,
+    /// `[plane × hosts + h]`: bytes waiting in host `h`'s NIC port on `plane` (a NIC
+    /// has one port, with its own queue, per plane).
+    pub host_plane_q: Vec<u64>,
     pub pool: Pool,
     rng: Rng,
     /// Routing reconvergence delay after a link fails, ns; `None`: routing never
@@ -56,6 +59,7 @@ impl Fabric {
         Fabric {
             xoffs: vec![Vec::new(); topo.switches.len()],
             host_q: vec![0; ft.hosts() as usize],
+            host_plane_q: vec![0; ft.hosts() as usize * usize::from(ft.planes)],
             topo,
             routes,
             cfg,
@@ -86,6 +90,23 @@ impl Fabric {
     /// The plane a host puts a packet on: chosen by its UDP source port.
     pub fn plane_of(&self, sport: u16) -> u8 {
         (u32::from(sport) % u32::from(self.topo.ft.planes)) as u8
+    }
+
+    /// Index of host `h`'s NIC port for link `l` (its uplink on some plane) in
+    /// [`Fabric::host_plane_q`].
+    fn host_port(&self, l: usize, h: u32) -> usize {
+        usize::from(self.topo.links[l].plane) * self.topo.ft.hosts() as usize + h as usize
+    }
+
+    /// Bytes waiting in host `h`'s NIC port on `plane`.
+    pub fn host_port_bytes(&self, h: u32, plane: u8) -> u64 {
+        self.host_plane_q[usize::from(plane) * self.topo.ft.hosts() as usize + h as usize]
+    }
+
+    fn host_dequeued(&mut self, l: usize, h: u32, wire: u64) {
+        self.host_q[h as usize] -= wire;
+        let i = self.host_port(l, h);
+        self.host_plane_q[i] -= wire;
     }
 
     /// The output link switch `s` forwards a packet to `dst` with 5-tuple `key` on,
@@ -189,7 +210,11 @@ impl Fabric {
                     self.ports[l].stats.ecn_marks += 1;
                 }
             }
-            Node::Host(h) => self.host_q[h as usize] += wire,
+            Node::Host(h) => {
+                self.host_q[h as usize] += wire;
+                let i = self.host_port(l, h);
+                self.host_plane_q[i] += wire;
+            }
         }
         // From here the packet is on link `l` (its arrival event names only the packet).
         self.pool.get_mut(pid).in_link = l as u32;
@@ -230,7 +255,7 @@ impl Fabric {
         port.qbytes[qi] -= wire;
         match self.topo.links[l].from {
             Node::Switch(s) => self.release(now, q, s as usize, class, wire, inl),
-            Node::Host(h) => self.host_q[h as usize] -= wire,
+            Node::Host(h) => self.host_dequeued(l, h, wire),
         }
         let spec = &self.topo.links[l];
         let port = &mut self.ports[l];
@@ -349,7 +374,7 @@ impl Fabric {
                     self.ports[l].qbytes[qi] -= wire;
                     match self.topo.links[l].from {
                         Node::Switch(s) => self.release(now, q, s as usize, class, wire, inl),
-                        Node::Host(h) => self.host_q[h as usize] -= wire,
+                        Node::Host(h) => self.host_dequeued(l, h, wire),
                     }
                     self.drop(l, pid, Drop::Failure);
                 }

@@ -135,9 +135,17 @@ impl Endpoint for MultiSender {
     }
 
     fn poll_transmit(&mut self, now: u64) -> Option<BasePkt> {
+        self.poll_transmit_where(now, &|_| true)
+    }
+
+    /// Round-robin over the QPs whose NIC port has room.
+    fn poll_transmit_where(&mut self, now: u64, may_use: &dyn Fn(u16) -> bool) -> Option<BasePkt> {
         let k = self.qps.len();
         for j in 0..k {
             let i = (self.rr_tx + j) % k;
+            if !may_use(self.qps[i].sport()) {
+                continue;
+            }
             if let Some(p) = self.qps[i].poll_transmit(now) {
                 self.rr_tx = (i + 1) % k;
                 return Some(p);
@@ -270,5 +278,34 @@ mod tests {
         for (_, side, _, p) in &pipe.log {
             assert!(sports.contains(&p.sport), "side {side}");
         }
+    }
+
+    #[test]
+    fn a_full_port_holds_back_only_its_own_qps() {
+        // Four QPs, one per plane; the port of plane 1 is full: the sender keeps sending
+        // round-robin on the other three, and on all four once it has room.
+        let sports = plane_sports(4, 1, 49152, |p| (p % 4) as u8);
+        let (mut s, _r) = multi_plane(cfg(), &sports, 0, 1);
+        for _ in 0..4 {
+            s.post(100_000);
+        }
+        let blocked = sports[1];
+        let mut sent = Vec::new();
+        // 10 µs apart: each QP's DCQCN rate limiter lets its next packet go.
+        for t in 1..=6 {
+            let p = s
+                .poll_transmit_where(t * 10_000, &|sp| sp != blocked)
+                .expect("room on three ports");
+            sent.push(p.sport);
+        }
+        assert!(!sent.contains(&blocked), "{sent:?}");
+        for sp in [sports[0], sports[2], sports[3]] {
+            assert_eq!(sent.iter().filter(|&&x| x == sp).count(), 2, "{sent:?}");
+        }
+        assert!(s.poll_transmit_where(70_000, &|_| false).is_none());
+        let p = (8..12)
+            .map(|t| s.poll_transmit(t * 10_000).expect("room").sport)
+            .collect::<Vec<_>>();
+        assert!(p.contains(&blocked), "{p:?}");
     }
 }

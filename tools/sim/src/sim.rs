@@ -645,21 +645,45 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
 
     /// The host NIC pulls packets round-robin from ready endpoints while its ports hold
     /// less than two full packets per plane waiting (a NIC does not queue milliseconds
-    /// of data).
+    /// of data). An endpoint of several QPs (multi-plane RoCE) sends only on QPs whose
+    /// plane's port holds less than two full packets: each NIC port schedules its own
+    /// QPs, so a port that is paused or slow does not hold back the others. One plane:
+    /// the same as the total's bound.
     fn pump(&mut self, host: u32) {
         let planes = self.fabric.ft().planes;
-        let room = u64::from(planes) * 2 * u64::from(MTU + 200);
+        let per_port = 2 * u64::from(MTU + 200);
+        let room = u64::from(planes) * per_port;
+        // Endpoints in a row that had data only for full ports (kept ready).
+        let mut blocked = 0usize;
         loop {
-            if self.fabric.host_q[host as usize] >= room {
+            if self.fabric.host_q[host as usize] >= room
+                || blocked >= self.ready[host as usize].len()
+            {
                 return;
+            }
+            let mut full = 0u8;
+            if planes > 1 {
+                for p in 0..planes {
+                    if self.fabric.host_port_bytes(host, p) >= per_port {
+                        full |= 1 << p;
+                    }
+                }
             }
             let Some(id) = self.ready[host as usize].pop_front() else {
                 return;
             };
-            match self.poll_one(id) {
+            match self.poll_one(id, full) {
                 Some(pid) => {
+                    blocked = 0;
                     self.ready[host as usize].push_back(id);
                     self.fabric.inject_pid(self.now, &mut self.q, pid);
+                    self.arm(id);
+                }
+                // Nothing for the ports with room, some port full: ready again when
+                // a port drains (LinkDone pumps this host).
+                None if full != 0 && matches!(self.slots[id as usize].ep, Ep::Dyn(_)) => {
+                    blocked += 1;
+                    self.ready[host as usize].push_back(id);
                     self.arm(id);
                 }
                 None => {
@@ -670,8 +694,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         }
     }
 
-    /// The next packet endpoint `id` sends, allocated in the packet arena.
-    fn poll_one(&mut self, id: u32) -> Option<u32> {
+    /// The next packet endpoint `id` sends, allocated in the packet arena; `full`: the
+    /// host's NIC ports (bit per plane) a multi-QP endpoint must not send on.
+    fn poll_one(&mut self, id: u32, full: u8) -> Option<u32> {
         let now = self.now;
         let slot = &mut self.slots[id as usize];
         let (host, peer_host, peer) = (slot.host, slot.peer_host, slot.peer);
@@ -710,7 +735,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                 Some(self.fabric.pool.alloc(p, body))
             }
             Ep::Dyn(e) => {
-                let b: endpoint::BasePkt = e.poll_transmit(now)?;
+                let b: endpoint::BasePkt = if full == 0 {
+                    e.poll_transmit(now)?
+                } else {
+                    let planes = u16::from(self.fabric.ft().planes);
+                    e.poll_transmit_where(now, &|sport| full & 1 << (sport % planes) == 0)?
+                };
                 let class = ext_class(&b);
                 let p = pkt(b.sport, class, b.wire, b.ect);
                 Some(self.fabric.pool.alloc(p, Body::Ext(b)))
