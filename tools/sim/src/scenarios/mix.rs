@@ -188,7 +188,7 @@ pub fn run(sc: Scale) -> Section {
                     .collect();
                 let xs: Vec<f64> = sel.iter().map(|x| x.1).collect();
                 let unf = sel.iter().filter(|x| !x.2).count();
-                super::tier3::tail_cell(&(Tail::of(&xs), unf))
+                super::permutation::tail_cell(&(Tail::of(&xs), unf))
             })
             .collect();
         sec.rows.push(Row {

@@ -20,18 +20,22 @@ fn fabric(sc: Scale, os: u16) -> FatTree {
     }
 }
 
-fn pairs(ft: &FatTree, seed: u64) -> Vec<(u32, u32)> {
-    crate::scale::permutation(ft.hosts(), u32::from(ft.hosts_per_tor), seed)
+/// A seeded permutation as (sender, receiver) pairs in which no host sends within its
+/// group of `group` consecutive hosts (its ToR: `hosts_per_tor`; its pod in a 3-tier
+/// tree), so every flow crosses that tier.
+pub fn pairs(ft: &FatTree, group: u32, seed: u64) -> Vec<(u32, u32)> {
+    crate::scale::permutation(ft.hosts(), group, seed)
         .into_iter()
         .enumerate()
         .map(|(a, b)| (a as u32, b))
         .collect()
 }
 
-/// Aggregate goodput over the capacity for this traffic.
-pub fn goodput(v: Variant, ft: FatTree, os: u16, seed: u64, dur: u64) -> f64 {
+/// Aggregate goodput of the permutation [`pairs`]`(ft, group, seed)` over the capacity
+/// for this traffic (`os`: the tree's total oversubscription).
+pub fn goodput(v: Variant, ft: FatTree, group: u32, os: u16, seed: u64, dur: u64) -> f64 {
     let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 50_000);
-    for (a, b) in pairs(&ft, seed) {
+    for (a, b) in pairs(&ft, group, seed) {
         add(&mut s, v, a, b, true, 0);
     }
     s.run(dur);
@@ -40,15 +44,32 @@ pub fn goodput(v: Variant, ft: FatTree, os: u16, seed: u64, dur: u64) -> f64 {
     d / ((dur - dur / 4) as f64 * 1e-9) / cap
 }
 
-/// Flow completion times (ns) of one message of `bytes` per flow; None for a flow that
-/// did not finish by `limit` (counted as `limit`).
-pub fn fcts(v: Variant, ft: FatTree, seed: u64, bytes: u64, limit: u64) -> (Vec<f64>, usize) {
+/// Flow completion times (ns) of one message of `bytes` per flow of the permutation
+/// [`pairs`]`(ft, group, seed)`, and how many did not finish by `limit` (see
+/// [`fct_tail`]).
+pub fn fcts(
+    v: Variant,
+    ft: FatTree,
+    group: u32,
+    seed: u64,
+    bytes: u64,
+    limit: u64,
+) -> (Vec<f64>, usize) {
     let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
     let mut wl = Workload::new();
-    for (a, b) in pairs(&ft, seed) {
+    for (a, b) in pairs(&ft, group, seed) {
         wl.push(a, b, bytes, 0, vec![], 0);
     }
     run_workload(&mut s, v, wl, limit);
+    fct_tail(&s, limit)
+}
+
+/// The FCTs (ns) of a run's attached workload, a flow that did not finish counted as
+/// `limit`, and how many did not finish.
+pub fn fct_tail<const P: usize, const W: usize, const S: usize, const N: usize>(
+    s: &Sim<P, W, S, N>,
+    limit: u64,
+) -> (Vec<f64>, usize) {
     let d = s.driver.as_ref().expect("attached");
     let unfinished = d.done_at.iter().filter(|x| x.is_none()).count();
     let mut f: Vec<f64> = d.fcts().into_iter().map(|x| x as f64).collect();
@@ -86,19 +107,20 @@ pub fn run(sc: Scale) -> Section {
     let mc = meta_col(&vs);
     for os in [1u16, 2] {
         let ft = fabric(sc, os);
+        let tor = u32::from(ft.hosts_per_tor);
         let g: Vec<Vec<f64>> = vs
             .iter()
             .map(|v| {
                 seeds
                     .iter()
-                    .map(|&sd| goodput(*v, ft, os, sd, dur) * 100.0)
+                    .map(|&sd| goodput(*v, ft, tor, os, sd, dur) * 100.0)
                     .collect()
             })
             .collect();
         let m = mean(&g[mc]) / 100.0;
         let bound: Vec<f64> = seeds
             .iter()
-            .map(|&sd| ecmp_maxmin_bound(ft, os, sd) * 100.0)
+            .map(|&sd| ecmp_maxmin_bound(ft, tor, os, sd) * 100.0)
             .collect();
         sec.rows.push(Row {
             scenario: format!("permutation {os}:1, {} hosts", ft.hosts()),
@@ -112,39 +134,12 @@ pub fn run(sc: Scale) -> Section {
             guard: Some(m >= if os == 1 { 0.70 } else { 0.80 }),
         });
         let ideal = bytes as f64 * 8.0 / (LINE / f64::from(os)) * 1e9 + base_rtt();
-        let tails: Vec<(Option<Tail>, usize)> = vs
-            .iter()
-            .map(|v| {
-                let mut all = Vec::new();
-                let mut unf = 0;
-                for &sd in &seeds {
-                    let (f, u) = fcts(*v, ft, sd, bytes, limit);
-                    all.extend(f);
-                    unf += u;
-                }
-                (Tail::of(&all), unf)
-            })
-            .collect();
-        let cell = |t: &(Option<Tail>, usize)| match &t.0 {
-            Some(x) => format!(
-                "{:.0} / {:.0} / {:.0} µs (n {}{})",
-                x.p50 / 1e3,
-                x.p99 / 1e3,
-                x.p999 / 1e3,
-                x.n,
-                if t.1 > 0 {
-                    format!(", {} unfinished", t.1)
-                } else {
-                    String::new()
-                }
-            ),
-            None => "—".into(),
-        };
+        let tails = pooled_tails(&vs, &seeds, |v, sd| fcts(v, ft, tor, sd, bytes, limit));
         let mp99 = tails[mc].0.map(|t| t.p99 / ideal).unwrap_or(f64::INFINITY);
         sec.rows.push(Row {
             scenario: format!("permutation {os}:1, {} KiB flows", bytes >> 10),
             metric: format!("FCT p50 / p99 / p99.9 (ideal {:.0} µs)", ideal / 1e3),
-            cells: tails.iter().map(cell).collect(),
+            cells: tails.iter().map(tail_cell).collect(),
             target: "p99 ≤ 2 × ideal".into(),
             met: Some(mp99 <= 2.0),
             guard: Some(tails[mc].1 == 0 && mp99 <= 5.0),
@@ -158,11 +153,11 @@ pub fn run(sc: Scale) -> Section {
 /// (the same ECMP hashes as the runs), rates max-min fair over those paths (progressive
 /// filling), over the same capacity as [`goodput`]. The bound for any single-path
 /// transport; multipath transports are not bound by it.
-pub fn ecmp_maxmin_bound(ft: FatTree, os: u16, seed: u64) -> f64 {
+pub fn ecmp_maxmin_bound(ft: FatTree, group: u32, os: u16, seed: u64) -> f64 {
     let v = Variant::ROCE_LOSSY;
     let s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
     let f = &s.fabric;
-    let paths: Vec<Vec<usize>> = pairs(&ft, seed)
+    let paths: Vec<Vec<usize>> = pairs(&ft, group, seed)
         .into_iter()
         .enumerate()
         .map(|(i, (a, b))| {
@@ -218,4 +213,44 @@ pub fn maxmin(paths: &[Vec<usize>], nl: usize) -> Vec<f64> {
         }
     }
     rate
+}
+
+/// Per variant: the FCT tail of every flow of every seed pooled (`fcts(variant, seed)`
+/// gives one run's FCTs and its unfinished count), and the unfinished flows summed.
+pub fn pooled_tails(
+    vs: &[Variant],
+    seeds: &[u64],
+    fcts: impl Fn(Variant, u64) -> (Vec<f64>, usize),
+) -> Vec<(Option<Tail>, usize)> {
+    vs.iter()
+        .map(|&v| {
+            let mut all = Vec::new();
+            let mut unf = 0;
+            for &sd in seeds {
+                let (f, u) = fcts(v, sd);
+                all.extend(f);
+                unf += u;
+            }
+            (Tail::of(&all), unf)
+        })
+        .collect()
+}
+
+/// "p50 / p99 / p99.9 µs (n N[, U unfinished])", or a dash without flows.
+pub fn tail_cell(t: &(Option<Tail>, usize)) -> String {
+    match &t.0 {
+        Some(x) => format!(
+            "{:.0} / {:.0} / {:.0} µs (n {}{})",
+            x.p50 / 1e3,
+            x.p99 / 1e3,
+            x.p999 / 1e3,
+            x.n,
+            if t.1 > 0 {
+                format!(", {} unfinished", t.1)
+            } else {
+                String::new()
+            }
+        ),
+        None => "—".into(),
+    }
 }

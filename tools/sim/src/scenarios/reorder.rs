@@ -54,11 +54,7 @@ pub fn fcts(v: Variant, p: f64, seed: u64, limit: u64) -> (Vec<f64>, usize) {
         }
     }
     run_workload(&mut s, v, wl, limit);
-    let d = s.driver.as_ref().expect("attached");
-    let unfinished = d.done_at.iter().filter(|x| x.is_none()).count();
-    let mut f: Vec<f64> = d.fcts().into_iter().map(|x| x as f64).collect();
-    f.extend(std::iter::repeat_n(limit as f64, unfinished));
-    (f, unfinished)
+    super::permutation::fct_tail(&s, limit)
 }
 
 pub fn run(sc: Scale) -> Section {
@@ -122,7 +118,7 @@ pub fn run(sc: Scale) -> Section {
                     all.extend(f);
                     unf += u;
                 }
-                super::tier3::tail_cell(&(Tail::of(&all), unf))
+                super::permutation::tail_cell(&(Tail::of(&all), unf))
             })
             .collect();
         sec.rows.push(Row {

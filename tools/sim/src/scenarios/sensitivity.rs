@@ -54,7 +54,10 @@ pub fn run(sc: Scale) -> Section {
             .map(|v| {
                 let g: Vec<f64> = seeds
                     .iter()
-                    .map(|&sd| permutation::goodput(*v, ft, os, sd, dur) * 100.0)
+                    .map(|&sd| {
+                        permutation::goodput(*v, ft, u32::from(ft.hosts_per_tor), os, sd, dur)
+                            * 100.0
+                    })
                     .collect();
                 ci(&g, 1, " %")
             })

@@ -59,7 +59,14 @@ fn metaroce_incast_is_fair_and_keeps_the_queue_small() {
 #[test]
 fn metaroce_permutation_fills_most_of_the_bisection() {
     let ft = FatTree::two_tier(2, 4, 1);
-    let g = permutation::goodput(Variant::Meta, ft, 1, 1, 600_000);
+    let g = permutation::goodput(
+        Variant::Meta,
+        ft,
+        u32::from(ft.hosts_per_tor),
+        1,
+        1,
+        600_000,
+    );
     assert!(g > 0.7 && g < 1.0, "{g}");
 }
 
@@ -138,6 +145,6 @@ fn gray_spine_hits_the_single_path_baseline() {
 fn maxmin_shares_links_and_bounds_the_permutation() {
     let r = permutation::maxmin(&[vec![0, 1], vec![1], vec![2]], 3);
     assert_eq!(r, vec![0.5, 0.5, 1.0]);
-    let b = permutation::ecmp_maxmin_bound(FatTree::two_tier(4, 8, 1), 1, 1);
+    let b = permutation::ecmp_maxmin_bound(FatTree::two_tier(4, 8, 1), 8, 1, 1);
     assert!(b > 0.2 && b <= 1.0, "{b}");
 }

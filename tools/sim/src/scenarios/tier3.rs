@@ -17,8 +17,6 @@
 //!   the 6-hop path).
 
 use super::*;
-use crate::stats::Tail;
-use crate::workload::Workload;
 
 /// The tree: 4 pods of `tors` ToRs × 4 hosts, `tos`:1 at the ToR, `aos`:1 at the
 /// aggregation switch.
@@ -32,65 +30,31 @@ pub fn fabric(tors: u16, tos: u16, aos: u16) -> FatTree {
     }
 }
 
+/// Hosts per pod: no flow stays within its pod, so every flow crosses the core.
+pub fn per_pod(ft: &FatTree) -> u32 {
+    u32::from(ft.hosts_per_tor) * u32::from(ft.tors_per_pod)
+}
+
 /// Every host to a host in another pod (a seeded permutation).
+#[cfg(test)]
 pub fn pairs(ft: &FatTree, seed: u64) -> Vec<(u32, u32)> {
-    let per_pod = u32::from(ft.hosts_per_tor) * u32::from(ft.tors_per_pod);
-    crate::scale::permutation(ft.hosts(), per_pod, seed)
-        .into_iter()
-        .enumerate()
-        .map(|(a, b)| (a as u32, b))
-        .collect()
+    permutation::pairs(ft, per_pod(ft), seed)
 }
 
 /// Aggregate goodput over the capacity for this traffic (`os` = total oversubscription).
 pub fn goodput(v: Variant, ft: FatTree, os: u16, seed: u64, dur: u64) -> f64 {
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 50_000);
-    for (a, b) in pairs(&ft, seed) {
-        add(&mut s, v, a, b, true, 0);
-    }
-    s.run(dur);
-    let d: f64 = delivered_between(&s, dur / 4, dur).iter().sum();
-    let cap = f64::from(ft.hosts()) * line_bytes() / f64::from(os);
-    d / ((dur - dur / 4) as f64 * 1e-9) / cap
+    permutation::goodput(v, ft, per_pod(&ft), os, seed, dur)
 }
 
 /// FCTs (ns) of one message of `bytes` per flow; unfinished flows count as `limit`.
 pub fn fcts(v: Variant, ft: FatTree, seed: u64, bytes: u64, limit: u64) -> (Vec<f64>, usize) {
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
-    let mut wl = Workload::new();
-    for (a, b) in pairs(&ft, seed) {
-        wl.push(a, b, bytes, 0, vec![], 0);
-    }
-    run_workload(&mut s, v, wl, limit);
-    let d = s.driver.as_ref().expect("attached");
-    let unfinished = d.done_at.iter().filter(|x| x.is_none()).count();
-    let mut f: Vec<f64> = d.fcts().into_iter().map(|x| x as f64).collect();
-    f.extend(std::iter::repeat_n(limit as f64, unfinished));
-    (f, unfinished)
+    permutation::fcts(v, ft, per_pod(&ft), seed, bytes, limit)
 }
 
 /// The single-path ECMP bound of [`goodput`]: every flow pinned to the path its
 /// baseline QP's source port hashes onto, max-min fair over those paths.
 pub fn ecmp_bound(ft: FatTree, os: u16, seed: u64) -> f64 {
-    let s: Sim<8, 1, 4, 64> = sim(Variant::ROCE_LOSSY, ft, 8, seed, 0);
-    let f = &s.fabric;
-    let paths: Vec<Vec<usize>> = pairs(&ft, seed)
-        .into_iter()
-        .enumerate()
-        .map(|(i, (a, b))| {
-            let sp = sport(i, seed);
-            let key = crate::net::flow_key(a, b, sp);
-            let mut l = f.host_up(f.plane_of(sp), a);
-            let mut path = vec![l];
-            while let Node::Switch(sw) = f.topo.links[l].to {
-                l = f.route(sw, b, key).expect("routed");
-                path.push(l);
-            }
-            path
-        })
-        .collect();
-    let rate = permutation::maxmin(&paths, f.topo.links.len());
-    rate.iter().sum::<f64>() / (f64::from(ft.hosts()) / f64::from(os))
+    permutation::ecmp_maxmin_bound(ft, per_pod(&ft), os, seed)
 }
 
 /// Unloaded round trip over the 6 hops of a cross-pod path, ns.
@@ -160,47 +124,16 @@ pub fn run(sc: Scale) -> Section {
             guard: None,
         });
         let ideal = bytes as f64 * 8.0 / (LINE / f64::from(os)) * 1e9 + rtt_3tier();
-        let tails: Vec<(Option<Tail>, usize)> = vs
-            .iter()
-            .map(|v| {
-                let mut all = Vec::new();
-                let mut unf = 0;
-                for &sd in &seeds {
-                    let (f, u) = fcts(*v, ft, sd, bytes, limit);
-                    all.extend(f);
-                    unf += u;
-                }
-                (Tail::of(&all), unf)
-            })
-            .collect();
+        let tails = permutation::pooled_tails(&vs, &seeds, |v, sd| fcts(v, ft, sd, bytes, limit));
         let mp99 = tails[mc].0.map(|t| t.p99 / ideal).unwrap_or(f64::INFINITY);
         sec.rows.push(Row {
             scenario: format!("3-tier permutation {os}:1, {} KiB flows", bytes >> 10),
             metric: format!("FCT p50 / p99 / p99.9 (ideal {:.0} µs)", ideal / 1e3),
-            cells: tails.iter().map(tail_cell).collect(),
+            cells: tails.iter().map(permutation::tail_cell).collect(),
             target: "p99 ≤ 2 × ideal".into(),
             met: Some(mp99 <= 2.0),
             guard: None,
         });
     }
     sec
-}
-
-/// "p50 / p99 / p99.9 µs (n, unfinished)".
-pub fn tail_cell(t: &(Option<Tail>, usize)) -> String {
-    match &t.0 {
-        Some(x) => format!(
-            "{:.0} / {:.0} / {:.0} µs (n {}{})",
-            x.p50 / 1e3,
-            x.p99 / 1e3,
-            x.p999 / 1e3,
-            x.n,
-            if t.1 > 0 {
-                format!(", {} unfinished", t.1)
-            } else {
-                String::new()
-            }
-        ),
-        None => "—".into(),
-    }
 }
