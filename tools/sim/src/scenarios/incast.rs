@@ -190,15 +190,10 @@ pub fn run(sc: Scale) -> Section {
             cells: res
                 .iter()
                 .map(|r| {
-                    format!(
-                        "{} / {} / {}",
-                        ci(&r.iter().map(|x| x.drops as f64).collect::<Vec<_>>(), 0, ""),
-                        ci(&r.iter().map(|x| x.paused_us).collect::<Vec<_>>(), 0, ""),
-                        ci(
-                            &r.iter().map(|x| x.peak_q as f64 / 1e3).collect::<Vec<_>>(),
-                            0,
-                            ""
-                        ),
+                    drops_pause_peak(
+                        &r.iter().map(|x| x.drops as f64).collect::<Vec<_>>(),
+                        &r.iter().map(|x| x.paused_us).collect::<Vec<_>>(),
+                        &r.iter().map(|x| x.peak_q as f64 / 1e3).collect::<Vec<_>>(),
                     )
                 })
                 .collect(),

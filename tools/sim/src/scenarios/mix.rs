@@ -57,18 +57,7 @@ pub fn run_per_transfer<const P: usize, const W: usize, const S: usize, const N:
         .iter()
         .map(|t| add(s, v, t.src, t.dst, false, t.bytes))
         .collect();
-    let flows = s.flows.len();
-    s.attach(crate::driver::Driver::new(wl.transfers, flow_of, flows));
-    let step = 50_000;
-    let mut t = 0;
-    while t < limit {
-        t = (t + step).min(limit);
-        s.run(t);
-        if s.driver.as_ref().is_some_and(|d| d.all_done()) {
-            return true;
-        }
-    }
-    false
+    run_driven(s, wl.transfers, flow_of, 50_000, limit)
 }
 
 pub struct Mix {
@@ -206,15 +195,10 @@ pub fn run(sc: Scale) -> Section {
         cells: res
             .iter()
             .map(|r| {
-                format!(
-                    "{} / {} / {}",
-                    ci(&r.iter().map(|x| x.drops as f64).collect::<Vec<_>>(), 0, ""),
-                    ci(&r.iter().map(|x| x.paused_us).collect::<Vec<_>>(), 0, ""),
-                    ci(
-                        &r.iter().map(|x| x.peak_q as f64 / 1e3).collect::<Vec<_>>(),
-                        0,
-                        ""
-                    ),
+                drops_pause_peak(
+                    &r.iter().map(|x| x.drops as f64).collect::<Vec<_>>(),
+                    &r.iter().map(|x| x.paused_us).collect::<Vec<_>>(),
+                    &r.iter().map(|x| x.peak_q as f64 / 1e3).collect::<Vec<_>>(),
                 )
             })
             .collect(),

@@ -586,9 +586,20 @@ pub fn run_workload<const P: usize, const W: usize, const S: usize, const N: usi
         assert_eq!(e.1, t.bytes, "one transfer size per pair");
         flow_of.push(e.0);
     }
+    run_driven(s, wl.transfers, flow_of, 20_000, limit)
+}
+
+/// Attaches a driver for `transfers` (transfer i on flow `flow_of[i]`) and runs in
+/// steps of `step` ns until every transfer completed (true) or `limit` ns (false).
+pub fn run_driven<const P: usize, const W: usize, const S: usize, const N: usize>(
+    s: &mut Sim<P, W, S, N>,
+    transfers: Vec<crate::workload::Transfer>,
+    flow_of: Vec<usize>,
+    step: u64,
+    limit: u64,
+) -> bool {
     let flows = s.flows.len();
-    s.attach(crate::driver::Driver::new(wl.transfers, flow_of, flows));
-    let step = 20_000;
+    s.attach(crate::driver::Driver::new(transfers, flow_of, flows));
     let mut t = 0;
     while t < limit {
         t = (t + step).min(limit);
@@ -598,6 +609,16 @@ pub fn run_workload<const P: usize, const W: usize, const S: usize, const N: usi
         }
     }
     false
+}
+
+/// "drops / pause µs / peak KB" cell: each a mean ± 95 % CI over seeds.
+pub fn drops_pause_peak(drops: &[f64], paused_us: &[f64], peak_kb: &[f64]) -> String {
+    format!(
+        "{} / {} / {}",
+        ci(drops, 0, ""),
+        ci(paused_us, 0, ""),
+        ci(peak_kb, 0, "")
+    )
 }
 
 #[cfg(test)]
