@@ -17,9 +17,14 @@
 set -uo pipefail
 # --dir DIR / --dir=DIR: DIR as given, relative to the caller's directory.
 dir="" dir_set=0
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in
-  --dir) dir_set=1; dir=${2:-} ;;
-  --dir=*) dir_set=1; dir=${1#--dir=} ;;
+  -h|--help) usage; exit 0 ;;
+  --dir) dir_set=1; dir=${2:-}; (($# <= 2)) || { echo "capture-check: --dir DIR takes nothing after it" >&2; exit 2; } ;;
+  --dir=*) dir_set=1; dir=${1#--dir=}; (($# <= 1)) || { echo "capture-check: --dir=DIR takes nothing after it" >&2; exit 2; } ;;
+  # capture.sh's arguments are netem's (loss 1% ...): an option here is a typo,
+  # refused before any guest boots.
+  -*) echo "capture-check: unknown option '$1' (-h for help)" >&2; exit 2 ;;
 esac
 ((dir_set)) && [[ -n $dir && -d $dir ]] && dir=$(cd "$dir" && pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -11,10 +11,12 @@
 #   run_kselftest.sh -h                   this help
 # KTAP on stdout (metaroce/ksft-runner.sh); exits 1 if a test failed, 2 on a
 # usage error (an unknown option, collection or test).
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")" || exit 1
 list=kselftest-list.txt
-[ -r "$list" ] || { echo "run_kselftest.sh: $list missing" >&2; exit 2; }
-usage() { sed -n '3,13s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '3,13s/^# \{0,1\}//p' "$self"; }
+for a; do case $a in -h|--help) usage; exit 0 ;; esac; done
+[ -r "$list" ] || { echo "run_kselftest.sh: $list missing: this runs an installed copy (make -C tests/selftests install INSTALL_PATH=DIR, then DIR/run_kselftest.sh)" >&2; exit 2; }
 tests=""
 while [ $# -gt 0 ]; do
   case $1 in
