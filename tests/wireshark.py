@@ -121,7 +121,8 @@ def check_fields(pcap, expect_path):
 
 def selftest(pcap, expect_path, tmpdir):
     """The fields check must catch (1) one wrong expected value, (2) a well-formed
-    datagram cut short by one byte (IP and UDP lengths adjusted)."""
+    datagram cut short by one byte (IP and UDP lengths adjusted); (3) a capture with a
+    96-byte snapshot length decodes without a Lua error."""
     lines = open(expect_path).read().splitlines()
     # (1) frame 1's PSN, plus one.
     first = lines[0].split("\t")
@@ -156,11 +157,33 @@ def selftest(pcap, expect_path, tmpdir):
     ok2 = any(b.startswith("frame %d: well-formed, but metaroce.drop = ['length_mismatch']" % fr)
               for b in bad2)
     print("selftest: frame %d cut by one byte -> %s" % (fr, bad2[:3] or "no mismatch"))
+    # (3) every frame captured to 96 bytes only (tcpdump -s 96): decoded as far as it
+    # was captured, no Lua error, the cut ones noted, none called malformed for it.
+    pos, out = 24, bytearray(data[:24])
+    out[16:20] = (96).to_bytes(4, "little")
+    while pos < len(data):
+        incl = int.from_bytes(data[pos + 8:pos + 12], "little")
+        keep = min(incl, 96)
+        out += data[pos:pos + 8] + keep.to_bytes(4, "little") + data[pos + 12:pos + 16]
+        out += data[pos + 16:pos + 16 + keep]
+        pos += 16 + incl
+    snap = os.path.join(tmpdir, "snap96.pcap")
+    open(snap, "wb").write(out)
+    r = subprocess.run(["tshark", "-n", "-X", "lua_script:" + LUA, "-r", snap, "-V"],
+                       capture_output=True, text=True)
+    lua_errors = r.stdout.count("Lua Error")
+    noted = len(re.findall(r"\d+ of \d+ bytes captured", r.stdout))
+    ok3 = r.returncode == 0 and lua_errors == 0 and noted > 0
+    print("selftest: every frame captured to 96 bytes -> %d Lua errors, %d frames noted as cut short"
+          % (lua_errors, noted))
     bad = []
     if not ok1:
         bad.append("selftest: a wrong expected value was not caught exactly")
     if not ok2:
         bad.append("selftest: a truncated datagram was not caught as length_mismatch")
+    if not ok3:
+        bad.append("selftest: a capture cut to 96 bytes a frame (tshark exit %d, %d Lua errors, %d noted)"
+                   % (r.returncode, lua_errors, noted))
     return bad
 
 

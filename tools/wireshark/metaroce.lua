@@ -200,6 +200,12 @@ for name, text in pairs(reasons) do
         expert.group.MALFORMED, expert.severity.ERROR)
     experts[#experts + 1] = ei[name]
 end
+-- A datagram captured only in part (tcpdump -s): not malformed, not decoded past
+-- the bytes that were captured.
+local ei_snaplen = ProtoExpert.new("metaroce.expert.snaplen",
+    "Captured only in part (snapshot length): the rest is not decoded",
+    expert.group.UNDECODED, expert.severity.NOTE)
+experts[#experts + 1] = ei_snaplen
 metaroce.experts = experts
 
 metaroce.prefs.udp_port = Pref.uint("UDP port", DEFAULT_PORT,
@@ -637,6 +643,14 @@ local function dissect(tvb, pinfo, tree)
         problem("truncated", tvb(0), string.format("%d bytes: the common header is %d", n, COMMON_LEN))
         return finish("MetaRoCE (truncated)")
     end
+    local function cut_short(info)
+        root:add_proto_expert_info(ei_snaplen,
+            string.format("%d of %d bytes captured", tvb:len(), n))
+        return finish(info .. " [cut short by the snapshot length]")
+    end
+    if tvb:len() < COMMON_LEN then
+        return cut_short("MetaRoCE")
+    end
     local version = tvb(0, 1):uint()
     local t = tvb(1, 1):uint()
     local path = tvb(2, 1):uint()
@@ -663,18 +677,27 @@ local function dissect(tvb, pinfo, tree)
         problem("bad_flags", tvb(3, 1), "reserved byte 3 not 0")
     end
 
-    local info, hl
+    local body
     if t == T_DATA then
-        info, hl = dissect_data(tvb, tree, n, problem)
+        body = function() return dissect_data(tvb, tree, n, problem) end
     elseif t == T_ACK then
-        info, hl = dissect_ack(tvb, tree, n, problem), ACK_LEN
+        body = function() return dissect_ack(tvb, tree, n, problem), ACK_LEN end
     elseif t == T_PROBE then
-        info, hl = dissect_probe(tvb, tree, n, problem), PROBE_LEN
+        body = function() return dissect_probe(tvb, tree, n, problem), PROBE_LEN end
     elseif t == T_DATAGRAM then
-        info, hl = dissect_datagram(tvb, tree, n, problem)
+        body = function() return dissect_datagram(tvb, tree, n, problem) end
     else
         problem("unknown_type", tvb(1, 1), string.format("type %d is not 1..4", t))
         return finish(string.format("MetaRoCE type %d", t))
+    end
+    -- A range past the captured bytes raises an error: with a snapshot length
+    -- shorter than the datagram that is the capture's limit, not a malformation.
+    local ok, info, hl = pcall(body)
+    if not ok then
+        if tvb:len() < n then
+            return cut_short(string.format("0x%06x p%d type %d", dst_conn, path, t))
+        end
+        error(info)
     end
     if hl ~= nil then
         tree:add(f.hdr_len, math.min(hl, n)):set_generated()
@@ -684,7 +707,8 @@ local function dissect(tvb, pinfo, tree)
     if (t == T_DATA or t == T_PROBE) and path >= MAX_PATHS then
         problem("bad_path", tvb(2, 1), string.format("path %d: connections have at most %d", path, MAX_PATHS))
     end
-    local src_qpn = (t == T_DATAGRAM and n >= DATAGRAM_LEN) and tvb(20, 4):uint() or nil
+    local src_qpn = (t == T_DATAGRAM and n >= DATAGRAM_LEN and tvb:len() >= DATAGRAM_LEN)
+        and tvb(20, 4):uint() or nil
     if t ~= T_DATAGRAM or src_qpn ~= nil then
         track(tree, pinfo, t, path, dst_conn, token, src_qpn)
     end
