@@ -3,13 +3,14 @@
 //! would recognise (RoCEv2+DCQCN over PFC and lossy, IRN, multi-plane RoCE), over
 //! several seeds, and prints one Markdown table per scenario ([`scenarios`]).
 //!
-//! Usage: `metaroce-sim [--quick|--full] [--seed N] [--check] [--only N] [--kernel]`
+//! Usage ([`cli::USAGE`], `-h`): `metaroce-sim [--quick|--full] [--seed N] [--check] [--only N] [--kernel]`
 //! (scenario 8, the DCQCN parameter sensitivity, and 9, 11, 12 run with `--full` or
 //! `--only N`)
 //! or `metaroce-sim --scale ...` (see [`scale`]): a 1,024-host permutation, measured.
 //! `--kernel` runs only the kernel-configuration MetaRoCE column (guards report only).
 //! `--check` exits non-zero if a MetaRoCE regression guard fails.
 
+mod cli;
 // Library API of the baselines/workloads/statistics: not every item is used by the
 // scenarios (tests use the rest).
 #[allow(dead_code)]
@@ -66,22 +67,22 @@ mod workload;
 use scenarios::{base_rtt, Scale, Section, DELAY, GBPS, K, MIN_RTO};
 use std::time::Instant as WallClock;
 
-fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let quick = !args.iter().any(|a| a == "--full");
-    let check = args.iter().any(|a| a == "--check");
-    let kernel = args.iter().any(|a| a == "--kernel");
-    let seed = arg(&args, "--seed").unwrap_or(1);
-    let only: Option<u32> = arg(&args, "--only");
-    if args.iter().any(|a| a == "--scale") {
-        scale::run(&args, scenarios::params(kernel, 8, seed, 0));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cli = match cli::parse(&args) {
+        Ok(c) if c.help => {
+            println!("{}", cli::USAGE);
+            return;
+        }
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("metaroce-sim: {e}\n{}", cli::USAGE);
+            std::process::exit(2);
+        }
+    };
+    let (quick, check, kernel, seed, only) = (cli.quick, cli.check, cli.kernel, cli.seed, cli.only);
+    if let Some(sa) = &cli.scale {
+        scale::run(sa, scenarios::params(kernel, 8, seed, 0));
         return;
     }
     let sc = Scale {

@@ -1,8 +1,9 @@
 //! `--scale`: a permutation over a large fat tree, as a measurement of the engine's
 //! speed and of the fabric (not a pass/fail test).
 //!
-//! `metaroce-sim --scale [--hosts-per-tor N] [--tors N] [--tiers 2|3] [--oversub K]
-//! [--planes P] [--ms T] [--pfc] [--base] [--seed S]`
+//! `metaroce-sim --scale [--hosts-per-tor N] [--tors N] [--tiers 2|3] [--pods N]
+//! [--oversub K] [--planes P] [--ms T] [--pfc] [--base] [--seed S]` ([`crate::cli`]
+//! checks every value)
 //!
 //! Default: 1,024 hosts on a 2-tier 1:1 (32 leaves × 32 hosts, 32 spines) 100 Gb/s fabric
 //! with Tomahawk-class shared-buffer switches (2.5 MB/Tb/s, alpha 1, step ECN at
@@ -15,19 +16,12 @@
 //! work (commit `fed9000`, same day): 172.9 s user, 532.9 s wall. CPU time varies by
 //! ±30 % with the machine's load; see `Documentation/simulation.rst`, "Engine speed".
 
+use crate::cli::ScaleArgs;
 use crate::net::Rng;
 use crate::sim::{Params, Sim, Transport, MTU, OVERHEAD};
 use crate::switch::{Ecn, SwitchConfig};
 use crate::topo::{FatTree, Node};
 use std::time::Instant as WallClock;
-
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 /// A permutation of `0..n` in which no host sends to its own ToR (every flow crosses
 /// the fabric), from a seeded shuffle with same-ToR pairs swapped away.
@@ -56,24 +50,20 @@ pub fn permutation(n: u32, per_tor: u32, seed: u64) -> Vec<u32> {
     }
 }
 
-pub fn run(args: &[String], params: Params) {
-    let tiers: u8 = arg(args, "--tiers", 2);
-    let os: u16 = arg(args, "--oversub", 1);
-    let planes: u8 = arg(args, "--planes", 1);
-    let ms: f64 = arg(args, "--ms", 10.0);
+pub fn run(a: &ScaleArgs, params: Params) {
+    let (tiers, os, planes, ms) = (a.tiers, a.oversub, a.planes, a.ms);
     let mut ft = if tiers == 3 {
-        FatTree::three_tier(16, 8, 8, os, 1)
+        FatTree::three_tier(a.pods, a.tors, a.hosts_per_tor, os, 1)
     } else {
-        let hpt: u16 = arg(args, "--hosts-per-tor", 32);
-        FatTree::two_tier(arg(args, "--tors", 32), hpt, os)
+        FatTree::two_tier(a.tors, a.hosts_per_tor, os)
     };
     ft.planes = planes;
     let mut cfg = SwitchConfig::shared(Ecn::step(100_000));
-    if args.iter().any(|a| a == "--pfc") {
+    if a.pfc {
         cfg = SwitchConfig::lossless(cfg.ecn, u64::from(MTU + 100 + OVERHEAD));
     }
     let mut params = params;
-    if args.iter().any(|a| a == "--base") {
+    if a.base {
         params.transport = Transport::Base;
     }
     params.sample_ns = 100_000;
