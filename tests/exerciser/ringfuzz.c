@@ -715,6 +715,17 @@ static int after(int rc, const char *left, char *why, size_t len)
 	return 1;
 }
 
+/* number: S as a whole decimal or 0x number <= MAX, into *OUT; 0 on success. */
+static int number(const char *s, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	errno = 0;
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	*out = strtoull(s, &end, 0);
+	return errno || *end || *out > max ? -1 : 0;
+}
+
 static int usage(FILE *f, const char *prog, int rc)
 {
 	fprintf(f, "usage: %s [-d DEV] [-g GID_INDEX] [-s SEED] [-n ROUNDS] [-r ROUND] [-v] [-h]\n"
@@ -748,17 +759,23 @@ int main(int argc, char **argv)
 	int rounds = 50, only = -1, o, fails = 0, sigs[65] = { 0 }, gid_arg = -1;
 	char left[1024], why[1200], d[300];
 	double t0 = now();
+	unsigned long long v;
+	const char *bad = NULL;
 	while ((o = getopt(argc, argv, "d:g:s:n:r:vh")) != -1)
 		if (o == 'd') dev_name = optarg;
-		else if (o == 'g') gid_arg = atoi(optarg);
-		else if (o == 's') seed = strtoull(optarg, NULL, 0);
-		else if (o == 'n') rounds = atoi(optarg);
-		else if (o == 'r') only = atoi(optarg);
+		else if (o == 'g') { if (number(optarg, 255, &v)) bad = "-g takes a GID index 0..255"; else gid_arg = (int)v; }
+		else if (o == 's') { if (number(optarg, ~0ull, &v) || !v) bad = "-s takes a nonzero seed"; else seed = v; }
+		else if (o == 'n') { if (number(optarg, 1000000, &v)) bad = "-n takes 0..1000000 rounds"; else rounds = (int)v; }
+		else if (o == 'r') { if (number(optarg, 1000000, &v)) bad = "-r takes a round number"; else only = (int)v; }
 		else if (o == 'v') verbose = 1;
 		else if (o == 'h') return usage(stdout, argv[0], 0);
 		else return usage(stderr, argv[0], 2);
-	if (optind < argc || rounds < 0 || gid_arg < -1) {
-		fprintf(stderr, "%s: %s\n", argv[0], optind < argc ? "unexpected argument" : "-n and -g take a number >= 0");
+	if (!bad && optind < argc)
+		bad = "unexpected argument";
+	if (!bad && only >= 0 && !seed)
+		bad = "-r ROUND reruns a round of the seed given with -s";
+	if (bad) {
+		fprintf(stderr, "%s: %s\n", argv[0], bad);
 		return usage(stderr, argv[0], 2);
 	}
 	gid_idx = gid_arg;
