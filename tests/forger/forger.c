@@ -267,6 +267,41 @@ static size_t one(uint8_t *b, int malformed, int *kind)
 	}
 }
 
+static int usage(FILE *f, const char *prog, int rc)
+{
+	fprintf(f, "usage: %s -d ADDR [-p PORT] [-c IDS] [-m blind|malformed|mix] [-n N] [-t S] [-r RATE] [-s SEED]\n"
+		"  -d ADDR   the target's IPv4 or IPv6 address\n"
+		"  -p PORT   its UDP port, 1..65535 (default 4792)\n"
+		"  -c IDS    connection ids to aim at, comma-separated (at most 64)\n"
+		"  -m MODE   blind (well-formed, guessed tokens), malformed, or mix (default)\n"
+		"  -n N      datagrams to send (default 100000)\n"
+		"  -t S      stop after S seconds (> 0)\n"
+		"  -r RATE   datagrams a second (> 0; default: as fast as it can)\n"
+		"  -s SEED   the generator's seed\n", prog);
+	return rc;
+}
+
+/* num: S as a whole decimal or 0x number in MIN..MAX into *OUT; 0 on success. */
+static int num(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	*out = strtoul(s, &end, 0);
+	return errno || *end || *out < min || *out > max ? -1 : 0;
+}
+
+/* pos: S as a finite number > 0 into *OUT; 0 on success. */
+static int pos(const char *s, double *out)
+{
+	char *end;
+
+	*out = strtod(s, &end);
+	return !*s || *end || !(*out > 0) || *out > 1e12 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *addr = NULL, *mode = "mix";
@@ -274,23 +309,34 @@ int main(int argc, char **argv)
 	double secs = 1e9, rate = 0;
 	int port = 4792, opt;
 
-	while ((opt = getopt(argc, argv, "d:p:c:m:n:t:r:s:")) != -1) {
+	unsigned long v;
+	int bad = 0;
+	while ((opt = getopt(argc, argv, "d:p:c:m:n:t:r:s:h")) != -1) {
 		switch (opt) {
 		case 'd': addr = optarg; break;
-		case 'p': port = atoi(optarg); break;
+		case 'p': bad |= num(optarg, 1, 65535, &v); port = (int)v; break;
 		case 'c':
-			for (char *t = strtok(optarg, ","); t && nconns < 64; t = strtok(NULL, ","))
-				conns[nconns++] = strtoul(t, NULL, 0);
+			for (char *t = strtok(optarg, ","); t; t = strtok(NULL, ",")) {
+				if (nconns == 64 || num(t, 0, 0xffffffff, &v)) { bad = 1; break; }
+				conns[nconns++] = v;
+			}
 			break;
 		case 'm': mode = optarg; break;
-		case 'n': count = strtoul(optarg, NULL, 0); break;
-		case 't': secs = atof(optarg); break;
-		case 'r': rate = atof(optarg); break;
-		case 's': seed = strtoul(optarg, NULL, 0); break;
-		default:
-			fprintf(stderr, "usage: %s -d ADDR [-p PORT] [-c IDS] [-m blind|malformed|mix] [-n N] [-t S] [-r RATE] [-s SEED]\n", argv[0]);
-			return 2;
+		case 'n': bad |= num(optarg, 0, ~0ul, &count); break;
+		case 't': bad |= pos(optarg, &secs); break;
+		case 'r': bad |= pos(optarg, &rate); break;
+		case 's': bad |= num(optarg, 0, ~0ul, &seed); break;
+		case 'h': return usage(stdout, argv[0], 0);
+		default: return usage(stderr, argv[0], 2);
 		}
+		if (bad) {
+			fprintf(stderr, "forger: -%c %s: not a valid value\n", opt, optarg);
+			return usage(stderr, argv[0], 2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "forger: unexpected argument '%s'\n", argv[optind]);
+		return usage(stderr, argv[0], 2);
 	}
 	if (!addr || (strcmp(mode, "blind") && strcmp(mode, "malformed") && strcmp(mode, "mix"))) {
 		fprintf(stderr, "forger: -d ADDR needed; -m blind|malformed|mix\n");

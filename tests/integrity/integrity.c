@@ -1075,11 +1075,40 @@ static void run_op(struct desc *d)
 		target(d);
 }
 
-static void usage(void)
+static __attribute__((noreturn)) void usage_to(FILE *f, int rc)
 {
-	fprintf(stderr, "usage: integrity -d DEV -g GIDIDX [-s SEED] [-n OPS] [-M MAXSIZE] [-p PORT] [-v] [-Q] [-X data|len|imm|replay] "
-		"server | client SERVER_IP\n");
-	exit(2);
+	fprintf(f, "usage: integrity -d DEV -g GIDIDX [-s SEED] [-n OPS] [-M MAXSIZE] [-p PORT] [-v] [-Q] [-X data|len|imm|replay] "
+		"server | client SERVER_IP\n"
+		"  -d DEV      the RDMA device (mr0, rxe0)\n"
+		"  -g GIDIDX   its RoCE v2 GID index\n"
+		"  -s SEED     the operation sequence's seed (client; the server takes the client's)\n"
+		"  -n OPS      operations (client)\n"
+		"  -M MAXSIZE  largest message, 4096..2^30 bytes (client)\n"
+		"  -p PORT     the TCP port both ends meet on, 1..65535 (default 19875)\n"
+		"  -v          every operation; -Q: QPs at the device's limits\n"
+		"  -X WHAT     inject a fault the check must catch: data, len, imm or replay\n"
+		"TAP on stdout; exit 0 when every byte checked out.\n");
+	exit(rc);
+}
+
+static __attribute__((noreturn)) void usage(void)
+{
+	usage_to(stderr, 2);
+}
+
+/* num: S as a whole decimal or 0x number in MIN..MAX, or the usage and exit 2. */
+static unsigned long long num(const char *s, unsigned long long min, unsigned long long max)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		usage();
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v < min || v > max)
+		usage();
+	return v;
 }
 
 int main(int argc, char **argv)
@@ -1092,17 +1121,23 @@ int main(int argc, char **argv)
 	uint32_t i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "d:g:s:n:M:p:vQX:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:s:n:M:p:vQX:h")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
-		case 'g': gidx = atoi(optarg); break;
-		case 's': seed = strtoull(optarg, NULL, 0); break;
-		case 'n': nops = strtoull(optarg, NULL, 0); break;
-		case 'M': maxsize = strtoull(optarg, NULL, 0); break;
-		case 'p': port = atoi(optarg); break;
+		case 'g': gidx = (int)num(optarg, 0, 255); break;
+		case 's': seed = num(optarg, 0, ~0ull); break;
+		case 'n': nops = num(optarg, 0, ~0u); break;
+		case 'M': maxsize = num(optarg, 0, ~0ull); break;
+		case 'p': port = (int)num(optarg, 1, 65535); break;
 		case 'v': verbose = 1; break;
 		case 'Q': deep = 1; break;
-		case 'X': inject = optarg; break;
+		case 'X':
+			inject = optarg;
+			if (strcmp(inject, "data") && strcmp(inject, "len") && strcmp(inject, "imm") &&
+			    strcmp(inject, "replay"))
+				usage();
+			break;
+		case 'h': usage_to(stdout, 0);
 		default: usage();
 		}
 	}
