@@ -42,6 +42,7 @@ pub fn pairs(ft: &FatTree, seed: u64) -> Vec<(u32, u32)> {
 }
 
 /// Aggregate goodput over the capacity for this traffic (`os` = total oversubscription).
+#[cfg(test)]
 pub fn goodput(v: Variant, ft: FatTree, os: u16, seed: u64, dur: u64) -> f64 {
     permutation::goodput(v, ft, per_pod(&ft), os, seed, dur)
 }
@@ -53,6 +54,7 @@ pub fn fcts(v: Variant, ft: FatTree, seed: u64, bytes: u64, limit: u64) -> (Vec<
 
 /// The single-path ECMP bound of [`goodput`]: every flow pinned to the path its
 /// baseline QP's source port hashes onto, max-min fair over those paths.
+#[cfg(test)]
 pub fn ecmp_bound(ft: FatTree, os: u16, seed: u64) -> f64 {
     permutation::ecmp_maxmin_bound(ft, per_pod(&ft), os, seed)
 }
@@ -98,31 +100,14 @@ pub fn run(sc: Scale) -> Section {
     );
     let mc = meta_col(&vs);
     for (ft, os) in [(ft1, 1u16), (ft4, 4)] {
-        let g: Vec<Vec<f64>> = vs
-            .iter()
-            .map(|v| {
-                seeds
-                    .iter()
-                    .map(|&sd| goodput(*v, ft, os, sd, dur) * 100.0)
-                    .collect()
-            })
-            .collect();
-        let m = mean(&g[mc]) / 100.0;
-        let bound: Vec<f64> = seeds
-            .iter()
-            .map(|&sd| ecmp_bound(ft, os, sd) * 100.0)
-            .collect();
-        sec.rows.push(Row {
-            scenario: format!("3-tier permutation {os}:1, {} hosts", ft.hosts()),
-            metric: format!(
-                "aggregate goodput / capacity (single-path ECMP bound {})",
-                ci(&bound, 1, " %")
-            ),
-            cells: g.iter().map(|x| ci(x, 1, " %")).collect(),
-            target: "≥ 90 %".into(),
-            met: Some(m >= 0.90),
-            guard: None,
-        });
+        let (row, _) = permutation::goodput_row(
+            &vs,
+            &seeds,
+            mc,
+            (ft, per_pod(&ft), os, dur),
+            format!("3-tier permutation {os}:1, {} hosts", ft.hosts()),
+        );
+        sec.rows.push(row);
         let ideal = bytes as f64 * 8.0 / (LINE / f64::from(os)) * 1e9 + rtt_3tier();
         let tails = permutation::pooled_tails(&vs, &seeds, |v, sd| fcts(v, ft, sd, bytes, limit));
         let mp99 = tails[mc].0.map(|t| t.p99 / ideal).unwrap_or(f64::INFINITY);
