@@ -4,6 +4,7 @@
 #   diag TEXT         a TAP comment
 #   done_testing      print the plan (TAP allows it last) and exit 0/1
 #   retry SECONDS CMD...   rerun CMD until it succeeds or SECONDS pass
+#   slow SECONDS      SECONDS scaled for the kernel under test (debug: x8)
 
 _tap_n=0
 _tap_failed=0
@@ -113,6 +114,17 @@ gid_index() {
     [[ $(cat "$g") == "$want" && $t == "RoCE v2" ]] && { echo "$i"; return 0; }
   done
   return 1
+}
+
+# slow SECONDS: a time limit scaled for the kernel under test: MR_SLOW times
+# SECONDS (default: 8 on the debug flavour, which has kmemleak, where perftest
+# runs about 10-30 times slower under TCG; else 1).
+slow() {
+  if [[ -z ${MR_SLOW:-} ]]; then
+    mountpoint -q /sys/kernel/debug 2>/dev/null || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+    [[ -e /sys/kernel/debug/kmemleak ]] && MR_SLOW=8 || MR_SLOW=1
+  fi
+  echo $(($1 * MR_SLOW))
 }
 
 # On kernels with kmemleak (the debug flavour): scan twice and report as a test.

@@ -23,7 +23,9 @@
 #          down/up) under ib_write_bw -D 20: the tool ends within a bound,
 #          the port follows the MTU and comes back ACTIVE, and
 #          ibv_rc_pingpong -c succeeds afterwards.
-# MR_ABUSE_SECTIONS (space-separated, default all) runs a subset.
+# MR_ABUSE_SECTIONS (space-separated, default all) runs a subset. Every time
+# limit and bound is scaled by tests/lib.sh's slow (x8 on the debug kernel,
+# where perftest's 5 x 8 MiB ran past the normal 90 s; MR_SLOW=N overrides).
 . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
 sections=${MR_ABUSE_SECTIONS:-uc sizes kill mtu}
@@ -58,7 +60,7 @@ mkdir -p "$ev"
 run() {
   local t=$1; shift
   if server; then out=$(timeout -k 5 "$t" "$@" 2>&1); rc=$?; return "$rc"; fi
-  local end=$((SECONDS + 60))
+  local end=$((SECONDS + $(slow 60)))
   while :; do
     out=$(timeout -k 5 "$t" "$@" "$MR_PEER_IP4" 2>&1); rc=$?
     ((rc == 0)) && return 0
@@ -77,7 +79,7 @@ nextport() { port=$((port + 1)); }
 perf() {
   local tool=$1 size=$2 iters=$3 line; shift 3
   nextport
-  run "${T:-90}" "$tool" -d "$dev" -x "$gid" -p "$port" -s "$size" -n "$iters" -F "$@"
+  run "$(slow "${T:-90}")" "$tool" -d "$dev" -x "$gid" -p "$port" -s "$size" -n "$iters" -F "$@"
   line=$(awk -v s="$size" '$1 == s && NF >= 4' <<<"$out" | tail -1)
   if ((rc == 0)) && [[ -n $line ]]; then
     perf_line="$(awk '{print $4 " MB/s avg"}' <<<"$line")"; return 0
@@ -91,7 +93,7 @@ perf() {
 pp() {
   local tool=$1 iters=$2 size=$3; shift 3
   nextport
-  run "${T:-90}" "$tool" -d "$dev" -g "$gid" -p "$port" -n "$iters" -s "$size" -c "$@"
+  run "$(slow "${T:-90}")" "$tool" -d "$dev" -g "$gid" -p "$port" -n "$iters" -s "$size" -c "$@"
   ((rc == 0)) && grep -q 'iters in' <<<"$out"
 }
 # pp_test DESC TOOL ITERS SIZE [OPTIONS...]: pp as a test. ibv_*_pingpong has
@@ -228,11 +230,11 @@ user_objs() {
 # in the background (pid in $pid, output in $f), retrying for 60 s until it
 # connects.
 start_client() {
-  local end=$((SECONDS + 60)) k
+  local end=$((SECONDS + $(slow 60))) k
   while :; do
     stdbuf -oL ib_write_bw -d "$dev" -x "$gid" -p "$port" -s 65536 -D "$1" -F "$MR_PEER_IP4" >"$f" 2>&1 &
     pid=$!
-    for ((k = 0; k < 20; k++)); do
+    for ((k = 0; k < $(slow 20); k++)); do
       grep -q 'remote address' "$f" && return 0
       kill -0 "$pid" 2>/dev/null || break
       sleep 1
@@ -256,7 +258,7 @@ kill_test() {
   else
     start_client 30
   fi
-  if retry 60 grep -q 'remote address' "$f"; then
+  if retry "$(slow 60)" grep -q 'remote address' "$f"; then
     pass "$dev: kill -9 of the $who: ib_write_bw -D 30 connected (pid $pid)"
   else fail "$dev: kill -9 of the $who: ib_write_bw -D 30 connects" "$(cat "$f")"; fi
   meet "kill$victim-connected"
@@ -282,7 +284,7 @@ kill_test() {
     # The survivor ends (with or without an error) within 45 s of the kill;
     # past that it is killed too, and that is a failure of the bound.
     ended=0
-    retry 45 bash -c "! kill -0 $pid 2>/dev/null" && ended=1
+    retry "$(slow 45)" bash -c "! kill -0 $pid 2>/dev/null" && ended=1
     t1=$((SECONDS - t0))
     if ((ended)); then
       wait "$pid"; rc2=$?
@@ -296,7 +298,7 @@ kill_test() {
   # user-space QP, MR or PD left on $dev at all.
   gone() { [[ -z $(owned "$pid") && -z $(user_objs) ]]; }
   t0=$SECONDS
-  if retry 30 gone; then pass "$dev: kill -9 of the $who: rdma res shows no qp/mr/pd/cq of pid $pid nor any user object after $((SECONDS - t0)) s"
+  if retry "$(slow 30)" gone; then pass "$dev: kill -9 of the $who: rdma res shows no qp/mr/pd/cq of pid $pid nor any user object after $((SECONDS - t0)) s"
   else fail "$dev: kill -9 of the $who: objects left after 30 s" "$(owned "$pid"; user_objs; rdma res show 2>&1)"; fi
   meet "kill$victim-clean"
   # A fresh short run between the guests (after the first kill, the next
@@ -327,7 +329,7 @@ if want mtu; then
   else
     start_client 20
   fi
-  retry 60 grep -q 'remote address' "$f" && pass "$dev: ib_write_bw -D 20 connected" ||
+  retry "$(slow 60)" grep -q 'remote address' "$f" && pass "$dev: ib_write_bw -D 20 connected" ||
     fail "$dev: ib_write_bw -D 20 connects" "$(cat "$f")"
   t0=$SECONDS
   if server; then
@@ -358,17 +360,17 @@ if want mtu; then
   fi
   # The tool ends within its 20 s and a bound (60 s more), cleanly or with an error.
   ended=0
-  retry $((20 + 60)) bash -c "! kill -0 $pid 2>/dev/null" && ended=1
+  retry $((20 + $(slow 60))) bash -c "! kill -0 $pid 2>/dev/null" && ended=1
   if ((ended)); then
     wait "$pid"; rc2=$?
     line=$(awk '$1 == 65536 && NF >= 4' "$f" | tail -1)
     pass "$dev: ib_write_bw -D 20 under MTU changes ends after $((SECONDS - t0)) s: exit $rc2, $([[ -n $line ]] && awk '{print $4 " MB/s avg"}' <<<"$line" || grep -m1 -iE 'error|fail' "$f")"
   else
     kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-    fail "$dev: ib_write_bw -D 20 under MTU changes ends within 80 s (killed)" "$(cat "$f")$(dmesg_tail)"
+    fail "$dev: ib_write_bw -D 20 under MTU changes ends within $((20 + $(slow 60))) s (killed)" "$(cat "$f")$(dmesg_tail)"
   fi
   if server; then
-    retry 30 test "$(port_state)" = ACTIVE && [[ $(mtu_enum) == "$pmtu" ]] &&
+    retry "$(slow 30)" test "$(port_state)" = ACTIVE && [[ $(mtu_enum) == "$pmtu" ]] &&
       pass "$dev: after the MTU changes: port ACTIVE, active_mtu $(mtu_enum) at netdev MTU $(cat /sys/class/net/$MR_IF/mtu)" ||
       fail "$dev: after the MTU changes: port ACTIVE with active_mtu $pmtu" "$(rdma link show; ibv_devinfo -d "$dev")"
   fi
