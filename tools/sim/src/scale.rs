@@ -81,15 +81,16 @@ pub fn run(a: &ScaleArgs, params: Params) {
     let step = dur / 10;
     for i in 1..=10 {
         s.run(step * i);
-        if std::env::var("SIM_DEBUG").is_ok() {
-            eprintln!(
-                "t={} events {} pending {} packets {}",
-                s.now,
-                s.events,
-                s.pending_events(),
-                s.fabric.pool.live()
-            );
-        }
+        // Progress on stderr (the run takes minutes): simulated time, events so far,
+        // events pending, packets alive in the fabric, wall seconds.
+        eprintln!(
+            "scale: {:.1} of {ms} ms simulated, {} events, {} pending, {} packets live, {:.0} s wall",
+            s.now as f64 / 1e6,
+            s.events,
+            s.pending_events(),
+            s.fabric.pool.live(),
+            wall.elapsed().as_secs_f64()
+        );
     }
     let secs = wall.elapsed().as_secs_f64();
     let total: u64 = (0..s.flows.len()).map(|f| s.delivered(f)).sum();

@@ -272,10 +272,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         max_rto_ns: self.params.max_rto_ns,
                         pacing_slack_us: self.params.pacing_slack_us,
                         ack_timeout_ns: self.params.ack_timeout_ns,
-                        init_qwnd: std::env::var("SIM_IW")
-                            .ok()
-                            .and_then(|v| v.parse().ok())
-                            .unwrap_or(Config::default().init_qwnd),
                         min_rto_ns: self.params.min_rto_ns,
                         ..Config::default()
                     };

@@ -184,23 +184,12 @@ pub fn run(sc: Scale) -> Section {
             met: Some(ua >= 0.90),
             guard: Some(ua >= 0.80),
         });
-        sec.rows.push(Row {
-            scenario: format!("incast {n}→1"),
-            metric: "drops / PFC pause µs / peak rx queue KB".into(),
-            cells: res
-                .iter()
-                .map(|r| {
-                    drops_pause_peak(
-                        &r.iter().map(|x| x.drops as f64).collect::<Vec<_>>(),
-                        &r.iter().map(|x| x.paused_us).collect::<Vec<_>>(),
-                        &r.iter().map(|x| x.peak_q as f64 / 1e3).collect::<Vec<_>>(),
-                    )
-                })
-                .collect(),
-            target: "—".into(),
-            met: None,
-            guard: None,
-        });
+        sec.rows.push(fabric_row(
+            format!("incast {n}→1"),
+            "rx queue",
+            &res,
+            |x| (x.drops, x.paused_us, x.peak_q),
+        ));
     }
     sec
 }

@@ -189,22 +189,9 @@ pub fn run(sc: Scale) -> Section {
             guard: None,
         });
     }
-    sec.rows.push(Row {
-        scenario: "whole mix".into(),
-        metric: "drops / PFC pause µs / peak switch queue KB".into(),
-        cells: res
-            .iter()
-            .map(|r| {
-                drops_pause_peak(
-                    &r.iter().map(|x| x.drops as f64).collect::<Vec<_>>(),
-                    &r.iter().map(|x| x.paused_us).collect::<Vec<_>>(),
-                    &r.iter().map(|x| x.peak_q as f64 / 1e3).collect::<Vec<_>>(),
-                )
-            })
-            .collect(),
-        target: "—".into(),
-        met: None,
-        guard: None,
-    });
+    sec.rows
+        .push(fabric_row("whole mix".into(), "switch queue", &res, |x| {
+            (x.drops, x.paused_us, x.peak_q)
+        }));
     sec
 }

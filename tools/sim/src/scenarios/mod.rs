@@ -24,6 +24,7 @@
 pub mod collectives;
 pub mod failure;
 pub mod incast;
+pub mod large;
 pub mod loss;
 pub mod mix;
 pub mod permutation;
@@ -619,6 +620,35 @@ pub fn drops_pause_peak(drops: &[f64], paused_us: &[f64], peak_kb: &[f64]) -> St
         ci(paused_us, 0, ""),
         ci(peak_kb, 0, "")
     )
+}
+
+/// The "drops / PFC pause µs / peak `queue` KB" row of `scenario`: one cell per
+/// transport, from each seed's `(drops, pause µs, peak queue bytes)` given by `f`.
+pub fn fabric_row<T>(
+    scenario: String,
+    queue: &str,
+    res: &[Vec<T>],
+    f: impl Fn(&T) -> (u64, f64, u64),
+) -> Row {
+    let cells = res
+        .iter()
+        .map(|r| {
+            let v: Vec<(u64, f64, u64)> = r.iter().map(&f).collect();
+            drops_pause_peak(
+                &v.iter().map(|x| x.0 as f64).collect::<Vec<_>>(),
+                &v.iter().map(|x| x.1).collect::<Vec<_>>(),
+                &v.iter().map(|x| x.2 as f64 / 1e3).collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    Row {
+        scenario,
+        metric: format!("drops / PFC pause µs / peak {queue} KB"),
+        cells,
+        target: "—".into(),
+        met: None,
+        guard: None,
+    }
 }
 
 #[cfg(test)]
