@@ -10,7 +10,7 @@ usage: metaroce-sim [--quick | --full] [--seed N] [--only N] [--check] [--kernel
   --quick        quick scale (the default; scenarios 1-7, 10, 13)
   --full         full scale: every scenario (Documentation/simulation.rst's tables)
   --seed N       first seed, N >= 1 (default 1)
-  --only N       only scenario N, 1..14 (8, 9, 11, 12 and 14 run only with --full or --only)
+  --only N       only scenario N, 1..15 (8, 9, 11, 12, 14 and 15 run only with --full or --only)
   --check        exit 1 if a MetaRoCE regression guard fails
   --kernel       only the kernel-configuration MetaRoCE column (--check reports only)
   --scale        the engine speed run: a permutation on a large fat tree (default 1,024
@@ -54,7 +54,7 @@ pub struct ScaleArgs {
 }
 
 /// Scenarios `--only` accepts.
-pub const SCENARIOS: u32 = 14;
+pub const SCENARIOS: u32 = 15;
 
 fn value<T: std::str::FromStr>(flag: &str, v: Option<&String>) -> Result<T, String> {
     let v = v.ok_or_else(|| format!("{flag} needs a value"))?;

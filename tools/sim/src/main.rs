@@ -92,17 +92,18 @@ fn main() {
         dcqcn_presets: false,
     };
     let wall = WallClock::now();
-    // Scenario 8 (DCQCN sensitivity, baselines only) and 9, 11, 12, 14 (3-tier fabric,
-    // background mix, reordering, 1,024 hosts) run at full scale or with --only N; 10 and 13
+    // Scenario 8 (DCQCN sensitivity, baselines only) and 9, 11, 12, 14, 15 (3-tier fabric,
+    // background mix, reordering, 1,024 hosts, short flows among long ones) run at full
+    // scale or with --only N; 10 and 13
     // (collective sizes, PFC spreading) are cheap enough for --quick.
     let run = |n: u32| {
         only.map(|o| o == n).unwrap_or(match n {
             8 => !quick && !kernel,
-            9 | 11 | 12 | 14 => !quick,
+            9 | 11 | 12 | 14 | 15 => !quick,
             _ => true,
         })
     };
-    let all: [fn(Scale) -> Section; 14] = [
+    let all: [fn(Scale) -> Section; 15] = [
         scenarios::loss::run,
         scenarios::incast::run,
         scenarios::permutation::run,
@@ -117,6 +118,7 @@ fn main() {
         scenarios::reorder::run,
         scenarios::spread::run,
         scenarios::large::run,
+        scenarios::elephants::run,
     ];
     println!(
         "MetaRoCE simulator, {} scale, seeds from {seed}: {GBPS} Gb/s links, {DELAY} ns/hop, \

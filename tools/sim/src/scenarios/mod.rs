@@ -22,6 +22,7 @@
 //! gets its own published ECN setting.
 
 pub mod collectives;
+pub mod elephants;
 pub mod failure;
 pub mod incast;
 pub mod large;

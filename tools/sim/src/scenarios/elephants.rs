@@ -1,0 +1,224 @@
+//! Scenario 15: short flows and incasts among long flows ([`background_foreground`]).
+//! Background: a permutation of long flows (1 GiB each, none finishes) from t = 0, so
+//! every host's link is busy; foreground: flows with Facebook-Hadoop sizes
+//! ([`Cdf::FB_HADOOP`], mostly under 10 KB) between random pairs, Poisson arrivals at
+//! 20 % of every host's line rate over the window, and every quarter of the window an
+//! 8→1 incast of 64 KiB per sender to a random receiver.
+//!
+//! Every transfer has its own connection/QP, created at t = 0 and posted at its start
+//! (as in scenario 11). The run lasts until every foreground and incast transfer
+//! completed, or 10 ms after the window (unfinished ones then count with that time).
+//!
+//! * Foreground FCT p50/p99/p99.9, pooled over flows and seeds: flows of at most
+//!   100 KB (latency-bound: what long flows' queues cost them) and all.
+//! * Incast completion: the last completion minus the start, mean over the run's
+//!   incasts, over the idle-fabric ideal (8 × 64 KiB at 100 Gb/s plus one base RTT).
+//! * Background goodput: bytes the long flows placed from 1/4 of the window to its end,
+//!   over hosts × 100 Gb/s (the foreground takes about 20 % of it).
+
+use super::*;
+use crate::driver::Driver;
+use crate::stats::Tail;
+use crate::workload::{background_foreground, Cdf, GROUP_BACKGROUND, GROUP_FOREGROUND};
+
+/// Incast fan-in and bytes per sender.
+pub const FAN_IN: usize = 8;
+pub const INCAST_BYTES: u64 = 64 << 10;
+/// Foreground offered load, fraction of each host's line rate.
+pub const FG_LOAD: f64 = 0.2;
+/// Each long flow's bytes: more than a window carries.
+pub const BG_BYTES: u64 = 1 << 30;
+
+pub struct Run {
+    /// Per incast: completion time, ns (None: unfinished).
+    pub incasts: Vec<Option<u64>>,
+    /// Foreground flows: (bytes, FCT ns (unfinished: until the limit), finished).
+    pub fg: Vec<(u64, f64, bool)>,
+    /// Background goodput from 1/4 of the window to its end, fraction of hosts × line.
+    pub bg: f64,
+    pub drops: u64,
+    pub paused_us: f64,
+    pub peak_q: u64,
+}
+
+pub fn one(v: Variant, window: u64, seed: u64) -> Run {
+    let ft = mix::fabric();
+    let hosts: Vec<u32> = (0..ft.hosts()).collect();
+    let every = window / 4;
+    let wl = background_foreground(
+        &hosts,
+        BG_BYTES,
+        Cdf::FB_HADOOP,
+        FG_LOAD,
+        LINE,
+        window,
+        every,
+        FAN_IN,
+        INCAST_BYTES,
+        seed,
+    );
+    let limit = window + 10_000_000;
+    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
+    let flow_of: Vec<usize> = wl
+        .transfers
+        .iter()
+        .map(|t| add(&mut s, v, t.src, t.dst, false, t.bytes))
+        .collect();
+    let bg_flows: Vec<usize> = wl
+        .group(GROUP_BACKGROUND)
+        .into_iter()
+        .map(|i| flow_of[i])
+        .collect();
+    let flows = s.flows.len();
+    s.attach(Driver::new(wl.transfers, flow_of, flows));
+    let placed = |s: &Sim<8, 1, 4, 64>| bg_flows.iter().map(|&f| s.delivered(f)).sum::<u64>();
+    s.run(window / 4);
+    let b0 = placed(&s);
+    s.run(window);
+    let b1 = placed(&s);
+    let fg_done = |s: &Sim<8, 1, 4, 64>| {
+        let d = s.driver.as_ref().expect("attached");
+        d.transfers
+            .iter()
+            .zip(&d.done_at)
+            .all(|(t, e)| t.group == GROUP_BACKGROUND || e.is_some())
+    };
+    let mut t = window;
+    while t < limit && !fg_done(&s) {
+        t = (t + 50_000).min(limit);
+        s.run(t);
+    }
+    let d = s.driver.as_ref().expect("attached");
+    let last = d.transfers.iter().map(|t| t.group).max().unwrap_or(0);
+    let incasts = (GROUP_FOREGROUND + 1..=last)
+        .map(|g| d.group_time(g))
+        .collect();
+    let mut fg = Vec::new();
+    for (i, tr) in d.transfers.iter().enumerate() {
+        if tr.group != GROUP_FOREGROUND {
+            continue;
+        }
+        match (d.posted_at[i], d.done_at[i]) {
+            (Some(p), Some(e)) => fg.push((tr.bytes, (e - p) as f64, true)),
+            _ => fg.push((tr.bytes, (limit - tr.start_ns) as f64, false)),
+        }
+    }
+    let span = (window - window / 4) as f64 * 1e-9;
+    let c = counters(&s);
+    Run {
+        incasts,
+        fg,
+        bg: (b1 - b0) as f64 / span / (f64::from(ft.hosts()) * line_bytes()),
+        drops: c.drops,
+        paused_us: c.paused_ns as f64 / 1e3,
+        peak_q: c.peak_switch_q,
+    }
+}
+
+pub fn run(sc: Scale) -> Section {
+    let vs = sc.variants();
+    let seeds = sc.seeds_heavy();
+    let window = sc.t(1_000_000, 2_000_000);
+    let ideal = (FAN_IN as u64 * INCAST_BYTES) as f64 * 8.0 / GBPS as f64 + base_rtt();
+    let mut sec = Section::new(
+        15,
+        "Short flows and incasts among long flows",
+        format!(
+            "4 leaves × 8 hosts, 8 spines (1:1), 100 Gb/s, 1 µs/hop. Background: a \
+             permutation of long flows from t = 0 (none finishes). Foreground: \
+             Facebook-Hadoop flow sizes, Poisson arrivals at {:.0} % of every host's line \
+             rate for {:.0} ms, random pairs, and every {:.2} ms an {FAN_IN}→1 incast of {} \
+             KiB per sender to a random receiver. One connection/QP per transfer; run until \
+             the foreground completes or 10 ms after the window. Incasts: mean over the \
+             run's, then mean ± 95 % CI over {} seeds; FCT percentiles pool every flow of \
+             every seed; background goodput from 1/4 of the window.",
+            FG_LOAD * 100.0,
+            window as f64 / 1e6,
+            window as f64 / 4e6,
+            INCAST_BYTES >> 10,
+            seeds.len()
+        ),
+        &vs,
+    );
+    let res: Vec<Vec<Run>> = vs
+        .iter()
+        .map(|v| seeds.iter().map(|&sd| one(*v, window, sd)).collect())
+        .collect();
+    let mc = meta_col(&vs);
+    let mut m_inc = f64::INFINITY;
+    let inc_cells = res
+        .iter()
+        .enumerate()
+        .map(|(j, r)| {
+            let per: Vec<Option<f64>> = r
+                .iter()
+                .map(|x| {
+                    let t: Option<Vec<u64>> = x.incasts.iter().copied().collect();
+                    t.map(|t| mean(&t.iter().map(|&y| y as f64).collect::<Vec<_>>()) / ideal)
+                })
+                .collect();
+            let done: Vec<f64> = per.iter().flatten().copied().collect();
+            if r.iter().all(|x| x.incasts.is_empty()) {
+                return "—".into();
+            }
+            if done.len() < per.len() {
+                return format!("not done ({}/{} seeds)", done.len(), per.len());
+            }
+            if j == mc {
+                m_inc = mean(&done);
+            }
+            format!(
+                "{}× ({:.0} µs)",
+                ci(&done, 2, ""),
+                mean(&done) * ideal / 1e3
+            )
+        })
+        .collect();
+    sec.rows.push(Row {
+        scenario: format!("{FAN_IN}→1 incasts among long flows"),
+        metric: format!("completion / idle ideal ({:.0} µs)", ideal / 1e3),
+        cells: inc_cells,
+        target: "≤ 3× (every link carries a long flow)".into(),
+        met: Some(m_inc <= 3.0),
+        guard: None,
+    });
+    for (label, small) in [("flows ≤ 100 KB", true), ("all flows", false)] {
+        let cells = res
+            .iter()
+            .map(|r| {
+                let sel: Vec<&(u64, f64, bool)> = r
+                    .iter()
+                    .flat_map(|x| x.fg.iter())
+                    .filter(|(b, _, _)| !small || *b <= mix::SMALL)
+                    .collect();
+                let xs: Vec<f64> = sel.iter().map(|x| x.1).collect();
+                let unf = sel.iter().filter(|x| !x.2).count();
+                permutation::tail_cell(&(Tail::of(&xs), unf))
+            })
+            .collect();
+        sec.rows.push(Row {
+            scenario: format!("Hadoop foreground, {label}"),
+            metric: "FCT p50 / p99 / p99.9".into(),
+            cells,
+            target: "—".into(),
+            met: None,
+            guard: None,
+        });
+    }
+    sec.rows.push(Row {
+        scenario: "long flows".into(),
+        metric: "background goodput / hosts × 100 Gb/s".into(),
+        cells: res
+            .iter()
+            .map(|r| ci(&r.iter().map(|x| x.bg * 100.0).collect::<Vec<_>>(), 1, " %"))
+            .collect(),
+        target: "—".into(),
+        met: None,
+        guard: None,
+    });
+    sec.rows
+        .push(fabric_row("whole run".into(), "switch queue", &res, |x| {
+            (x.drops, x.paused_us, x.peak_q)
+        }));
+    sec
+}
