@@ -1,7 +1,9 @@
-//! Tests of scenarios 9–13: the 3-tier permutation crosses the core, halving-doubling
+//! Tests of scenarios 9–15: the 3-tier permutation crosses the core, halving-doubling
 //! runs its 2·log2 N steps no faster than the ideal, the mix gives every transfer its
 //! own flow, reordering hurts go-back-N and not MetaRoCE, and PFC pauses spread to a
-//! victim that shares no egress port with the incast while the lossy fabric does not.
+//! victim that shares no egress port with the incast while the lossy fabric does not;
+//! short flows finish among never-ending long flows; the large permutation is 1,024
+//! hosts, each sending off its leaf.
 
 use super::*;
 use crate::workload::Workload;
@@ -117,4 +119,37 @@ fn reordering_hurts_go_back_n_not_metaroce() {
     let m0 = reorder::goodput(Variant::Meta, 0.0, 1, dur);
     let m1 = reorder::goodput(Variant::Meta, 0.01, 1, dur);
     assert!(m1 > 0.9 * m0, "{m0} {m1}");
+}
+
+#[test]
+fn short_flows_among_long_flows_finish_while_the_long_ones_run() {
+    let r = elephants::one(Variant::Meta, 100_000, 1);
+    // Every 1/4 window an incast, the first at 1/4: 3 in the window, all complete.
+    assert_eq!(r.incasts.len(), 3);
+    assert!(r.incasts.iter().all(Option::is_some), "{:?}", r.incasts);
+    assert!(
+        !r.fg.is_empty() && r.fg.iter().all(|x| x.2),
+        "foreground completes"
+    );
+    // A short flow cannot beat its bytes at line rate.
+    assert!(r
+        .fg
+        .iter()
+        .all(|&(b, fct, _)| fct >= b as f64 * 8.0 / GBPS as f64));
+    // The long flows never finish (1 GiB each) but carry traffic all along.
+    assert!(r.bg > 0.2 && r.bg < 1.0, "{}", r.bg);
+    assert_eq!(r.drops, 0);
+}
+
+#[test]
+fn the_large_permutation_is_1024_hosts_on_another_leaf() {
+    let (ft1, ft4) = (large::fabric(32, 1), large::fabric(32, 4));
+    assert_eq!((ft1.hosts(), ft4.hosts()), (1024, 1024));
+    assert_eq!((ft1.tor_uplinks, ft4.tor_uplinks), (32, 8));
+    let pairs = permutation::pairs(&ft1, 32, 3);
+    assert_eq!(pairs.len(), 1024);
+    assert!(pairs.iter().all(|&(a, b)| a / 32 != b / 32));
+    let mut dst: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+    dst.sort_unstable();
+    assert_eq!(dst, (0..1024).collect::<Vec<_>>());
 }
