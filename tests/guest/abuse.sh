@@ -15,12 +15,12 @@
 #          MTU +- 1, 8 MiB RDMA WRITE/READ, and max_msg_sz + 1 refused
 #          cleanly.
 #   kill   kill -9 of the client, then of the server, in the middle of
-#          ib_write_bw -D 30: the other side ends within a bound, both
+#          ib_write_bw -D 30 (scaled): the other side ends within a bound, both
 #          guests release every object of the dead processes, and a fresh
 #          run succeeds (the second kill's run after the first kill; a short
 #          ib_write_bw after the second).
 #   mtu    the server's netdev MTU changed (1500 -> 9000 -> 1200 -> 1500,
-#          down/up) under ib_write_bw -D 20: the tool ends within a bound,
+#          down/up) under ib_write_bw -D 20 (scaled): the tool ends within a bound,
 #          the port follows the MTU and comes back ACTIVE, and
 #          ibv_rc_pingpong -c succeeds afterwards.
 # MR_ABUSE_SECTIONS (space-separated, default all) runs a subset. Every time
@@ -244,8 +244,10 @@ start_client() {
     sleep 1
   done
 }
-# kill_test VICTIM [last]: guest VICTIM's ib_write_bw -D 30 is killed with -9
-# a few seconds into the transfer; "last": then a fresh short run.
+# kill_test VICTIM [last]: guest VICTIM's ib_write_bw -D $kd (30 s, scaled by
+# slow: the two guests' connects can lie tens of seconds apart on the debug
+# kernel) is killed with -9 a few seconds into the transfer; "last": then a
+# fresh short run.
 kill_test() {
   local victim=$1 me pid f t0 t1 line ended rc2 o v
   local who=$([[ $victim == 1 ]] && echo server || echo client)
@@ -253,14 +255,14 @@ kill_test() {
   f=$MR_RUNDIR/kill$victim.out.$MR_ID
   ctr_snap
   if server; then
-    stdbuf -oL ib_write_bw -d "$dev" -x "$gid" -p "$port" -s 65536 -D 30 -F >"$f" 2>&1 &
+    stdbuf -oL ib_write_bw -d "$dev" -x "$gid" -p "$port" -s 65536 -D "$kd" -F >"$f" 2>&1 &
     pid=$!
   else
-    start_client 30
+    start_client "$kd"
   fi
   if retry "$(slow 60)" grep -q 'remote address' "$f"; then
-    pass "$dev: kill -9 of the $who: ib_write_bw -D 30 connected (pid $pid)"
-  else fail "$dev: kill -9 of the $who: ib_write_bw -D 30 connects" "$(cat "$f")"; fi
+    pass "$dev: kill -9 of the $who: ib_write_bw -D $kd connected (pid $pid)"
+  else fail "$dev: kill -9 of the $who: ib_write_bw -D $kd connects" "$(cat "$f")"; fi
   meet "kill$victim-connected"
   ctr_snap
   sleep 5
@@ -272,7 +274,7 @@ kill_test() {
     kill -9 "$pid" 2>/dev/null && alive=1
     wait "$pid" 2>/dev/null
     if ((alive)); then pass "$dev: kill -9 of the $who (pid $pid) while it runs"
-    else fail "$dev: kill -9 of the $who: it was still running 5 s into its 30 s" "$(cat "$f")"; fi
+    else fail "$dev: kill -9 of the $who: it was still running 5 s into its $kd s" "$(cat "$f")"; fi
     rxp=$(ctr_delta rx_packets "$now") txp=$(ctr_delta tx_packets "$now")
     [[ $dev == mr* ]] && diag "the 5 s before the kill: $(for c in retransmits probes duplicates sack_losses rto_timeouts; do printf '%s +%s ' $c "$(ctr_delta $c "$now")"; done)"
     ((rxp + txp > 100)) && pass "$dev: kill -9 of the $who: traffic under way before the kill (rx_packets +$rxp, tx_packets +$txp)" ||
@@ -307,6 +309,7 @@ kill_test() {
   perf ib_write_bw 65536 50 && pass "$dev: after the kill of the $who: a fresh ib_write_bw 50 x 64 KiB: $perf_line" ||
     fail "$dev: after the kill of the $who: a fresh ib_write_bw 50 x 64 KiB ($perf_line)" "$out$(dmesg_tail)"
 }
+kd=$(slow 30) md=$(slow 20)
 if want kill; then
   t0s=$SECONDS
   kill_test 2
@@ -324,13 +327,13 @@ if want mtu; then
   nextport
   f=$MR_RUNDIR/mtu.out.$MR_ID
   if server; then
-    stdbuf -oL ib_write_bw -d "$dev" -x "$gid" -p "$port" -s 65536 -D 20 -F >"$f" 2>&1 &
+    stdbuf -oL ib_write_bw -d "$dev" -x "$gid" -p "$port" -s 65536 -D "$md" -F >"$f" 2>&1 &
     pid=$!
   else
-    start_client 20
+    start_client "$md"
   fi
-  retry "$(slow 60)" grep -q 'remote address' "$f" && pass "$dev: ib_write_bw -D 20 connected" ||
-    fail "$dev: ib_write_bw -D 20 connects" "$(cat "$f")"
+  retry "$(slow 60)" grep -q 'remote address' "$f" && pass "$dev: ib_write_bw -D $md connected" ||
+    fail "$dev: ib_write_bw -D $md connects" "$(cat "$f")"
   t0=$SECONDS
   if server; then
     sleep 2
@@ -358,16 +361,16 @@ if want mtu; then
       pass "$dev: the port follows the netdev under traffic: $seen" ||
       fail "$dev: the port follows the netdev (want 9000:4096 1200:1024 1500:$pmtu down:DOWN)" "$seen"
   fi
-  # The tool ends within its 20 s and a bound (60 s more), cleanly or with an error.
+  # The tool ends within its $md s and a bound (60 s more, scaled), cleanly or with an error.
   ended=0
-  retry $((20 + $(slow 60))) bash -c "! kill -0 $pid 2>/dev/null" && ended=1
+  retry $((md + $(slow 60))) bash -c "! kill -0 $pid 2>/dev/null" && ended=1
   if ((ended)); then
     wait "$pid"; rc2=$?
     line=$(awk '$1 == 65536 && NF >= 4' "$f" | tail -1)
-    pass "$dev: ib_write_bw -D 20 under MTU changes ends after $((SECONDS - t0)) s: exit $rc2, $([[ -n $line ]] && awk '{print $4 " MB/s avg"}' <<<"$line" || grep -m1 -iE 'error|fail' "$f")"
+    pass "$dev: ib_write_bw -D $md under MTU changes ends after $((SECONDS - t0)) s: exit $rc2, $([[ -n $line ]] && awk '{print $4 " MB/s avg"}' <<<"$line" || grep -m1 -iE 'error|fail' "$f")"
   else
     kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-    fail "$dev: ib_write_bw -D 20 under MTU changes ends within $((20 + $(slow 60))) s (killed)" "$(cat "$f")$(dmesg_tail)"
+    fail "$dev: ib_write_bw -D $md under MTU changes ends within $((md + $(slow 60))) s (killed)" "$(cat "$f")$(dmesg_tail)"
   fi
   if server; then
     retry "$(slow 30)" test "$(port_state)" = ACTIVE && [[ $(mtu_enum) == "$pmtu" ]] &&
