@@ -18,7 +18,6 @@
 
 use super::*;
 use crate::driver::Driver;
-use crate::stats::Tail;
 use crate::workload::{background_foreground, Cdf, GROUP_BACKGROUND, GROUP_FOREGROUND};
 
 /// Incast fan-in and bytes per sender.
@@ -93,16 +92,7 @@ pub fn one(v: Variant, window: u64, seed: u64) -> Run {
     let incasts = (GROUP_FOREGROUND + 1..=last)
         .map(|g| d.group_time(g))
         .collect();
-    let mut fg = Vec::new();
-    for (i, tr) in d.transfers.iter().enumerate() {
-        if tr.group != GROUP_FOREGROUND {
-            continue;
-        }
-        match (d.posted_at[i], d.done_at[i]) {
-            (Some(p), Some(e)) => fg.push((tr.bytes, (e - p) as f64, true)),
-            _ => fg.push((tr.bytes, (limit - tr.start_ns) as f64, false)),
-        }
-    }
+    let fg = mix::group_fcts(d, GROUP_FOREGROUND, limit);
     let span = (window - window / 4) as f64 * 1e-9;
     let c = counters(&s);
     Run {
@@ -145,35 +135,7 @@ pub fn run(sc: Scale) -> Section {
         .map(|v| seeds.iter().map(|&sd| one(*v, window, sd)).collect())
         .collect();
     let mc = meta_col(&vs);
-    let mut m_inc = f64::INFINITY;
-    let inc_cells = res
-        .iter()
-        .enumerate()
-        .map(|(j, r)| {
-            let per: Vec<Option<f64>> = r
-                .iter()
-                .map(|x| {
-                    let t: Option<Vec<u64>> = x.incasts.iter().copied().collect();
-                    t.map(|t| mean(&t.iter().map(|&y| y as f64).collect::<Vec<_>>()) / ideal)
-                })
-                .collect();
-            let done: Vec<f64> = per.iter().flatten().copied().collect();
-            if r.iter().all(|x| x.incasts.is_empty()) {
-                return "—".into();
-            }
-            if done.len() < per.len() {
-                return format!("not done ({}/{} seeds)", done.len(), per.len());
-            }
-            if j == mc {
-                m_inc = mean(&done);
-            }
-            format!(
-                "{}× ({:.0} µs)",
-                ci(&done, 2, ""),
-                mean(&done) * ideal / 1e3
-            )
-        })
-        .collect();
+    let (inc_cells, m_inc) = mix::incast_cells(&res, |x| &x.incasts, ideal, mc);
     sec.rows.push(Row {
         scenario: format!("{FAN_IN}→1 incasts among long flows"),
         metric: format!("completion / idle ideal ({:.0} µs)", ideal / 1e3),
@@ -182,29 +144,8 @@ pub fn run(sc: Scale) -> Section {
         met: Some(m_inc <= 3.0),
         guard: None,
     });
-    for (label, small) in [("flows ≤ 100 KB", true), ("all flows", false)] {
-        let cells = res
-            .iter()
-            .map(|r| {
-                let sel: Vec<&(u64, f64, bool)> = r
-                    .iter()
-                    .flat_map(|x| x.fg.iter())
-                    .filter(|(b, _, _)| !small || *b <= mix::SMALL)
-                    .collect();
-                let xs: Vec<f64> = sel.iter().map(|x| x.1).collect();
-                let unf = sel.iter().filter(|x| !x.2).count();
-                permutation::tail_cell(&(Tail::of(&xs), unf))
-            })
-            .collect();
-        sec.rows.push(Row {
-            scenario: format!("Hadoop foreground, {label}"),
-            metric: "FCT p50 / p99 / p99.9".into(),
-            cells,
-            target: "—".into(),
-            met: None,
-            guard: None,
-        });
-    }
+    sec.rows
+        .extend(mix::fct_rows(&res, |x| &x.fg, "Hadoop foreground"));
     sec.rows.push(Row {
         scenario: "long flows".into(),
         metric: "background goodput / hosts × 100 Gb/s".into(),

@@ -83,16 +83,7 @@ pub fn mix(v: Variant, load: f64, window: u64, seed: u64) -> Mix {
     run_per_transfer(&mut s, v, wl, limit);
     let d = s.driver.as_ref().expect("attached");
     let fg = (1..=3).map(|g| d.group_time(g)).collect();
-    let mut bg = Vec::new();
-    for (i, t) in d.transfers.iter().enumerate() {
-        if t.group != 0 {
-            continue;
-        }
-        match (d.posted_at[i], d.done_at[i]) {
-            (Some(p), Some(e)) => bg.push((t.bytes, (e - p) as f64, true)),
-            _ => bg.push((t.bytes, (limit - t.start_ns) as f64, false)),
-        }
-    }
+    let bg = group_fcts(d, 0, limit);
     let c = counters(&s);
     Mix {
         fg,
@@ -101,6 +92,94 @@ pub fn mix(v: Variant, load: f64, window: u64, seed: u64) -> Mix {
         paused_us: c.paused_ns as f64 / 1e3,
         peak_q: c.peak_switch_q,
     }
+}
+
+/// The FCTs of `group`'s transfers in a run driven by `d` that ended at `limit`:
+/// (bytes, FCT ns, finished); an unfinished transfer counts until `limit`.
+pub fn group_fcts(d: &crate::driver::Driver, group: u32, limit: u64) -> Vec<(u64, f64, bool)> {
+    let mut v = Vec::new();
+    for (i, t) in d.transfers.iter().enumerate() {
+        if t.group != group {
+            continue;
+        }
+        match (d.posted_at[i], d.done_at[i]) {
+            (Some(p), Some(e)) => v.push((t.bytes, (e - p) as f64, true)),
+            _ => v.push((t.bytes, (limit - t.start_ns) as f64, false)),
+        }
+    }
+    v
+}
+
+/// One cell per column: each seed's incast completion times (`f`; None: unfinished)
+/// averaged and divided by `ideal`, as mean ± 95 % CI ("—" without incasts), and the
+/// mean of column `mc` (infinite if a seed did not finish).
+pub fn incast_cells<T>(
+    res: &[Vec<T>],
+    f: impl Fn(&T) -> &[Option<u64>],
+    ideal: f64,
+    mc: usize,
+) -> (Vec<String>, f64) {
+    let mut m = f64::INFINITY;
+    let cells = res
+        .iter()
+        .enumerate()
+        .map(|(j, r)| {
+            if r.iter().all(|x| f(x).is_empty()) {
+                return "—".into();
+            }
+            let per: Vec<Option<f64>> = r
+                .iter()
+                .map(|x| {
+                    let t: Option<Vec<u64>> = f(x).iter().copied().collect();
+                    t.map(|t| mean(&t.iter().map(|&y| y as f64).collect::<Vec<_>>()) / ideal)
+                })
+                .collect();
+            let done: Vec<f64> = per.iter().flatten().copied().collect();
+            if done.len() < per.len() {
+                return format!("not done ({}/{} seeds)", done.len(), per.len());
+            }
+            if j == mc {
+                m = mean(&done);
+            }
+            format!(
+                "{}× ({:.0} µs)",
+                ci(&done, 2, ""),
+                mean(&done) * ideal / 1e3
+            )
+        })
+        .collect();
+    (cells, m)
+}
+
+/// Two rows "`what`, all flows" and "`what`, flows ≤ 100 KB": FCT p50/p99/p99.9 of the
+/// transfers `f` gives, pooled over seeds, per column.
+pub fn fct_rows<T>(res: &[Vec<T>], f: impl Fn(&T) -> &[(u64, f64, bool)], what: &str) -> Vec<Row> {
+    [("all flows", false), ("flows ≤ 100 KB", true)]
+        .into_iter()
+        .map(|(label, small)| {
+            let cells = res
+                .iter()
+                .map(|r| {
+                    let sel: Vec<&(u64, f64, bool)> = r
+                        .iter()
+                        .flat_map(|x| f(x).iter())
+                        .filter(|(b, _, _)| !small || *b <= SMALL)
+                        .collect();
+                    let xs: Vec<f64> = sel.iter().map(|x| x.1).collect();
+                    let unf = sel.iter().filter(|x| !x.2).count();
+                    super::permutation::tail_cell(&(Tail::of(&xs), unf))
+                })
+                .collect();
+            Row {
+                scenario: format!("{what}, {label}"),
+                metric: "FCT p50 / p99 / p99.9".into(),
+                cells,
+                target: "—".into(),
+                met: None,
+                guard: None,
+            }
+        })
+        .collect()
 }
 
 pub fn run(sc: Scale) -> Section {
@@ -132,32 +211,7 @@ pub fn run(sc: Scale) -> Section {
         .map(|v| seeds.iter().map(|&sd| mix(*v, load, window, sd)).collect())
         .collect();
     let mc = meta_col(&vs);
-    let mut m_fg = f64::INFINITY;
-    let fg_cells: Vec<String> = res
-        .iter()
-        .enumerate()
-        .map(|(j, r)| {
-            let per: Vec<Option<f64>> = r
-                .iter()
-                .map(|x| {
-                    let t: Option<Vec<u64>> = x.fg.iter().copied().collect();
-                    t.map(|t| mean(&t.iter().map(|&y| y as f64).collect::<Vec<_>>()) / ideal)
-                })
-                .collect();
-            let done: Vec<f64> = per.iter().flatten().copied().collect();
-            if done.len() < per.len() {
-                return format!("not done ({}/{} seeds)", done.len(), per.len());
-            }
-            if j == mc {
-                m_fg = mean(&done);
-            }
-            format!(
-                "{}× ({:.0} µs)",
-                ci(&done, 2, ""),
-                mean(&done) * ideal / 1e3
-            )
-        })
-        .collect();
+    let (fg_cells, m_fg) = incast_cells(&res, |x| &x.fg, ideal, mc);
     sec.rows.push(Row {
         scenario: format!("{FAN_IN}→1 incast over 50 % background"),
         metric: format!("foreground completion / idle ideal ({:.0} µs)", ideal / 1e3),
@@ -166,29 +220,8 @@ pub fn run(sc: Scale) -> Section {
         met: Some(m_fg <= 3.0),
         guard: None,
     });
-    for (label, small) in [("all flows", false), ("flows ≤ 100 KB", true)] {
-        let cells = res
-            .iter()
-            .map(|r| {
-                let sel: Vec<&(u64, f64, bool)> = r
-                    .iter()
-                    .flat_map(|x| x.bg.iter())
-                    .filter(|(b, _, _)| !small || *b <= SMALL)
-                    .collect();
-                let xs: Vec<f64> = sel.iter().map(|x| x.1).collect();
-                let unf = sel.iter().filter(|x| !x.2).count();
-                super::permutation::tail_cell(&(Tail::of(&xs), unf))
-            })
-            .collect();
-        sec.rows.push(Row {
-            scenario: format!("web-search background, {label}"),
-            metric: "FCT p50 / p99 / p99.9".into(),
-            cells,
-            target: "—".into(),
-            met: None,
-            guard: None,
-        });
-    }
+    sec.rows
+        .extend(fct_rows(&res, |x| &x.bg, "web-search background"));
     sec.rows
         .push(fabric_row("whole mix".into(), "switch queue", &res, |x| {
             (x.drops, x.paused_us, x.peak_q)
