@@ -119,35 +119,23 @@ pub fn incast_cells<T>(
     ideal: f64,
     mc: usize,
 ) -> (Vec<String>, f64) {
-    let mut m = f64::INFINITY;
-    let cells = res
+    let cols: Vec<Vec<Option<f64>>> = res
         .iter()
-        .enumerate()
-        .map(|(j, r)| {
-            if r.iter().all(|x| f(x).is_empty()) {
-                return "—".into();
-            }
-            let per: Vec<Option<f64>> = r
-                .iter()
+        .map(|r| {
+            r.iter()
                 .map(|x| {
                     let t: Option<Vec<u64>> = f(x).iter().copied().collect();
                     t.map(|t| mean(&t.iter().map(|&y| y as f64).collect::<Vec<_>>()) / ideal)
                 })
-                .collect();
-            let done: Vec<f64> = per.iter().flatten().copied().collect();
-            if done.len() < per.len() {
-                return format!("not done ({}/{} seeds)", done.len(), per.len());
-            }
-            if j == mc {
-                m = mean(&done);
-            }
-            format!(
-                "{}× ({:.0} µs)",
-                ci(&done, 2, ""),
-                mean(&done) * ideal / 1e3
-            )
+                .collect()
         })
         .collect();
+    let (mut cells, m) = ratio_cells(&cols, ideal, mc);
+    for (c, r) in cells.iter_mut().zip(res) {
+        if r.iter().all(|x| f(x).is_empty()) {
+            *c = "—".into();
+        }
+    }
     (cells, m)
 }
 

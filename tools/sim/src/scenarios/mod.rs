@@ -613,6 +613,32 @@ pub fn run_driven<const P: usize, const W: usize, const S: usize, const N: usize
     false
 }
 
+/// One "mean ± CI× (mean µs)" cell per column from its per-seed ratios to `ideal`
+/// ("not done (k/n seeds)" if a seed, None, did not finish), and the mean ratio of
+/// column `mc` (infinite unless every seed finished).
+pub fn ratio_cells(cols: &[Vec<Option<f64>>], ideal: f64, mc: usize) -> (Vec<String>, f64) {
+    let mut m = f64::INFINITY;
+    let cells = cols
+        .iter()
+        .enumerate()
+        .map(|(j, per)| {
+            let done: Vec<f64> = per.iter().flatten().copied().collect();
+            if done.len() < per.len() {
+                return format!("not done ({}/{} seeds)", done.len(), per.len());
+            }
+            if j == mc {
+                m = mean(&done);
+            }
+            format!(
+                "{}× ({:.0} µs)",
+                ci(&done, 2, ""),
+                mean(&done) * ideal / 1e3
+            )
+        })
+        .collect();
+    (cells, m)
+}
+
 /// "drops / pause µs / peak KB" cell: each a mean ± 95 % CI over seeds.
 pub fn drops_pause_peak(drops: &[f64], paused_us: &[f64], peak_kb: &[f64]) -> String {
     format!(

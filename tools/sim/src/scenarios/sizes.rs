@@ -128,29 +128,16 @@ pub fn run(sc: Scale) -> Section {
         for &(n, b) in &cases {
             let ideal = ideal_ns(&workload(&ft, a, n, b), &ft);
             let limit = (20.0 * ideal) as u64 + 5_000_000;
-            let mut m = f64::INFINITY;
-            let cells = vs
+            let cols: Vec<Vec<Option<f64>>> = vs
                 .iter()
-                .enumerate()
-                .map(|(j, v)| {
-                    let xs: Vec<Option<u64>> = seeds
+                .map(|v| {
+                    seeds
                         .iter()
-                        .map(|&sd| cct(*v, a, n, b, sd, limit).0)
-                        .collect();
-                    let done: Vec<f64> = xs.iter().flatten().map(|&t| t as f64 / ideal).collect();
-                    if done.len() < xs.len() {
-                        return format!("not done ({}/{} seeds)", done.len(), xs.len());
-                    }
-                    if j == mc {
-                        m = mean(&done);
-                    }
-                    format!(
-                        "{}× ({:.0} µs)",
-                        ci(&done, 2, ""),
-                        mean(&done) * ideal / 1e3
-                    )
+                        .map(|&sd| cct(*v, a, n, b, sd, limit).0.map(|t| t as f64 / ideal))
+                        .collect()
                 })
                 .collect();
+            let (cells, m) = ratio_cells(&cols, ideal, mc);
             let size = if b >= 1 << 20 {
                 format!("{} MiB", b >> 20)
             } else if b >= 1 << 10 {
