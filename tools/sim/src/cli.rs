@@ -56,8 +56,17 @@ pub struct ScaleArgs {
 /// Scenarios `--only` accepts.
 pub const SCENARIOS: u32 = 15;
 
+/// The largest `--seed`: a row adds up to 4 to it (seeds N … N+k−1).
+pub const MAX_SEED: u64 = 1 << 62;
+
+/// `flag`'s value: an integer is plain decimal digits (no sign, no leading zero).
 fn value<T: std::str::FromStr>(flag: &str, v: Option<&String>) -> Result<T, String> {
     let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
+    let integer = std::any::type_name::<T>() != "f64";
+    let plain = v.bytes().all(|b| b.is_ascii_digit()) && (v == "0" || !v.starts_with('0'));
+    if integer && !plain {
+        return Err(format!("{flag} {v}: not a valid value"));
+    }
     v.parse()
         .map_err(|_| format!("{flag} {v}: not a valid value"))
 }
@@ -85,8 +94,13 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
     let (mut tiers, mut tors, mut hpt, mut pods) = (2u8, None, None, None);
     let (mut oversub, mut planes, mut ms, mut pfc, mut base) = (1u16, 1u8, 10.0f64, false, false);
     let mut scale_only = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
+        if a.starts_with("--") && seen.contains(&a.as_str()) {
+            return Err(format!("{a} given twice"));
+        }
+        seen.push(a);
         match a.as_str() {
             "-h" | "--help" => cli.help = true,
             "--quick" => quick = true,
@@ -128,7 +142,9 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
     check(!(quick && full), || {
         "--quick and --full exclude each other".into()
     })?;
-    check(cli.seed >= 1, || "--seed must be at least 1".into())?;
+    check((1..=MAX_SEED).contains(&cli.seed), || {
+        format!("--seed {}: 1..{MAX_SEED}", cli.seed)
+    })?;
     if let Some(n) = cli.only {
         check((1..=SCENARIOS).contains(&n), || {
             format!("--only {n}: scenarios are 1..{SCENARIOS}")
@@ -226,6 +242,12 @@ mod tests {
             ("--bogus", "--bogus"),
             ("--only 99", "--only 99"),
             ("--only 0", "--only 0"),
+            ("--only 14 --only 7", "--only given twice"),
+            ("--seed 5 --seed 6", "--seed given twice"),
+            ("--only +15", "--only +15"),
+            ("--only 015", "--only 015"),
+            ("--seed 18446744073709551615", "--seed 18446744073709551615"),
+            ("--scale --ms 1 --ms 2", "--ms given twice"),
             ("--only abc", "--only abc"),
             ("--seed abc", "--seed abc"),
             ("--seed -1", "--seed -1"),

@@ -3,9 +3,10 @@
 //!
 //! Aggregate goodput only (long flows; payload placed from 1/4 of the run to its end
 //! over hosts × 100 Gb/s / oversubscription), with the single-path ECMP bound of
-//! [`permutation::ecmp_maxmin_bound`]. One run is about 12 s of CPU per simulated
-//! millisecond and column on the development machine, so this row runs 1 ms over
-//! 3 seeds (`--full`, or `--only 14`); the FCT tails stay with scenario 3's 128 hosts.
+//! [`permutation::ecmp_maxmin_bound`]. One 1 ms run is about 4 s of CPU on the
+//! development machine (`--scale`'s MetaRoCE alone, with 10 times the samples, about
+//! 12 s), so the rows run 1 ms over 3 seeds (`--full`, or `--only 14`): 30 runs, about
+//! 2 minutes; the FCT tails stay with scenario 3's 128 hosts.
 //! Quick scale (`--only 14` without `--full`): 16 leaves × 16 hosts (256), 0.4 ms,
 //! 2 seeds.
 
@@ -27,8 +28,8 @@ pub fn run(sc: Scale) -> Section {
         "Permutation at 1,024 hosts (256 at quick scale), 1:1 and 4:1",
         format!(
             "{} leaves × {} hosts ({} hosts), {} spines at 1:1 / {} at 4:1, 100 Gb/s, 1 µs/hop; \
-             each host sends to a host on another leaf (scenario 3's traffic at the issue's \
-             scale). Long flows, {:.1} ms, payload placed from 1/4 of the run over hosts × \
+             each host sends to a host on another leaf (scenario 3's traffic; 1,024 hosts \
+             at full scale). Long flows, {:.1} ms, payload placed from 1/4 of the run over hosts × \
              100 Gb/s / oversubscription. Mean ± 95 % CI over {} seeds.",
             ft1.tors(),
             ft1.hosts_per_tor,

@@ -614,14 +614,17 @@ pub fn run_driven<const P: usize, const W: usize, const S: usize, const N: usize
 }
 
 /// One "mean ± CI× (mean µs)" cell per column from its per-seed ratios to `ideal`
-/// ("not done (k/n seeds)" if a seed, None, did not finish), and the mean ratio of
-/// column `mc` (infinite unless every seed finished).
+/// ("not done (k/n seeds)" if a seed, None, did not finish; "—" without seeds), and
+/// the mean ratio of column `mc` (infinite unless it has seeds and every one finished).
 pub fn ratio_cells(cols: &[Vec<Option<f64>>], ideal: f64, mc: usize) -> (Vec<String>, f64) {
     let mut m = f64::INFINITY;
     let cells = cols
         .iter()
         .enumerate()
         .map(|(j, per)| {
+            if per.is_empty() {
+                return "—".into();
+            }
             let done: Vec<f64> = per.iter().flatten().copied().collect();
             if done.len() < per.len() {
                 return format!("not done ({}/{} seeds)", done.len(), per.len());

@@ -123,7 +123,7 @@ fn reordering_hurts_go_back_n_not_metaroce() {
 
 #[test]
 fn short_flows_among_long_flows_finish_while_the_long_ones_run() {
-    let r = elephants::one(Variant::Meta, 100_000, 1);
+    let r = elephants::one(Variant::Meta, 100_000, 1, true);
     // Every 1/4 window an incast, the first at 1/4: 3 in the window, all complete.
     assert_eq!(r.incasts.len(), 3);
     assert!(r.incasts.iter().all(Option::is_some), "{:?}", r.incasts);
@@ -152,4 +152,51 @@ fn the_large_permutation_is_1024_hosts_on_another_leaf() {
     let mut dst: Vec<u32> = pairs.iter().map(|p| p.1).collect();
     dst.sort_unstable();
     assert_eq!(dst, (0..1024).collect::<Vec<_>>());
+}
+
+#[test]
+fn ratio_and_incast_cells_judge_only_what_ran() {
+    // Column 0: two finished seeds at 1× and 2× of a 10 µs ideal; column 1: a seed
+    // did not finish; column 2: no seed at all.
+    let cols = vec![vec![Some(1.0), Some(2.0)], vec![Some(1.0), None], vec![]];
+    let (cells, m) = ratio_cells(&cols, 10_000.0, 0);
+    assert_eq!(m, 1.5);
+    assert!(
+        cells[0].starts_with("1.50 ± ") && cells[0].ends_with("× (15 µs)"),
+        "{}",
+        cells[0]
+    );
+    assert_eq!(cells[1], "not done (1/2 seeds)");
+    assert_eq!(cells[2], "—");
+    assert_eq!(ratio_cells(&cols, 10_000.0, 1).1, f64::INFINITY);
+    assert_eq!(ratio_cells(&cols, 10_000.0, 2).1, f64::INFINITY);
+    // Incasts: per seed the mean completion over the ideal; a seed without incasts
+    // is not a zero, and a column without any judges nothing.
+    let res: Vec<Vec<Vec<Option<u64>>>> = vec![
+        vec![vec![Some(10_000), Some(30_000)], vec![]],
+        vec![vec![Some(10_000), None]],
+        vec![vec![], vec![]],
+    ];
+    let (cells, m) = mix::incast_cells(&res, |x| x, 10_000.0, 0);
+    assert_eq!(m, Some(2.0));
+    assert_eq!(cells[0], "2.00× (20 µs)", "one seed: no interval");
+    assert_eq!(cells[1], "not done (0/1 seeds)");
+    assert_eq!(cells[2], "—");
+    assert_eq!(mix::incast_cells(&res, |x| x, 10_000.0, 2).1, None);
+    // FCT rows pool seeds and split at 100 KB.
+    let runs = vec![vec![
+        vec![(1_000u64, 5_000.0, true)],
+        vec![(200_000, 50_000.0, false)],
+    ]];
+    let rows = mix::fct_rows(&runs, |x| x, "t");
+    assert!(
+        rows[0].cells[0].contains("(n 2, 1 unfinished)"),
+        "{}",
+        rows[0].cells[0]
+    );
+    assert!(
+        rows[1].cells[0].starts_with("5 / 5 / 5 µs (n 1)"),
+        "{}",
+        rows[1].cells[0]
+    );
 }
