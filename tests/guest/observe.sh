@@ -85,7 +85,7 @@ if [[ -n $tracing ]] && command -v bpftrace >/dev/null; then
     export BPFTRACE_KERNEL_BUILD=$MR_KDIR BPFTRACE_KERNEL_SOURCE=$MR_KDIR/source
   fi
   bpftrace -e 'tracepoint:metaroce:tx { @tx = count(); } tracepoint:metaroce:retransmit { @retx = count(); }
-    interval:s:1 { printf("tick\n"); print(@tx); print(@retx); }' >"$work/bpf.out" 2>&1 &
+    interval:s:1 { printf("tick\n"); print(@tx); print(@retx); printf("end\n"); }' >"$work/bpf.out" 2>&1 &
   bpf=$! tb=$SECONDS ta=""
   # About 50 s in an idle guest (clang parsing the kernel's headers, then the
   # attach); the peer waits up to 400 s at the next meet.
@@ -102,7 +102,8 @@ elif [[ -n $tracing ]]; then diag "bpftrace not installed (tools/setup.sh instal
 # counters FILE: the device's counters, one "name value" a line.
 counters() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk 'NF { if (k == "") k = $0; else { print k, $0; k = "" } }' | grep -E '^[a-z_]+ [0-9]+$' >"$1"; }
 counters "$work/c0"
-meet traced
+# The peer's bpftrace may attach later (up to its own slow 300 s).
+meet traced "$(slow 400)"
 
 # --- traffic, with the resource views read during it ---
 server() { ((MR_ID == 1)); }
@@ -259,8 +260,9 @@ if [[ -n $tracing ]]; then
     # gone by then: nothing more to count).
     n0=$(wc -l <"$work/bpf.out") lim=$(slow 60) t0=$SECONDS bcounts=""
     while ((SECONDS - t0 < lim)) && kill -0 $bpf 2>/dev/null; do
-      bcounts=$(awk -v n0="$n0" 'NR > n0 && /^tick/ { t = 1; next }
-        t && $1 == "@tx:" { tx = $2 } t && $1 == "@retx:" { print tx + 0, $2; exit }' "$work/bpf.out")
+      # A map never written prints as an empty line: 0.
+      bcounts=$(awk -v n0="$n0" 'NR > n0 && /^tick/ { t = 1; tx = 0; rx = 0; next }
+        t && $1 == "@tx:" { tx = $2 } t && $1 == "@retx:" { rx = $2 } t && /^end/ { print tx + 0, rx + 0; exit }' "$work/bpf.out")
       [[ -n $bcounts ]] && break
       sleep 0.5
     done
@@ -280,12 +282,14 @@ if [[ -n $tracing ]]; then
     done
     if kill -0 $bpf 2>/dev/null; then
       fail "bpftrace exits within $lim s of SIGINT" "$(cat "$work/bpf.where"; bpfwhere; for t in /proc/$bpf/task/*; do echo "${t##*/}: $(cat $t/wchan 2>/dev/null)"; done)"
+      # SIGKILL does not end a task in an uninterruptible wait: bounded too.
       kill -9 $bpf 2>/dev/null
+      retry 30 bash -c "! kill -0 $bpf 2>/dev/null" || diag "bpftrace survives SIGKILL: not waited for"
     else
       pass "bpftrace exits after SIGINT ($((SECONDS - t0)) s)"
       ((SECONDS - t0 < 30)) || diag "bpftrace's slow exit:" "$(cat "$work/bpf.where")"
     fi
-    wait $bpf
+    kill -0 $bpf 2>/dev/null || wait $bpf
   fi
   ((data > 1000)) && pass "metaroce:tx: $data DATA packets traced" || fail "metaroce:tx: only $data DATA packets traced"
   ((badpath == 0)) && pass "every traced path index < paths ($paths)" || fail "$badpath events name a path >= $paths"
