@@ -12,6 +12,8 @@
 #   - rustup component rust-src for the active toolchain (the kernel's Rust needs it).
 #   - bindgen-cli from crates.io at a pinned version.
 #   - virtme-ng from PyPI at a pinned version, in /opt/metaroce/venv.
+#   - /etc/systemd/network/10-metaroce-test-guests.link (qemu/guest-nic.link): the
+#     test guests' udev keeps their NIC's name.
 set -euo pipefail
 
 BINDGEN_VERSION=0.73.2
@@ -69,6 +71,16 @@ if ! "$venv/bin/vng" --version 2>/dev/null | grep -q "$VIRTME_NG_VERSION"; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
 else
   log "virtme-ng $VIRTME_NG_VERSION: present ($venv)"
+fi
+
+# The test guests' NIC keeps its name (qemu/guest-nic.link says why; it matches
+# only the guests' MACs, so it changes nothing on the host).
+link=/etc/systemd/network/10-metaroce-test-guests.link
+if ! cmp -s "$(dirname "$0")/../qemu/guest-nic.link" "$link"; then
+  log "install $link"
+  install -D -m 0644 "$(dirname "$0")/../qemu/guest-nic.link" "$link"
+else
+  log "$link: present"
 fi
 
 log "done"
