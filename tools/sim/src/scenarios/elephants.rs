@@ -32,15 +32,10 @@ pub const FG_LOAD: f64 = 0.2;
 pub const BG_BYTES: u64 = 1 << 30;
 
 pub struct Run {
-    /// Per incast: completion time, ns (None: unfinished).
-    pub incasts: Vec<Option<u64>>,
-    /// Foreground flows: (bytes, FCT ns (unfinished: until the limit), finished).
-    pub fg: Vec<(u64, f64, bool)>,
+    /// The incasts and the foreground flows (`flows`), drops, pause, peak queue.
+    pub mix: mix::Mix,
     /// Background goodput from 1/4 of the window to its end, fraction of hosts × line.
     pub bg: f64,
-    pub drops: u64,
-    pub paused_us: f64,
-    pub peak_q: u64,
 }
 
 /// One run over `window` ns; without `foreground`, the long flows alone (the same
@@ -97,19 +92,10 @@ pub fn one(v: Variant, window: u64, seed: u64, foreground: bool) -> Run {
     }
     let d = s.driver.as_ref().expect("attached");
     let last = d.transfers.iter().map(|t| t.group).max().unwrap_or(0);
-    let incasts = (GROUP_INCAST_BASE..=last)
-        .map(|g| d.group_time(g))
-        .collect();
-    let fg = mix::group_fcts(d, GROUP_FOREGROUND, limit);
     let span = (window - window / 4) as f64 * 1e-9;
-    let c = counters(&s);
     Run {
-        incasts,
-        fg,
+        mix: mix::Mix::of(&s, GROUP_INCAST_BASE..=last, GROUP_FOREGROUND, limit),
         bg: (b1 - b0) as f64 / span / (f64::from(ft.hosts()) * line_bytes()),
-        drops: c.drops,
-        paused_us: c.paused_ns as f64 / 1e3,
-        peak_q: c.peak_switch_q,
     }
 }
 
@@ -139,26 +125,21 @@ pub fn run(sc: Scale) -> Section {
         ),
         &vs,
     );
-    let res: Vec<Vec<Run>> = vs
-        .iter()
-        .map(|v| seeds.iter().map(|&sd| one(*v, window, sd, true)).collect())
-        .collect();
-    let alone: Vec<Vec<Run>> = vs
-        .iter()
-        .map(|v| seeds.iter().map(|&sd| one(*v, window, sd, false)).collect())
-        .collect();
+    let res = per_column(&vs, &seeds, |v, sd| one(v, window, sd, true));
+    let alone = per_column(&vs, &seeds, |v, sd| one(v, window, sd, false));
     let mc = meta_col(&vs);
-    let (inc_cells, m_inc) = mix::incast_cells(&res, |x| &x.incasts, ideal, mc);
-    sec.rows.push(Row {
-        scenario: format!("{FAN_IN}→1 incasts among long flows"),
-        metric: format!("completion / idle ideal ({:.0} µs)", ideal / 1e3),
-        cells: inc_cells,
-        target: "≤ 3× (every link carries a long flow)".into(),
-        met: m_inc.map(|m| m <= 3.0),
-        guard: None,
-    });
-    sec.rows
-        .extend(mix::fct_rows(&res, |x| &x.fg, "Hadoop foreground"));
+    sec.rows.extend(mix::mix_rows(
+        &res,
+        |x| &x.mix,
+        ideal,
+        mc,
+        (
+            format!("{FAN_IN}→1 incasts among long flows"),
+            "",
+            "every link carries a long flow",
+            "Hadoop foreground",
+        ),
+    ));
     let bg = |r: &[Run]| ci(&r.iter().map(|x| x.bg * 100.0).collect::<Vec<_>>(), 1, " %");
     sec.rows.push(Row {
         scenario: "long flows".into(),
@@ -174,7 +155,7 @@ pub fn run(sc: Scale) -> Section {
     });
     sec.rows
         .push(fabric_row("whole run".into(), "switch queue", &res, |x| {
-            (x.drops, x.paused_us, x.peak_q)
+            (x.mix.drops, x.mix.paused_us, x.mix.peak_q)
         }));
     sec
 }

@@ -105,10 +105,7 @@ pub fn run(sc: Scale) -> Section {
     );
     let mc = meta_col(&vs);
     for kind in [Fail::Down, Fail::Gray] {
-        let res: Vec<Vec<Outcome>> = vs
-            .iter()
-            .map(|v| seeds.iter().map(|&sd| failure(*v, kind, sd, dur)).collect())
-            .collect();
+        let res = per_column(&vs, &seeds, |v, sd| failure(v, kind, sd, dur));
         let cell = |r: &[Outcome]| {
             let xs: Vec<f64> = r
                 .iter()

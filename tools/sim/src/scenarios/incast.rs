@@ -116,10 +116,7 @@ pub fn run(sc: Scale) -> Section {
     );
     let mc = meta_col(&vs);
     for n in [16u32, 64] {
-        let res: Vec<Vec<Incast>> = vs
-            .iter()
-            .map(|v| seeds.iter().map(|&sd| incast(*v, n, sd, dur)).collect())
-            .collect();
+        let res = per_column(&vs, &seeds, |v, sd| incast(v, n, sd, dur));
         let w = res[0][0].window_ns;
         let fair_cell = |r: &[Incast]| {
             let xs: Vec<f64> = r

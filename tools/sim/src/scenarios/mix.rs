@@ -60,14 +60,36 @@ pub fn run_per_transfer<const P: usize, const W: usize, const S: usize, const N:
     run_driven(s, wl.transfers, flow_of, 50_000, limit)
 }
 
+/// What a driven mix run gives (scenarios 11 and 15).
 pub struct Mix {
     /// Per incast: completion time, ns (None: unfinished).
-    pub fg: Vec<Option<u64>>,
-    /// Background flows: (bytes, FCT ns (unfinished: until the limit), finished).
-    pub bg: Vec<(u64, f64, bool)>,
+    pub incasts: Vec<Option<u64>>,
+    /// The open-loop flows: (bytes, FCT ns (unfinished: until the limit), finished).
+    pub flows: Vec<(u64, f64, bool)>,
     pub drops: u64,
     pub paused_us: f64,
     pub peak_q: u64,
+}
+
+impl Mix {
+    /// From a run that ended at `limit`: the completion of each group in `incasts`,
+    /// the FCTs of group `flows`, and the fabric's drops, pause and peak queue.
+    pub fn of<const P: usize, const W: usize, const S: usize, const N: usize>(
+        s: &Sim<P, W, S, N>,
+        incasts: std::ops::RangeInclusive<u32>,
+        flows: u32,
+        limit: u64,
+    ) -> Mix {
+        let d = s.driver.as_ref().expect("attached");
+        let c = counters(s);
+        Mix {
+            incasts: incasts.map(|g| d.group_time(g)).collect(),
+            flows: group_fcts(d, flows, limit),
+            drops: c.drops,
+            paused_us: c.paused_ns as f64 / 1e3,
+            peak_q: c.peak_switch_q,
+        }
+    }
 }
 
 pub fn fabric() -> FatTree {
@@ -81,17 +103,7 @@ pub fn mix(v: Variant, load: f64, window: u64, seed: u64) -> Mix {
     let limit = window + 20_000_000;
     let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
     run_per_transfer(&mut s, v, wl, limit);
-    let d = s.driver.as_ref().expect("attached");
-    let fg = (1..=3).map(|g| d.group_time(g)).collect();
-    let bg = group_fcts(d, 0, limit);
-    let c = counters(&s);
-    Mix {
-        fg,
-        bg,
-        drops: c.drops,
-        paused_us: c.paused_ns as f64 / 1e3,
-        peak_q: c.peak_switch_q,
-    }
+    Mix::of(&s, 1..=3, 0, limit)
 }
 
 /// The FCTs of `group`'s transfers in a run driven by `d` that ended at `limit`:
@@ -134,6 +146,29 @@ pub fn incast_cells<T>(
         .collect();
     let (cells, m) = ratio_cells(&cols, ideal, mc);
     (cells, (!cols[mc].is_empty()).then_some(m))
+}
+
+/// The rows of a mix (scenarios 11 and 15), from each run's [`Mix`] (`f`): the
+/// incasts' completion over `ideal` (row `incast`, target ≤ 3× with the reason
+/// `why`; its metric prefixed by `what_done`), then [`fct_rows`] of the flows (`flows`).
+pub fn mix_rows<T>(
+    res: &[Vec<T>],
+    f: impl Fn(&T) -> &Mix,
+    ideal: f64,
+    mc: usize,
+    (incast, what_done, why, flows): (String, &str, &str, &str),
+) -> Vec<Row> {
+    let (cells, m) = incast_cells(res, |x| &f(x).incasts, ideal, mc);
+    let mut rows = vec![Row {
+        scenario: incast,
+        metric: format!("{what_done}completion / idle ideal ({:.0} µs)", ideal / 1e3),
+        cells,
+        target: format!("≤ 3× ({why})"),
+        met: m.map(|m| m <= 3.0),
+        guard: None,
+    }];
+    rows.extend(fct_rows(res, |x| &f(x).flows, flows));
+    rows
 }
 
 /// Two rows "`what`, all flows" and "`what`, flows ≤ 100 KB": FCT p50/p99/p99.9 of the
@@ -191,22 +226,20 @@ pub fn run(sc: Scale) -> Section {
         ),
         &vs,
     );
-    let res: Vec<Vec<Mix>> = vs
-        .iter()
-        .map(|v| seeds.iter().map(|&sd| mix(*v, load, window, sd)).collect())
-        .collect();
+    let res = per_column(&vs, &seeds, |v, sd| mix(v, load, window, sd));
     let mc = meta_col(&vs);
-    let (fg_cells, m_fg) = incast_cells(&res, |x| &x.fg, ideal, mc);
-    sec.rows.push(Row {
-        scenario: format!("{FAN_IN}→1 incast over 50 % background"),
-        metric: format!("foreground completion / idle ideal ({:.0} µs)", ideal / 1e3),
-        cells: fg_cells,
-        target: "≤ 3× (the receiver link carries ~50 % background)".into(),
-        met: m_fg.map(|m| m <= 3.0),
-        guard: None,
-    });
-    sec.rows
-        .extend(fct_rows(&res, |x| &x.bg, "web-search background"));
+    sec.rows.extend(mix_rows(
+        &res,
+        |x| x,
+        ideal,
+        mc,
+        (
+            format!("{FAN_IN}→1 incast over 50 % background"),
+            "foreground ",
+            "the receiver link carries ~50 % background",
+            "web-search background",
+        ),
+    ));
     sec.rows
         .push(fabric_row("whole mix".into(), "switch queue", &res, |x| {
             (x.drops, x.paused_us, x.peak_q)

@@ -613,6 +613,13 @@ pub fn run_driven<const P: usize, const W: usize, const S: usize, const N: usize
     false
 }
 
+/// `f(variant, seed)` for every column and seed: one `Vec` per column.
+pub fn per_column<T>(vs: &[Variant], seeds: &[u64], f: impl Fn(Variant, u64) -> T) -> Vec<Vec<T>> {
+    vs.iter()
+        .map(|&v| seeds.iter().map(|&sd| f(v, sd)).collect())
+        .collect()
+}
+
 /// One "mean ± CI× (mean µs)" cell per column from its per-seed ratios to `ideal`
 /// ("not done (k/n seeds)" if a seed, None, did not finish; "—" without seeds), and
 /// the mean ratio of column `mc` (infinite unless it has seeds and every one finished).

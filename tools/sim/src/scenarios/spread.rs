@@ -123,14 +123,8 @@ pub fn run(sc: Scale) -> Section {
         ),
         &vs,
     );
-    let on: Vec<Vec<Spread>> = vs
-        .iter()
-        .map(|v| seeds.iter().map(|&sd| spread(*v, true, sd, dur)).collect())
-        .collect();
-    let off: Vec<Vec<Spread>> = vs
-        .iter()
-        .map(|v| seeds.iter().map(|&sd| spread(*v, false, sd, dur)).collect())
-        .collect();
+    let on = per_column(&vs, &seeds, |v, sd| spread(v, true, sd, dur));
+    let off = per_column(&vs, &seeds, |v, sd| spread(v, false, sd, dur));
     let pick = |r: &[Spread], f: fn(&Spread) -> f64| r.iter().map(f).collect::<Vec<f64>>();
     let mc = meta_col(&vs);
     let rows: [(&str, Metric); 2] = [

@@ -102,9 +102,12 @@ fn mix_gives_every_transfer_its_own_flow_and_finishes() {
         (10_000, 30_000, 20_000)
     );
     let m = mix::mix(Variant::Meta, 0.5, 200_000, 1);
-    assert!(m.fg.iter().all(Option::is_some), "every incast completes");
     assert!(
-        !m.bg.is_empty() && m.bg.iter().all(|x| x.2),
+        m.incasts.iter().all(Option::is_some),
+        "every incast completes"
+    );
+    assert!(
+        !m.flows.is_empty() && m.flows.iter().all(|x| x.2),
         "background completes"
     );
     assert_eq!(m.drops, 0);
@@ -125,20 +128,25 @@ fn reordering_hurts_go_back_n_not_metaroce() {
 fn short_flows_among_long_flows_finish_while_the_long_ones_run() {
     let r = elephants::one(Variant::Meta, 100_000, 1, true);
     // Every 1/4 window an incast, the first at 1/4: 3 in the window, all complete.
-    assert_eq!(r.incasts.len(), 3);
-    assert!(r.incasts.iter().all(Option::is_some), "{:?}", r.incasts);
+    assert_eq!(r.mix.incasts.len(), 3);
     assert!(
-        !r.fg.is_empty() && r.fg.iter().all(|x| x.2),
+        r.mix.incasts.iter().all(Option::is_some),
+        "{:?}",
+        r.mix.incasts
+    );
+    assert!(
+        !r.mix.flows.is_empty() && r.mix.flows.iter().all(|x| x.2),
         "foreground completes"
     );
     // A short flow cannot beat its bytes at line rate.
     assert!(r
-        .fg
+        .mix
+        .flows
         .iter()
         .all(|&(b, fct, _)| fct >= b as f64 * 8.0 / GBPS as f64));
     // The long flows never finish (1 GiB each) but carry traffic all along.
     assert!(r.bg > 0.2 && r.bg < 1.0, "{}", r.bg);
-    assert_eq!(r.drops, 0);
+    assert_eq!(r.mix.drops, 0);
 }
 
 #[test]
