@@ -113,14 +113,15 @@ res() { rdma -dd resource show "$@" 2>&1 | awk '/^[^ \t]/ { if (r != "") print r
 # has LINE ATTR...: every drv_ATTR of LINE has a value; prints the missing ones.
 has() { local l=$1 a m=""; shift; for a; do grep -qE " drv_$a [0-9a-z]+" <<<"$l" || m+=" $a"; done; echo "$m"; }
 # transfer PORT: ib_write_bw -b (ITERS x 64 KiB both ways) in the background,
-# pid in $bwpid, output in $work/bw.out; guest 2 connects, retrying 60 s.
+# pid in $bwpid, output in $work/bw.out; guest 2 connects, retrying 60 s (x slow:
+# a debug guest's nice-19 server took longer than 60 s to listen).
 transfer() {
   local bw=(nice -n 19 ib_write_bw -d "$dev" -x "$gid" -s 65536 -n "$iters" -b -F -p "$1")
   if server; then
     timeout 900 "${bw[@]}" >"$work/bw.out" 2>&1 &
   else
     sleep 3
-    ( end=$((SECONDS + 60))
+    ( end=$((SECONDS + $(slow 60)))
       while :; do
         timeout 900 "${bw[@]}" "$MR_PEER_IP4" >"$work/bw.out" 2>&1 && exit 0
         grep -q 'remote address' "$work/bw.out" && exit 1
@@ -196,7 +197,7 @@ else
     "$(res qp; cat "$work/bw.out")"
 fi
 ((bwrc == 0)) && pass "$dev: ib_write_bw -b $iters x 64 KiB over the lossy link, $round round(s):$bwlines MB/s"
-meet traffic-done
+meet traffic-done "$(slow 400)"
 sleep 3  # the last ACKs and timers settle; the QPs are gone
 [[ -n $tracing ]] && echo 0 >$T/tracing_on
 counters "$work/c1"
