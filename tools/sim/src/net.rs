@@ -167,15 +167,16 @@ impl Pool {
     pub fn free(&mut self, i: u32) {
         self.free.push(i);
     }
-    /// Prefetches ([`touch`]) packet `i`'s header (and its body's first line if `body`).
+    /// Prefetches ([`touch`]) packet `i`'s header (and its body's lines if `body`).
     #[inline(always)]
     pub fn prefetch(&self, i: u32, body: bool) {
         if let Some(p) = self.pkts.get(i as usize) {
             touch(p.key);
         }
         if body {
-            if let Some(Body::Meta { len, .. }) = self.bodies.get(i as usize) {
-                touch(u64::from(*len));
+            // Every line of a MetaRoCE body: the receiver copies its kept bytes.
+            if let Some(Body::Meta { len, head }) = self.bodies.get(i as usize) {
+                touch(u64::from(*len) ^ u64::from(head[63]) ^ u64::from(head[HEAD - 1]));
             }
         }
     }

@@ -251,6 +251,20 @@ impl Timers {
             }
         }
     }
+    /// Lowers endpoint `id`'s deadline to `t` if that is earlier than its entry (or it
+    /// has none); a later `t` leaves the entry as it is. The engine re-arms an
+    /// endpoint's timer on nearly every packet, mostly to a later time (an RTO pushed
+    /// back by an ACK): those re-arms cost nothing here, and an entry found earlier
+    /// than its endpoint's real deadline when it comes up is moved then ([`Sim::run`]
+    /// keeps the real deadline; [`Timers::set`]).
+    ///
+    /// [`Sim::run`]: crate::sim::Sim::run
+    pub fn lower(&mut self, id: u32, t: u64) {
+        let p = self.pos.get(id as usize).copied().unwrap_or(NONE);
+        if p == NONE || t < self.heap[p as usize].0 {
+            self.set(id, t);
+        }
+    }
     /// The earliest deadline.
     pub fn peek(&self) -> Option<(u64, u32)> {
         self.heap.first().copied()
@@ -407,6 +421,50 @@ mod order_tests {
 #[cfg(test)]
 mod timer_tests {
     use super::*;
+
+    #[test]
+    fn lower_keeps_entries_at_or_before_the_real_deadline() {
+        // The engine's use: `real` is the deadline, the heap may lag behind it (earlier);
+        // fixing up the stale head fires exactly the real deadlines, in (time, id) order.
+        let mut t = Timers::default();
+        let mut rng = crate::net::Rng::new(9);
+        let mut real = vec![u64::MAX; 40];
+        let mut now = 0u64;
+        for _ in 0..20_000 {
+            let id = (rng.next_u64() % 40) as u32;
+            let v = if rng.unit() < 0.1 {
+                u64::MAX
+            } else {
+                now + 1 + rng.next_u64() % 500
+            };
+            real[id as usize] = v;
+            if v != u64::MAX {
+                t.lower(id, v);
+            }
+            if rng.unit() < 0.5 {
+                // Fire the earliest real deadline, fixing stale entries first.
+                while let Some((tt, i)) = t.peek() {
+                    let r = real[i as usize];
+                    if r == tt {
+                        let want = real
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, x)| **x != u64::MAX)
+                            .map(|(j, x)| (*x, j as u32))
+                            .min();
+                        assert_eq!(Some((tt, i)), want);
+                        assert!(tt >= now);
+                        now = tt;
+                        t.set(i, u64::MAX);
+                        real[i as usize] = u64::MAX;
+                        break;
+                    }
+                    assert!(tt < r, "an entry is never later than its deadline");
+                    t.set(i, r);
+                }
+            }
+        }
+    }
 
     #[test]
     fn timers_update_in_place() {

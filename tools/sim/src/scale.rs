@@ -9,12 +9,12 @@
 //! with Tomahawk-class shared-buffer switches (2.5 MB/Tb/s, alpha 1, step ECN at
 //! 100 KB), every host sending to a distinct host on another leaf, 10 ms simulated.
 //!
-//! Target: under 60 s. Measured at commit `28767c1` on the shared 2-core development
-//! machine (QEMU guests beside it; binary under `nice -n 19`): 364,539,680 events,
-//! 141.6 s user + 2.0 s system CPU (2.57 M events per CPU second), 250.9 s wall
-//! (1.45 M events/s): missed, 2.4× in CPU time, 4.2× in wall time. Before the engine
-//! work (commit `fed9000`, same day): 172.9 s user, 532.9 s wall. CPU time varies by
-//! ±30 % with the machine's load; see `Documentation/simulation.rst`, "Engine speed".
+//! Target: under 60 s. Measured with stop 19's engine on the 2-core development
+//! machine, idle: 364,539,680 events in 78.6 s wall (4.64 M events/s; 80.1 s before
+//! that stop's lazy timer re-arm): **missed, 1.31× over**. Earlier figures (141.6 s
+//! CPU, 250.9 s wall at `28767c1`) were taken beside QEMU guests: this engine is bound
+//! by memory latency, and other processes' cache traffic slows it by up to 2×; see
+//! `Documentation/simulation.rst`, "Engine speed".
 
 use crate::cli::ScaleArgs;
 use crate::net::Rng;

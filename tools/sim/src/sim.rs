@@ -395,6 +395,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         loop {
             let te = self.q.peek_time().unwrap_or(NEVER);
             if let Some((tt, id)) = self.timers.peek() {
+                let real = self.slots[id as usize].timer_at;
+                if tt < real && tt < te && tt <= until {
+                    // A stale entry (the endpoint re-armed later, [`Timers::lower`]):
+                    // moved to the real deadline, or dropped; no event.
+                    self.timers.set(id, real);
+                    continue;
+                }
                 if tt < te && tt <= until {
                     // An endpoint timer, before any other event.
                     self.now = tt;
@@ -635,7 +642,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         };
         if t != slot.timer_at {
             slot.timer_at = t;
-            self.timers.set(id, t);
+            self.timers.lower(id, t);
         }
     }
 
