@@ -10,8 +10,8 @@
 //! 100 KB), every host sending to a distinct host on another leaf, 10 ms simulated.
 //!
 //! Target: under 60 s. Measured with stop 19's engine on the 2-core development
-//! machine, idle: 364,539,680 events in 78.6 s wall (4.64 M events/s; 80.1 s before
-//! that stop's lazy timer re-arm): **missed, 1.31× over**. Earlier figures (141.6 s
+//! machine, idle: 364,539,680 events in 72.9 s wall (5.00 M events/s; 80.1 s before
+//! that stop's lazy timer re-arm and masked ECMP hash): **missed, 1.22× over**. Earlier figures (141.6 s
 //! CPU, 250.9 s wall at `28767c1`) were taken beside QEMU guests: this engine is bound
 //! by memory latency, and other processes' cache traffic slows it by up to 2×; see
 //! `Documentation/simulation.rst`, "Engine speed".
