@@ -124,7 +124,11 @@ impl Fabric {
         let (h, n) = (mix(key ^ sw.salt), g.len() as u64);
         // `h % n`; a mask when `n` is a power of two (a fat tree's groups nearly always
         // are), the same member, without a 64-bit division per hop.
-        let i = if n.is_power_of_two() { h & (n - 1) } else { h % n };
+        let i = if n.is_power_of_two() {
+            h & (n - 1)
+        } else {
+            h % n
+        };
         Some(g[i as usize] as usize)
     }
 
