@@ -422,6 +422,15 @@ mod order_tests {
 mod timer_tests {
     use super::*;
 
+    /// The earliest (deadline, endpoint) of per-endpoint deadlines (`u64::MAX`: none).
+    fn earliest(d: &[u64]) -> Option<(u64, u32)> {
+        d.iter()
+            .enumerate()
+            .filter(|(_, x)| **x != u64::MAX)
+            .map(|(i, x)| (*x, i as u32))
+            .min()
+    }
+
     #[test]
     fn lower_keeps_entries_at_or_before_the_real_deadline() {
         // The engine's use: `real` is the deadline, the heap may lag behind it (earlier);
@@ -446,13 +455,7 @@ mod timer_tests {
                 while let Some((tt, i)) = t.peek() {
                     let r = real[i as usize];
                     if r == tt {
-                        let want = real
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, x)| **x != u64::MAX)
-                            .map(|(j, x)| (*x, j as u32))
-                            .min();
-                        assert_eq!(Some((tt, i)), want);
+                        assert_eq!(Some((tt, i)), earliest(&real));
                         assert!(tt >= now);
                         now = tt;
                         t.set(i, u64::MAX);
@@ -480,13 +483,7 @@ mod timer_tests {
             };
             t.set(id, v);
             want[id as usize] = v;
-            let min = want
-                .iter()
-                .enumerate()
-                .filter(|(_, x)| **x != u64::MAX)
-                .map(|(i, x)| (*x, i as u32))
-                .min();
-            assert_eq!(t.peek(), min);
+            assert_eq!(t.peek(), earliest(&want));
         }
     }
 }
