@@ -124,13 +124,14 @@ has() { local l=$1 a m=""; shift; for a; do grep -qE " drv_$a [0-9a-z]+" <<<"$l"
 # a debug guest's nice-19 server took longer than 60 s to listen).
 transfer() {
   local bw=(nice -n 19 ib_write_bw -d "$dev" -x "$gid" -s 65536 -D "$dur" -b -F -p "$1")
+  local lim=$((dur + $(slow 600)))
   if server; then
-    timeout $((dur + $(slow 600))) "${bw[@]}" >"$work/bw.out" 2>&1 &
+    timeout $lim "${bw[@]}" >"$work/bw.out" 2>&1 &
   else
     sleep 3
     ( end=$((SECONDS + $(slow 60)))
       while :; do
-        timeout $((dur + $(slow 600))) "${bw[@]}" "$MR_PEER_IP4" >"$work/bw.out" 2>&1 && exit 0
+        timeout $lim "${bw[@]}" "$MR_PEER_IP4" >"$work/bw.out" 2>&1 && exit 0
         grep -q 'remote address' "$work/bw.out" && exit 1
         ((SECONDS < end)) || exit 1
         sleep 1

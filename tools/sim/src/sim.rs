@@ -395,14 +395,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         loop {
             let te = self.q.peek_time().unwrap_or(NEVER);
             if let Some((tt, id)) = self.timers.peek() {
-                let real = self.slots[id as usize].timer_at;
-                if tt < real && tt < te && tt <= until {
-                    // A stale entry (the endpoint re-armed later, [`Timers::lower`]):
-                    // moved to the real deadline, or dropped; no event.
-                    self.timers.set(id, real);
-                    continue;
-                }
                 if tt < te && tt <= until {
+                    let real = self.slots[id as usize].timer_at;
+                    if tt < real {
+                        // A stale entry (the endpoint re-armed later, [`Timers::lower`]):
+                        // moved to the real deadline, or dropped; no event.
+                        self.timers.set(id, real);
+                        continue;
+                    }
                     // An endpoint timer, before any other event.
                     self.now = tt;
                     self.events += 1;
