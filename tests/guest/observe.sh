@@ -4,7 +4,8 @@
 # (tracefs; trace-cmd and perf list them; bpftrace counts two), `rdma resource show qp|cq|mr|pd
 # -dd` during the run, and `rdma statistic`, each checked against the others:
 # every event count equals its counter's increase over the traced window.
-#   observe.sh [mr0] [-D SECS] [NETEM-ARGS...]   (default: 20, loss 2% delay 1ms)
+#   observe.sh mr0 [-D SECS] [NETEM-ARGS...]   (default: 20, loss 2% delay 1ms)
+# in each of two guests (qemu/vm-run -n 2 tests/guest/observe.sh mr0).
 # Guest 2 runs ib_write_bw -b (both directions, 64 KiB messages) for SECS x
 # slow seconds against guest 1 (a duration, not a count: a debug guest's
 # resource dump takes about half a minute, and a 150-message transfer there
@@ -15,6 +16,9 @@
 # without CONFIG_EVENT_TRACING the event checks are skipped (TAP # SKIP);
 # the resource and counter checks still run.
 . "$MR_REPO/tests/lib.sh"
+# A guest test: on the host it would load the module and put netem on a NIC.
+[[ ${MR_NGUESTS:-} == 2 && -n ${MR_PEER_IP4:-} ]] || {
+  echo "observe.sh: runs in two test guests: qemu/vm-run -n 2 tests/guest/observe.sh mr0" >&2; exit 2; }
 dev=${1:-mr0}
 [[ $dev == mr* ]] || { echo "observe.sh: the first argument is the metaroce device (mr0), got '$dev'" >&2; exit 2; }
 shift
