@@ -66,7 +66,7 @@ run() {
     ((rc == 0)) && return 0
     grep -q 'remote address' <<<"$out" && return "$rc"
     ((SECONDS < end)) || return "$rc"
-    sleep 1
+    nap 1
   done
 }
 dmesg_tail() { dmesg | tail -15; }
@@ -240,11 +240,11 @@ start_client() {
     for ((k = 0; k < $(slow 20); k++)); do
       grep -q 'remote address' "$f" && return 0
       kill -0 "$pid" 2>/dev/null || break
-      sleep 1
+      nap 1
     done
     kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
     ((SECONDS < end)) || return 1
-    sleep 1
+    nap 1
   done
 }
 # kill_test VICTIM [last]: guest VICTIM's ib_write_bw -D $kd (60 s, scaled by
@@ -268,7 +268,7 @@ kill_test() {
   else fail "$dev: kill -9 of the $who: ib_write_bw -D $kd connects" "$(cat "$f")"; fi
   meet "kill$victim-connected"
   ctr_snap
-  sleep 5
+  nap 5
   if ((MR_ID == victim)); then
     # The sender busy-polls its CQ and starves this script under TCG: one
     # snapshot, the kill at once, the sums after.
@@ -342,16 +342,16 @@ if want mtu; then
     fail "$dev: ib_write_bw -D $md connects" "$(cat "$f")"
   t0=$SECONDS
   if server; then
-    sleep 2
+    nap 2
     ctr_snap
     seen="" alive=0
     kill -0 "$pid" 2>/dev/null && alive=1
     for m in 9000 1200 1500; do
       ip link set "$MR_IF" mtu "$m" || fail "ip link set $MR_IF mtu $m"
-      sleep 3
+      nap 3
       seen+="$m:$(mtu_enum) "
     done
-    ip link set "$MR_IF" down; sleep 2
+    ip link set "$MR_IF" down; nap 2
     seen+="down:$(port_state) "
     ip link set "$MR_IF" up
     # The changes happened under traffic: the tool ran when they began and

@@ -61,7 +61,7 @@ meet capturing
 # The RC QPs and their paths' source ports, polled while the test runs.
 qpf=$MR_RUNDIR/qp.$MR_ID
 : >"$qpf"
-( while :; do rdma -dd resource show qp link "$dev/1" >>"$qpf" 2>&1; sleep 0.5; done ) &
+( while :; do rdma -dd resource show qp link "$dev/1" >>"$qpf" 2>&1; nap 0.5; done ) &
 poller=$!
 
 run_integrity "$dev" "$gid" -- "${args[@]}"
@@ -72,12 +72,12 @@ kill "$poller"; wait "$poller" 2>/dev/null
 # it: on SIGINT it reports what the kernel passed it ("received by filter"),
 # what it wrote ("captured") and what the kernel dropped.
 meet finished
-sleep 2
+nap 2
 rdma statistic show link "$dev/1" >"$MR_RUNDIR/counters.$MR_ID.after"
 tc -s qdisc show dev "$MR_IF" >"$MR_RUNDIR/netem.$MR_ID"
 size=-1 same=0
 while ((same < 3)); do
-  sleep 1
+  nap 1
   s=$(stat -c %s "$pcap")
   if ((s == size)); then same=$((same + 1)); else same=0 size=$s; fi
 done

@@ -81,10 +81,10 @@ b=$(ibv_devinfo -d mr0 | awk '/active_mtu/ {print $2}')
 # Port state and async events follow the link.
 stdbuf -oL ibv_asyncwatch -d mr0 >"$MR_RUNDIR/asyncwatch.out" 2>&1 &
 aw=$!
-sleep 2
-ip link set "$MR_IF" down; sleep 1
+nap 2
+ip link set "$MR_IF" down; nap 1
 down=$(ibv_devinfo -d mr0 | awk '/state:/ {print $2; exit}')
-ip link set "$MR_IF" up; sleep 2
+ip link set "$MR_IF" up; nap 2
 up=$(ibv_devinfo -d mr0 | awk '/state:/ {print $2; exit}')
 kill $aw 2>/dev/null; wait $aw 2>/dev/null
 [[ $down == PORT_DOWN && $up == PORT_ACTIVE ]] && pass "port state follows link (down: $down, up: $up)" \
@@ -110,7 +110,7 @@ out=$(rdma link add mr9 type metaroce netdev "$MR_IF" 2>&1) \
 ip link add mrdummy0 type dummy && ip link set mrdummy0 up
 check "rdma link add mr1 on a dummy netdev" rdma link add mr1 type metaroce netdev mrdummy0
 ip link del mrdummy0
-gone=0; for i in $(seq 20); do [[ -e /sys/class/infiniband/mr1 ]] || { gone=1; break; }; sleep 0.5; done
+gone=0; for i in $(seq 20); do [[ -e /sys/class/infiniband/mr1 ]] || { gone=1; break; }; nap 0.5; done
 ((gone)) && pass "netdev removed: its device mr1 is removed" || fail "mr1 removed with its netdev" "$(rdma dev)"
 
 check "rdma link delete mr0" rdma link delete mr0
@@ -153,7 +153,7 @@ within() {
   local t0=$SECONDS pid rc
   "$@" >"$MR_RUNDIR/within.out" 2>&1 &
   pid=$!
-  while kill -0 $pid 2>/dev/null && ((SECONDS - t0 < secs)); do sleep 1; done
+  while kill -0 $pid 2>/dev/null && ((SECONDS - t0 < secs)); do nap 1; done
   if kill -0 $pid 2>/dev/null; then
     fail "$desc within $secs s" "still waiting after $secs s; killing the holders to end it"
     kill -9 "${holders[@]}" 2>/dev/null
@@ -205,7 +205,7 @@ hold holder2
 gid=$(retry 20 gid_index mr0 "$MR_IP4")
 ibv_rc_pingpong -d mr0 -g "${gid:-1}" >"$MR_RUNDIR/pingpong-idle.out" 2>&1 &
 pp=$!; holders+=("$pp")
-sleep 3
+nap 3
 kill -0 $pp 2>/dev/null && pass "idle ibv_rc_pingpong server $pp on mr0" \
   || fail "idle ibv_rc_pingpong server on mr0" "$(cat "$MR_RUNDIR/pingpong-idle.out")"
 within 60 "rmmod metaroce while processes $held and $pp hold mr0" rmmod metaroce

@@ -61,7 +61,7 @@ perf() {
   while :; do
     o=$(timeout "$t" ib_write_bw -d "$dev" -x "$gid" -F -p "$port" "$@" "$MR_PEER_IP4" 2>&1); r=$?
     ((r == 0)) || grep -q 'remote address' <<<"$o" || ((SECONDS >= end)) && break
-    sleep 1
+    nap 1
   done
   printf '%s\n' "$o"; return "$r"
 }
@@ -103,7 +103,7 @@ sample() {
     v=$(qpview); n=$(grep -c . <<<"$v")
     [[ -n $v ]] && ((n >= best)) && { echo "$v" >"$f"; best=$n; }
     ((n >= 4)) && echo "$v" >>"$f.all"
-    sleep 0.5
+    nap 0.5
   done
 }
 # hint_check DESC VIEW: the hints the senders' QPs saw while all 4 ran (every
@@ -284,7 +284,7 @@ for event in "${fe_events[@]}"; do
   integrity_pairs "fo$n" "$n"
   if sender; then
     moves0=$(counter path_moves)
-    before=$(fabric_counters); sleep 4
+    before=$(fabric_counters); nap 4
     s=$(busiest "$before" "$(fabric_counters)"); ((s > 0)) || s=1
     # shellcheck disable=SC2086
     fabric_spine "$s" $event

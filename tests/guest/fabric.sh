@@ -62,7 +62,7 @@ if [[ $dev == mr0 ]]; then
   (for _ in $(seq 120); do
      v=$(rdma -dd res show qp link "$dev/1" 2>/dev/null)
      grep -q p0_sport <<<"$v" && echo "$v" >"$qpview"
-     sleep 0.5
+     nap 0.5
    done) &
   sampler=$!
 fi
@@ -73,7 +73,7 @@ else
   while :; do
     out=$(timeout 180 ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c "$MR_PEER_IP4" 2>&1); rc=$?
     ((rc == 0)) || grep -q 'remote address' <<<"$out" || ((SECONDS >= end)) && break
-    sleep 1
+    nap 1
   done
 fi
 if ((rc == 0)) && grep -q 'iters in' <<<"$out"; then

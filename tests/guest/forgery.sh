@@ -52,7 +52,7 @@ integrity_run() {
   ((MR_ID == 1)) || role="client $MR_PEER_IP4"
   meet "go-$tag"
   if [[ -n $port ]]; then
-    (for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; sleep 0.1; done
+    (for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; nap 0.1; done
      exec "$forger" -d "$MR_PEER_IP4" -p "$port" -c "${q:-16}" -m blind -n 1000000000 -r "$frate" -t 300 -s $((seed * 2 + MR_ID)) \
        >"$ev/$tag.forger.$MR_ID" 2>&1) &
     fp=$!
@@ -110,7 +110,7 @@ half=$((flood / 2))
 # At full speed the receiving guest's virtual NIC drops most of a flood under
 # TCG (16 % arrived at 60 000/s); paced, every datagram reaches the module.
 rate=${2:-4000}
-(q=""; for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; sleep 0.1; done
+(q=""; for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; nap 0.1; done
  "$forger" -d "$MR_PEER_IP4" -c "${q:-16}" -m mix -n "$half" -r "$rate" -s $((90 + MR_ID)) >"$ev/flood4.$MR_ID" 2>&1
  "$forger" -d "$MR_PEER_IP6" -c "${q:-16}" -m mix -n "$((flood - half))" -r "$rate" -s $((95 + MR_ID)) >"$ev/flood6.$MR_ID" 2>&1) &
 fp=$!
@@ -130,7 +130,7 @@ sent=$(cat "$ev/flood4.$MR_ID" "$ev/flood6.$MR_ID" | awk '{ n += $3 } END { prin
 diag "this guest's flood: $(cat "$ev/flood4.$MR_ID" "$ev/flood6.$MR_ID" | tr '\n' ' ')"
 echo "$sent" >"$ev/sent.$MR_ID"
 meet flood-done
-sleep 2
+nap 2
 peer_sent=$(cat "$ev/sent.$((3 - MR_ID))")
 counted=$(($(counter rx_drops) + $(counter unknown_qpn_drops) - before))
 legit=$(($(counter rx_packets) - rx0))

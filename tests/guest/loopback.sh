@@ -15,7 +15,7 @@ loop() { # loop NAME SERVER-CMD... : server in the background, client to our own
   local name=$1; shift
   "$@" >"$MR_RUNDIR/lo-server.out" 2>&1 &
   local spid=$!
-  sleep 1
+  nap 1
   # The server may take tens of seconds to listen in a debug guest on a
   # loaded host (seen: > 20 s): the client retries for up to 90.
   out=$(retry 90 timeout 60 "$@" "$MR_IP4" 2>&1); rc=$?

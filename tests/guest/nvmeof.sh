@@ -60,7 +60,7 @@ if ((MR_ID == 1)); then
     fail "$dev: target's backing file matches what guest 2 wrote" "peer: '${peer_sum}' here: $my_sum$(dmesg | tail -30)"
     diag "$(rdma statistic show link "$dev/1" 2>&1)"
   fi
-  sleep 5  # let the host disconnect first
+  nap 5  # let the host disconnect first
   rm -f "$cfg/ports/1/subsystems/$nqn"; rmdir "$cfg/ports/1"
   echo 0 >"$cfg/subsystems/$nqn/namespaces/1/enable"
   rmdir "$cfg/subsystems/$nqn/namespaces/1" "$cfg/subsystems/$nqn"
@@ -73,7 +73,7 @@ else
   check "nvme-rdma: connect to $nqn at $MR_PEER_IP4:4420" retry 120 connect
   ns=""
   for _ in $(seq 60); do
-    ns=$(ls /dev/nvme*n1 2>/dev/null | head -1); [[ -n $ns ]] && break; sleep 1
+    ns=$(ls /dev/nvme*n1 2>/dev/null | head -1); [[ -n $ns ]] && break; nap 1
   done
   if [[ -n $ns ]]; then
     pass "namespace block device $ns ($(cat /sys/block/${ns#/dev/}/size) sectors)"
@@ -96,6 +96,6 @@ else
     side_send none
   fi
 fi
-sleep 2
+nap 2
 check "rdma link delete $dev" timeout 120 rdma link delete "$dev"
 done_testing

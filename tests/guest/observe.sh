@@ -103,7 +103,7 @@ if [[ -n $tracing ]] && command -v bpftrace >/dev/null; then
   lim=$(slow 300)
   while ((SECONDS - tb < lim)); do
     [[ -z $ta ]] && grep -q '^Attaching' "$work/bpf.out" && ta=$((SECONDS - tb))
-    grep -q '^tick' "$work/bpf.out" && break; kill -0 $bpf 2>/dev/null || break; sleep 0.5
+    grep -q '^tick' "$work/bpf.out" && break; kill -0 $bpf 2>/dev/null || break; nap 0.5
   done
   if grep -q '^tick' "$work/bpf.out"; then
     pass "bpftrace attached to metaroce:tx and metaroce:retransmit ('Attaching' after ${ta:-?} s, first tick after $((SECONDS - tb)) s; $(bpfmem))"
@@ -132,13 +132,13 @@ transfer() {
   if server; then
     timeout $lim "${bw[@]}" >"$work/bw.out" 2>&1 &
   else
-    sleep 3
+    nap 3
     ( end=$((SECONDS + $(slow 60)))
       while :; do
         timeout $lim "${bw[@]}" "$MR_PEER_IP4" >"$work/bw.out" 2>&1 && exit 0
         grep -q 'remote address' "$work/bw.out" && exit 1
         ((SECONDS < end)) || exit 1
-        sleep 1
+        nap 1
       done ) &
   fi
   bwpid=$!
@@ -161,7 +161,7 @@ while :; do
     [[ -n $mr ]] || { v=$(res mr dev "$dev"); grep -q 'comm ib_write_bw' <<<"$v" && mr=$v; }
     [[ -n $pd ]] || { v=$(res pd dev "$dev"); grep -q 'comm ib_write_bw' <<<"$v" && pd=$v; }
     kill -0 "$bwpid" 2>/dev/null || break
-    sleep 0.2
+    nap 0.2
   done
   wait "$bwpid"; rc=$?
   line=$(awk '$1 == 65536 && NF >= 4' "$work/bw.out" | tail -1)
@@ -210,7 +210,7 @@ else
 fi
 ((bwrc == 0)) && pass "$dev: ib_write_bw -b -D $dur, 64 KiB, over the lossy link, $round round(s):$bwlines MB/s"
 meet traffic-done "$(slow 400)"
-sleep 3  # the last ACKs and timers settle; the QPs are gone
+nap 3  # the last ACKs and timers settle; the QPs are gone
 [[ -n $tracing ]] && echo 0 >$T/tracing_on
 counters "$work/c1"
 # delta NAME: the counter's increase over the traced window.
@@ -277,7 +277,7 @@ if [[ -n $tracing ]]; then
       bcounts=$(awk -v n0="$n0" 'NR > n0 && /^tick/ { t = 1; tx = 0; rx = 0; next }
         t && $1 == "@tx:" { tx = $2 } t && $1 == "@retx:" { rx = $2 } t && /^end/ { print tx + 0, rx + 0; exit }' "$work/bpf.out")
       [[ -n $bcounts ]] && break
-      sleep 0.5
+      nap 0.5
     done
     read -r btx bretx <<<"$bcounts"
     [[ -n $bcounts ]] || fail "bpftrace prints its maps within $lim s" "$(tail -20 "$work/bpf.out")"
@@ -310,7 +310,7 @@ if [[ -n $tracing ]]; then
     t0=$SECONDS lim=$(slow 300); bpfwhere >"$work/bpf.where"
     kill -INT $bpf
     while ((SECONDS - t0 < lim)) && kill -0 $bpf 2>/dev/null; do
-      ((SECONDS - t0 < 5)) || (( (SECONDS - t0) % 5 )) || bpfwhere >>"$work/bpf.where"; sleep 1
+      ((SECONDS - t0 < 5)) || (( (SECONDS - t0) % 5 )) || bpfwhere >>"$work/bpf.where"; nap 1
     done
     if kill -0 $bpf 2>/dev/null; then
       fail "bpftrace exits within $lim s of SIGINT" "$(cat "$work/bpf.where"; bpfwhere; for t in /proc/$bpf/task/*; do echo "${t##*/}: $(cat $t/wchan 2>/dev/null)"; done)"

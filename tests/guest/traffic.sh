@@ -34,7 +34,7 @@ run() { # run TIMEOUT CMD... : guest 2 retries until guest 1's server is up
     # the server has moved on to the next test on the same port.
     grep -q 'remote address' <<<"$o" && return "$r"
     ((SECONDS < end)) || return "$r"
-    sleep 1
+    nap 1
   done
 }
 # -c: each side checks every received buffer against the sender's pattern.
@@ -53,7 +53,7 @@ pingpong() { # pingpong ITERS SIZE [EXTRA-OPTION]
     # data path is integrity.sh (which has a closing handshake).
     diag "last send unacknowledged after the peer left: $(grep -m1 Failed <<<"$out")"
   else fail "$dev: ibv_rc_pingpong -c $1 x $2 B (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  sleep 2  # let the other side release its port
+  nap 2  # let the other side release its port
 }
 pingpong 20 4096
 # Multi-packet messages whose length is no multiple of the path MTU.
@@ -70,7 +70,7 @@ if [[ $mode != quick && -z $lossy ]]; then
   elif server && grep -q 'retry counter exceeded' <<<"$out"; then
     diag "server: last send unacknowledged after the client left (see pingpong above): $(grep -m1 Failed <<<"$out")"
   else fail "$dev: ibv_srq_pingpong -c (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  sleep 2
+  nap 2
 fi
 
 # unreliable TOOL SIZE WHAT: ibv_ud_pingpong / ibv_uc_pingpong -c, 20
@@ -86,12 +86,12 @@ unreliable() {
     ((rc == 0)) && grep -q 'iters in' <<<"$out" && break
     ((try == 1)) && diag "$tool: first try failed (rc=$rc; $(rdma statistic show link "$dev/1" 2>&1 |
       grep -o 'uc_msg_drops [0-9]*\|rx_drop_no_receive [0-9]*' | tr '\n' ' ')): trying once more"
-    sleep 2
+    nap 2
   done
   if ((rc == 0)) && grep -q 'iters in' <<<"$out"; then
     pass "$dev: $tool -c 20 x $what, data checked: $(grep 'iters in' <<<"$out")"
   else fail "$dev: $tool -c (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  sleep 2
+  nap 2
 }
 # UD: one datagram per message, at most the active MTU (1024 at MTU 1500).
 # UC (unreliable connected): 4 KiB messages of 4 packets each.
@@ -110,7 +110,7 @@ perftest() {
   if ((rc == 0)) && [[ -n $line ]]; then
     pass "$dev: $tool ${4:-}${4:+ }$iters x $size B: $(awk '{print $4 " MB/s avg, " $5 " Mpps"}' <<<"$line")"
   else fail "$dev: $tool ${4:-}${4:+ }$iters x $size B (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  sleep 2  # let the other side release its port
+  nap 2  # let the other side release its port
 }
 perftest ib_write_bw 65536 100
 perftest ib_send_bw 65536 100
@@ -127,7 +127,7 @@ if [[ $mode != quick ]]; then
   if ((rc == 0)) && [[ -n $line ]]; then
     pass "$dev: ib_write_lat 200 x 64 B: $(awk '{print "t_typical " $5 " us, t_avg " $6 " us"}' <<<"$line")"
   else fail "$dev: ib_write_lat 200 x 64 B (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  sleep 2
+  nap 2
 fi
 if [[ $dev == mr* ]]; then
   # Device counters: traffic ran, so packets went both ways.
