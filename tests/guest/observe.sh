@@ -28,6 +28,11 @@ if [[ ${1:-} == -D ]]; then
   secs=$2; shift 2
 fi
 [[ ${1:-} == -n ]] && { echo "observe.sh: -n ITERS is gone: each transfer runs -D SECS (x slow)" >&2; exit 2; }
+# netem's arguments never start with '-': an option after them (or -D twice,
+# or -D5) is a usage error, not a qdisc tc would refuse later.
+for a in "$@"; do
+  [[ $a != -* ]] || { echo "observe.sh: '$a': the only option is -D SECS, before the netem arguments (usage: observe.sh mr0 [-D SECS] [NETEM-ARGS...])" >&2; exit 2; }
+done
 dur=$(slow "$secs")
 netem=("$@")
 ((${#netem[@]})) || netem=(loss 2% delay 1ms)
