@@ -22,6 +22,11 @@ if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
 else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; fi
 
 server() { ((MR_ID == 1)); }
+# Each run has its own TCP port (both guests step through the same
+# sequence): a client never reaches the previous run's server, and no run
+# waits for the previous one's port to be released.
+tport=18515
+next_port() { tport=$((tport + 1)); }
 run() { # run TIMEOUT CMD... : guest 2 retries until guest 1's server is up
   local t=$1; shift
   if server; then timeout "$t" "$@" 2>&1; return; fi
@@ -39,7 +44,8 @@ run() { # run TIMEOUT CMD... : guest 2 retries until guest 1's server is up
 }
 # -c: each side checks every received buffer against the sender's pattern.
 pingpong() { # pingpong ITERS SIZE [EXTRA-OPTION]
-  out=$(run 120 ibv_rc_pingpong -d "$dev" -g "$gid" -n "$1" -s "$2" -c ${3:-}); rc=$?
+  next_port
+  out=$(run 120 ibv_rc_pingpong -d "$dev" -g "$gid" -p "$tport" -n "$1" -s "$2" -c ${3:-}); rc=$?
   [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
   if ((rc == 0)) && grep -q 'iters in' <<<"$out"; then
     pass "$dev: ibv_rc_pingpong -c ${3:-}${3:+ }$1 x $2 B, data checked: $(grep 'iters in' <<<"$out")"
@@ -53,7 +59,6 @@ pingpong() { # pingpong ITERS SIZE [EXTRA-OPTION]
     # data path is integrity.sh (which has a closing handshake).
     diag "last send unacknowledged after the peer left: $(grep -m1 Failed <<<"$out")"
   else fail "$dev: ibv_rc_pingpong -c $1 x $2 B (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  nap 2  # let the other side release its port
 }
 pingpong 20 4096
 # Multi-packet messages whose length is no multiple of the path MTU.
@@ -63,14 +68,14 @@ pingpong 20 4096
 
 # SRQ: several RC QPs taking receives from one shared receive queue.
 if [[ $mode != quick && -z $lossy ]]; then
-  out=$(run 120 ibv_srq_pingpong -d "$dev" -g "$gid" -n 20 -s 4096 -q 4 -c); rc=$?
+  next_port
+  out=$(run 120 ibv_srq_pingpong -d "$dev" -g "$gid" -p "$tport" -n 20 -s 4096 -q 4 -c); rc=$?
   [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
   if ((rc == 0)) && grep -q 'iters in' <<<"$out"; then
     pass "$dev: ibv_srq_pingpong -c 4 QPs, 20 x 4 KiB, data checked: $(grep 'iters in' <<<"$out")"
   elif server && grep -q 'retry counter exceeded' <<<"$out"; then
     diag "server: last send unacknowledged after the client left (see pingpong above): $(grep -m1 Failed <<<"$out")"
   else fail "$dev: ibv_srq_pingpong -c (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  nap 2
 fi
 
 # unreliable TOOL SIZE WHAT: ibv_ud_pingpong / ibv_uc_pingpong -c, 20
@@ -80,8 +85,11 @@ fi
 # counters of the first try are shown.
 unreliable() {
   local tool=$1 size=$2 what=$3 try
+  next_port
   for try in 1 2; do
-    out=$(run 120 "$tool" -d "$dev" -g "$gid" -n 20 -s "$size" -c); rc=$?
+    # The second try on a port outside the sequence: if only one side tries
+    # again, it cannot meet the other side's next run.
+    out=$(run 120 "$tool" -d "$dev" -g "$gid" -p $((tport + 1000 * (try - 1))) -n 20 -s "$size" -c); rc=$?
     [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
     ((rc == 0)) && grep -q 'iters in' <<<"$out" && break
     ((try == 1)) && diag "$tool: first try failed (rc=$rc; $(rdma statistic show link "$dev/1" 2>&1 |
@@ -91,7 +99,6 @@ unreliable() {
   if ((rc == 0)) && grep -q 'iters in' <<<"$out"; then
     pass "$dev: $tool -c 20 x $what, data checked: $(grep 'iters in' <<<"$out")"
   else fail "$dev: $tool -c (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  nap 2
 }
 # UD: one datagram per message, at most the active MTU (1024 at MTU 1500).
 # UC (unreliable connected): 4 KiB messages of 4 packets each.
@@ -104,13 +111,13 @@ fi
 # the average bandwidth (or, for ib_atomic_bw, the message rate) is reported.
 perftest() {
   local tool=$1 size=$2 iters=$3 line
-  out=$(run 180 "$tool" -d "$dev" -x "$gid" -s "$size" -n "$iters" -F ${4:-}); rc=$?
+  next_port
+  out=$(run 180 "$tool" -d "$dev" -x "$gid" -p "$tport" -s "$size" -n "$iters" -F ${4:-}); rc=$?
   [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
   line=$(awk -v s="$size" '$1 == s && NF >= 4' <<<"$out" | tail -1)
   if ((rc == 0)) && [[ -n $line ]]; then
     pass "$dev: $tool ${4:-}${4:+ }$iters x $size B: $(awk '{print $4 " MB/s avg, " $5 " Mpps"}' <<<"$line")"
   else fail "$dev: $tool ${4:-}${4:+ }$iters x $size B (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  nap 2  # let the other side release its port
 }
 perftest ib_write_bw 65536 100
 perftest ib_send_bw 65536 100
@@ -121,13 +128,13 @@ perftest ib_send_bw 65536 100
 # Latency: ib_write_lat ping-pongs RDMA WRITEs that each side polls for in
 # memory (no completion on the responder): t_typical and t_avg in usec.
 if [[ $mode != quick ]]; then
-  out=$(run 180 ib_write_lat -d "$dev" -x "$gid" -s 64 -n 200 -F); rc=$?
+  next_port
+  out=$(run 180 ib_write_lat -d "$dev" -x "$gid" -p "$tport" -s 64 -n 200 -F); rc=$?
   [[ -n ${MR_VERBOSE:-} ]] && diag "$out"
   line=$(awk '$1 == 64 && NF >= 6' <<<"$out" | tail -1)
   if ((rc == 0)) && [[ -n $line ]]; then
     pass "$dev: ib_write_lat 200 x 64 B: $(awk '{print "t_typical " $5 " us, t_avg " $6 " us"}' <<<"$line")"
   else fail "$dev: ib_write_lat 200 x 64 B (rc=$rc)" "$out$(dmesg | tail -20)"; fi
-  nap 2
 fi
 if [[ $dev == mr* ]]; then
   # Device counters: traffic ran, so packets went both ways.
