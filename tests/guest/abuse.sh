@@ -268,7 +268,7 @@ kill_test() {
   else fail "$dev: kill -9 of the $who: ib_write_bw -D $kd connects" "$(cat "$f")"; fi
   meet "kill$victim-connected"
   ctr_snap
-  nap 5
+  nap 3
   if ((MR_ID == victim)); then
     # The sender busy-polls its CQ and starves this script under TCG: one
     # snapshot, the kill at once, the sums after.
@@ -277,9 +277,9 @@ kill_test() {
     kill -9 "$pid" 2>/dev/null && alive=1
     wait "$pid" 2>/dev/null
     if ((alive)); then pass "$dev: kill -9 of the $who (pid $pid) while it runs"
-    else fail "$dev: kill -9 of the $who: it was still running 5 s into its $kd s" "$(cat "$f")"; fi
+    else fail "$dev: kill -9 of the $who: it was still running 3 s into its $kd s" "$(cat "$f")"; fi
     rxp=$(ctr_delta rx_packets "$now") txp=$(ctr_delta tx_packets "$now")
-    [[ $dev == mr* ]] && diag "the 5 s before the kill: $(for c in retransmits probes duplicates sack_losses rto_timeouts; do printf '%s +%s ' $c "$(ctr_delta $c "$now")"; done)"
+    [[ $dev == mr* ]] && diag "the 3 s before the kill: $(for c in retransmits probes duplicates sack_losses rto_timeouts; do printf '%s +%s ' $c "$(ctr_delta $c "$now")"; done)"
     ((rxp + txp > 100)) && pass "$dev: kill -9 of the $who: traffic under way before the kill (rx_packets +$rxp, tx_packets +$txp)" ||
       fail "$dev: kill -9 of the $who: traffic under way before the kill (only rx_packets +$rxp, tx_packets +$txp)" "$(cat "$f")"
     swap "kill$victim-killed" 1 >/dev/null
