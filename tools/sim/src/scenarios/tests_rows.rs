@@ -160,6 +160,21 @@ fn the_large_permutation_is_1024_hosts_on_another_leaf() {
     let mut dst: Vec<u32> = pairs.iter().map(|p| p.1).collect();
     dst.sort_unstable();
     assert_eq!(dst, (0..1024).collect::<Vec<_>>());
+    // The 3-tier rows: 1,024 hosts, 64 a pod, every flow to another pod; 1:1 has a
+    // core for every aggregation uplink, 4:1 a quarter of the 1:1 tree's uplink capacity
+    // at each tier.
+    let (t1, t4) = (
+        large::fabric3(16, 8, 8, 1, 1),
+        large::fabric3(16, 8, 8, 2, 2),
+    );
+    assert_eq!((t1.hosts(), t4.hosts()), (1024, 1024));
+    assert_eq!(
+        (tier3::per_pod(&t1), t1.tor_uplinks, t1.cores()),
+        (64, 8, 64)
+    );
+    assert_eq!((t4.tor_uplinks, t4.agg_uplinks, t4.cores()), (4, 4, 16));
+    let pairs = permutation::pairs(&t1, tier3::per_pod(&t1), 3);
+    assert!(pairs.iter().all(|&(a, b)| a / 64 != b / 64));
 }
 
 #[test]
