@@ -5,10 +5,9 @@
 //!   halving-doubling halves down to 1 B and 512 B), where completion time is the
 //!   per-step latency: 2(N−1) = 14 steps for the ring, 2·log2 N = 6 for
 //!   halving-doubling.
-//! * Bandwidth-bound: 256 MiB over 4 ranks (quick: 4 MiB). 1 GiB (and 256 MiB over
-//!   more ranks) is not run: each rank moves 1.5 × S, so 1 GiB is 130 ms of line rate
-//!   per rank, about four times the CPU of the 256 MiB rows (which take about half of
-//!   this scenario's budget) for each of 5 columns × 5 seeds.
+//! * Bandwidth-bound: 256 MiB over 4 ranks (quick: 4 MiB), and at full scale 1 GiB
+//!   over 8 ranks (each rank moves 2(N−1)/N × S = 1.75 GiB, 150 ms of line rate: about
+//!   3 s of CPU a run, so 3 seeds instead of 5).
 //!
 //! Fabric: scenario 4's quick fabric, 4 leaves × 8 hosts, 8 spines (1:1); ranks placed
 //! round-robin over the leaves (8 ranks: two per leaf; ring neighbours on different
@@ -102,24 +101,40 @@ pub fn run(sc: Scale) -> Section {
     let vs = sc.variants();
     let seeds = sc.seeds_heavy();
     let big: u64 = if sc.quick { 4 << 20 } else { 256 << 20 };
-    let cases: Vec<(u32, u64)> = vec![(8, 8), (8, 4 << 10), (4, big)];
+    let mut cases: Vec<(u32, u64)> = vec![(8, 8), (8, 4 << 10), (4, big)];
+    if !sc.quick {
+        cases.push((8, 1 << 30));
+    }
+    // The 1 GiB rows: 3 seeds (about 3 s of CPU a run).
+    let seeds_for = |b: u64| -> &[u64] {
+        if b >= 1 << 30 {
+            &seeds[..seeds.len().min(3)]
+        } else {
+            &seeds
+        }
+    };
     let ft = collectives::fabric(true);
     let mut sec = Section::new(
         10,
         &format!(
-            "Collective sizes 8 B–{} MiB: ring and halving-doubling all-reduce",
-            big >> 20
+            "Collective sizes 8 B–{}: ring and halving-doubling all-reduce",
+            if sc.quick { "4 MiB" } else { "1 GiB" }
         ),
         format!(
             "4 leaves × 8 hosts, 8 spines (1:1), 100 Gb/s, 1 µs/hop; ranks round-robin over \
              the leaves, one connection/QP per communicating pair. 8 B and 4 KiB over 8 ranks \
-             (latency-bound: 14 ring steps, 6 halving-doubling steps); {} MiB over 4 ranks \
-             (bandwidth-bound; 1 GiB, about 4× the CPU, and more ranks are beyond the --full budget). \
-             Completion time over the ideal (per step: payload at line rate + one-way \
-             latency); mean ± 95 % CI over {} seeds; 'not done' if a seed did not finish \
-             within 20 × ideal + 5 ms.",
+             (latency-bound: 14 ring steps, 6 halving-doubling steps); {} MiB over 4 ranks{} \
+             (bandwidth-bound). Completion time over the ideal (per step: payload at line \
+             rate + one-way latency); mean ± 95 % CI over {} seeds{}; 'not done' if a seed \
+             did not finish within 20 × ideal + 5 ms.",
             big >> 20,
-            seeds.len()
+            if sc.quick {
+                ""
+            } else {
+                " and 1 GiB over 8 ranks"
+            },
+            seeds.len(),
+            if sc.quick { "" } else { " (3 for 1 GiB)" }
         ),
         &vs,
     );
@@ -131,14 +146,16 @@ pub fn run(sc: Scale) -> Section {
             let cols: Vec<Vec<Option<f64>>> = vs
                 .iter()
                 .map(|v| {
-                    seeds
+                    seeds_for(b)
                         .iter()
                         .map(|&sd| cct(*v, a, n, b, sd, limit).0.map(|t| t as f64 / ideal))
                         .collect()
                 })
                 .collect();
             let (cells, m) = ratio_cells(&cols, ideal, mc);
-            let size = if b >= 1 << 20 {
+            let size = if b >= 1 << 30 {
+                format!("{} GiB", b >> 30)
+            } else if b >= 1 << 20 {
                 format!("{} MiB", b >> 20)
             } else if b >= 1 << 10 {
                 format!("{} KiB", b >> 10)
