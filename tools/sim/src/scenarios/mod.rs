@@ -691,4 +691,6 @@ pub fn fabric_row<T>(
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_planes;
+#[cfg(test)]
 mod tests_rows;
