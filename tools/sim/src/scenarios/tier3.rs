@@ -4,8 +4,8 @@
 //!
 //! Full scale: 4 pods × 4 ToRs × 4 hosts (64 hosts); 1:1 has 4 aggregation switches per
 //! pod and 16 cores, 4:1 has 2 aggregation switches per pod and 4 cores. Quick: 4 pods
-//! × 2 ToRs × 4 hosts (32 hosts). A 1,024-host tree (`--scale --tiers 3`) takes minutes
-//! of CPU per run and transport; here every column and seed must run.
+//! × 2 ToRs × 4 hosts (32 hosts). The 1,024-host tree's goodput rows are in scenario 14
+//! ([`super::large`]); the FCT rows here need every column and seed at this size.
 //!
 //! * Aggregate goodput: long flows; payload placed from 1/4 of the run to its end over
 //!   the capacity for this traffic (hosts × 100 Gb/s / (ToR × aggregation
@@ -84,8 +84,8 @@ pub fn run(sc: Scale) -> Section {
              another pod. Goodput: long flows, {:.1} ms, payload placed from 1/4 of the run \
              over hosts × 100 Gb/s / oversubscription. FCT: one {} KiB message per flow, all \
              at t = 0. Mean ± 95 % CI over {} seeds; FCT percentiles pool every flow of every \
-             seed. Scaled down from the issue's 1,024 hosts (`--scale --tiers 3`) so that \
-             every column and seed runs in the --full budget.",
+             seed. Scaled down from 1,024 hosts so that every column and seed runs in the \
+             --full budget; scenario 14 has the 1,024-host tree's goodput rows.",
             ft1.hosts(),
             ft1.tor_uplinks,
             ft1.cores(),
