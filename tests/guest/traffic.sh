@@ -27,10 +27,14 @@ server() { ((MR_ID == 1)); }
 # waits for the previous one's port to be released.
 tport=18515
 next_port() { tport=$((tport + 1)); }
+# Time limits are scaled by tests/lib.sh's slow (x8 on the debug kernel, where
+# the two guests reach a run tens of seconds apart); MR_SLOW is settled once
+# here, so that each $(slow N) below runs no program.
+slow 1 >/dev/null
 run() { # run TIMEOUT CMD... : guest 2 retries until guest 1's server is up
-  local t=$1; shift
+  local t; t=$(slow "$1"); shift
   if server; then timeout "$t" "$@" 2>&1; return; fi
-  local end=$((SECONDS + 60)) o r
+  local end=$((SECONDS + $(slow 60))) o r
   while :; do
     o=$(timeout "$t" "$@" "$MR_PEER_IP4" 2>&1); r=$?
     printf '%s\n' "$o"
