@@ -109,6 +109,20 @@ impl Fabric {
         self.host_plane_q[i] -= wire;
     }
 
+    /// The links, host uplink first, that a packet from host `a` to host `b` with UDP
+    /// source port `sport` crosses as the switches hash it now (the path a single-path
+    /// QP is pinned to). Panics if a switch has no route to `b`.
+    pub fn hashed_path(&self, a: u32, b: u32, sport: u16) -> Vec<usize> {
+        let key = crate::net::flow_key(a, b, sport);
+        let mut l = self.host_up(self.plane_of(sport), a);
+        let mut path = vec![l];
+        while let Node::Switch(sw) = self.topo.links[l].to {
+            l = self.route(sw, b, key).expect("routed");
+            path.push(l);
+        }
+        path
+    }
+
     /// The output link switch `s` forwards a packet to `dst` with 5-tuple `key` on,
     /// if it has a route.
     pub fn route(&self, s: u32, dst: u32, key: u64) -> Option<usize> {

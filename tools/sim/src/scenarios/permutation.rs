@@ -144,17 +144,7 @@ pub fn ecmp_maxmin_bound(ft: FatTree, group: u32, os: u16, seed: u64) -> f64 {
     let paths: Vec<Vec<usize>> = pairs(&ft, group, seed)
         .into_iter()
         .enumerate()
-        .map(|(i, (a, b))| {
-            let sp = sport(i, seed);
-            let key = crate::net::flow_key(a, b, sp);
-            let mut l = f.host_up(f.plane_of(sp), a);
-            let mut path = vec![l];
-            while let Node::Switch(sw) = f.topo.links[l].to {
-                l = f.route(sw, b, key).expect("routed");
-                path.push(l);
-            }
-            path
-        })
+        .map(|(i, (a, b))| f.hashed_path(a, b, sport(i, seed)))
         .collect();
     let rate = maxmin(&paths, f.topo.links.len());
     rate.iter().sum::<f64>() / (f64::from(ft.hosts()) / f64::from(os))

@@ -43,14 +43,7 @@ fn bound(seed: u64) -> f64 {
         let (a, b) = (fl, 8 + fl);
         let base = sport(fl as usize, seed).min(60000);
         for sp in crate::multiplane::plane_sports(1, 4, base, |_| 0) {
-            let key = crate::net::flow_key(a, b, sp);
-            let mut l = f.host_up(f.plane_of(sp), a);
-            let mut path = vec![l];
-            while let Node::Switch(sw) = f.topo.links[l].to {
-                l = f.route(sw, b, key).expect("routed");
-                path.push(l);
-            }
-            paths.push(path);
+            paths.push(f.hashed_path(a, b, sp));
         }
     }
     let rates = permutation::maxmin(&paths, f.topo.links.len());
