@@ -21,18 +21,6 @@ pub fn fabric(tors: u16, os: u16) -> FatTree {
     FatTree::two_tier(tors, tors, os)
 }
 
-/// The 3-tier tree: `pods` pods × `tors` ToRs × `hosts` hosts, `tos`:1 at the ToR,
-/// `aos`:1 at the aggregation switch.
-pub fn fabric3(pods: u16, tors: u16, hosts: u16, tos: u16, aos: u16) -> FatTree {
-    FatTree {
-        host_gbps: GBPS,
-        fabric_gbps: GBPS,
-        host_delay_ns: DELAY,
-        fabric_delay_ns: DELAY,
-        ..FatTree::three_tier(pods, tors, hosts, tos, aos)
-    }
-}
-
 pub fn run(sc: Scale) -> Section {
     let vs = sc.variants();
     let seeds: Vec<u64> = (0..sc.t(2, 3)).map(|i| sc.seed + i).collect();
@@ -40,7 +28,10 @@ pub fn run(sc: Scale) -> Section {
     let tors = if sc.quick { 16 } else { 32 };
     let ft1 = fabric(tors, 1);
     let (pods, tpp, hpt) = if sc.quick { (4, 4, 4) } else { (16, 8, 8) };
-    let (t3, t34) = (fabric3(pods, tpp, hpt, 1, 1), fabric3(pods, tpp, hpt, 2, 2));
+    let (t3, t34) = (
+        tier3::tree(pods, tpp, hpt, 1, 1),
+        tier3::tree(pods, tpp, hpt, 2, 2),
+    );
     let mut sec = Section::new(
         14,
         "Permutation at 1,024 hosts (256 and 64 at quick scale), 2- and 3-tier, 1:1 and 4:1",

@@ -9,15 +9,26 @@
 use super::*;
 
 pub fn tput(v: Variant, planes: u8, seed: u64, dur: u64) -> f64 {
+    run_with(v, v.switch(), planes, seed, dur).0
+}
+
+/// [`tput`] with the switches configured by `cfg`, and the finished simulation.
+pub fn run_with(
+    v: Variant,
+    cfg: SwitchConfig,
+    planes: u8,
+    seed: u64,
+    dur: u64,
+) -> (f64, Sim<64, 8, 4, 512>) {
     let t = leaf_spine(planes, 2, 8, 8);
     let paths = (8 * planes).min(64);
-    let mut s: Sim<64, 8, 4, 512> = sim(v, t, paths, seed, 50_000);
+    let mut s: Sim<64, 8, 4, 512> = Sim::new(t, cfg, v.params(paths, seed, 50_000));
     for i in 0..8 {
         add(&mut s, v, i, 8 + i, true, 0);
     }
     s.run(dur);
     let d = delivered_between(&s, dur / 3, dur);
-    d.iter().sum::<f64>() / ((dur - dur / 3) as f64 * 1e-9)
+    (d.iter().sum::<f64>() / ((dur - dur / 3) as f64 * 1e-9), s)
 }
 
 pub fn variants(sc: Scale) -> Vec<Variant> {

@@ -1,6 +1,6 @@
 //! Why multi-plane RoCE with 4 QPs per plane over PFC stays below its single-path
 //! bound in scenario 6 (one plane, 8 flows leaf 0 → leaf 1): a diagnostic with
-//! assertions, about 7 s in release, so not in the default run:
+//! assertions, a few seconds in release, so not in the default run:
 //!
 //! `cargo test --release -p metaroce-sim -- --ignored multi_plane_roce_gap`
 
@@ -12,14 +12,7 @@ const DUR: u64 = 5_000_000;
 /// Scenario 6's one-plane fabric and flows under `cfg`: goodput over capacity, pause
 /// time at host ports and at switch ports (ns).
 fn run(v: Variant, cfg: SwitchConfig, seed: u64) -> (f64, u64, u64) {
-    let t = leaf_spine(1, 2, 8, 8);
-    let mut s: Sim<64, 8, 4, 512> = Sim::new(t, cfg, v.params(8, seed, 50_000));
-    for i in 0..8 {
-        add(&mut s, v, i, 8 + i, true, 0);
-    }
-    s.run(DUR);
-    let d = delivered_between(&s, DUR / 3, DUR);
-    let g = d.iter().sum::<f64>() / ((DUR - DUR / 3) as f64 * 1e-9) / (8.0 * line_bytes());
+    let (g, s) = planes::run_with(v, cfg, 1, seed, DUR);
     let (mut host, mut fabric) = (0, 0);
     for (l, p) in s.fabric.ports.iter().enumerate() {
         match s.fabric.topo.links[l].from {
@@ -27,7 +20,7 @@ fn run(v: Variant, cfg: SwitchConfig, seed: u64) -> (f64, u64, u64) {
             Node::Switch(_) => fabric += p.stats.paused_ns,
         }
     }
-    (g, host, fabric)
+    (g / (8.0 * line_bytes()), host, fabric)
 }
 
 /// Max-min fair goodput over capacity of the 32 QPs pinned to their hashed spines
@@ -51,7 +44,7 @@ fn bound(seed: u64) -> f64 {
 }
 
 #[test]
-#[ignore = "diagnostic, ~7 s in release: cargo test --release -p metaroce-sim -- --ignored multi_plane_roce_gap"]
+#[ignore = "diagnostic, a few seconds in release: cargo test --release -p metaroce-sim -- --ignored multi_plane_roce_gap"]
 fn multi_plane_roce_gap_is_pfc_head_of_line_blocking_at_the_hosts() {
     let v = Variant::MpRoce { qpp: 4, pfc: true };
     let mut no_ecn = v.switch();

@@ -163,10 +163,7 @@ fn the_large_permutation_is_1024_hosts_on_another_leaf() {
     // The 3-tier rows: 1,024 hosts, 64 a pod, every flow to another pod; 1:1 has a
     // core for every aggregation uplink, 4:1 a quarter of the 1:1 tree's uplink capacity
     // at each tier.
-    let (t1, t4) = (
-        large::fabric3(16, 8, 8, 1, 1),
-        large::fabric3(16, 8, 8, 2, 2),
-    );
+    let (t1, t4) = (tier3::tree(16, 8, 8, 1, 1), tier3::tree(16, 8, 8, 2, 2));
     assert_eq!((t1.hosts(), t4.hosts()), (1024, 1024));
     assert_eq!(
         (tier3::per_pod(&t1), t1.tor_uplinks, t1.cores()),

@@ -21,12 +21,18 @@ use super::*;
 /// The tree: 4 pods of `tors` ToRs × 4 hosts, `tos`:1 at the ToR, `aos`:1 at the
 /// aggregation switch.
 pub fn fabric(tors: u16, tos: u16, aos: u16) -> FatTree {
+    tree(4, tors, 4, tos, aos)
+}
+
+/// A 3-tier tree at the scenarios' link speed and delay: `pods` pods × `tors` ToRs ×
+/// `hosts` hosts, `tos`:1 at the ToR, `aos`:1 at the aggregation switch.
+pub fn tree(pods: u16, tors: u16, hosts: u16, tos: u16, aos: u16) -> FatTree {
     FatTree {
         host_gbps: GBPS,
         fabric_gbps: GBPS,
         host_delay_ns: DELAY,
         fabric_delay_ns: DELAY,
-        ..FatTree::three_tier(4, tors, 4, tos, aos)
+        ..FatTree::three_tier(pods, tors, hosts, tos, aos)
     }
 }
 
