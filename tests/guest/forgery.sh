@@ -49,6 +49,10 @@ else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing
 
 ev=$MR_RUNDIR/events
 mkdir -p "$ev"
+# Time limits are scaled for the kernel under test (tests/lib.sh slow; x8 on
+# the debug kernel); slow settles MR_SLOW here, once, for the subshells below.
+slow 1 >/dev/null
+lim=$(slow 300)
 # The remote QPN of this guest's RC QP in RTS (the peer's QPN), once it exists.
 peer_qpn() { rdma res show qp link "$dev/1" 2>/dev/null | awk '/type RC/ && /state RTS/ { for (i = 1; i < NF; i++) if ($i == "rqpn") { print $(i + 1); exit } }'; }
 # integrity_run TAG SEED TCP-PORT [FORGER-PORT]: one integrity pair; with a port, this
@@ -60,13 +64,13 @@ integrity_run() {
   meet "go-$tag"
   if [[ -n $port ]]; then
     (for _ in $(seq 600); do q=$(peer_qpn); [[ -n $q ]] && break; nap 0.1; done
-     exec "$forger" -d "$MR_PEER_IP4" -p "$port" -c "${q:-16}" -m blind -n 1000000000 -r "$frate" -t 300 -s $((seed * 2 + MR_ID)) \
+     exec "$forger" -d "$MR_PEER_IP4" -p "$port" -c "${q:-16}" -m blind -n 1000000000 -r "$frate" -t "$lim" -s $((seed * 2 + MR_ID)) \
        >"$ev/$tag.forger.$MR_ID" 2>&1) &
     fp=$!
   fi
   local a=()
   ((MR_ID == 2)) && a=(-s "$seed" -n 150 -M 262144)
-  out=$(timeout 300 "$bin" -d "$dev" -g "$gid" -p "$tport" "${a[@]}" $role 2>&1)
+  out=$(timeout "$lim" "$bin" -d "$dev" -g "$gid" -p "$tport" "${a[@]}" $role 2>&1)
   echo "rc $? $(grep -m1 '^# integrity:' <<<"$out") $(grep -m1 '^not ok' <<<"$out")" >"$ev/$tag.$MR_ID"
   if [[ -n $fp ]]; then kill "$fp" 2>/dev/null; wait "$fp" 2>/dev/null; fi
 }
@@ -128,7 +132,7 @@ fp=$!
 ops=$((flood / 60)); ((ops < 300)) && ops=300; ((ops > 2000)) && ops=2000
 a=(); ((MR_ID == 2)) && a=(-s 21 -n "$ops" -M 262144)
 role=server; ((MR_ID == 1)) || role="client $MR_PEER_IP4"
-out=$(timeout 600 "$bin" -d "$dev" -g "$gid" -p 19200 "${a[@]}" $role 2>&1); rc=$?
+out=$(timeout "$(slow 600)" "$bin" -d "$dev" -g "$gid" -p 19200 "${a[@]}" $role 2>&1); rc=$?
 wait "$fp"
 r="rc $rc $(grep -m1 '^# integrity:' <<<"$out") $(grep -m1 '^not ok' <<<"$out")"
 if [[ $r == "rc 0 "* && ( $MR_ID == 1 || $r == *" 0 corrupt, 0 lost, 0 duplicated"* ) ]]; then
