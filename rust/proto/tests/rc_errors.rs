@@ -189,3 +189,76 @@ fn sge_past_the_region_is_a_local_protection_error() {
     assert_eq!(statuses(&p.a.host.send_cq), vec![(1, WcStatus::LocProtErr)]);
     assert_eq!(p.data_sent[0], 0);
 }
+
+/// An atomic whose payload is not exactly its operands (CMP_SWAP 16 bytes, FETCH_ADD and
+/// ATOMIC_WRITE 8) is NAKed as an invalid request and never executed: the responder does
+/// not run it on zero padding or ignore surplus bytes. The packet is the requester's own
+/// atomic, re-encoded with a shorter or longer payload before it reaches the responder.
+#[test]
+fn atomic_of_the_wrong_length_is_an_invalid_request_and_not_executed() {
+    use metaroce_proto::wire::{decode_data_packet, Op};
+    for (op, wire_op, bad) in [
+        (WrOpcode::AtomicCmpAndSwp, Op::AtomicCmpSwap, 8usize),
+        (WrOpcode::AtomicCmpAndSwp, Op::AtomicCmpSwap, 24),
+        (WrOpcode::AtomicFetchAndAdd, Op::AtomicFetchAdd, 4),
+        (WrOpcode::AtomicFetchAndAdd, Op::AtomicFetchAdd, 16),
+        (WrOpcode::AtomicWrite, Op::AtomicWrite, 16),
+    ] {
+        let (mut p, a, b) = setup(8, false, clean(), 12);
+        let before = p.b.host.mr(B_MR).unwrap().bytes[..8].to_vec();
+        let sges = if op == WrOpcode::AtomicWrite {
+            vec![]
+        } else {
+            vec![sge(a, 0, 8, A_MR)]
+        };
+        let mut e = rdma(wqe(op, 1, sges), b, B_MR);
+        // CMP_SWAP: compare with what is there, so that an execution would swap.
+        let cur = u64::from_ne_bytes(before[..].try_into().unwrap());
+        (e.wqe.compare_add, e.wqe.swap) = if op == WrOpcode::AtomicCmpAndSwp {
+            (cur, !cur)
+        } else {
+            (1, 0)
+        };
+        if op == WrOpcode::AtomicWrite {
+            e.wqe.length = 8;
+            e.inline = (!cur).to_ne_bytes().to_vec();
+        }
+        assert!(p.a.host.post_send(e));
+        p.doorbell(0);
+        let mut wire = p.take_wire();
+        let k = wire
+            .iter()
+            .position(|(to, d)| {
+                *to == 1 && decode_data_packet(d).is_ok_and(|(h, _)| h.op == wire_op as u8)
+            })
+            .expect("the atomic request on the wire");
+        let (to, d) = wire.remove(k);
+        let (mut h, payload) = decode_data_packet(&d).unwrap();
+        let mut ops = payload.to_vec();
+        ops.resize(bad, 0xa5);
+        h.payload_len = bad as u16;
+        h.msg_len = bad as u32;
+        let mut forged = vec![0u8; h.header_len() + bad];
+        let n = h.encode(&mut forged).unwrap();
+        forged[n..].copy_from_slice(&ops);
+        assert!(
+            decode_data_packet(&forged).is_ok(),
+            "{op:?} {bad}: well-formed"
+        );
+        p.inject(to, &forged);
+        // The requester's original (right length) retransmissions must not get it
+        // executed either: the responder's QP is in error after the NAK.
+        p.run(5_000_000_000);
+        assert_eq!(
+            statuses(&p.a.host.send_cq),
+            vec![(1, WcStatus::RemInvReqErr)],
+            "{op:?} with {bad} operand bytes"
+        );
+        assert_eq!(p.b.host.mode, QpMode::Err, "{op:?} {bad}");
+        assert_eq!(
+            p.b.host.mr(B_MR).unwrap().bytes[..8],
+            before[..],
+            "{op:?} with {bad} operand bytes was executed"
+        );
+    }
+}

@@ -309,6 +309,17 @@ pub fn consumes_recv(op: Op) -> bool {
     matches!(op, Op::Send | Op::SendImm | Op::SendInv | Op::WriteImm)
 }
 
+/// The message length, in bytes, an atomic op carries: its operands (ATOMIC_WRITE the
+/// value, FETCH_ADD the addend, CMP_SWAP swap then compare); 0 for every other op.
+/// A request of another length is an invalid request (Documentation/transport.rst).
+pub fn atomic_len(op: Op) -> u32 {
+    match op {
+        Op::AtomicWrite | Op::AtomicFetchAdd => 8,
+        Op::AtomicCmpSwap => 16,
+        _ => 0,
+    }
+}
+
 /// The connection's calls, by stream: the request stream (this QP's SQ as requester, its
 /// peer's requests as responder) and the response stream. No other stream exists.
 impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {

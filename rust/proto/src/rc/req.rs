@@ -7,7 +7,7 @@ use super::super::wire::{Op, Reth};
 use super::env::Env;
 use super::sge::gather;
 use super::types::{send_flags, QpMode, SendWqe, WcStatus, WrOpcode};
-use super::{at, consumes_recv, Engine, SendMsg, Tables};
+use super::{at, atomic_len, consumes_recv, Engine, SendMsg, Tables};
 
 /// The message op, RETH and length of send WQE `w`; `None` for an opcode the transport
 /// does not carry (a local QP operation error).
@@ -27,11 +27,15 @@ fn message_of(w: &SendWqe) -> Option<(Op, Reth, u32)> {
         WrOpcode::SendWithImm => (Op::SendImm, Reth::default(), w.length),
         WrOpcode::SendWithInv => (Op::SendInv, Reth::default(), w.length),
         WrOpcode::RdmaWrite => (Op::Write, rdma, w.length),
-        WrOpcode::AtomicWrite => (Op::AtomicWrite, Reth { len: 8, ..rdma }, 8),
+        WrOpcode::AtomicWrite => (
+            Op::AtomicWrite,
+            Reth { len: 8, ..rdma },
+            atomic_len(Op::AtomicWrite),
+        ),
         WrOpcode::RdmaWriteWithImm => (Op::WriteImm, rdma, w.length),
         WrOpcode::RdmaRead => (Op::ReadReq, rdma, 0),
-        WrOpcode::AtomicCmpAndSwp => (Op::AtomicCmpSwap, atomic, 16),
-        WrOpcode::AtomicFetchAndAdd => (Op::AtomicFetchAdd, atomic, 8),
+        WrOpcode::AtomicCmpAndSwp => (Op::AtomicCmpSwap, atomic, atomic_len(Op::AtomicCmpSwap)),
+        WrOpcode::AtomicFetchAndAdd => (Op::AtomicFetchAdd, atomic, atomic_len(Op::AtomicFetchAdd)),
         // Local operations never reach here; anything else (FLUSH …) is not carried.
         _ => return None,
     })

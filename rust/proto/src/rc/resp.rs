@@ -8,7 +8,9 @@ use super::super::wire::Op;
 use super::env::{AtomicOp, Env};
 use super::sge::SgeError;
 use super::types::{access, wc_flags, Cqe, WcOpcode, WcStatus};
-use super::{at, consumes_recv, Engine, Resp, RxMsg, Tables, Taken, RESP_ACCESS, RESP_SLOTS};
+use super::{
+    at, atomic_len, consumes_recv, Engine, Resp, RxMsg, Tables, Taken, RESP_ACCESS, RESP_SLOTS,
+};
 
 impl<T: Tables> Engine<T> {
     /// A SEND's bytes do not fit receive `rsn` ([`SgeError::Len`]: longer than its SGEs)
@@ -190,11 +192,19 @@ impl<T: Tables> Engine<T> {
         }
         let r = p.reth.unwrap_or_default();
         let key_ok = match p.op {
-            Op::AtomicWrite if p.offset != 0 || p.payload.len() != 8 || r.va & 7 != 0 => {
+            // An atomic's operands are its whole message, in one packet: ATOMIC_WRITE
+            // and FETCH_ADD 8 bytes, CMP_SWAP 16 (Documentation/transport.rst, the op
+            // table). Any other length is an invalid request: nothing is executed on
+            // zero padding or on bytes past the operands.
+            Op::AtomicWrite | Op::AtomicCmpSwap | Op::AtomicFetchAdd
+                if p.offset != 0
+                    || p.msg_len != atomic_len(p.op)
+                    || p.payload.len() != atomic_len(p.op) as usize =>
+            {
                 return Err(self.responder_error(env, Refuse::Invalid));
             }
-            Op::AtomicCmpSwap | Op::AtomicFetchAdd if r.va & 7 != 0 => {
-                // rxe: RESPST_ERR_MISALIGNED_ATOMIC, NAK invalid request.
+            // rxe: RESPST_ERR_MISALIGNED_ATOMIC, NAK invalid request.
+            Op::AtomicWrite | Op::AtomicCmpSwap | Op::AtomicFetchAdd if r.va & 7 != 0 => {
                 return Err(self.responder_error(env, Refuse::Invalid));
             }
             // (A zero-length RDMA WRITE validates no R_Key, IBTA 9.7.4.1.4.)
@@ -217,13 +227,11 @@ impl<T: Tables> Engine<T> {
         if consumes_recv(p.op) {
             self.place_into_receive(env, p, min_rnr)?;
         }
+        // (Checked above: an atomic's payload is exactly its operands, at offset 0.)
         let mut operands = [0u8; 16];
         if matches!(p.op, Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
-            if let Some(d) = operands.get_mut(p.offset as usize..) {
-                let n = p.payload.len().min(d.len());
-                if let (Some(d), Some(s)) = (d.get_mut(..n), p.payload.get(..n)) {
-                    d.copy_from_slice(s);
-                }
+            if let Some(d) = operands.get_mut(..p.payload.len()) {
+                d.copy_from_slice(p.payload);
             }
         }
         if let Some(rx) = at(self.t.rx(), p.msn) {
