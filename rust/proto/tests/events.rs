@@ -171,3 +171,35 @@ fn peer_hint_changes_are_reported() {
         .collect();
     assert_eq!(hints, vec![(0, 1000), (1000, 2000)]);
 }
+
+/// Without a local ACK timer (`ack_timeout_ns` 0, the simulator's model) path
+/// timeouts are the retries, but only while something is unacknowledged: once every
+/// message is acknowledged, a path that stays dead (every source port it moves to is
+/// dropped too) goes on probing, and the idle connection never fails however many of
+/// its probes time out. Verbs fails a QP only for work it could not deliver (IBTA
+/// 9.7.6.1.3); Documentation/transport.rst, "Retry limits".
+#[test]
+fn an_idle_connection_with_a_dead_path_probes_but_never_fails() {
+    let mut n = Net::new(11, 8, 0.0);
+    assert_eq!(n.a.config().ack_timeout_ns, 0);
+    n.app_a.msgs[0] = vec![64 * 1024; 8];
+    let end = 120_000_000_000u64;
+    while n.now < end {
+        let port = n.a.path(3).unwrap().src_port;
+        n.blackhole = Some((3, port));
+        let step = n.now + 10_000_000;
+        n.run(step);
+        n.now = n.now.max(step);
+    }
+    assert!(n.app_a.errors.is_empty(), "{:?}", n.app_a.errors);
+    assert_eq!(n.app_a.acked[0].len(), 8);
+    let s = *n.a.stats();
+    let limit = u32::from(n.a.config().retry_cnt) * 8;
+    assert!(
+        u32::from(s.timeouts) > 2 * limit,
+        "path 3 timed out only {} times: the test shows nothing",
+        s.timeouts
+    );
+    assert!(s.moves > 2, "{s:?}");
+    assert_eq!(n.a.state(), metaroce_proto::conn::ConnState::Open);
+}

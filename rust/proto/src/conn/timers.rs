@@ -169,8 +169,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // The timeout that expired (its backoff grows below).
         let expired = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
         self.abandon_path(p, app);
-        self.stall = self.stall.saturating_add(1);
-        // Without a local ACK timer, path timeouts are the retries.
+        // Without a local ACK timer, path timeouts are the retries, but only while a
+        // message is unacknowledged: an idle connection probes a dead path for as long
+        // as it stays dead and never fails for it (verbs fails a QP only for work it
+        // could not deliver, IBTA 9.7.6.1.3).
+        if self.outstanding() {
+            self.stall = self.stall.saturating_add(1);
+        }
         let limit = u16::from(self.cfg.retry_cnt).saturating_mul(u16::from(self.cfg.paths));
         if self.cfg.ack_timeout_ns == 0 && self.stall > limit {
             self.fail(ConnError::RetryExceeded, app);
