@@ -203,3 +203,28 @@ fn an_idle_connection_with_a_dead_path_probes_but_never_fails() {
     assert!(s.moves > 2, "{s:?}");
     assert_eq!(n.a.state(), metaroce_proto::conn::ConnState::Open);
 }
+
+/// Without a local ACK timer, an RNR refusal is progress too (the peer answers: it
+/// only has no receive posted yet): a peer that refuses with RNR for far longer than
+/// `retry_cnt * K` path timeouts, with `rnr_retry` 7 (unlimited, IBTA 9.7.5.2.8), does
+/// not fail the connection with retry exceeded; the messages complete once it takes
+/// them.
+#[test]
+fn a_long_rnr_wait_is_not_a_retry() {
+    let mut n = Net::new(12, 8, 0.0);
+    assert_eq!(n.a.config().ack_timeout_ns, 0);
+    assert_eq!(n.a.config().rnr_retry, 7);
+    n.app_b.rnr_left = 30_000;
+    n.app_a.msgs[0] = vec![4096; 4];
+    assert!(n.run(600_000_000_000));
+    assert!(n.app_a.errors.is_empty(), "{:?}", n.app_a.errors);
+    assert_eq!(n.app_a.acked[0].len(), 4);
+    assert_eq!(n.app_b.rnr_left, 0);
+    let s = *n.a.stats();
+    let limit = u32::from(n.a.config().retry_cnt) * 8;
+    assert!(
+        u32::from(s.timeouts) > limit,
+        "only {} path timeouts: the test shows nothing",
+        s.timeouts
+    );
+}

@@ -219,8 +219,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // or reports data it received (`acked`) that this side no longer tracks
         // on the path (the path timed out before the ACK came: the data waits for
         // retransmission elsewhere). Any of them restarts the local ACK timer.
+        // Without a local ACK timer only acknowledged data and RNR refusals are
+        // progress: an RNR wait is the peer's answer, bounded by `rnr_retry` alone.
         if acked_bytes > 0 || rnr_any || a.acked > 0 {
-            self.progress(now, acked_bytes > 0);
+            self.progress(now, acked_bytes > 0 || rnr_any);
         }
         if acked_bytes > 0 {
             self.flight.ramp = self.flight.ramp.saturating_add(acked_bytes);

@@ -471,7 +471,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
 
     /// Progress for the retry limits: the peer answered. Restarts the local ACK
     /// timer while anything is still unacknowledged; `data`: data was acknowledged
-    /// (the only progress the model without a local ACK timer counts).
+    /// or refused with RNR (the only progress the model without a local ACK timer
+    /// counts).
     pub(super) fn progress(&mut self, now: Instant, data: bool) {
         if data {
             self.stall = 0;
