@@ -74,8 +74,8 @@ local data_flag_names = {
     { DF_RETX, "RETX" }, { DF_ACKREQ, "ACKREQ" }, { DF_SE, "SE" },
 }
 -- ACK flags (byte 32).
-local AF_RNR, AF_NAK, AF_INV = 0x01, 0x02, 0x04
-local ack_flag_names = { { AF_RNR, "RNR" }, { AF_NAK, "NAK" }, { AF_INV, "INV" } }
+local AF_RNR, AF_NAK, AF_INV, AF_MSG = 0x01, 0x02, 0x04, 0x08
+local ack_flag_names = { { AF_RNR, "RNR" }, { AF_NAK, "NAK" }, { AF_INV, "INV" }, { AF_MSG, "MSG" } }
 -- DATAGRAM flags (byte 28).
 local GF_IMM, GF_SE = 0x08, 0x40
 local dgram_flag_names = { { GF_IMM, "IMM" }, { GF_SE, "SE" } }
@@ -148,9 +148,11 @@ local f = {
     ack_flags_rnr = ProtoField.bool("metaroce.ack_flags.rnr", "RNR (receiver not ready)", 8, nil, AF_RNR),
     ack_flags_nak = ProtoField.bool("metaroce.ack_flags.nak", "NAK (refused for good)", 8, nil, AF_NAK),
     ack_flags_inv = ProtoField.bool("metaroce.ack_flags.inv", "INV (invalid request)", 8, nil, AF_INV),
-    ack_flags_rsvd = ProtoField.uint8("metaroce.ack_flags.reserved", "Reserved", base.HEX, nil, 0xf8),
+    ack_flags_msg = ProtoField.bool("metaroce.ack_flags.msg", "MSG (the NAK names the refused message)", 8, nil, AF_MSG),
+    ack_flags_rsvd = ProtoField.uint8("metaroce.ack_flags.reserved", "Reserved", base.HEX, nil, 0xf0),
     rnr_timer = ProtoField.uint8("metaroce.rnr_timer", "RNR timer", base.DEC, rnr_timer_names, 0x1f),
-    ack_reserved = ProtoField.uint16("metaroce.ack_reserved", "Reserved", base.HEX),
+    nak_stream = ProtoField.uint16("metaroce.nak_stream", "NAK stream (refused message's)", base.DEC),
+    nak_msn = ProtoField.uint32("metaroce.nak_msn", "NAK MSN (refused message's; in the PSN field)", base.DEC),
     rnr_psn = ProtoField.uint32("metaroce.rnr_psn", "RNR/NAK PSN", base.DEC),
     sack = ProtoField.bytes("metaroce.sack", "SACK bitmap"),
     sack_psn = ProtoField.uint32("metaroce.sack.psn", "SACKed PSN", base.DEC),
@@ -523,21 +525,25 @@ local function dissect_ack(tvb, tree, n, problem)
     fl:add(f.ack_flags_rnr, tvb(32, 1))
     fl:add(f.ack_flags_nak, tvb(32, 1))
     fl:add(f.ack_flags_inv, tvb(32, 1))
+    fl:add(f.ack_flags_msg, tvb(32, 1))
     fl:add(f.ack_flags_rsvd, tvb(32, 1))
     tree:add(f.rnr_timer, tvb(33, 1))
-    tree:add(f.ack_reserved, tvb(34, 2))
+    tree:add(f.nak_stream, tvb(34, 2))
+    tree:add(f.nak_msn, tvb(8, 4))
     tree:add(f.rnr_psn, tvb(36, 4))
-    if band(flags, bnot(bor(AF_RNR, AF_NAK, AF_INV))) ~= 0 then
+    if band(flags, bnot(bor(AF_RNR, AF_NAK, AF_INV, AF_MSG))) ~= 0 then
         problem("bad_flags", tvb(32, 1), "reserved ACK flag bits set")
     end
-    if band(flags, AF_INV) ~= 0 and band(flags, AF_NAK) == 0 then
-        problem("bad_flags", tvb(32, 1), "INV without NAK")
+    if band(flags, bor(AF_INV, AF_MSG)) ~= 0 and band(flags, AF_NAK) == 0 then
+        problem("bad_flags", tvb(32, 1), "INV or MSG without NAK")
     end
-    if tvb(34, 2):uint() ~= 0 then
-        problem("bad_flags", tvb(34, 2), "reserved bytes 34-35 not 0")
-    end
-    if tvb(8, 4):uint() ~= 0 then
-        problem("bad_flags", tvb(8, 4), "an ACK's PSN must be 0")
+    if band(flags, AF_MSG) == 0 then
+        if tvb(34, 2):uint() ~= 0 then
+            problem("bad_flags", tvb(34, 2), "NAK stream (bytes 34-35) not 0 without MSG")
+        end
+        if tvb(8, 4):uint() ~= 0 then
+            problem("bad_flags", tvb(8, 4), "an ACK's PSN must be 0 without MSG")
+        end
     end
 
     -- SACK: bit i (byte i/8, bit i%8, LSB first) stands for PSN cum + 1 + i.

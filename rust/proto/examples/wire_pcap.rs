@@ -208,10 +208,13 @@ fn expect(b: &[u8]) -> Vec<(String, String)> {
                     (wire::AF_RNR, "rnr"),
                     (wire::AF_NAK, "nak"),
                     (wire::AF_INV, "inv"),
+                    (wire::AF_MSG, "msg"),
                 ],
             );
             kv(&mut e, "rnr_timer", h.rnr_timer & 0x1f);
             kv(&mut e, "rnr_psn", h.rnr_psn);
+            kv(&mut e, "nak_stream", h.nak_stream);
+            kv(&mut e, "nak_msn", h.nak_msn);
             let psns: Vec<String> = (0..256u32)
                 .filter(|&i| h.sack.get(i))
                 .map(|i| h.cum.wrapping_add(1 + i).to_string())
@@ -446,6 +449,8 @@ fn ack(flags: u8, cum: u32, sack_bits: &[u32]) -> Vec<u8> {
         flags,
         rnr_timer: if flags & wire::AF_RNR != 0 { 12 } else { 0 },
         rnr_psn: if flags != 0 { cum } else { 0 },
+        nak_stream: if flags & wire::AF_MSG != 0 { 1 } else { 0 },
+        nak_msn: if flags & wire::AF_MSG != 0 { 7 } else { 0 },
         sack,
     };
     let mut b = vec![0u8; wire::ACK_LEN];
@@ -513,6 +518,7 @@ fn handmade() -> Vec<Vec<u8>> {
         ack(wire::AF_RNR, 55, &[3]),
         ack(wire::AF_NAK, 56, &[]),
         ack(wire::AF_NAK | wire::AF_INV, 57, &[]),
+        ack(wire::AF_NAK | wire::AF_INV | wire::AF_MSG, 58, &[]),
         probe(0),
         probe(63),
         datagram(0, b""),
@@ -580,10 +586,11 @@ fn malformed() -> Vec<Vec<u8>> {
         set(&data(Op::Send, fl, b"0123456789abcdef"), 23, fl | DF_RETH), // RETH on SEND
         set(&send, 22, Op::SendImm as u8), // bad_flags: SEND_IMM without IMM
         se_mid,                    // bad_flags: SE not on LAST
-        set(&ackp, 32, 0x08),      // bad_flags: ACK flag bits
+        set(&ackp, 32, 0x10),      // bad_flags: ACK flag bits
         set(&ackp, 32, wire::AF_INV), // bad_flags: INV without NAK
-        set(&ackp, 35, 1),         // bad_flags: ACK reserved
-        set(&ackp, 11, 1),         // bad_flags: ACK PSN
+        set(&ackp, 32, wire::AF_MSG), // bad_flags: MSG without NAK
+        set(&ackp, 35, 1),         // bad_flags: NAK stream without MSG
+        set(&ackp, 11, 1),         // bad_flags: ACK PSN without MSG
         set(&dg, 2, 1),            // bad_flags: DATAGRAM path
         set(&dg, 11, 1),           // bad_flags: DATAGRAM PSN
         set(&dg, 19, 1),           // bad_flags: DATAGRAM token

@@ -164,6 +164,11 @@ pub const AF_NAK: u8 = 0x02;
 /// (IBTA 9.7.5.2.4, NAK code 1: e.g. a SEND longer than the posted receive)
 /// rather than a remote access error.
 pub const AF_INV: u8 = 0x04;
+/// ACK flag, only with [`AF_NAK`]: the NAK names the refused message
+/// ([`AckHeader::nak_stream`], [`AckHeader::nak_msn`]), and every earlier message of
+/// that stream is complete at the receiver (IBTA 9.7.5.2.4: a NAK acknowledges every
+/// request before the one it refuses). Without it the NAK names no message.
+pub const AF_MSG: u8 = 0x08;
 
 /// Remote buffer named by a RETH: virtual address, key and DMA length.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -284,8 +289,13 @@ pub struct AckHeader {
     pub flags: u8,
     /// RNR timer in units of 10 µs (valid with `AF_RNR`).
     pub rnr_timer: u8,
-    /// The PSN refused with RNR (valid with `AF_RNR`).
+    /// The PSN refused with RNR (valid with `AF_RNR`) or NAK.
     pub rnr_psn: u32,
+    /// With [`AF_MSG`]: the stream of the refused message (else 0).
+    pub nak_stream: u16,
+    /// With [`AF_MSG`]: the MSN of the refused message (else 0; carried in the common
+    /// header's `psn` field).
+    pub nak_msn: u32,
     /// SACK: bit i stands for PSN `cum + 1 + i`.
     pub sack: Sack,
 }
@@ -300,7 +310,7 @@ impl AckHeader {
             PacketType::Ack,
             self.path,
             self.dst_conn,
-            0,
+            self.nak_msn,
             self.echo,
             self.token,
         )?;
@@ -310,7 +320,7 @@ impl AckHeader {
         put(b, ACKED, self.acked.to_be_bytes())?;
         *b.get_mut(FLAGS)? = self.flags;
         *b.get_mut(RNR_TIMER)? = self.rnr_timer;
-        put(b, RESERVED, [0; 2])?;
+        put(b, NAK_STREAM, self.nak_stream.to_be_bytes())?;
         put(b, RNR_PSN, self.rnr_psn.to_be_bytes())?;
         let mut s = [0u8; SACK_BYTES];
         self.sack.encode(&mut s);
@@ -436,10 +446,11 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
     }
     use field::ack::*;
     let flags = get_u8(buf, FLAGS)?;
-    if flags & !(AF_RNR | AF_NAK | AF_INV) != 0
-        || (flags & AF_INV != 0 && flags & AF_NAK == 0)
-        || get_u16(buf, RESERVED)? != 0
-        || c.psn != 0
+    let nak_stream = get_u16(buf, NAK_STREAM)?;
+    let named = flags & AF_MSG != 0;
+    if flags & !(AF_RNR | AF_NAK | AF_INV | AF_MSG) != 0
+        || (flags & (AF_INV | AF_MSG) != 0 && flags & AF_NAK == 0)
+        || (!named && (nak_stream != 0 || c.psn != 0))
     {
         return Err(DropReason::BadFlags);
     }
@@ -455,6 +466,8 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
         flags,
         rnr_timer: get_u8(buf, RNR_TIMER)?,
         rnr_psn: get_u32(buf, RNR_PSN)?,
+        nak_stream,
+        nak_msn: c.psn,
         sack: Sack::decode(&get(buf, SACK)?),
     })
 }

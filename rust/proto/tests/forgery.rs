@@ -17,8 +17,8 @@ use metaroce_proto::ident::Ident;
 use metaroce_proto::path::FLOOR_WINDOW;
 use metaroce_proto::sack::Sack;
 use metaroce_proto::wire::{
-    decode, AckHeader, DataHeader, DropReason, Packet, ProbeHeader, Reth, AF_NAK, AF_RNR, DF_FIRST,
-    DF_LAST, DF_RETH, VERSION,
+    decode, AckHeader, DataHeader, DropReason, Packet, ProbeHeader, Reth, AF_MSG, AF_NAK, AF_RNR,
+    DF_FIRST, DF_LAST, DF_RETH, VERSION,
 };
 
 const QPN_A: u32 = 0x3a_17c2;
@@ -133,7 +133,7 @@ impl Forger {
                     1 => Sack::from_words([u64::MAX; 4]),
                     _ => Sack::from_words([self.rng.next(), self.rng.next(), 0, 0]),
                 };
-                let flags = [0, AF_RNR, AF_NAK][self.below(3) as usize];
+                let flags = [0, AF_RNR, AF_NAK, AF_NAK | AF_MSG][self.below(4) as usize];
                 let a = AckHeader {
                     path,
                     dst_conn: conn,
@@ -146,6 +146,16 @@ impl Forger {
                     flags,
                     rnr_timer: 31,
                     rnr_psn: self.rng.next() as u32,
+                    nak_stream: if flags & AF_MSG != 0 {
+                        self.below(2) as u16
+                    } else {
+                        0
+                    },
+                    nak_msn: if flags & AF_MSG != 0 {
+                        self.below(4) as u32
+                    } else {
+                        0
+                    },
                     sack,
                 };
                 a.encode(&mut buf).unwrap()

@@ -3,7 +3,8 @@ mod common;
 use common::*;
 use metaroce_proto::sack::Sack;
 use metaroce_proto::wire::{
-    decode, AckHeader, DataHeader, Packet, ProbeHeader, Reth, DF_FIRST, DF_IMM, DF_LAST, DF_RETH,
+    decode, AckHeader, DataHeader, DropReason, Packet, ProbeHeader, Reth, DF_FIRST, DF_IMM,
+    DF_LAST, DF_RETH,
 };
 use proptest::prelude::*;
 use std::collections::BTreeSet;
@@ -111,15 +112,17 @@ proptest! {
 
     #[test]
     fn ack_and_probe_roundtrip(path in 0u8..64, conn: u32, echo: u32, cum: u32, hint: u32, ce: u16,
-                               acked: u16, flags in 0u8..8, t: u8, rp: u32, w in any::<[u64; 4]>(), floor: u32,
-                               token: u32) {
+                               acked: u16, flags in 0u8..16, t: u8, rp: u32, w in any::<[u64; 4]>(), floor: u32,
+                               token: u32, ns: u16, nm: u32) {
         let a = AckHeader { path, dst_conn: conn, echo, token, cum, rate_hint: hint, ce, acked,
-            flags, rnr_timer: t, rnr_psn: rp, sack: Sack::from_words(w) };
+            flags, rnr_timer: t, rnr_psn: rp, nak_stream: ns, nak_msn: nm, sack: Sack::from_words(w) };
         let mut buf = [0u8; 128];
         let n = a.encode(&mut buf).unwrap();
-        // AF_INV (0x04) qualifies a NAK (0x02) and means nothing alone.
-        if flags & 0x04 != 0 && flags & 0x02 == 0 {
-            prop_assert!(decode(&buf[..n]).is_err());
+        // AF_INV (0x04) and AF_MSG (0x08) qualify a NAK (0x02) and mean nothing alone;
+        // the refused message's stream and MSN are zero unless AF_MSG names them.
+        let named = flags & 0x08 != 0;
+        if flags & 0x0c != 0 && flags & 0x02 == 0 || !named && (ns, nm) != (0, 0) {
+            prop_assert_eq!(decode(&buf[..n]), Err(DropReason::BadFlags));
         } else {
             prop_assert_eq!(decode(&buf[..n]), Ok(Packet::Ack(a)));
         }

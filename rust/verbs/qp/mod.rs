@@ -167,7 +167,7 @@ impl Endpoint for Qp {
                 this.drop_rx(payload, meta, counter::DROP_QP_STATE);
                 return;
             };
-            if !this.admits(io, payload, meta) {
+            if !this.admits(io, rc.lingers(), payload, meta) {
                 return;
             }
             let now = Instant(now_ns());
@@ -198,11 +198,17 @@ impl Endpoint for Qp {
 
 impl Qp {
     /// Whether a connected QP (RC, UC) takes a datagram in its state from
-    /// `meta`'s source: in RTR, RTS or SQD, and only from the peer set by
-    /// `modify_qp`. A refused one is counted (`rx_drops` and its reason) and
-    /// traced.
-    fn admits(&self, io: &Io, payload: &[u8], meta: &RxMeta) -> bool {
-        let reason = if !matches!(io.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+    /// `meta`'s source: in RTR, RTS or SQD, or in the error state if it
+    /// `lingers` after refusing a request (so that it answers the requester,
+    /// `Engine::lingers`), and only from the peer set by `modify_qp`. A
+    /// refused one is counted (`rx_drops` and its reason) and traced.
+    fn admits(&self, io: &Io, lingers: bool, payload: &[u8], meta: &RxMeta) -> bool {
+        let state_ok = match io.attr.state {
+            QpState::Rtr | QpState::Rts | QpState::Sqd => true,
+            QpState::Err => lingers,
+            _ => false,
+        };
+        let reason = if !state_ok {
             counter::DROP_QP_STATE
         } else if io.dst != Some(meta.src) {
             counter::DROP_BAD_SOURCE

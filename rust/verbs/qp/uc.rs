@@ -58,7 +58,7 @@ impl Qp {
     pub(super) fn uc_receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
         let mut g = this.inner.lock();
         let Inner { uc, io, rc, .. } = &mut *g;
-        if !this.admits(io, payload, meta) {
+        if !this.admits(io, false, payload, meta) {
             return;
         }
         let mut env = Glue { qp: this, io };

@@ -6,11 +6,11 @@
 use super::super::path::PathState;
 use super::super::sack::{seq_lt, SACK_BITS};
 use super::super::time::Instant;
-use super::super::wire::{AckHeader, DropReason, AF_INV, AF_NAK, AF_RNR};
+use super::super::wire::{AckHeader, DropReason, AF_INV, AF_MSG, AF_NAK, AF_RNR};
 use super::timers::Timer;
 use super::{
     charge, rnr_timer_ns, App, ConnError, ConnState, Connection, Event, LossCause, RefusalKind,
-    RxEvent, Transmit, TxKind,
+    RxEvent, Transmit, TxKind, NO_STREAM,
 };
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
@@ -49,6 +49,22 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             .map(|h| a.cum.wrapping_add(1).wrapping_add(h));
         if let Some(hp) = highest {
             if !seq_lt(hp, next) {
+                return Err(DropReason::AckOutOfRange);
+            }
+        }
+        // A NAK naming a message: a stream of this connection, and a message sent on it
+        // and not yet fully acknowledged.
+        let named = (a.flags & AF_MSG != 0).then_some((a.nak_stream, a.nak_msn));
+        if let Some((s, msn)) = named {
+            let st = self
+                .stx
+                .get(usize::from(s))
+                .ok_or(DropReason::StreamOutOfRange)?;
+            let sent = st
+                .tx_msn
+                .wrapping_sub(st.acked_msn)
+                .wrapping_add(u32::from(st.tx_off > 0));
+            if msn.wrapping_sub(st.acked_msn) >= sent {
                 return Err(DropReason::AckOutOfRange);
             }
         }
@@ -93,6 +109,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             } else {
                 ConnError::RemoteAccess
             };
+            if let Some((s, msn)) = named {
+                if self.state == ConnState::Open {
+                    app.refused(s, msn, e);
+                }
+            }
             self.fail(e, app);
             return Ok(RxEvent::Ack);
         }
@@ -265,7 +286,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     pub(super) fn send_ack(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         let p = self.reports.ack_pending.trailing_zeros() as usize;
         self.reports.ack_pending &= !(1u64 << (p % 64));
-        let rx = self.rx.get_mut(p)?;
+        self.rx.get(p)?;
         // A NAK for this path goes first; an RNR report for it waits for the next ACK.
         let nak = self.reports.nak.filter(|n| usize::from(n.path) == p);
         let rnr = self
@@ -273,6 +294,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             .rnr
             .filter(|r| usize::from(r.path) == p && nak.is_none());
         let report = nak.or(rnr);
+        // A NAK's refused message is its stream's next message to complete.
+        let named = nak.filter(|n| n.stream != NO_STREAM).and_then(|n| {
+            Some((
+                u16::from(n.stream),
+                self.srx.get(usize::from(n.stream))?.next_msn,
+            ))
+        });
+        let rx = self.rx.get_mut(p)?;
         let h = AckHeader {
             path: p as u8,
             dst_conn: self.cfg.peer_conn,
@@ -287,12 +316,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 Some(RefusalKind::Access) => AF_NAK,
                 Some(RefusalKind::Rnr { .. }) => AF_RNR,
                 None => 0,
-            },
+            } | if named.is_some() { AF_MSG } else { 0 },
             rnr_timer: match report.map(|r| r.kind) {
                 Some(RefusalKind::Rnr { timer }) => timer,
                 _ => 0,
             },
             rnr_psn: report.map_or(0, |r| r.psn),
+            nak_stream: named.map_or(0, |(s, _)| s),
+            nak_msn: named.map_or(0, |(_, m)| m),
             sack: rx.sack,
         };
         let len = h.encode(buf)?;

@@ -90,6 +90,11 @@ pub enum Refuse {
     /// receive it consumes): the receiver NAKs and the sender's connection
     /// fails with [`ConnError::RemoteInvalid`].
     Invalid,
+    /// Never, but an earlier message of the stream is not complete yet: the packet is
+    /// dropped without a report (the sender resends it); the application refuses it
+    /// with [`Refuse::Access`] or [`Refuse::Invalid`] once the earlier messages are
+    /// complete, so that the NAK acknowledges them (IBTA 9.7.5.2.4).
+    Held,
 }
 
 impl From<Rnr> for Refuse {
@@ -137,6 +142,11 @@ pub trait App {
     fn complete(&mut self, stream: u16, msn: u32);
     /// Sender: message `(stream, msn)` is fully acknowledged, in order per stream.
     fn acked(&mut self, stream: u16, msn: u32);
+    /// Sender: the peer refused message `(stream, msn)` for good (a NAK naming it, `e`
+    /// [`ConnError::RemoteAccess`] or [`ConnError::RemoteInvalid`]); every earlier
+    /// message of the stream is complete at the peer, acknowledged or not. Called just
+    /// before [`App::error`]; by default nothing is done.
+    fn refused(&mut self, _stream: u16, _msn: u32, _e: ConnError) {}
     /// The connection failed.
     fn error(&mut self, e: ConnError);
     /// Something a host may trace happened ([`Event`]); by default nothing is done.

@@ -241,7 +241,13 @@ struct Refusal {
     path: u8,
     kind: RefusalKind,
     psn: u32,
+    /// A NAK's refused message, if it names one ([`AF_MSG`](super::wire::AF_MSG)): its
+    /// stream ([`NO_STREAM`]: none); it is the stream's next message to complete.
+    stream: u8,
 }
+
+/// [`Refusal::stream`] of a refusal that names no message.
+const NO_STREAM: u8 = 0xff;
 
 /// What the receiver has to tell the peer.
 #[derive(Clone, Copy, Debug)]

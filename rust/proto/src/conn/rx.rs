@@ -14,7 +14,7 @@ use super::super::wire::{
 use super::timers::Timer;
 use super::{
     App, ConnError, ConnState, Connection, Placement, Refusal, RefusalKind, Refuse, Rnr, RxEvent,
-    MAX_PATHS,
+    MAX_PATHS, NO_STREAM,
 };
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
@@ -173,8 +173,15 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         path: p as u8,
                         kind: RefusalKind::Rnr { timer: t },
                         psn: h.psn,
+                        stream: NO_STREAM,
                     });
                     return Err(DropReason::ReceiverNotReady);
+                }
+                // A NAK acknowledges every earlier message of the stream (IBTA
+                // 9.7.5.2.4): it waits until they are complete. Before, the packet is
+                // dropped as it came (held) and the sender resends it.
+                Err(Refuse::Access | Refuse::Invalid) if h.msn != srx.next_msn => {
+                    return Err(DropReason::Refused);
                 }
                 Err(r @ (Refuse::Access | Refuse::Invalid)) => {
                     self.reports.ack_pending |= 1u64 << p;
@@ -187,9 +194,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         path: p as u8,
                         kind,
                         psn: h.psn,
+                        stream: u8::try_from(h.stream).unwrap_or(NO_STREAM),
                     });
                     return Err(DropReason::Refused);
                 }
+                // Refused, but not to be reported before the earlier messages of its
+                // stream complete: dropped as it came, the sender resends it.
+                Err(Refuse::Held) => return Err(DropReason::Refused),
             }
             let stream = h.stream;
             srx.accept(h.ssn, last, |msn| app.complete(stream, msn));

@@ -11,7 +11,7 @@ use super::super::wire::{
 use super::timers::Timer;
 use super::{
     charge, wrap, App, ConnError, ConnState, Connection, Event, MsgInfo, Pkt, Refusal, RefusalKind,
-    Transmit, TxKind, Unreadable,
+    Transmit, TxKind, Unreadable, NO_STREAM,
 };
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
@@ -367,6 +367,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     path: 0,
                     kind: RefusalKind::Access,
                     psn: self.rx.first().map_or(0, |r| r.cum),
+                    stream: NO_STREAM,
                 });
                 self.reports.ack_pending |= 1;
             }

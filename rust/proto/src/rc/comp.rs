@@ -317,10 +317,48 @@ impl<T: Tables> Engine<T> {
         self.complete_sends(env);
     }
 
+    /// Requester: the responder refused request `msn` for good (a NAK naming it, `e`
+    /// a remote access error or invalid request): every earlier request is complete
+    /// there (IBTA 9.7.5.2.4), acknowledged or not, so each completes as soon as its
+    /// response (READ, atomic) is whole, and this one with `e`'s status; the rest
+    /// flush ([`Self::failed`] follows).
+    pub(super) fn request_refused<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        msn: u32,
+        e: ConnError,
+    ) {
+        let Some(status) = conn_error_status(e) else {
+            return;
+        };
+        if msn.wrapping_sub(self.sq_msn) >= self.msns.wrapping_sub(self.sq_msn) {
+            return;
+        }
+        let mut k = self.sq_msn;
+        while k != msn {
+            match at(self.t.sends(), k) {
+                Some(s) if s.fail.is_none() => s.acked = true,
+                // An earlier WQE failed on its own: it reports the QP's error.
+                _ => return,
+            }
+            k = k.wrapping_add(1);
+        }
+        self.set_fail(msn, status);
+        self.complete_sends(env);
+    }
+
     /// The connection failed: the QP enters the error state, the oldest WQE reporting
-    /// why ([`conn_error_status`]).
+    /// why ([`conn_error_status`]) unless a WQE already carries its own failure (a
+    /// refused request, [`Self::request_refused`]).
     pub(super) fn failed<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, e: ConnError) {
-        if let Some(s) = conn_error_status(e) {
+        let mut k = self.sq_msn;
+        let nak = matches!(e, ConnError::RemoteAccess | ConnError::RemoteInvalid);
+        let mut own = false;
+        while nak && k != self.msns && !own {
+            own = self.send_msg(k).is_some_and(|m| m.fail.is_some());
+            k = k.wrapping_add(1);
+        }
+        if let Some(s) = conn_error_status(e).filter(|_| !own) {
             self.error = Some(s);
         }
         self.flush(env);

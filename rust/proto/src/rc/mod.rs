@@ -222,6 +222,21 @@ pub struct Engine<T> {
     last_wqe_sent: bool,
     /// The receive (by RSN) a message could not be placed into, and its status.
     rx_error: Option<(u32, WcStatus)>,
+    /// Responder: the oldest request refused for good, waiting for the earlier ones
+    /// to complete before it is NAKed ([`Refuse::Held`]).
+    held: Option<Held>,
+}
+
+/// Responder: a request refused for good whose NAK waits for every earlier request to
+/// complete (IBTA 9.7.5.2.4: a NAK acknowledges every request before the one it refuses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    /// The refused request's MSN.
+    msn: u32,
+    /// What the NAK says ([`Refuse::Access`] or [`Refuse::Invalid`]).
+    refuse: Refuse,
+    /// The receive the request could not be placed into, and its status.
+    rx_error: Option<(u32, WcStatus)>,
 }
 
 impl<T: Tables> Engine<T> {
@@ -246,6 +261,7 @@ impl<T: Tables> Engine<T> {
             error: None,
             last_wqe_sent: false,
             rx_error: None,
+            held: None,
         };
         e.reset();
         e
@@ -270,6 +286,7 @@ impl<T: Tables> Engine<T> {
         self.error = None;
         self.last_wqe_sent = false;
         self.rx_error = None;
+        self.held = None;
         for r in self.t.rx().iter_mut() {
             r.valid = false;
         }
@@ -366,6 +383,12 @@ impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
             REQ => self.engine.request_acked(self.env, msn),
             RESP => self.engine.response_acked(self.env, msn),
             _ => {}
+        }
+    }
+
+    fn refused(&mut self, stream: u16, msn: u32, e: ConnError) {
+        if stream == REQ {
+            self.engine.request_refused(self.env, msn, e);
         }
     }
 

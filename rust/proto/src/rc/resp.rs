@@ -7,9 +7,10 @@ use super::super::conn::{MsgInfo, Placement, Refuse, Rnr, Unreadable};
 use super::super::wire::Op;
 use super::env::{AtomicOp, Env};
 use super::sge::SgeError;
-use super::types::{access, wc_flags, Cqe, WcOpcode, WcStatus};
+use super::types::{access, wc_flags, Cqe, QpMode, WcOpcode, WcStatus};
 use super::{
-    at, atomic_len, consumes_recv, Engine, Resp, RxMsg, Tables, Taken, RESP_ACCESS, RESP_SLOTS,
+    at, atomic_len, consumes_recv, Engine, Held, Resp, RxMsg, Tables, Taken, RESP_ACCESS,
+    RESP_SLOTS,
 };
 
 impl<T: Tables> Engine<T> {
@@ -17,24 +18,78 @@ impl<T: Tables> Engine<T> {
     /// or its SGEs are not usable: IBTA 9.7.5.2.4 responder error. The receive completes
     /// with `IB_WC_LOC_LEN_ERR` / `IB_WC_LOC_PROT_ERR` (`IB_WC_LOC_QP_OP_ERR` for a
     /// malformed WQE) as the QP enters the error state, and the requester is NAKed with
-    /// an invalid request (`IB_WC_REM_INV_REQ_ERR`), as rxe does.
-    fn cannot_place<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, rsn: u32, e: SgeError) -> Refuse {
+    /// an invalid request (`IB_WC_REM_INV_REQ_ERR`), as rxe does ([`Self::refuse_request`]).
+    fn cannot_place<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        msn: u32,
+        rsn: u32,
+        e: SgeError,
+    ) -> Refuse {
         let status = match e {
             SgeError::Len => WcStatus::LocLenErr,
             SgeError::QpOp => WcStatus::LocQpOpErr,
             SgeError::Prot => WcStatus::LocProtErr,
         };
-        self.rx_error = Some((rsn, status));
-        self.flush(env);
-        Refuse::Invalid
+        self.refuse_request(env, msn, Refuse::Invalid, Some((rsn, status)))
     }
 
-    /// A request this responder refuses for good (IBTA 9.9.3.1.2 class C: invalid
-    /// request, remote access error): the requester is NAKed with `r`, and this QP
-    /// enters the error state too (rxe's `do_class_ac_error`).
-    fn responder_error<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, r: Refuse) -> Refuse {
-        self.flush(env);
-        r
+    /// Request `msn` is refused for good (IBTA 9.9.3.1.2 class C: invalid request,
+    /// remote access error; `rx_error`: the receive it could not be placed into). The
+    /// requester is NAKed with `r` and this QP enters the error state (rxe's
+    /// `do_class_ac_error`), but not before every earlier request has completed and
+    /// every response owed has been acknowledged: the NAK acknowledges the earlier
+    /// requests (IBTA 9.7.5.2.4), which out-of-order placement may not have finished
+    /// yet. Until then the refusal is held ([`Refuse::Held`]: dropped, the requester
+    /// resends); the oldest refused request is the one NAKed.
+    fn refuse_request<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        msn: u32,
+        r: Refuse,
+        rx_error: Option<(u32, WcStatus)>,
+    ) -> Refuse {
+        let ahead = msn.wrapping_sub(self.rx_msn);
+        let older = |h: &Held| h.msn.wrapping_sub(self.rx_msn) <= ahead;
+        if !self.held.as_ref().is_some_and(older) {
+            self.held = Some(Held {
+                msn,
+                refuse: r,
+                rx_error,
+            });
+        }
+        self.held_verdict(env, msn)
+    }
+
+    /// A packet of request `msn`, at or after the held refusal: NAK it (and enter the
+    /// error state) if it is the refused request and everything before it is done,
+    /// else hold it.
+    fn held_verdict<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, msn: u32) -> Refuse {
+        let Some(h) = self.held else {
+            return Refuse::Held;
+        };
+        if msn != h.msn || self.rx_msn != h.msn || self.resp_acked != self.resp_next {
+            return Refuse::Held;
+        }
+        if env.mode() != QpMode::Err {
+            if h.rx_error.is_some() {
+                self.rx_error = h.rx_error;
+            }
+            self.flush(env);
+        }
+        h.refuse
+    }
+
+    /// Responder: whether this QP, in the error state, still takes packets — it refused
+    /// a request for good. It answers the requester: a lost NAK is sent again when the
+    /// refused packet is resent, and a lost ACK of an earlier request again when that
+    /// is (the connection acknowledges duplicates itself). Nothing is placed or
+    /// executed. Without it a requester that lost either would time out and report
+    /// *retry exceeded* on a request the responder executed (IBTA's responder drops
+    /// everything in the error state, which a lossy fabric cannot afford).
+    /// The host passes a packet to a QP in the error state only if it lingers.
+    pub fn lingers(&self) -> bool {
+        self.held.is_some()
     }
 
     fn resp(&mut self, k: u32) -> Option<Resp> {
@@ -164,6 +219,17 @@ impl<T: Tables> Engine<T> {
         env: &mut E,
         p: &Placement<'_>,
     ) -> Result<(), Refuse> {
+        // In the error state (lingering, [`Self::lingers`]) nothing is placed: the
+        // refused request is NAKed again, anything else dropped.
+        if env.mode() == QpMode::Err {
+            return Err(self.held_verdict(env, p.msn));
+        }
+        // At or after a request refused for good: never placed, NAKed or held.
+        if let Some(h) = self.held {
+            if p.msn.wrapping_sub(self.rx_msn) >= h.msn.wrapping_sub(self.rx_msn) {
+                return Err(self.held_verdict(env, p.msn));
+            }
+        }
         let a = env.attrs();
         let min_rnr = a.min_rnr_timer;
         if matches!(p.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
@@ -188,7 +254,7 @@ impl<T: Tables> Engine<T> {
             _ => 0,
         };
         if a.access & need_qp != need_qp {
-            return Err(self.responder_error(env, Refuse::Invalid));
+            return Err(self.refuse_request(env, p.msn, Refuse::Invalid, None));
         }
         let r = p.reth.unwrap_or_default();
         let key_ok = match p.op {
@@ -201,11 +267,11 @@ impl<T: Tables> Engine<T> {
                     || p.msg_len != atomic_len(p.op)
                     || p.payload.len() != atomic_len(p.op) as usize =>
             {
-                return Err(self.responder_error(env, Refuse::Invalid));
+                return Err(self.refuse_request(env, p.msn, Refuse::Invalid, None));
             }
             // rxe: RESPST_ERR_MISALIGNED_ATOMIC, NAK invalid request.
             Op::AtomicWrite | Op::AtomicCmpSwap | Op::AtomicFetchAdd if r.va & 7 != 0 => {
-                return Err(self.responder_error(env, Refuse::Invalid));
+                return Err(self.refuse_request(env, p.msn, Refuse::Invalid, None));
             }
             // (A zero-length RDMA WRITE validates no R_Key, IBTA 9.7.4.1.4.)
             // ATOMIC_WRITE: one aligned 8-byte copy into the page.
@@ -222,7 +288,7 @@ impl<T: Tables> Engine<T> {
             _ => true,
         };
         if !key_ok {
-            return Err(self.responder_error(env, Refuse::Access));
+            return Err(self.refuse_request(env, p.msn, Refuse::Access, None));
         }
         if consumes_recv(p.op) {
             self.place_into_receive(env, p, min_rnr)?;
@@ -296,7 +362,7 @@ impl<T: Tables> Engine<T> {
             }
             if scatters {
                 if let Err(e) = self.scatter_taken(env, i, p.offset, p.payload) {
-                    return Err(self.cannot_place(env, rsn, e));
+                    return Err(self.cannot_place(env, p.msn, rsn, e));
                 }
             }
         } else {
@@ -310,7 +376,7 @@ impl<T: Tables> Engine<T> {
             let slot = env.rq_advance(self.rq_cons, ahead);
             if scatters {
                 if let Err(e) = Self::scatter(env, slot, p.offset, p.payload) {
-                    return Err(self.cannot_place(env, rsn, e));
+                    return Err(self.cannot_place(env, p.msn, rsn, e));
                 }
             }
         }

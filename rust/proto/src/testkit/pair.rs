@@ -228,8 +228,9 @@ impl Pair {
                 let (_, _, to, bytes) = self.wire.swap_remove(k);
                 let now = Instant(self.now);
                 let n = self.node(to);
-                // As the kernel: a QP in the error state takes no packet.
-                let r = if n.host.mode == QpMode::Err {
+                // As the kernel: a QP in the error state takes no packet, unless it
+                // lingers after refusing a request.
+                let r = if n.host.mode == QpMode::Err && !n.engine.lingers() {
                     Err(())
                 } else {
                     n.conn
@@ -322,7 +323,7 @@ impl Pair {
     pub fn inject(&mut self, to: u8, bytes: &[u8]) {
         let now = Instant(self.now);
         let n = self.node(to & 1);
-        if n.host.mode != QpMode::Err {
+        if n.host.mode != QpMode::Err || n.engine.lingers() {
             let before = n.conn;
             let r = n
                 .conn

@@ -59,8 +59,9 @@ pub(crate) mod ack {
     pub(crate) const ACKED: Field = 30..32;
     pub(crate) const FLAGS: usize = 32;
     pub(crate) const RNR_TIMER: usize = 33;
-    /// Reserved, zero.
-    pub(crate) const RESERVED: Field = 34..36;
+    /// With `AF_MSG`, the refused message's stream; else zero. (Its MSN is the common
+    /// header's `psn`.)
+    pub(crate) const NAK_STREAM: Field = 34..36;
     pub(crate) const RNR_PSN: Field = 36..40;
     pub(crate) const SACK: Field = 40..40 + SACK_BYTES;
 }
