@@ -66,12 +66,15 @@ if [[ $dev == mr0 ]]; then
    done) &
   sampler=$!
 fi
+# The guests boot apart by minutes on a loaded host (more on the debug
+# kernel): the server's wait and the client's retry window scale with it.
+pp_limit=$(slow 180)
 if ((MR_ID == 1)); then
-  out=$(timeout 180 ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c 2>&1); rc=$?
+  out=$(timeout "$pp_limit" ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c 2>&1); rc=$?
 else
-  end=$((SECONDS + 300))
+  end=$((SECONDS + $(slow 300)))
   while :; do
-    out=$(timeout 180 ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c "$MR_PEER_IP4" 2>&1); rc=$?
+    out=$(timeout "$pp_limit" ibv_rc_pingpong -d "$dev" -g "$gid" -n 200 -s 4096 -c "$MR_PEER_IP4" 2>&1); rc=$?
     ((rc == 0)) || grep -q 'remote address' <<<"$out" || ((SECONDS >= end)) && break
     nap 1
   done
