@@ -164,14 +164,17 @@ static size_t ack(uint8_t *b, uint32_t conn)
 {
 	size_t n = common(b, 2, conn);
 
-	be32(b + 8, 0);
+	uint8_t flags = (uint8_t[]){ 0, 0x01, 0x02, 0x06, 0x0a, 0x0e }[below(6)];
+
+	/* A NAK with MSG (0x08) names a message: nak_msn in the PSN field, nak_stream. */
+	be32(b + 8, flags & 0x08 ? below(8) : 0);
 	be32(b + 20, seq());			/* cum */
 	be32(b + 24, below(2) ? 1 : (uint32_t)rnd()); /* rate hint */
 	be16(b + 28, below(100));		/* ce */
 	be16(b + 30, below(100));		/* acked */
-	b[32] = (uint8_t[]){ 0, 0x01, 0x02, 0x06 }[below(4)];
+	b[32] = flags;
 	b[33] = below(32);
-	be16(b + 34, 0);
+	be16(b + 34, flags & 0x08 ? below(2) : 0);
 	be32(b + 36, seq());			/* rnr_psn */
 	for (int i = 0; i < 32; i++)
 		b[40 + i] = below(3) == 0 ? 0xff : below(2) ? 0 : rnd();
