@@ -25,6 +25,7 @@ fn a_peer_with_more_paths_is_understood() {
     app_a.msgs[0].extend([16 * 1024, 16 * 1024]);
     let mut buf = [0u8; 2048];
     let mut paths_seen = 0u64;
+    let mut ack_ports = std::collections::BTreeSet::new();
     let mut now = 0u64;
     for _ in 0..1000 {
         now += 10_000;
@@ -34,6 +35,9 @@ fn a_peer_with_more_paths_is_understood() {
             assert!(r.is_ok(), "path {}: {r:?}", t.path);
         }
         while let Some(t) = b.poll_transmit(Instant(now), &mut buf, &mut app_b) {
+            // Every ACK leaves from a real source port (0 is not one), also for the
+            // paths beyond the receiver's own 8.
+            ack_ports.insert((t.path, t.src_port));
             let r = a.handle_packet(Instant(now), &buf[..t.len], false, &mut app_a);
             assert!(r.is_ok(), "ack path {}: {r:?}", t.path);
         }
@@ -42,6 +46,18 @@ fn a_peer_with_more_paths_is_understood() {
         if app_a.acked[0].len() == 2 {
             break;
         }
+    }
+    assert_eq!(
+        ack_ports
+            .iter()
+            .map(|&(p, _)| p)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        16,
+        "ACKs on every path"
+    );
+    for &(p, port) in &ack_ports {
+        assert!(port >= 49152, "the ACK of path {p} from source port {port}");
     }
     assert_eq!(app_a.acked[0], vec![0, 1]);
     assert_eq!(app_b.completed[0], vec![0, 1]);

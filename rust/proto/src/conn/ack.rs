@@ -9,8 +9,8 @@ use super::super::time::Instant;
 use super::super::wire::{AckHeader, DropReason, AF_INV, AF_MSG, AF_NAK, AF_RNR};
 use super::timers::Timer;
 use super::{
-    charge, rnr_timer_ns, App, ConnError, ConnState, Connection, Event, LossCause, RefusalKind,
-    RxEvent, Transmit, TxKind, NO_STREAM,
+    charge, port_for, rnr_timer_ns, App, ConnError, ConnState, Connection, Event, LossCause,
+    RefusalKind, RxEvent, Transmit, TxKind, NO_STREAM,
 };
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
@@ -339,7 +339,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         Some(Transmit {
             len,
             path: p as u8,
-            src_port: self.tx.get(p).map(|t| t.src_port).unwrap_or(0),
+            // From this end's source port of the same path index; a path beyond
+            // the `paths` this end sends on has its first port, never 0.
+            src_port: match self.tx.get(p) {
+                Some(t) if p < usize::from(self.cfg.paths) => t.src_port,
+                _ => port_for(&self.cfg, p as u8, 0),
+            },
             ect: false,
             kind: TxKind::Ack,
         })
