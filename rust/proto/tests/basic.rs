@@ -74,10 +74,6 @@ fn lossy_stats_are_plausible() {
 
 #[test]
 fn dense_connection_fits_two_kib() {
-    eprintln!(
-        "size {}",
-        std::mem::size_of::<metaroce_proto::DenseConnection>()
-    );
     assert!(std::mem::size_of::<metaroce_proto::DenseConnection>() <= 2048);
 }
 

@@ -262,3 +262,30 @@ fn atomic_of_the_wrong_length_is_an_invalid_request_and_not_executed() {
         );
     }
 }
+
+/// A SEND too long for its receive: the receive completes LOC_LEN_ERR and the QP
+/// enters the error state. A receive posted afterwards must flush (WR_FLUSH_ERR).
+#[test]
+fn receive_posted_after_len_error_flushes() {
+    let (mut p, a, b) = setup(16, false, clean(), 1);
+    assert!(p.b.host.post_recv(100, &[sge(b, 0, 100, B_MR)]));
+    assert!(p
+        .a
+        .host
+        .post_send(wqe(WrOpcode::Send, 1, vec![sge(a, 0, 500, A_MR)])));
+    p.doorbell(0);
+    p.run(1_000_000_000);
+    assert_eq!(p.b.host.mode, QpMode::Err);
+    assert!(p.b.host.post_recv(101, &[sge(b, 4096, 100, B_MR)]));
+    p.b.doorbell(); // as the kernel's post_recv in the error state: flush
+    let rx: Vec<_> =
+        p.b.host
+            .recv_cq
+            .iter()
+            .map(|c| (c.0.wr_id, c.0.status))
+            .collect();
+    assert_eq!(
+        rx,
+        vec![(100, WcStatus::LocLenErr), (101, WcStatus::WrFlushErr)]
+    );
+}

@@ -259,6 +259,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if rnr_fail {
             self.fail(ConnError::RnrRetryExceeded, app);
         }
+        if acked_bytes > 0 {
+            // An acknowledged response may release a held refusal.
+            self.release(app);
+        }
         Ok(RxEvent::Ack)
     }
 
@@ -288,7 +292,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         self.reports.ack_pending &= !(1u64 << (p % 64));
         self.rx.get(p)?;
         // A NAK for this path goes first; an RNR report for it waits for the next ACK.
-        let nak = self.reports.nak.filter(|n| usize::from(n.path) == p);
+        let nak = self
+            .reports
+            .nak
+            .filter(|n| usize::from(n.path) == p && n.kind != RefusalKind::Held);
         let rnr = self
             .reports
             .rnr
@@ -315,7 +322,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 Some(RefusalKind::Invalid) => AF_NAK | AF_INV,
                 Some(RefusalKind::Access) => AF_NAK,
                 Some(RefusalKind::Rnr { .. }) => AF_RNR,
-                None => 0,
+                Some(RefusalKind::Held) | None => 0,
             } | if named.is_some() { AF_MSG } else { 0 },
             rnr_timer: match report.map(|r| r.kind) {
                 Some(RefusalKind::Rnr { timer }) => timer,

@@ -142,6 +142,12 @@ pub trait App {
     fn complete(&mut self, stream: u16, msn: u32);
     /// Sender: message `(stream, msn)` is fully acknowledged, in order per stream.
     fn acked(&mut self, stream: u16, msn: u32);
+    /// Receiver: whether message `(stream, msn)`, the stream's next to complete, is
+    /// refused for good and its NAK due now (a refusal held so far, [`Refuse::Held`]);
+    /// by default never.
+    fn refusal(&mut self, _stream: u16, _msn: u32) -> Option<Refuse> {
+        None
+    }
     /// Sender: the peer refused message `(stream, msn)` for good (a NAK naming it, `e`
     /// [`ConnError::RemoteAccess`] or [`ConnError::RemoteInvalid`]); every earlier
     /// message of the stream is complete at the peer, acknowledged or not. Called just

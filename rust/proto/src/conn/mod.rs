@@ -233,6 +233,10 @@ enum RefusalKind {
     Access,
     /// NAK, invalid request ([`AF_INV`](super::wire::AF_INV)).
     Invalid,
+    /// Not reported yet: the application refused the packet for good while an earlier
+    /// message of its stream was incomplete ([`Refuse::Held`]). Kept in the NAK slot
+    /// (never sent as such) until [`App::refusal`] says the NAK is due.
+    Held,
 }
 
 /// A pending refusal report: the refused PSN on a path and what to tell the peer.
@@ -256,7 +260,8 @@ struct Reports {
     ack_pending: u64,
     /// The latest RNR refusal not yet reported.
     rnr: Option<Refusal>,
-    /// The latest NAK not yet sent; on its path it goes before an RNR report.
+    /// The latest NAK not yet sent (on its path it goes before an RNR report), or a
+    /// held refusal ([`RefusalKind::Held`]).
     nak: Option<Refusal>,
 }
 

@@ -100,6 +100,39 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         Ok(RxEvent::Probe)
     }
 
+    /// Keeps a refusal held on `stream` (the packet `psn` of path `p`) in the NAK slot,
+    /// unless a NAK waits there to be sent.
+    fn hold(&mut self, p: usize, psn: u32, stream: u16) {
+        if !matches!(self.reports.nak, Some(n) if n.kind != RefusalKind::Held) {
+            self.reports.nak = Some(Refusal {
+                path: p as u8,
+                kind: RefusalKind::Held,
+                psn,
+                stream: u8::try_from(stream).unwrap_or(NO_STREAM),
+            });
+        }
+    }
+
+    /// A held refusal becomes a NAK (on the path and PSN it was last seen on) once the
+    /// application says it is due ([`App::refusal`]): its message is the stream's next
+    /// to complete and nothing else holds it back. Checked after anything that may
+    /// complete a message or acknowledge a response.
+    pub(super) fn release<A: App>(&mut self, app: &mut A) {
+        let Some(h) = self.reports.nak.filter(|n| n.kind == RefusalKind::Held) else {
+            return;
+        };
+        let Some(next) = self.srx.get(usize::from(h.stream)).map(|s| s.next_msn) else {
+            return;
+        };
+        let kind = match app.refusal(u16::from(h.stream), next) {
+            Some(Refuse::Access) => RefusalKind::Access,
+            Some(Refuse::Invalid) => RefusalKind::Invalid,
+            _ => return,
+        };
+        self.reports.nak = Some(Refusal { kind, ..h });
+        self.reports.ack_pending |= 1u64 << (h.path % 64);
+    }
+
     /// A DATA packet. Every check comes before any state changes (in this order, which
     /// decides the drop reason counted): connection and path, token, payload length,
     /// stream, the path window ([`super::super::path::PathRx::admits`]), the stream
@@ -180,7 +213,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 // A NAK acknowledges every earlier message of the stream (IBTA
                 // 9.7.5.2.4): it waits until they are complete. Before, the packet is
                 // dropped as it came (held) and the sender resends it.
-                Err(Refuse::Access | Refuse::Invalid) if h.msn != srx.next_msn => {
+                Err(Refuse::Access | Refuse::Invalid | Refuse::Held) if h.msn != srx.next_msn => {
+                    self.hold(p, h.psn, h.stream);
                     return Err(DropReason::Refused);
                 }
                 Err(r @ (Refuse::Access | Refuse::Invalid)) => {
@@ -199,8 +233,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     return Err(DropReason::Refused);
                 }
                 // Refused, but not to be reported before the earlier messages of its
-                // stream complete: dropped as it came, the sender resends it.
-                Err(Refuse::Held) => return Err(DropReason::Refused),
+                // stream complete (or the responses owed are acknowledged): dropped
+                // as it came; the NAK goes as soon as it is due ([`Self::release`]).
+                Err(Refuse::Held) => {
+                    self.hold(p, h.psn, h.stream);
+                    return Err(DropReason::Refused);
+                }
             }
             let stream = h.stream;
             srx.accept(h.ssn, last, |msn| app.complete(stream, msn));
@@ -232,6 +270,15 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         } else if !self.timers.is_armed(Timer::DelayedAck) {
             let at = now.add_nanos(u64::from(self.cfg.ack_delay_ns));
             self.timers.set(Timer::DelayedAck, at);
+        }
+        if ev == RxEvent::Data {
+            self.release(app);
+        }
+        // New data from the peer is its answer too (a READ's or atomic's response is,
+        // IBTA 9.7.6.1.3): it restarts the local ACK timer, so a request waiting behind
+        // a long READ response is not retried out.
+        if ev == RxEvent::Data && self.outstanding() {
+            self.progress(now, false);
         }
         Ok(ev)
     }

@@ -200,7 +200,12 @@ impl<T: Tables> Engine<T> {
     /// `IB_WC_WR_FLUSH_ERR`.
     fn flushed_rx<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, rsn: u32, wr_id: u64) {
         let status = match self.rx_error {
-            Some((r, status)) if r == rsn => status,
+            // Once: a receive posted later in the error state (which may get the
+            // same RSN, as flushing does not advance it) just flushes.
+            Some((r, status)) if r == rsn => {
+                self.rx_error = None;
+                status
+            }
             _ => WcStatus::WrFlushErr,
         };
         let c = Cqe {
@@ -248,6 +253,11 @@ impl<T: Tables> Engine<T> {
         env: &mut E,
         p: &Placement<'_>,
     ) -> Result<(), Refuse> {
+        // In the error state (a QP lingering after a refusal, [`Self::lingers`]) no
+        // response is placed: its WQE was flushed.
+        if env.mode() == QpMode::Err {
+            return Err(Refuse::Held);
+        }
         let Some(msn) = self.read_msn(p.msn) else {
             return Ok(());
         };
@@ -335,30 +345,31 @@ impl<T: Tables> Engine<T> {
             return;
         }
         let mut k = self.sq_msn;
+        let mut own = false;
         while k != msn {
             match at(self.t.sends(), k) {
                 Some(s) if s.fail.is_none() => s.acked = true,
-                // An earlier WQE failed on its own: it reports the QP's error.
-                _ => return,
+                // An earlier WQE failed on its own: the ones before it complete, it
+                // reports its error and the rest (the refused one too) flush.
+                _ => {
+                    own = true;
+                    break;
+                }
             }
             k = k.wrapping_add(1);
         }
-        self.set_fail(msn, status);
+        if !own {
+            self.set_fail(msn, status);
+        }
+        self.named_nak = true;
         self.complete_sends(env);
     }
 
     /// The connection failed: the QP enters the error state, the oldest WQE reporting
-    /// why ([`conn_error_status`]) unless a WQE already carries its own failure (a
-    /// refused request, [`Self::request_refused`]).
+    /// why ([`conn_error_status`]) unless the NAK named the refused request
+    /// ([`Self::request_refused`] gave it its status).
     pub(super) fn failed<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, e: ConnError) {
-        let mut k = self.sq_msn;
-        let nak = matches!(e, ConnError::RemoteAccess | ConnError::RemoteInvalid);
-        let mut own = false;
-        while nak && k != self.msns && !own {
-            own = self.send_msg(k).is_some_and(|m| m.fail.is_some());
-            k = k.wrapping_add(1);
-        }
-        if let Some(s) = conn_error_status(e).filter(|_| !own) {
+        if let Some(s) = conn_error_status(e).filter(|_| !self.named_nak) {
             self.error = Some(s);
         }
         self.flush(env);

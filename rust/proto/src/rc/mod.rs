@@ -225,6 +225,8 @@ pub struct Engine<T> {
     /// Responder: the oldest request refused for good, waiting for the earlier ones
     /// to complete before it is NAKed ([`Refuse::Held`]).
     held: Option<Held>,
+    /// Requester: a NAK named the refused request (it carries its own status).
+    named_nak: bool,
 }
 
 /// Responder: a request refused for good whose NAK waits for every earlier request to
@@ -262,6 +264,7 @@ impl<T: Tables> Engine<T> {
             last_wqe_sent: false,
             rx_error: None,
             held: None,
+            named_nak: false,
         };
         e.reset();
         e
@@ -287,6 +290,7 @@ impl<T: Tables> Engine<T> {
         self.last_wqe_sent = false;
         self.rx_error = None;
         self.held = None;
+        self.named_nak = false;
         for r in self.t.rx().iter_mut() {
             r.valid = false;
         }
@@ -384,6 +388,13 @@ impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
             RESP => self.engine.response_acked(self.env, msn),
             _ => {}
         }
+    }
+
+    fn refusal(&mut self, stream: u16, msn: u32) -> Option<Refuse> {
+        if stream != REQ {
+            return None;
+        }
+        self.engine.refusal_due(self.env, msn)
     }
 
     fn refused(&mut self, stream: u16, msn: u32, e: ConnError) {

@@ -80,6 +80,19 @@ impl<T: Tables> Engine<T> {
         h.refuse
     }
 
+    /// Responder: the NAK of held request `msn` (the next to complete) if it is due
+    /// now ([`Self::refuse_request`]); the QP then enters the error state.
+    pub(super) fn refusal_due<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        msn: u32,
+    ) -> Option<Refuse> {
+        match self.held_verdict(env, msn) {
+            Refuse::Held => None,
+            r => Some(r),
+        }
+    }
+
     /// Responder: whether this QP, in the error state, still takes packets — it refused
     /// a request for good. It answers the requester: a lost NAK is sent again when the
     /// refused packet is resent, and a lost ACK of an earlier request again when that
