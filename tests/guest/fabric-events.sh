@@ -102,6 +102,10 @@ qpview() {
 # in FILE.all every sample that showed at least 4, each after a line "-".
 sample() {
   local f=$1 end=$((SECONDS + $2)) v n best=0
+  # Ahead of the flows: four busy-polling perftests share the guest's one vCPU,
+  # and at normal priority the sampler got two samples in a 14 s run (a CI
+  # run's index came out 0 for want of samples).
+  renice -n -20 -p "$BASHPID" >/dev/null 2>&1 || true
   : >"$f"; : >"$f.all"
   while ((SECONDS < end)); do
     v=$(qpview); n=$(grep -c . <<<"$v")
