@@ -44,7 +44,7 @@ meet() {
   mkdir -p "$MR_RUNDIR/events"
   : >"$MR_RUNDIR/events/$1.$MR_ID"
   # Polled every 0.2 s: a guest's part waits for the other's at every meet.
-  local end=$((SECONDS + ${2:-400}))
+  local end=$((SECONDS + ${2:-$(slow 400)}))
   until [[ -f $MR_RUNDIR/events/$1.$((3 - MR_ID)) ]]; do
     ((SECONDS < end)) || { fail "guest $((3 - MR_ID)) never reached '$1'"; done_testing; }
     nap 0.2

@@ -59,9 +59,10 @@ bw_of() { awk -v s="$2" '$1 == s && NF >= 4 { v = $4 } END { print v + 0 }' <<<"
 # perf PORT SECS ARGS...: one ib_write_bw side; the sender connects to the
 # receiver, retrying until it listens.
 perf() {
-  local port=$1 t=$2 o r end; shift 2
+  # Limits scale with the kernel's speed (tests/lib.sh slow: 8x on the debug one).
+  local port=$1 t o r end; t=$(slow "$2"); shift 2
   if ! sender; then timeout "$t" ib_write_bw -d "$dev" -x "$gid" -F -p "$port" "$@" 2>&1; return; fi
-  end=$((SECONDS + 60))
+  end=$((SECONDS + $(slow 60)))
   while :; do
     o=$(timeout "$t" ib_write_bw -d "$dev" -x "$gid" -F -p "$port" "$@" "$MR_PEER_IP4" 2>&1); r=$?
     ((r == 0)) || grep -q 'remote address' <<<"$o" || ((SECONDS >= end)) && break
@@ -154,7 +155,7 @@ share() { tr ' ' '\n' <<<"$1" | awk -F'[:/]' '{ n[$1] = $2; t += $2 } END { for 
 meet spread
 if sender; then
   before=$(fabric_counters); view=$(mktemp)
-  mr && { sample "$view" 40 & sp=$!; }
+  mr && { sample "$view" "$(slow 40)" & sp=$!; }
   out=$(perf 18601 120 -s 65536 -n 400 -q 1); rc=$?
   [[ -n ${sp:-} ]] && { kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null; }
   d=$(spine_deltas "$before" "$(fabric_counters)")
@@ -188,9 +189,9 @@ meet hints
 if sender; then
   meet hints-listening
   view=$(mktemp)
-  mr && { sample "$view" 150 & sp=$!; }
+  mr && { sample "$view" "$(slow 150)" & sp=$!; }
   for k in 1 2 3 4; do
-    (perf $((18610 + k)) 150 -s 65536 -n 300 -q 1; echo "rc $?") >"$ev/flow.$k" 2>&1 &
+    (perf $((18610 + k)) 150 -s 65536 -n 500 -q 1; echo "rc $?") >"$ev/flow.$k" 2>&1 &
   done
   wait $(jobs -p | grep -vx "${sp:-x}")
   [[ -n ${sp:-} ]] && { kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null; }
@@ -221,7 +222,7 @@ if sender; then
   rm -f "$view" "$view.all"
 else
   for k in 1 2 3 4; do
-    (perf $((18610 + k)) 150 -s 65536 -n 300 -q 1; echo "rc $?") >"$ev/flow-rx.$k" 2>&1 &
+    (perf $((18610 + k)) 150 -s 65536 -n 500 -q 1; echo "rc $?") >"$ev/flow-rx.$k" 2>&1 &
   done
   retry 60 eval '[[ $(ss -ltn | grep -cE ":1861[1-4]\b") -ge 4 ]]' ||
     diag "receiver: not all 4 servers listen: $(ss -ltn)"
@@ -231,7 +232,7 @@ fi
 meet hints-q4
 if sender; then
   view=$(mktemp)
-  mr && { sample "$view" 40 & sp=$!; }
+  mr && { sample "$view" "$(slow 40)" & sp=$!; }
   out=$(perf 18620 120 -s 65536 -n 300 -q 4); rc=$?
   [[ -n ${sp:-} ]] && { kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null; }
   bw4=$(bw_of "$out" 65536)
