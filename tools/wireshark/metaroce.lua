@@ -572,7 +572,11 @@ local function dissect_ack(tvb, tree, n, problem)
     if #psns > 0 then info = info .. " SACK " .. rs end
     if tvb(28, 2):uint() > 0 then info = info .. " CE " .. tvb(28, 2):uint() end
     if flags ~= 0 then
-        info = info .. string.format(" [%s PSN %d]", flag_list(flags, ack_flag_names), tvb(36, 4):uint())
+        info = info .. string.format(" [%s PSN %d", flag_list(flags, ack_flag_names), tvb(36, 4):uint())
+        if band(flags, AF_MSG) ~= 0 then
+            info = info .. string.format(" s%d MSN %d", tvb(34, 2):uint(), tvb(8, 4):uint())
+        end
+        info = info .. "]"
     end
     return info
 end
@@ -744,7 +748,10 @@ local function heuristic(tvb, pinfo, tree)
         if band(flags, DF_IMM) ~= 0 then hl = hl + IMM_LEN end
         if n ~= hl + tvb(24, 2):uint() then return false end
     elseif t == T_ACK then
-        if n ~= ACK_LEN or tvb(8, 4):uint() ~= 0 then return false end
+        -- The PSN field is 0 unless a NAK names its message (MSG: it is nak_msn).
+        if n ~= ACK_LEN or (band(tvb(32, 1):uint(), AF_MSG) == 0 and tvb(8, 4):uint() ~= 0) then
+            return false
+        end
     elseif t == T_PROBE then
         if n ~= PROBE_LEN then return false end
     elseif t == T_DATAGRAM then

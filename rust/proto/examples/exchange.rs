@@ -286,8 +286,8 @@ fn main() {
          as the reference produces and checks them: ``rust/proto/examples/exchange.rs``\n\
          drives the reference protocol core and RC engine and prints this document, and\n\
          ``tests/host.sh`` fails if it and the program disagree. Payload bytes after the\n\
-         first 16 of a DATA packet are elided. Time is frozen between datagrams, so the\n\
-         stamps are equal.\n\n\
+         first 16 of a DATA packet are elided. Time stands still while a datagram is\n\
+         answered and moves on only for timers (the RNR wait), so most stamps are equal.\n\n\
          Set-up\n------\n\n\
          ======================= =================================================\n\
          A                       GID ``::ffff:198.18.0.1``, QPN {A_QPN:#08x}, ``sq_psn`` {A_PSN:#08x}\n\
@@ -359,12 +359,22 @@ fn main() {
 
     ex.section(
         "ATOMIC CMP_SWAP",
-        "Swap value then compare value, big-endian, 16 payload bytes (response MSN 2).",
+        "Swap value then compare value, big-endian, 16 payload bytes; the compare value is \
+         what the FETCH_ADD left, so B swaps and returns it (response MSN 2).",
     );
     let mut cs = SqEntry::signaled(WrOpcode::AtomicCmpAndSwp, 5, vec![sge(a, 1544, 8, A_MR)])
         .at(b + 3072, B_MR);
-    (cs.wqe.compare_add, cs.wqe.swap) = (0x8786_8584_8382_8186, 0x1122_3344_5566_7788);
+    // Compare with what the FETCH_ADD left there, so that the swap happens.
+    let now = &ex.p.b.host.mr(B_MR).unwrap().bytes[3072..3080];
+    let cur = u64::from_ne_bytes(now.try_into().unwrap());
+    (cs.wqe.compare_add, cs.wqe.swap) = (cur, 0x1122_3344_5566_7788);
     ex.post(cs);
+    let swapped = &ex.p.b.host.mr(B_MR).unwrap().bytes[3072..3080];
+    assert_eq!(
+        u64::from_ne_bytes(swapped.try_into().unwrap()),
+        0x1122_3344_5566_7788,
+        "the CMP_SWAP swapped"
+    );
 
     ex.section(
         "RDMA WRITE refused: remote access error",
