@@ -278,12 +278,7 @@ fn receive_posted_after_len_error_flushes() {
     assert_eq!(p.b.host.mode, QpMode::Err);
     assert!(p.b.host.post_recv(101, &[sge(b, 4096, 100, B_MR)]));
     p.b.doorbell(); // as the kernel's post_recv in the error state: flush
-    let rx: Vec<_> =
-        p.b.host
-            .recv_cq
-            .iter()
-            .map(|c| (c.0.wr_id, c.0.status))
-            .collect();
+    let rx = recv_statuses(&p.b.host.recv_cq);
     assert_eq!(
         rx,
         vec![(100, WcStatus::LocLenErr), (101, WcStatus::WrFlushErr)]

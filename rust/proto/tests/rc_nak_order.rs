@@ -115,12 +115,7 @@ fn run(bad: Bad, seed: u64) {
         "{ctx}"
     );
     assert_eq!(bm[RECV_OFF..RECV_OFF + 500], am[8192..8692], "{ctx}");
-    let rx: Vec<_> =
-        p.b.host
-            .recv_cq
-            .iter()
-            .map(|c| (c.0.wr_id, c.0.status))
-            .collect();
+    let rx = recv_statuses(&p.b.host.recv_cq);
     let second = if bad == Bad::TooLong {
         WcStatus::LocLenErr
     } else {

@@ -498,6 +498,18 @@ fn sweep_one(cfg: &Cfg, seed: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// A sweep's configuration: link (loss, dup, reorder ppm), SRQ, traffic both ways,
+/// at most `nbad_max` refused WQEs, receives posted late.
+fn cfg(link: (u32, u32, u32), srq: bool, bidir: bool, nbad_max: u64, late_recv: bool) -> Cfg {
+    Cfg {
+        srq,
+        bidir,
+        link,
+        nbad_max,
+        late_recv,
+    }
+}
+
 fn sweep(cfg: Cfg, seeds: std::ops::Range<u64>) {
     let mut fails = Vec::new();
     for s in seeds.clone() {
@@ -518,74 +530,41 @@ fn sweep(cfg: Cfg, seeds: std::ops::Range<u64>) {
 
 #[test]
 fn sweep_clean() {
-    sweep(
-        Cfg {
-            srq: false,
-            bidir: false,
-            link: (0, 0, 0),
-            nbad_max: 3,
-            late_recv: false,
-        },
-        0..80,
-    );
+    sweep(cfg((0, 0, 0), false, false, 3, false), 0..80);
 }
 #[test]
 fn sweep_lossy() {
     sweep(
-        Cfg {
-            srq: false,
-            bidir: false,
-            link: (100_000, 100_000, 500_000),
-            nbad_max: 3,
-            late_recv: false,
-        },
+        cfg((100_000, 100_000, 500_000), false, false, 3, false),
         0..120,
     );
 }
 #[test]
 fn sweep_lossy_srq() {
     sweep(
-        Cfg {
-            srq: true,
-            bidir: false,
-            link: (100_000, 100_000, 500_000),
-            nbad_max: 3,
-            late_recv: false,
-        },
+        cfg((100_000, 100_000, 500_000), true, false, 3, false),
         0..120,
     );
 }
 #[test]
 fn sweep_heavy() {
     sweep(
-        Cfg {
-            srq: false,
-            bidir: false,
-            link: (250_000, 200_000, 800_000),
-            nbad_max: 4,
-            late_recv: false,
-        },
+        cfg((250_000, 200_000, 800_000), false, false, 4, false),
         0..80,
     );
 }
 #[test]
 fn sweep_bidir() {
     sweep(
-        Cfg {
-            srq: false,
-            bidir: true,
-            link: (100_000, 100_000, 500_000),
-            nbad_max: 3,
-            late_recv: false,
-        },
+        cfg((100_000, 100_000, 500_000), false, true, 3, false),
         0..80,
     );
 }
 
 /// A long READ, then a request B refuses. B holds the NAK until the READ's response
-/// is acknowledged; meanwhile A's only unacknowledged packet is the held one and B
-/// answers it with nothing, so A's local ACK timer runs out while the response
-/// streams in. Control: the same with a good CMP_SWAP.
+/// is acknowledged; meanwhile A's only unacknowledged packet is the held one, so only
+/// the response data streaming in keeps A's local ACK timer from running out, and the
+/// NAK must go as soon as it is due. Control: the same with a good CMP_SWAP.
 fn long_read_then(bad: bool, timeout: u8, retry: u8, len: usize) -> Vec<(u64, WcStatus)> {
     long_read_link(bad, timeout, retry, len, clean())
 }
@@ -649,26 +628,14 @@ fn long_read_before_refused_request_on_a_long_link() {
 #[test]
 fn sweep_late_recv() {
     sweep(
-        Cfg {
-            srq: false,
-            bidir: false,
-            link: (100_000, 100_000, 500_000),
-            nbad_max: 3,
-            late_recv: true,
-        },
+        cfg((100_000, 100_000, 500_000), false, false, 3, true),
         0..120,
     );
 }
 #[test]
 fn sweep_late_recv_srq() {
     sweep(
-        Cfg {
-            srq: true,
-            bidir: false,
-            link: (100_000, 100_000, 500_000),
-            nbad_max: 3,
-            late_recv: true,
-        },
+        cfg((100_000, 100_000, 500_000), true, false, 3, true),
         0..120,
     );
 }
@@ -679,26 +646,8 @@ fn sweep_many() {
         (50_000, 0, 0),
         (300_000, 300_000, 900_000),
     ] {
-        sweep(
-            Cfg {
-                srq: false,
-                bidir: false,
-                link: (l, d, r),
-                nbad_max: 5,
-                late_recv: false,
-            },
-            1000..1060,
-        );
-        sweep(
-            Cfg {
-                srq: true,
-                bidir: true,
-                link: (l, d, r),
-                nbad_max: 2,
-                late_recv: true,
-            },
-            1000..1060,
-        );
+        sweep(cfg((l, d, r), false, false, 5, false), 1000..1060);
+        sweep(cfg((l, d, r), true, true, 2, true), 1000..1060);
     }
 }
 
