@@ -6,7 +6,7 @@
 //! idle port starts at once, and a transmit-done event is scheduled only when another
 //! packet waits. Times in ns.
 
-use crate::net::{mix, prefetch, Body, Pkt, Pool, Rng};
+use crate::net::{mix, touch, Body, Pkt, Pool, Rng};
 use crate::queue::{Ev, Queue};
 use crate::switch::{lossless, Buffer, Drop, Port, Queued, SwitchConfig};
 use crate::topo::{FatTree, Node, Routes, Topology};
@@ -146,7 +146,7 @@ impl Fabric {
         Some(g[i as usize] as usize)
     }
 
-    /// Prefetches ([`prefetch`]) what event `ev` will read, in two steps: `far` (several
+    /// Prefetches ([`touch`]) what event `ev` will read, in two steps: `far` (several
     /// events ahead) the packet or the port (its first two cache lines); near (a few
     /// events ahead) what depends on those (the output port a switch will route the
     /// packet to, the head of a port's queue). No effect on any result.
@@ -164,8 +164,7 @@ impl Fabric {
                     Node::Switch(s) => {
                         if let Some(out) = self.route(s, p.dst, p.key) {
                             let port = &self.ports[out];
-                            prefetch(&port.qbytes[0]);
-                            prefetch(&port.q[0]);
+                            touch(port.qbytes[0] ^ port.q[0].len() as u64);
                         }
                     }
                 }
@@ -173,11 +172,9 @@ impl Fabric {
             Ev::LinkDone(l) => {
                 let port = &self.ports[l as usize];
                 if far {
-                    prefetch(&port.busy_until);
-                    prefetch(&port.q[0]);
+                    touch(port.busy_until ^ port.q[0].len() as u64);
                 } else if let Some(e) = port.q[0].front() {
-                    prefetch(e);
-                    prefetch(self.pool.get(e.pid));
+                    touch(u64::from(e.pid));
                 }
             }
             _ => {}

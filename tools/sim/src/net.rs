@@ -21,21 +21,12 @@ impl Rng {
     }
 }
 
-/// Asks the CPU to bring the cache line holding `*r` closer (x86-64 `prefetcht0`; a
-/// no-op elsewhere). Unlike a load it never waits for the line, so misses on several
-/// events ahead overlap the work of this one. No effect on any result.
+/// Loads `v` and discards it: the out-of-order core issues the load at once and goes
+/// on, so a cache miss overlaps the work before it (a prefetch without `unsafe`; no
+/// effect on any result).
 #[inline(always)]
-pub fn prefetch<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 (SSE, part of the x86-64 baseline) is a hint: it reads no
-    // memory architecturally and cannot fault, whatever the address; `r` is a valid
-    // reference anyway.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+pub fn touch(v: u64) {
+    std::hint::black_box(v);
 }
 
 /// The splitmix64 finaliser: a cheap, well-mixing 64-bit hash.
@@ -176,20 +167,16 @@ impl Pool {
     pub fn free(&mut self, i: u32) {
         self.free.push(i);
     }
-    /// Prefetches ([`prefetch`]) packet `i`'s header (and its body's lines if `body`).
+    /// Prefetches ([`touch`]) packet `i`'s header (and its body's lines if `body`).
     #[inline(always)]
     pub fn prefetch(&self, i: u32, body: bool) {
         if let Some(p) = self.pkts.get(i as usize) {
-            prefetch(p);
+            touch(p.key);
         }
         if body {
             // Every line of a MetaRoCE body: the receiver copies its kept bytes.
-            if let Some(b) = self.bodies.get(i as usize) {
-                prefetch(b);
-                if let Body::Meta { head, .. } = b {
-                    prefetch(&head[63]);
-                    prefetch(&head[HEAD - 1]);
-                }
+            if let Some(Body::Meta { len, head }) = self.bodies.get(i as usize) {
+                touch(u64::from(*len) ^ u64::from(head[63]) ^ u64::from(head[HEAD - 1]));
             }
         }
     }
