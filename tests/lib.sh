@@ -138,6 +138,18 @@ slow() {
   echo $(($1 * MR_SLOW))
 }
 
+# qp_timeout: the IBTA local ACK timeout exponent a verbs test asks for
+# (perftest -u; the timer runs 4.096 us * 2^N, IBTA 9.7.6.1.3): perftest's
+# default 14 on the normal kernel, one more per doubling of MR_SLOW (17 on the
+# debug kernel), so that the retry budget covers the same number of round
+# trips when everything runs MR_SLOW times slower.
+qp_timeout() {
+  local s e=14
+  s=$(slow 1)
+  while ((s > 1)); do e=$((e + 1)); s=$(((s + 1) / 2)); done
+  echo "$e"
+}
+
 # On kernels with kmemleak (the debug flavour): scan twice and report as a test.
 check_kmemleak() {
   local k=/sys/kernel/debug/kmemleak n

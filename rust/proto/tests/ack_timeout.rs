@@ -198,3 +198,32 @@ fn late_acks_of_abandoned_packets_are_progress() {
     assert!(s.timeouts > 8, "{s:?}");
     assert!(s.ack_timeouts <= 2, "{s:?}");
 }
+
+/// A peer 50 ms away goes silent (its host stalls; everything both ways is lost):
+/// the paths' RTOs back off, but never past the local ACK timeout, so the sender
+/// transmits (resends or probes) within every local ACK period until its
+/// `retry_cnt` + 1-th expiry: each retry the user asked for is a real one. (Without
+/// the bound, base RTOs of about 55 ms backed off to 110-220 ms, and a period went by
+/// with nothing sent.)
+#[test]
+fn every_local_ack_period_holds_a_retransmission() {
+    let mut n = net(11);
+    for d in n.path_delay.iter_mut() {
+        *d = 25_000_000;
+    }
+    n.app_a.msgs[0].extend([4096; 8]);
+    assert!(n.run(n.now + 5_000_000_000));
+    n.loss = 1.0;
+    n.app_a.msgs[0].extend([4096; 8]);
+    let start = n.now;
+    let mut quiet = Vec::new();
+    for k in 1..=7 {
+        let before = n.sent[0];
+        n.run(start + k * T + T / 2);
+        if n.sent[0] == before {
+            quiet.push(k);
+        }
+    }
+    assert!(n.app_a.errors.is_empty(), "{:?}", n.app_a.errors);
+    assert!(quiet.is_empty(), "periods with nothing sent: {quiet:?}");
+}

@@ -597,6 +597,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// moved to a new source port) borrows the largest base RTO of its sampled
     /// siblings, which crossed the same two hosts, and uses `init_rto_ns` only
     /// while no path has a sample.
+    ///
+    /// The backoff stops at the verbs local ACK timeout (when one is set, and when the
+    /// base RTO is shorter): each local ACK timeout is one *retry* (IBTA 9.7.6.1.3), so
+    /// every path that has anything to resend or probe does so within one of them. A
+    /// backoff past it would let a QP whose round trip is long (a loaded host) spend its
+    /// `retry_cnt` expiries waiting, without retransmitting, and fail with *retry
+    /// exceeded* after fewer real retries than the user asked for.
     fn rto(&self, t: &PathTx) -> u64 {
         let (min, max) = (
             u64::from(self.cfg.min_rto_ns),
@@ -613,7 +620,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 .max()
                 .unwrap_or(u64::from(self.cfg.init_rto_ns))
         };
-        base.saturating_mul(1u64 << t.backoff.min(16))
+        let backed = base.saturating_mul(1u64 << t.backoff.min(16));
+        match self.ack_timeout() {
+            Some(a) => backed.min(base.max(a)),
+            None => backed,
+        }
     }
 }
 

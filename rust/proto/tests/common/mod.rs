@@ -235,6 +235,8 @@ pub struct Net {
     /// Every real datagram delivered: (time, to_b, bytes, accepted).
     pub trace: Vec<(u64, bool, Vec<u8>, bool)>,
     pub keep_trace: bool,
+    /// Datagrams each end transmitted, lost ones included: `[a, b]`.
+    pub sent: [u64; 2],
 }
 
 /// The spine an ECMP hash sends a datagram over: direction and source port
@@ -315,6 +317,7 @@ impl Net {
             forged_accepted: Vec::new(),
             trace: Vec::new(),
             keep_trace: false,
+            sent: [0; 2],
         }
     }
 
@@ -328,6 +331,7 @@ impl Net {
                 self.b.poll_transmit(now, &mut buf, &mut self.app_b)
             };
             let Some(t) = t else { break };
+            self.sent[usize::from(!from_a)] += 1;
             let p = t.path as usize % 8;
             if let TxKind::Data {
                 retransmit: true,
