@@ -224,7 +224,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             if lost_any {
                 t.cc.on_loss(&cfg.cc, now, rtt);
             }
-            if acked_bytes > 0 {
+            // An RNR refusal answers as an acknowledgement does: the packet reached
+            // the peer over this path, so the path is alive and its RTO restarts.
+            let answered = acked_bytes > 0 || rnr_any;
+            if answered {
                 t.timeouts = 0;
                 t.backoff = 0;
             }
@@ -232,7 +235,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 if t.state == PathState::Active {
                     t.rto_at = Instant::NEVER;
                 }
-            } else if acked_bytes > 0 || t.rto_at == Instant::NEVER {
+            } else if answered || t.rto_at == Instant::NEVER {
                 t.rto_at = now.add_nanos(rto_now.max(min_rto));
             }
         }

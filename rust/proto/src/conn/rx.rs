@@ -102,6 +102,19 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
 
     /// Keeps a refusal held on `stream` (the packet `psn` of path `p`) in the NAK slot,
     /// unless a NAK waits there to be sent.
+    /// A packet the verbs layer refused passed every check, and its floor (the sender's
+    /// word that the path's PSNs below it are resolved) holds whatever becomes of the
+    /// packet: it is applied, and nothing else changes. Otherwise a path whose packets
+    /// are all refused (an RNR wait) keeps `cum` where the refusals began, and once the
+    /// sender has resent more than 256 PSNs its ACKs, RNR reports included, fall behind
+    /// the sender's floor and are dropped (`ack_out_of_range`): each refused packet then
+    /// waited out a path timeout.
+    fn refused_floor(&mut self, p: usize, floor: u32) {
+        if let Some(rx) = self.rx.get_mut(p) {
+            rx.apply_floor(floor);
+        }
+    }
+
     fn hold(&mut self, p: usize, psn: u32, stream: u16) {
         if !matches!(self.reports.nak, Some(n) if n.kind != RefusalKind::Held) {
             self.reports.nak = Some(Refusal {
@@ -208,6 +221,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         psn: h.psn,
                         stream: NO_STREAM,
                     });
+                    self.refused_floor(p, h.floor);
                     return Err(DropReason::ReceiverNotReady);
                 }
                 // A NAK acknowledges every earlier message of the stream (IBTA
@@ -215,6 +229,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 // dropped as it came (held) and the sender resends it.
                 Err(Refuse::Access | Refuse::Invalid | Refuse::Held) if h.msn != srx.next_msn => {
                     self.hold(p, h.psn, h.stream);
+                    self.refused_floor(p, h.floor);
                     return Err(DropReason::Refused);
                 }
                 Err(r @ (Refuse::Access | Refuse::Invalid)) => {
@@ -230,6 +245,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         psn: h.psn,
                         stream: u8::try_from(h.stream).unwrap_or(NO_STREAM),
                     });
+                    self.refused_floor(p, h.floor);
                     return Err(DropReason::Refused);
                 }
                 // Refused, but not to be reported before the earlier messages of its
@@ -237,6 +253,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 // as it came; the NAK goes as soon as it is due ([`Self::release`]).
                 Err(Refuse::Held) => {
                     self.hold(p, h.psn, h.stream);
+                    self.refused_floor(p, h.floor);
                     return Err(DropReason::Refused);
                 }
             }
