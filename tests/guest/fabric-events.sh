@@ -298,7 +298,8 @@ fi
 
 # --- failover: integrity during a spine failure --------------------------
 bin=$MR_REPO/out/integrity
-cap=150; mr || cap=30       # rxe stalls without limit on a black hole: 30 s shows it
+# Limits scaled with the kernel's speed (slow: 8x on the debug one).
+cap=$(slow 150); mr || cap=$(slow 30)  # rxe stalls without limit on a black hole: 30 s shows it
 runs=3; mr || runs=1        # rxe's failover throughput is only reported
 [[ -x $bin ]] || fail "out/integrity missing: run 'make -C tests/integrity' on the host"
 # integrity_pairs TAG SEED: 4 pairs, guest 2 serves, guest 1 drives; each
