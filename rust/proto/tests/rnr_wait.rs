@@ -10,6 +10,11 @@
 //! packets were all refused kept `cum` where the wait began and, once the sender had
 //! resent more than 256 PSNs on it, its ACKs fell behind the sender's floor and were
 //! dropped (`ack_out_of_range`): 236 path timeouts in a 2 s wait over 8 paths.
+//!
+//! A packet *lost* during the wait is still resent promptly: an RNR report names a PSN
+//! the receiver got, so unresolved packets below it on the path are lost, as below a
+//! SACKed one (the last test; a break-it review found that restarting the RTO on RNR
+//! reports alone left such a packet waiting for 174-694 ms).
 
 mod rc_common;
 use metaroce_proto::conn::Connection;
@@ -84,4 +89,63 @@ fn a_long_wait_keeps_every_path_alive() {
     let (timeouts, p) = rnr_wait(20_000, 4, 20_000_000_000);
     assert_eq!(timeouts, 0);
     assert!(p.a.conn.stats().retx > 1 << 18, "{:?}", p.a.conn.stats());
+}
+
+/// SEND 0 and SEND 1 (one packet each) into a responder with no receive
+/// (`min_rnr_timer` = `rnr_code`), over `paths` paths with the kernel's RTO settings.
+/// SEND 0's first transmission is lost on the wire; SEND 1 is refused and resent every
+/// RNR round. After 20 ms one receive (SEND 0's) is posted: SEND 1 stays refused until
+/// SEND 0 is in. Returns how long after the receive SEND 0 completed (ns).
+fn lost_during_wait(rnr_code: u8, paths: u8) -> u64 {
+    let link = Link {
+        delay_ns: 20_000,
+        ..Link::default()
+    };
+    let (mut p, a, b) = setup(16, false, link, 9);
+    let mut c = *p.a.conn.config();
+    c.paths = paths;
+    c.min_rto_ns = 4_000_000;
+    c.init_rto_ns = 20_000_000;
+    c.max_rto_ns = 500_000_000;
+    p.a.conn = Connection::new(c);
+    p.b.host.attrs.min_rnr_timer = rnr_code;
+    assert!(p
+        .a
+        .host
+        .post_send(wqe(WrOpcode::Send, 0, vec![sge(a, 0, 500, A_MR)])));
+    p.doorbell(0);
+    let before = p.wire.len();
+    p.wire.retain(|w| w.2 != 1);
+    assert_eq!(before - p.wire.len(), 1, "SEND 0's packet not dropped");
+    assert!(p
+        .a
+        .host
+        .post_send(wqe(WrOpcode::Send, 1, vec![sge(a, 0, 500, A_MR)])));
+    p.doorbell(0);
+    assert!(!p.run(20_000_000));
+    assert!(p.b.host.post_recv(100, &[sge(b, 0, 1000, B_MR)]));
+    let t0 = p.now;
+    for _ in 0..3000 {
+        let target = p.now + 1_000_000;
+        p.run(1_000_000);
+        p.now = p.now.max(target);
+        if !p.b.host.recv_cq.is_empty() {
+            return p.now - t0;
+        }
+    }
+    u64::MAX
+}
+
+/// The lost SEND completes within a few milliseconds of its receive (the pair's
+/// 1 ms steps): it was resent as soon as a refusal on its path came back.
+#[test]
+fn a_packet_lost_during_a_wait_is_resent_at_the_next_refusal() {
+    for (code, paths) in [(12u8, 1u8), (14, 1), (12, 4)] {
+        let dt = lost_during_wait(code, paths);
+        assert!(
+            dt <= 5_000_000,
+            "rnr code {code}, {paths} path(s): SEND 0 completed {} us after its receive",
+            dt / 1000
+        );
+    }
 }

@@ -72,7 +72,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let sample = now.wire_stamp().wrapping_sub(a.echo);
         let mut rtt_ok = false;
         // An ACK reporting a refusal echoes the newest packet the path accepted, not
-        // the refused one (a refusal changes no path state): no RTT sample from it.
+        // the refused one (a refusal changes no path state but the floor): no RTT
+        // sample from it.
         let report = a.flags & (AF_RNR | AF_NAK) != 0;
         if let Some(t) = self.tx.get_mut(p) {
             if sample < 1 << 31 && sample > 0 && !report {
@@ -118,6 +119,16 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             return Ok(RxEvent::Ack);
         }
         let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
+        // The highest PSN the receiver is known to have received on the path: SACKed,
+        // or refused with RNR (refused, but it arrived). Unresolved packets below it
+        // were lost, as below any SACKed one; otherwise a packet lost during an RNR
+        // wait, with nothing after it on its path accepted, waited for the path's RTO,
+        // which the other packets' refusals keep restarting.
+        let highest = match (highest, rnr_psn) {
+            (Some(h), Some(r)) if seq_lt(h, r) => Some(r),
+            (None, r) => r,
+            (h, _) => h,
+        };
         let mut acked_bytes = 0u32;
         let mut lost_any = false;
         let mut min_psn: Option<u32> = None;

@@ -598,8 +598,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// siblings, which crossed the same two hosts, and uses `init_rto_ns` only
     /// while no path has a sample.
     ///
-    /// The backoff stops at the verbs local ACK timeout (when one is set, and when the
-    /// base RTO is shorter): each local ACK timeout is one *retry* (IBTA 9.7.6.1.3), so
+    /// The backed-off value never exceeds `max(base, ack_timeout)` when a verbs local ACK
+    /// timeout is set (no backoff at all when the base RTO is already that long): each
+    /// local ACK timeout is one *retry* (IBTA 9.7.6.1.3), so
     /// every path that has anything to resend or probe does so within one of them. A
     /// backoff past it would let a QP whose round trip is long (a loaded host) spend its
     /// `retry_cnt` expiries waiting, without retransmitting, and fail with *retry

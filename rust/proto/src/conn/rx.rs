@@ -100,8 +100,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         Ok(RxEvent::Probe)
     }
 
-    /// Keeps a refusal held on `stream` (the packet `psn` of path `p`) in the NAK slot,
-    /// unless a NAK waits there to be sent.
     /// A packet the verbs layer refused passed every check, and its floor (the sender's
     /// word that the path's PSNs below it are resolved) holds whatever becomes of the
     /// packet: it is applied, and nothing else changes. Otherwise a path whose packets
@@ -115,6 +113,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
     }
 
+    /// Keeps a refusal held on `stream` (the packet `psn` of path `p`) in the NAK slot,
+    /// unless a NAK waits there to be sent.
     fn hold(&mut self, p: usize, psn: u32, stream: u16) {
         if !matches!(self.reports.nak, Some(n) if n.kind != RefusalKind::Held) {
             self.reports.nak = Some(Refusal {
@@ -150,8 +150,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// decides the drop reason counted): connection and path, token, payload length,
     /// stream, the path window ([`super::super::path::PathRx::admits`]), the stream
     /// window; then the application places it or refuses it, and a refused packet
-    /// changes no path or stream state either (it may settle the receiving key,
-    /// [`super::Config::rx_alt`]: it carried the right token and fit the windows).
+    /// changes no path or stream state but its path's floor ([`Self::refused_floor`];
+    /// it may also settle the receiving key, [`super::Config::rx_alt`]: it carried the
+    /// right token and fit the windows).
     pub(super) fn on_data<A: App>(
         &mut self,
         now: Instant,
