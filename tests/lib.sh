@@ -10,6 +10,8 @@ _tap_n=0
 _tap_failed=0
 diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 pass() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1"; }
+# skip DESC REASON: a check that cannot be judged here, and why (TAP "# SKIP").
+skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP $2"; }
 fail() {
   _tap_n=$((_tap_n + 1)); _tap_failed=$((_tap_failed + 1))
   echo "not ok $_tap_n - $1"

@@ -123,8 +123,20 @@ sample() {
 # hint_check DESC VIEW: the hints the senders' QPs saw while all 4 ran (every
 # sample), as fractions of the one-flow hint: the median must lie in
 # 0.15-0.4 (a quarter, with the estimator's epoch noise under TCG).
+# On a kernel MR_SLOW times slower (the debug one, under TCG) the check is
+# reported, not judged: there the QPs' packets reach the receiver in runs of
+# about a window each (the windows follow the 10 Gb/s link, not the guests'
+# CPU, which is the bottleneck), each longer than the estimator's longest
+# epoch (64 ticks, 64 ms at HZ=1000), so it counts one sender per epoch: at
+# 874aa21 the median sample said C/1 (172 samples, C/3-C/1), for 4 processes
+# and for one process with 4 QPs alike, while the 4 flows' Jain index was 1.000.
 hint_check() {
   local r
+  if (($(slow 1) > 1)); then
+    skip "$dev: $1: hints about a quarter of one flow's" "the estimator cannot count senders whose packets arrive in runs longer than its 64-tick epoch (this kernel runs $(slow 1)x slower)"
+    diag "$dev: $1: hints seen: $(awk -v h1="${hint1:-0}" '$2 > 0 && h1 > 0 { printf " %.2f", $3 / h1 }' "$2.all" | head -c 400)"
+    return
+  fi
   r=$(awk -v h1="${hint1:-0}" '$2 > 0 && h1 > 0 { f[++n] = $3 / h1 }
     END { if (!n) { print "none"; exit 1 }
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (f[j] < f[i]) { t = f[i]; f[i] = f[j]; f[j] = t }
@@ -267,7 +279,15 @@ fi
 
 # --- congestion: spine 1 rate-limited, ECN-marking RED --------------------
 meet congest
+# The spine's rate must be below the flows' share of it. On a kernel MR_SLOW
+# times slower the flows are: there (the debug kernel at 874aa21: -q 4 at
+# 0.27 MB/s in all, about 0.5 Mbit/s per spine, so a 4 Mbit/s spine kept its
+# 25 % and RED marked 5 packets) the rate is half the spine's share of the
+# lossless -q 4 rate measured above.
 rate=4mbit
+if (($(slow 1) > 1)); then
+  rate=$(awk -v b="${bw4:-0}" 'BEGIN { k = int(b * 8000 / 4 / 2); if (k < 50) k = 50; if (k > 4000) k = 4000; print k "kbit" }')
+fi
 ctime=150; mr || ctime=40   # an rxe QP hashed onto the spine crawls: 40 s shows it
 if sender; then
   check "spine 1 congested: tbf $rate with RED ecn (A->B)" fabric_spine 1 congest "$rate"
