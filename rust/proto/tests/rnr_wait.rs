@@ -22,22 +22,30 @@ use metaroce_proto::rc::{WcOpcode, WrOpcode};
 use metaroce_proto::testkit::rc::{Link, Pair};
 use rc_common::*;
 
-/// Four 3000-byte SENDs (3 packets each) into a responder with no receive for
-/// `wait_ns`, over `paths` paths with a one-way delay of `delay_ns`, the kernel's
-/// RTO settings (floor 4 ms, initial 20 ms, max 500 ms); then four receives. Returns
-/// the requester's path timeouts during the wait and the pair.
-fn rnr_wait(delay_ns: u64, paths: u8, wait_ns: u64) -> (u16, Pair) {
+/// A pair (seeded `seed`) over a link with a one-way delay of `delay_ns`, whose
+/// requester sends on `paths` paths with the kernel's RTO settings (floor 4 ms,
+/// initial 20 ms, max 500 ms); with the requester's and responder's MR addresses.
+fn kernel_pair(delay_ns: u64, paths: u8, seed: u64) -> (Pair, u64, u64) {
     let link = Link {
         delay_ns,
         ..Link::default()
     };
-    let (mut p, a, b) = setup(16, false, link, 3);
+    let (mut p, a, b) = setup(16, false, link, seed);
     let mut c = *p.a.conn.config();
     c.paths = paths;
     c.min_rto_ns = 4_000_000;
     c.init_rto_ns = 20_000_000;
     c.max_rto_ns = 500_000_000;
     p.a.conn = Connection::new(c);
+    (p, a, b)
+}
+
+/// Four 3000-byte SENDs (3 packets each) into a responder with no receive for
+/// `wait_ns`, over `paths` paths with a one-way delay of `delay_ns`, the kernel's
+/// RTO settings (floor 4 ms, initial 20 ms, max 500 ms); then four receives. Returns
+/// the requester's path timeouts during the wait and the pair.
+fn rnr_wait(delay_ns: u64, paths: u8, wait_ns: u64) -> (u16, Pair) {
+    let (mut p, a, b) = kernel_pair(delay_ns, paths, 3);
     for i in 0..4u64 {
         let e = wqe(
             WrOpcode::Send,
@@ -97,17 +105,7 @@ fn a_long_wait_keeps_every_path_alive() {
 /// RNR round. After 20 ms one receive (SEND 0's) is posted: SEND 1 stays refused until
 /// SEND 0 is in. Returns how long after the receive SEND 0 completed (ns).
 fn lost_during_wait(rnr_code: u8, paths: u8) -> u64 {
-    let link = Link {
-        delay_ns: 20_000,
-        ..Link::default()
-    };
-    let (mut p, a, b) = setup(16, false, link, 9);
-    let mut c = *p.a.conn.config();
-    c.paths = paths;
-    c.min_rto_ns = 4_000_000;
-    c.init_rto_ns = 20_000_000;
-    c.max_rto_ns = 500_000_000;
-    p.a.conn = Connection::new(c);
+    let (mut p, a, b) = kernel_pair(20_000, paths, 9);
     p.b.host.attrs.min_rnr_timer = rnr_code;
     assert!(p
         .a
