@@ -55,7 +55,7 @@ pub(crate) fn rx(p: &Pkt, drop: Option<&CStr>) {
     unsafe { b::metaroce_trace_rx(p, drop) }
 }
 
-/// How [`loss`] found the packet lost (printed "sack" / "rto").
+/// How [`loss`] found the packet lost (printed "sack" / "rto" / "tlp").
 #[derive(Clone, Copy)]
 #[repr(u8)]
 pub(crate) enum LossCause {
@@ -63,6 +63,8 @@ pub(crate) enum LossCause {
     Sack = 0,
     /// The path's retransmission timeout.
     Rto = 1,
+    /// A tail-loss probe: the path's probe timeout, the packet its newest.
+    Tlp = 2,
 }
 
 /// `metaroce:loss`: QP `qpn` declared the data packet `psn` on `path` lost.

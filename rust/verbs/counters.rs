@@ -61,9 +61,13 @@ pub(crate) const UC_MSG_DROPS: usize = 20;
 /// [`SACK_LOSSES`], every `metaroce:loss` event; counted from the core's
 /// `Event::Lost`, not from its `Stats`).
 pub(crate) const RTO_LOSSES: usize = 21;
+/// Tail-loss probes: a path's probe timeout passed and its newest data
+/// packet was declared lost and sent again (`metaroce:loss cause=tlp`;
+/// counted from the core's `Event::Lost`).
+pub(crate) const TAIL_PROBES: usize = 22;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.
-pub(crate) const DROP_FIRST: usize = 22;
+pub(crate) const DROP_FIRST: usize = 23;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 17;
 /// Number of device counters.
@@ -93,6 +97,7 @@ const NAME_STRS: [&CStr; NUM_COUNTERS] = [
     c_str!("rx_drop_no_receive"),
     c_str!("uc_msg_drops"),
     c_str!("rto_losses"),
+    c_str!("tail_probes"),
     // `DropReason::name()` of rust/proto/src/wire.rs, in order.
     c_str!("rx_drop_truncated"),
     c_str!("rx_drop_bad_version"),

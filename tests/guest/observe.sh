@@ -220,7 +220,7 @@ nap 3  # the last ACKs and timers settle; the QPs are gone
 counters "$work/c1"
 # delta NAME: the counter's increase over the traced window.
 delta() { awk -v k="$1" 'FNR == NR { a[$1] = $2; next } $1 == k { print $2 - a[k] }' "$work/c0" "$work/c1"; }
-diag "counters: $(for k in tx_packets rx_packets retransmits sack_losses rto_losses rto_timeouts path_moves probes rate_hint_changes rx_drops; do printf '%s +%s ' $k "$(delta $k)"; done)"
+diag "counters: $(for k in tx_packets rx_packets retransmits sack_losses rto_losses tail_probes rto_timeouts path_moves probes rate_hint_changes rx_drops; do printf '%s +%s ' $k "$(delta $k)"; done)"
 # The comparisons below mean something only over real traffic: packets
 # both ways, and retransmissions when netem drops (default: 2 %).
 tx=$(delta tx_packets) rx=$(delta rx_packets) rt=$(delta retransmits) want_rt=0
@@ -255,10 +255,10 @@ if [[ -n $tracing ]]; then
       if (ev == "path_state" && split(f["sport"], s, "->") == 2 && s[1] != s[2]) moves++
       if (ev == "rate_hint" && f["side"] == "local") hint++ }
     END {
-      printf "tx %d rx %d data %d txretx %d retransmit %d sack %d rtoloss %d rto %d path_state %d moves %d hint %d rxdrop %d bad_path %d back %d gap %d\n",
-        n["tx"], n["rx"], data, txretx, n["retransmit"], loss["sack"], loss["rto"], n["rto"], n["path_state"],
+      printf "tx %d rx %d data %d txretx %d retransmit %d sack %d rtoloss %d tlp %d rto %d path_state %d moves %d hint %d rxdrop %d bad_path %d back %d gap %d\n",
+        n["tx"], n["rx"], data, txretx, n["retransmit"], loss["sack"], loss["rto"], loss["tlp"], n["rto"], n["path_state"],
         moves, hint, rxdrop, bad_path, back, gap }' "$work/trace" >"$work/counts"
-  read -r _ tx _ rx _ data _ txretx _ retx _ sack _ rtoloss _ rto _ pstate _ moves _ hint _ rxdrop _ badpath _ back _ gap <"$work/counts"
+  read -r _ tx _ rx _ data _ txretx _ retx _ sack _ rtoloss _ tlp _ rto _ pstate _ moves _ hint _ rxdrop _ badpath _ back _ gap <"$work/counts"
   diag "events: $(cat "$work/counts")"
   # same DESC EVENTS COUNTER: an event count equals a counter's increase.
   same() { local c; c=$(delta "$3")
@@ -270,6 +270,7 @@ if [[ -n $tracing ]]; then
   same "metaroce:tx with retx=1" "$txretx" retransmits
   same "metaroce:loss cause=sack" "$sack" sack_losses
   same "metaroce:loss cause=rto" "$rtoloss" rto_losses
+  same "metaroce:loss cause=tlp" "$tlp" tail_probes
   same "metaroce:rto" "$rto" rto_timeouts
   same "metaroce:path_state with a new sport" "$moves" path_moves
   same "metaroce:rate_hint side=local" "$hint" rate_hint_changes
@@ -333,7 +334,7 @@ if [[ -n $tracing ]]; then
   ((back == 0)) && pass "DATA PSNs increase on every (QP, path) ($gap gaps: datagrams the stack refused)" ||
     fail "DATA PSNs went backwards $back times on a (QP, path)" "$(cat "$work/counts")"
   # Both directions carry data over the lossy link: each side lost and resent some.
-  ((retx > 0 && sack + rtoloss > 0)) && pass "lossy link: $((sack + rtoloss)) losses and $retx retransmissions traced" ||
+  ((retx > 0 && sack + rtoloss + tlp > 0)) && pass "lossy link: $((sack + rtoloss + tlp)) losses and $retx retransmissions traced" ||
     fail "lossy link: no loss or retransmission traced" "$(cat "$work/counts")"
 fi
 rm -rf "$work"

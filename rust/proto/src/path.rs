@@ -37,6 +37,9 @@ pub struct PathTx {
     pub backoff: u8,
     /// Whether a probe should be sent now.
     pub probe_due: bool,
+    /// A tail-loss probe fired since the path's last answer (RFC 8985 section 7): its
+    /// deadline is the RTO now, and only that expiring is a timeout.
+    pub tlp: bool,
     /// Current UDP source port.
     pub src_port: u16,
     /// Times this path was moved to a new source port.
@@ -176,6 +179,7 @@ impl PathTx {
         timeouts: 0,
         backoff: 0,
         probe_due: false,
+        tlp: false,
         src_port: 0,
         moves: 0,
         retx: 0,

@@ -80,6 +80,10 @@ impl Observe for Glue<'_> {
                         self.qp.dev.count(counter::RTO_LOSSES, 1);
                         LossCause::Rto
                     }
+                    CoreCause::TailProbe => {
+                        self.qp.dev.count(counter::TAIL_PROBES, 1);
+                        LossCause::Tlp
+                    }
                 };
                 trace::loss(qpn, path, psn, cause);
             }

@@ -75,6 +75,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // the refused one (a refusal changes no path state but the floor): no RTT
         // sample from it.
         let report = a.flags & (AF_RNR | AF_NAK) != 0;
+        let mut marker = false;
         if let Some(t) = self.tx.get_mut(p) {
             if sample < 1 << 31 && sample > 0 && !report {
                 t.rtt_sample(sample);
@@ -84,6 +85,14 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             // validates it: with round trips longer than the probe timeout,
             // only the latest probe's answer would never come in time.
             let since_probe = a.echo.wrapping_sub(t.probe_stamp) as i32 >= 0;
+            // A tail-loss probe's marker answered: the path is FIFO, so what it still
+            // has in flight and this ACK does not acknowledge never arrived.
+            let bit = 1u64 << (p % 64);
+            let held = t.state == PathState::Active && self.probing & bit != 0;
+            if held && !t.probe_due && since_probe {
+                self.probing &= !bit;
+                marker = true;
+            }
             if t.state == PathState::Probing && t.probe_stamp != 0 && since_probe {
                 self.probing &= !(1u64 << (p % 64));
                 t.state = PathState::Active;
@@ -129,6 +138,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             (None, r) => r,
             (h, _) => h,
         };
+        // Past a tail-loss probe's marker (the path sent nothing since): everything.
+        let highest = if marker { Some(next) } else { highest };
         let mut acked_bytes = 0u32;
         let mut lost_any = false;
         let mut min_psn: Option<u32> = None;
@@ -225,8 +236,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             };
             self.timers.set(Timer::RnrRetry, wait);
         }
-        let rto_now = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
-        let min_rto = u64::from(cfg.min_rto_ns);
+        let mut rearm = false;
+        // A probe timeout, once armed, runs from the newest packet; only a deadline
+        // that was an RTO (restarted by any answer) or none is rearmed here.
+        let was_pto = self.tx.get(p).is_some_and(Self::pto_armed);
         if let Some(t) = self.tx.get_mut(p) {
             t.inflight = t.inflight.saturating_sub(freed);
             t.base_psn = min_psn.unwrap_or(t.next_psn);
@@ -237,17 +250,31 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
             // An RNR refusal answers as an acknowledgement does: the packet reached
             // the peer over this path, so the path is alive and its RTO restarts.
-            let answered = acked_bytes > 0 || rnr_any;
+            let answered = acked_bytes > 0 || rnr_any || marker;
             if answered {
                 t.timeouts = 0;
                 t.backoff = 0;
+                // A tail-loss probe is answered too, or no longer needed (what the path
+                // still has in flight is the next probe timeout's business).
+                t.tlp = false;
+                if t.state == PathState::Active {
+                    t.probe_due = false;
+                    self.probing &= !(1u64 << (p % 64));
+                }
             }
             if t.inflight == 0 {
                 if t.state == PathState::Active {
                     t.rto_at = Instant::NEVER;
                 }
-            } else if answered || t.rto_at == Instant::NEVER {
-                t.rto_at = now.add_nanos(rto_now.max(min_rto));
+            } else {
+                rearm = (answered && !was_pto) || t.rto_at == Instant::NEVER;
+            }
+        }
+        if rearm {
+            // From the path's updated RTT: its probe timeout or its RTO.
+            let d = self.tx.get(p).map_or(0, |t| self.path_deadline(t));
+            if let Some(t) = self.tx.get_mut(p) {
+                t.rto_at = now.add_nanos(d);
             }
         }
         // The peer answers: it acknowledged data in flight, refused some with RNR,

@@ -14,6 +14,11 @@ pub enum LossCause {
     SackGap = 0,
     /// The path's retransmission timer expired with the packet in flight.
     Timeout = 1,
+    /// A tail-loss probe: the path's probe timeout (PTO, about two round trips) passed
+    /// without an answer and this was the newest packet in flight on it; it is sent
+    /// again on the same path, where its acknowledgement reveals any earlier loss
+    /// (Documentation/transport.rst, "Tail-loss probe").
+    TailProbe = 2,
 }
 
 /// One happening of a connection.

@@ -173,7 +173,9 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     /// The last [`Connection::poll_transmit`] was held back by pacing: the pacing
     /// deadline ([`timers::Timer::Pacing`]) is one [`Connection::poll_timeout`] reports.
     paced: bool,
-    /// Paths in the probing state (bit per path).
+    /// Paths owing or awaiting a probe's answer (bit per path): those in the probing
+    /// state, and active ones holding back new data for a tail-loss probe's
+    /// ([`timers`]).
     probing: u64,
     // Rate-hint state. (Flat, not a struct: three u16 among u32s would pad a struct and
     // grow every connection by 8 bytes.)

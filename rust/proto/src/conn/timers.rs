@@ -1,9 +1,10 @@
 //! Deadlines: the connection-wide timer table (delayed ACK, RNR wait, pacing), the
-//! per-path retransmission/probe timeout ([`rto_at`](super::super::path::PathTx::rto_at)) and what happens when they
-//! expire: [`Connection::poll_timeout`], [`Connection::handle_timeout`] and the path
-//! timeout that moves a path to probing, then to a new source port.
+//! per-path deadline ([`rto_at`](super::super::path::PathTx::rto_at): tail-loss probe,
+//! retransmission or probe timeout) and what happens when they expire:
+//! [`Connection::poll_timeout`], [`Connection::handle_timeout`], the tail-loss probe,
+//! and the path timeout that moves a path to probing, then to a new source port.
 
-use super::super::path::PathState;
+use super::super::path::{PathState, PathTx};
 use super::super::time::Instant;
 use super::{charge, port_for, App, ConnError, ConnState, Connection, Event, LossCause, MAX_PATHS};
 
@@ -129,11 +130,111 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             self.local_ack_timeout(now, app);
         }
         for p in 0..usize::from(self.cfg.paths).min(P) {
-            let due = self.tx.get(p).map(|t| t.rto_at <= now).unwrap_or(false);
-            if due {
+            let Some(t) = self.tx.get(p) else { continue };
+            if t.rto_at > now {
+                continue;
+            }
+            if Self::pto_armed(t) && t.inflight > 0 {
+                self.tail_probe(now, p, app);
+            } else {
                 self.path_timeout(p, app);
             }
         }
+    }
+
+    /// Whether path `t`'s deadline ([`PathTx::rto_at`]) is a probe timeout (PTO):
+    /// the path is active, has an RTT sample (else a PTO would rest on another path's
+    /// round trip) and no tail-loss probe has fired since its last answer. Otherwise
+    /// it is its RTO.
+    pub(super) fn pto_armed(t: &PathTx) -> bool {
+        t.state == PathState::Active && !t.tlp && t.srtt != 0
+    }
+
+    /// How long from now path `t`'s deadline lies when it is (re)armed: its probe
+    /// timeout ([`Self::pto_armed`]; at most its RTO), or its RTO. The RTO runs from the
+    /// path's last answer; a probe timeout from its newest packet.
+    ///
+    /// PTO = max(SRTT + 4 RTTVAR, 5/4 SRTT) + the ACK delay: RFC 6298's timeout without
+    /// its floor (`min_rto_ns`, which is there for timers that cannot resolve less and
+    /// for receivers that delay ACKs; this receiver ACKs at once but for `ack_delay_ns`),
+    /// and never less than a quarter round trip of reordering room (RACK's reordering
+    /// window, RFC 8985 section 6.2). RFC 8985 section 7.2 takes 2 SRTT, because a TCP
+    /// receiver may delay an ACK by up to 200 ms; the variance term covers a path
+    /// whose round trip jitters. A host timer that resolves only ticks fires it late
+    /// (then it is about the RTO; the probe still spares the path a timeout).
+    pub(super) fn path_deadline(&self, t: &PathTx) -> u64 {
+        let rto = self.rto(t);
+        if !Self::pto_armed(t) {
+            return rto;
+        }
+        let srtt = u64::from(t.srtt);
+        let pto = (srtt + 4 * u64::from(t.rttvar)).max(srtt + srtt / 4)
+            + u64::from(self.cfg.ack_delay_ns);
+        pto.min(rto)
+    }
+
+    /// Path `p`'s probe timeout expired with data in flight and no answer: a tail-loss
+    /// probe (RFC 8985 section 7.3; Documentation/transport.rst, "Tail-loss probe").
+    /// The newest packet in flight on the path goes back to the retransmission queue
+    /// (resent first, on the path with the shortest round trip). If older packets
+    /// remain, a probe (the marker) follows them on the path, which sends no new data
+    /// until it is answered: the answer declares whatever it does not acknowledge lost.
+    /// A lost tail costs about a PTO and a round trip instead of an RTO, and the path
+    /// stays active: random loss neither abandons nor moves a path. The deadline is now
+    /// the RTO; only that expiring is a path timeout.
+    fn tail_probe<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
+        let rto = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
+        let base = self.tx.get(p).map_or(0, |t| t.base_psn);
+        // The newest record in flight on the path: the greatest PSN above the floor.
+        let mut newest: Option<(usize, u64, u16)> = None;
+        for w in 0..W {
+            let mut bits = self
+                .flight
+                .members
+                .get(p)
+                .and_then(|m| m.get(w))
+                .copied()
+                .unwrap_or(0);
+            while bits != 0 {
+                let i = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(k) = self.flight.pool.get(w * 64 + i) {
+                    let d = k.psn.wrapping_sub(base as u16);
+                    if !matches!(newest, Some((_, _, nd)) if d < nd) {
+                        newest = Some((w, 1u64 << i, d));
+                    }
+                }
+            }
+        }
+        let Some(t) = self.tx.get_mut(p) else { return };
+        t.tlp = true;
+        t.rto_at = now.add_nanos(rto);
+        let Some((w, bit, d)) = newest else { return };
+        let i = bit.trailing_zeros() as usize;
+        let len = self
+            .flight
+            .pool
+            .get(w * 64 + i)
+            .map_or(0, |k| charge(k.len));
+        t.inflight = t.inflight.saturating_sub(len);
+        if t.inflight > 0 {
+            // Older packets remain: a probe follows them on the path, which carries
+            // no new data until it is answered.
+            t.probe_due = true;
+            self.probing |= 1u64 << (p % 64);
+        }
+        self.flight.inflight = self.flight.inflight.saturating_sub(len);
+        if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
+            *m &= !bit;
+        }
+        if let Some(l) = self.flight.lost.get_mut(w) {
+            *l |= bit;
+        }
+        app.event(Event::Lost {
+            path: p as u8,
+            psn: base.wrapping_add(u32::from(d)),
+            cause: LossCause::TailProbe,
+        });
     }
 
     /// The local ACK timer expired: one retry (IBTA 9.7.6.1.3), counted once per
@@ -213,6 +314,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 PathState::Unused => {}
             }
             t.probe_due = true;
+            t.tlp = false;
             t.rto_at = Instant::NEVER;
             if t.state != from || t.src_port != old_port {
                 app.event(Event::PathState {

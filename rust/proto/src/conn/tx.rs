@@ -40,7 +40,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 let due = self
                     .tx
                     .get(p)
-                    .map(|t| t.state == PathState::Probing && t.probe_due)
+                    .map(|t| t.state != PathState::Unused && t.probe_due)
                     .unwrap_or(false);
                 if due {
                     return self.send_probe(now, p, buf);
@@ -90,8 +90,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let len = h.encode(buf)?;
         t.probe_due = false;
         // The first probe since the path went Probing (or moved) marks when
-        // validation may start: an answer to it or to any later probe counts.
-        if t.probe_stamp == 0 {
+        // validation may start: an answer to it or to any later probe counts. On an
+        // active path, a tail-loss probe's marker: what the path still has in flight
+        // went out before it, and is lost unless acknowledged by its answer.
+        if t.probe_stamp == 0 || t.state == PathState::Active {
             t.probe_stamp = stamp.max(1);
         }
         t.rto_at = now.add_nanos(rto);
@@ -104,21 +106,51 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         })
     }
 
+    /// Whether path `p` may carry a data packet charged `len` now: active, within its
+    /// SACK span and its window (an empty path always has room), and not holding
+    /// back for a tail-loss probe's answer (`probing`).
+    fn has_room(&self, p: usize, len: u32) -> bool {
+        let Some(t) = self.tx.get(p) else {
+            return false;
+        };
+        t.state == PathState::Active
+            && t.span_ok()
+            && self.probing & (1u64 << (p % 64)) == 0
+            && (t.inflight == 0 || t.inflight.saturating_add(len) <= t.cc.pwnd)
+    }
+
+    /// The path for a new data packet: round robin over the paths with room.
     fn pick_path(&mut self, len: u32) -> Option<usize> {
         let n = usize::from(self.cfg.paths).min(P);
         let start = usize::from(self.rr_path);
         for k in 0..n {
             let p = wrap(start + k, n);
-            let Some(t) = self.tx.get(p) else { continue };
-            if t.state != PathState::Active || !t.span_ok() {
-                continue;
-            }
-            if t.inflight == 0 || t.inflight.saturating_add(len) <= t.cc.pwnd {
+            if self.has_room(p, len) {
                 self.rr_path = wrap(p + 1, n) as u8;
                 return Some(p);
             }
         }
         None
+    }
+
+    /// The path for a retransmission: of the paths with room, the one with the
+    /// shortest smoothed round trip (a lost packet delays its message's completion
+    /// by the round trip it is resent over; MPTCP's lowest-RTT-first scheduler);
+    /// round robin while no path has an RTT sample.
+    fn pick_retx_path(&mut self, len: u32) -> Option<usize> {
+        let n = usize::from(self.cfg.paths).min(P);
+        let mut best: Option<(usize, u32)> = None;
+        for p in 0..n {
+            let srtt = self.tx.get(p).map_or(0, |t| t.srtt);
+            let better = !matches!(best, Some((_, b)) if b <= srtt);
+            if srtt != 0 && better && self.has_room(p, len) {
+                best = Some((p, srtt));
+            }
+        }
+        match best {
+            Some((p, _)) => Some(p),
+            None => self.pick_path(len),
+        }
     }
 
     fn find_lost(&self) -> Option<(usize, usize)> {
@@ -175,7 +207,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 self.fail(ConnError::MessageVanished, app);
                 return None;
             };
-            let p = self.pick_path(charge(k.len))?;
+            let p = self.pick_retx_path(charge(k.len))?;
             let t = self.build_data(
                 now,
                 p,
@@ -266,11 +298,15 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
 
     /// Records pool entry `(w, i)` as in flight on path `p` with the PSN just assigned.
     fn track(&mut self, now: Instant, w: usize, i: usize, p: usize, len: u16) {
-        let rto = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
+        // The RTO runs from the path's last answer; a probe timeout from its newest
+        // packet, this one.
+        let Some(t) = self.tx.get(p) else { return };
+        let rearm = Self::pto_armed(t) || t.rto_at == Instant::NEVER;
+        let at = now.add_nanos(self.path_deadline(t));
         let Some(t) = self.tx.get_mut(p) else { return };
         let psn = t.next_psn.wrapping_sub(1);
-        if t.rto_at == Instant::NEVER {
-            t.rto_at = now.add_nanos(rto);
+        if rearm {
+            t.rto_at = at;
         }
         t.inflight = t.inflight.saturating_add(charge(len));
         if let Some(k) = self.flight.pool.get_mut(w * 64 + i) {

@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use metaroce_proto::conn::{
-    App, Config, ConnError, Connection, Event, MsgInfo, Placement, Refuse, Rnr, TxKind, Unreadable,
+    App, Config, ConnError, Connection, Event, MsgInfo, Placement, Refuse, Rnr, Transmit, TxKind,
+    Unreadable,
 };
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{DropCounters, Op};
@@ -189,6 +190,10 @@ impl App for TestApp {
 /// The adversary's hook ([`Net::forger`]).
 pub type Forger = Box<dyn FnMut(bool, &[u8]) -> Vec<Vec<u8>>>;
 
+/// A chosen loss ([`Net::filter`]): given the direction (from `a`) and what a node
+/// sent, whether the network drops it.
+pub type Filter = Box<dyn FnMut(bool, &Transmit) -> bool>;
+
 pub struct Net {
     pub a: Conn,
     pub b: Conn,
@@ -227,6 +232,8 @@ pub struct Net {
     /// An adversary: before each datagram is delivered it may inject forged
     /// ones towards the same node (`to_b`, the real datagram as a template).
     pub forger: Option<Forger>,
+    /// Drops the datagrams it picks (besides random `loss`).
+    pub filter: Option<Filter>,
     /// Forged datagrams injected, and why each was dropped.
     pub forged: u64,
     pub forged_drops: DropCounters,
@@ -312,6 +319,7 @@ impl Net {
             dropped: 0,
             reorder: 0.0,
             forger: None,
+            filter: None,
             forged: 0,
             forged_drops: DropCounters::default(),
             forged_accepted: Vec::new(),
@@ -348,7 +356,9 @@ impl Net {
             let on_dead = self
                 .dead_spine
                 .is_some_and(|(n, dead)| spine_of(from_a, t.src_port, n) == dead);
-            let holed = (from_a && self.blackhole == Some((t.path, t.src_port)))
+            let picked = self.filter.as_mut().is_some_and(|f| f(from_a, &t));
+            let holed = picked
+                || (from_a && self.blackhole == Some((t.path, t.src_port)))
                 || (on_dead && (self.spine_loss >= 1.0 || self.rng.chance(self.spine_loss)));
             if holed || ((is_data || self.lose_acks) && self.rng.chance(self.loss)) {
                 if let TxKind::Data {

@@ -1,0 +1,199 @@
+//! Tail-loss probes (Documentation/transport.rst, "Tail-loss probe"; RFC 8985 section
+//! 7): a packet lost with nothing sent after it on its path has no SACK gap to reveal
+//! it. After the path's probe timeout (PTO, about 1¼ round trips) the newest packet in
+//! flight there is sent again (on the path with the shortest round trip), and a probe
+//! marker follows the older ones on the path: its answer shows them lost. Only the RTO
+//! after that is a path timeout: random loss neither abandons nor moves a path.
+
+mod common;
+use common::*;
+use metaroce_proto::conn::{Event, LossCause, TxKind};
+
+fn count(n: &Net, f: impl Fn(&Event) -> bool) -> usize {
+    n.app_a.events.iter().filter(|e| f(e)).count()
+}
+
+fn tail_probes(n: &Net) -> usize {
+    count(n, |e| {
+        matches!(
+            e,
+            Event::Lost {
+                cause: LossCause::TailProbe,
+                ..
+            }
+        )
+    })
+}
+
+fn timeouts(n: &Net) -> usize {
+    count(n, |e| matches!(e, Event::Timeout { .. }))
+}
+
+/// Posts one message of `len` bytes on stream 0 and runs until it is acknowledged;
+/// the time it took, ns.
+fn rpc(n: &mut Net, len: u32) -> u64 {
+    let t0 = n.now;
+    n.app_a.msgs[0].push(len);
+    assert!(
+        n.run(t0 + 1_000_000_000),
+        "message {} stuck",
+        n.app_a.msgs[0].len()
+    );
+    n.now - t0
+}
+
+/// A filter dropping the data packets from `a` whose ordinal (the first sent after the
+/// filter is installed = 0, retransmissions included) `drop` names.
+fn drop_data(drop: &'static [u64]) -> Filter {
+    let mut k = 0u64;
+    Box::new(move |from_a, t| {
+        if !from_a || !matches!(t.kind, TxKind::Data { .. }) {
+            return false;
+        }
+        k += 1;
+        drop.contains(&(k - 1))
+    })
+}
+
+#[test]
+fn a_lost_tail_is_probed_not_timed_out() {
+    // One path, messages of one packet: every loss is a tail loss.
+    let mut n = Net::new(7, 1, 0.0);
+    n.lose_acks = false;
+    // Twenty lossless messages: the path's RTT variance settles (it starts at half
+    // the first sample, RFC 6298).
+    let mut warm = 0;
+    for _ in 0..20 {
+        warm = rpc(&mut n, 1024);
+    }
+    n.filter = Some(drop_data(&[0]));
+    let lossy = rpc(&mut n, 1024);
+    let rto = n.a.path(0).map(|t| t.srtt).unwrap();
+    assert_eq!(tail_probes(&n), 1, "{:?}", n.app_a.events);
+    assert_eq!(timeouts(&n), 0, "{:?}", n.app_a.events);
+    assert_eq!(n.a.stats().moves, 0);
+    // A probe timeout (5/4 of a round trip here) and one round trip more: well under
+    // the 50 µs RTO floor this configuration has.
+    assert!(
+        lossy < warm + 50_000 && lossy <= 3 * warm,
+        "lost tail took {lossy} ns (lossless {warm} ns, srtt {rto} ns)"
+    );
+    assert_eq!(n.retx.len(), 1);
+    assert_eq!(n.app_b.completed[0].len(), 21);
+}
+
+#[test]
+fn the_marker_reveals_the_earlier_losses_on_its_path() {
+    // One path, a message of four packets whose last three are lost: the probe
+    // takes the fourth out of flight and a marker follows the other two; its answer
+    // shows them missing, and all three are resent.
+    let mut n = Net::new(11, 1, 0.0);
+    n.lose_acks = false;
+    rpc(&mut n, 1024);
+    n.filter = Some(drop_data(&[1, 2, 3]));
+    rpc(&mut n, 4 * 1024);
+    assert_eq!(tail_probes(&n), 1, "{:?}", n.app_a.events);
+    assert_eq!(timeouts(&n), 0, "{:?}", n.app_a.events);
+    assert_eq!(n.a.stats().sack_lost, 2, "{:?}", n.app_a.events);
+    let gaps = count(&n, |e| {
+        matches!(
+            e,
+            Event::Lost {
+                cause: LossCause::SackGap,
+                ..
+            }
+        )
+    });
+    assert_eq!(gaps, 2, "{:?}", n.app_a.events);
+    assert_eq!(n.retx.len(), 3);
+}
+
+#[test]
+fn a_lost_probe_ends_in_a_path_timeout() {
+    // The tail and its probe are both lost: the RTO after the probe is a path
+    // timeout (probing, the data resent elsewhere), and the message completes.
+    let mut n = Net::new(13, 2, 0.0);
+    n.lose_acks = false;
+    rpc(&mut n, 1024);
+    rpc(&mut n, 1024);
+    n.filter = Some(drop_data(&[0, 1]));
+    rpc(&mut n, 1024);
+    assert_eq!(tail_probes(&n), 1, "{:?}", n.app_a.events);
+    assert_eq!(timeouts(&n), 1, "{:?}", n.app_a.events);
+    assert_eq!(n.lost_psns.len(), 2);
+    assert_eq!(n.app_b.completed[0].len(), 3);
+}
+
+#[test]
+fn the_probe_is_resent_over_the_fastest_path_and_the_marker_holds_its_own() {
+    // Four paths of different round trips; a message of 8 packets, two per path; the
+    // two on the slowest path are lost. The probe resends the newer over the fastest
+    // path, and the marker's answer shows the older lost.
+    let mut n = Net::new(17, 4, 0.0);
+    n.lose_acks = false;
+    n.path_delay = [9_000, 2_000, 5_000, 3_000, 0, 0, 0, 0];
+    for _ in 0..20 {
+        rpc(&mut n, 8 * 1024);
+    }
+    let mut lost = 0;
+    n.filter = Some(Box::new(move |from_a, t| {
+        let hit = from_a
+            && t.path == 0
+            && matches!(
+                t.kind,
+                TxKind::Data {
+                    retransmit: false,
+                    ..
+                }
+            );
+        if hit && lost < 2 {
+            lost += 1;
+            return true;
+        }
+        false
+    }));
+    rpc(&mut n, 8 * 1024);
+    assert_eq!(n.lost_psns.len(), 2, "{:?}", n.app_a.events);
+    assert_eq!(tail_probes(&n), 1, "{:?}", n.app_a.events);
+    assert_eq!(timeouts(&n), 0, "{:?}", n.app_a.events);
+    // Both resent over the fastest path (1).
+    assert_eq!(n.retx.len(), 2);
+    assert!(n.retx.iter().all(|r| r.0 == 1), "{:?}", n.retx);
+    assert_eq!(n.a.stats().sack_lost, 1);
+}
+
+/// p50 and p99 of `v` (nearest rank).
+fn pct(v: &mut [u64]) -> (u64, u64) {
+    v.sort_unstable();
+    let at = |q: f64| v[((v.len() as f64 * q).ceil() as usize).saturating_sub(1)];
+    (at(0.50), at(0.99))
+}
+
+/// One 16 KiB message at a time over 8 paths at 1 % random loss of data and ACKs
+/// (3,000 messages): the tail of every path's share is a tail loss when lost.
+#[test]
+fn rpcs_at_one_percent_loss_keep_their_paths_and_their_tail() {
+    let mut moves = 0;
+    let mut worst = 0.0f64;
+    for seed in [3u64, 5, 9] {
+        let mut n = Net::new(seed, 8, 0.01);
+        let mut t: Vec<u64> = (0..3000).map(|_| rpc(&mut n, 16 * 1024)).collect();
+        let (p50, p99) = pct(&mut t);
+        let s = n.a.stats();
+        println!(
+            "seed {seed}: p50 {:.1} us p99 {:.1} us, {} tail probes, {} timeouts, {} moves, \
+             {} retransmissions of {} packets",
+            p50 as f64 / 1e3,
+            p99 as f64 / 1e3,
+            tail_probes(&n),
+            s.timeouts,
+            s.moves,
+            s.retx,
+            s.data_tx,
+        );
+        moves += s.moves;
+        worst = worst.max(p99 as f64 / p50 as f64);
+    }
+    assert_eq!(moves, 0, "random loss moved a path");
+    assert!(worst <= 2.0, "p99 {worst:.2} x p50");
+}
