@@ -53,6 +53,26 @@ impl Sack {
         None
     }
 
+    /// Index of the `n`-th highest set bit (`n` = 1: [`Sack::highest`]), if at least
+    /// `n` bits are set.
+    pub fn nth_highest(&self, n: u32) -> Option<u32> {
+        let mut left = n;
+        let mut i = 4u32;
+        for w in self.words.iter().rev() {
+            i -= 1;
+            let mut w = *w;
+            while w != 0 {
+                let b = 63 - w.leading_zeros();
+                left = left.saturating_sub(1);
+                if left == 0 {
+                    return Some(i * 64 + b);
+                }
+                w &= !(1u64 << b);
+            }
+        }
+        None
+    }
+
     /// Number of consecutive set bits starting at bit 0.
     pub fn trailing_ones(&self) -> u32 {
         let mut n = 0;

@@ -180,10 +180,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// remain, a probe (the marker) follows them on the path, which sends no new data
     /// until it is answered: the answer declares whatever it does not acknowledge lost.
     /// A lost tail costs about a PTO and a round trip instead of an RTO, and the path
-    /// stays active: random loss neither abandons nor moves a path. The deadline is now
-    /// the RTO; only that expiring is a path timeout.
+    /// stays active: random loss neither abandons nor moves a path. The marker is due
+    /// its answer within another PTO; that expiring is a path timeout (a dead path is
+    /// thus found in about two PTOs, not an RTO, whose floor is for coarse timers).
     fn tail_probe<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
-        let rto = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
+        let pto = self.tx.get(p).map_or(0, |t| self.path_deadline(t));
         let base = self.tx.get(p).map_or(0, |t| t.base_psn);
         // The newest record in flight on the path: the greatest PSN above the floor.
         let mut newest: Option<(usize, u64, u16)> = None;
@@ -208,7 +209,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         let Some(t) = self.tx.get_mut(p) else { return };
         t.tlp = true;
-        t.rto_at = now.add_nanos(rto);
+        t.rto_at = Instant::NEVER;
         let Some((w, bit, d)) = newest else { return };
         let i = bit.trailing_zeros() as usize;
         let len = self
@@ -219,8 +220,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         t.inflight = t.inflight.saturating_sub(len);
         if t.inflight > 0 {
             // Older packets remain: a probe follows them on the path, which carries
-            // no new data until it is answered.
+            // no new data until it is answered, and is due its answer within another
+            // probe timeout (else the path times out). With nothing else in flight
+            // the path has no deadline: its next packet's answer, or its lack, tells.
             t.probe_due = true;
+            t.rto_at = now.add_nanos(pto);
             self.probing |= 1u64 << (p % 64);
         }
         self.flight.inflight = self.flight.inflight.saturating_sub(len);

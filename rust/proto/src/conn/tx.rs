@@ -96,7 +96,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if t.probe_stamp == 0 || t.state == PathState::Active {
             t.probe_stamp = stamp.max(1);
         }
-        t.rto_at = now.add_nanos(rto);
+        // A marker's deadline is the tail-loss probe's (`timers`).
+        if t.state == PathState::Probing {
+            t.rto_at = now.add_nanos(rto);
+        }
         Some(Transmit {
             len,
             path: p as u8,
