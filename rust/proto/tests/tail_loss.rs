@@ -13,16 +13,16 @@ fn count(n: &Net, f: impl Fn(&Event) -> bool) -> usize {
     n.app_a.events.iter().filter(|e| f(e)).count()
 }
 
+/// Packets `a` declared lost for `why`.
+fn losses(n: &Net, why: LossCause) -> usize {
+    count(
+        n,
+        |e| matches!(e, Event::Lost { cause, .. } if *cause == why),
+    )
+}
+
 fn tail_probes(n: &Net) -> usize {
-    count(n, |e| {
-        matches!(
-            e,
-            Event::Lost {
-                cause: LossCause::TailProbe,
-                ..
-            }
-        )
-    })
+    losses(n, LossCause::TailProbe)
 }
 
 fn timeouts(n: &Net) -> usize {
@@ -95,15 +95,7 @@ fn the_marker_reveals_the_earlier_losses_on_its_path() {
     assert_eq!(tail_probes(&n), 1, "{:?}", n.app_a.events);
     assert_eq!(timeouts(&n), 0, "{:?}", n.app_a.events);
     assert_eq!(n.a.stats().sack_lost, 2, "{:?}", n.app_a.events);
-    let gaps = count(&n, |e| {
-        matches!(
-            e,
-            Event::Lost {
-                cause: LossCause::SackGap,
-                ..
-            }
-        )
-    });
+    let gaps = losses(&n, LossCause::SackGap);
     assert_eq!(gaps, 2, "{:?}", n.app_a.events);
     assert_eq!(n.retx.len(), 3);
 }

@@ -166,13 +166,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let mut rnr_any = false;
         let mut freed = 0u32;
         for w in 0..W {
-            let mut bits = self
-                .flight
-                .members
-                .get(p)
-                .and_then(|m| m.get(w))
-                .copied()
-                .unwrap_or(0);
+            let mut bits = self.flight.on_path(p, w);
             while bits != 0 {
                 let i = bits.trailing_zeros() as usize;
                 let bit = 1u64 << i;

@@ -225,6 +225,17 @@ struct Flight<const P: usize, const W: usize, const N: usize> {
     ramp: u32,
 }
 
+impl<const P: usize, const W: usize, const N: usize> Flight<P, W, N> {
+    /// Word `w` of the records in flight on path `p` (0 for an index out of range).
+    fn on_path(&self, p: usize, w: usize) -> u64 {
+        self.members
+            .get(p)
+            .and_then(|m| m.get(w))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
 /// A refusal the receiver reports in an ACK's RNR/NAK fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RefusalKind {

@@ -189,13 +189,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // The newest record in flight on the path: the greatest PSN above the floor.
         let mut newest: Option<(usize, u64, u16)> = None;
         for w in 0..W {
-            let mut bits = self
-                .flight
-                .members
-                .get(p)
-                .and_then(|m| m.get(w))
-                .copied()
-                .unwrap_or(0);
+            let mut bits = self.flight.on_path(p, w);
             while bits != 0 {
                 let i = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
