@@ -100,17 +100,58 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         Ok(RxEvent::Probe)
     }
 
-    /// A packet the verbs layer refused passed every check, and its floor (the sender's
-    /// word that the path's PSNs below it are resolved) holds whatever becomes of the
-    /// packet: it is applied, and nothing else changes. Otherwise a path whose packets
-    /// are all refused (an RNR wait) keeps `cum` where the refusals began, and once the
-    /// sender has resent more than 256 PSNs its ACKs, RNR reports included, fall behind
-    /// the sender's floor and are dropped (`ack_out_of_range`): each refused packet then
-    /// waited out a path timeout.
-    fn refused_floor(&mut self, p: usize, floor: u32) {
+    /// The verbs layer refused data packet `h` of path `p` (`r`; `next_msn`: its
+    /// stream's next message to complete): queues what the peer must hear (an RNR
+    /// report, a NAK, or a refusal held until its NAK is due) and returns the drop
+    /// reason. The packet passed every check, and its floor (the sender's word that the
+    /// path's PSNs below it are resolved) holds whatever becomes of it: it is applied,
+    /// and nothing else changes. Otherwise a path whose packets are all refused (an RNR
+    /// wait) keeps `cum` where the refusals began, and once the sender has resent more
+    /// than 256 PSNs its ACKs, RNR reports included, fall behind the sender's floor and
+    /// are dropped (`ack_out_of_range`): each refused packet then waited out a path
+    /// timeout.
+    fn refused(&mut self, p: usize, h: &DataHeader, r: Refuse, next_msn: u32) -> DropReason {
+        let reason = match r {
+            Refuse::Rnr(Rnr(t)) => {
+                self.reports.ack_pending |= 1u64 << p;
+                self.reports.rnr = Some(Refusal {
+                    path: p as u8,
+                    kind: RefusalKind::Rnr { timer: t },
+                    psn: h.psn,
+                    stream: NO_STREAM,
+                });
+                DropReason::ReceiverNotReady
+            }
+            // A NAK acknowledges every earlier message of the stream (IBTA 9.7.5.2.4):
+            // it waits until they are complete. Before, the packet is dropped as it
+            // came (held) and the sender resends it. A refusal not to be reported
+            // before the earlier messages of its stream complete (or the responses
+            // owed are acknowledged) is held too; the NAK goes as soon as it is due
+            // ([`Self::release`]).
+            Refuse::Access | Refuse::Invalid if h.msn == next_msn => {
+                self.reports.ack_pending |= 1u64 << p;
+                let kind = if r == Refuse::Invalid {
+                    RefusalKind::Invalid
+                } else {
+                    RefusalKind::Access
+                };
+                self.reports.nak = Some(Refusal {
+                    path: p as u8,
+                    kind,
+                    psn: h.psn,
+                    stream: u8::try_from(h.stream).unwrap_or(NO_STREAM),
+                });
+                DropReason::Refused
+            }
+            Refuse::Access | Refuse::Invalid | Refuse::Held => {
+                self.hold(p, h.psn, h.stream);
+                DropReason::Refused
+            }
+        };
         if let Some(rx) = self.rx.get_mut(p) {
-            rx.apply_floor(floor);
+            rx.apply_floor(h.floor);
         }
+        reason
     }
 
     /// Keeps a refusal held on `stream` (the packet `psn` of path `p`) in the NAK slot,
@@ -150,7 +191,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// decides the drop reason counted): connection and path, token, payload length,
     /// stream, the path window ([`super::super::path::PathRx::admits`]), the stream
     /// window; then the application places it or refuses it, and a refused packet
-    /// changes no path or stream state but its path's floor ([`Self::refused_floor`];
+    /// changes no path or stream state but its path's floor ([`Self::refused`];
     /// it may also settle the receiving key, [`super::Config::rx_alt`]: it carried the
     /// right token and fit the windows).
     pub(super) fn on_data<A: App>(
@@ -212,51 +253,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 solicited: h.flags & DF_SE != 0,
                 payload,
             };
-            match app.place(&pl) {
-                Ok(()) => {}
-                Err(Refuse::Rnr(Rnr(t))) => {
-                    self.reports.ack_pending |= 1u64 << p;
-                    self.reports.rnr = Some(Refusal {
-                        path: p as u8,
-                        kind: RefusalKind::Rnr { timer: t },
-                        psn: h.psn,
-                        stream: NO_STREAM,
-                    });
-                    self.refused_floor(p, h.floor);
-                    return Err(DropReason::ReceiverNotReady);
-                }
-                // A NAK acknowledges every earlier message of the stream (IBTA
-                // 9.7.5.2.4): it waits until they are complete. Before, the packet is
-                // dropped as it came (held) and the sender resends it.
-                Err(Refuse::Access | Refuse::Invalid | Refuse::Held) if h.msn != srx.next_msn => {
-                    self.hold(p, h.psn, h.stream);
-                    self.refused_floor(p, h.floor);
-                    return Err(DropReason::Refused);
-                }
-                Err(r @ (Refuse::Access | Refuse::Invalid)) => {
-                    self.reports.ack_pending |= 1u64 << p;
-                    let kind = if r == Refuse::Invalid {
-                        RefusalKind::Invalid
-                    } else {
-                        RefusalKind::Access
-                    };
-                    self.reports.nak = Some(Refusal {
-                        path: p as u8,
-                        kind,
-                        psn: h.psn,
-                        stream: u8::try_from(h.stream).unwrap_or(NO_STREAM),
-                    });
-                    self.refused_floor(p, h.floor);
-                    return Err(DropReason::Refused);
-                }
-                // Refused, but not to be reported before the earlier messages of its
-                // stream complete (or the responses owed are acknowledged): dropped
-                // as it came; the NAK goes as soon as it is due ([`Self::release`]).
-                Err(Refuse::Held) => {
-                    self.hold(p, h.psn, h.stream);
-                    self.refused_floor(p, h.floor);
-                    return Err(DropReason::Refused);
-                }
+            if let Err(r) = app.place(&pl) {
+                let next_msn = srx.next_msn;
+                return Err(self.refused(p, h, r, next_msn));
             }
             let stream = h.stream;
             srx.accept(h.ssn, last, |msn| app.complete(stream, msn));
@@ -291,12 +290,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         if ev == RxEvent::Data {
             self.release(app);
-        }
-        // New data from the peer is its answer too (a READ's or atomic's response is,
-        // IBTA 9.7.6.1.3): it restarts the local ACK timer, so a request waiting behind
-        // a long READ response is not retried out.
-        if ev == RxEvent::Data && self.outstanding() {
-            self.progress(now, false);
+            // New data from the peer is its answer too (a READ's or atomic's response
+            // is, IBTA 9.7.6.1.3): it restarts the local ACK timer, so a request
+            // waiting behind a long READ response is not retried out.
+            if self.outstanding() {
+                self.progress(now, false);
+            }
         }
         Ok(ev)
     }
