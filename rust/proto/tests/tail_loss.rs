@@ -7,7 +7,7 @@
 
 mod common;
 use common::*;
-use metaroce_proto::conn::{Event, LossCause, TxKind};
+use metaroce_proto::conn::{Connection, Event, LossCause, TxKind};
 
 fn count(n: &Net, f: impl Fn(&Event) -> bool) -> usize {
     n.app_a.events.iter().filter(|e| f(e)).count()
@@ -102,18 +102,40 @@ fn the_marker_reveals_the_earlier_losses_on_its_path() {
 
 #[test]
 fn a_lost_probe_ends_in_a_path_timeout() {
-    // The tail and its probe are both lost: the RTO after the probe is a path
-    // timeout (probing, the data resent elsewhere), and the message completes.
-    let mut n = Net::new(13, 2, 0.0);
+    // One path: the tail and its resend are both lost. The resend went out after the
+    // probe, so the path's deadline is its RTO, whose expiry is a path timeout
+    // (probing, the data resent once the path answers); the message completes.
+    let mut n = Net::new(13, 1, 0.0);
     n.lose_acks = false;
-    rpc(&mut n, 1024);
-    rpc(&mut n, 1024);
+    for _ in 0..4 {
+        rpc(&mut n, 1024);
+    }
     n.filter = Some(drop_data(&[0, 1]));
     rpc(&mut n, 1024);
     assert_eq!(tail_probes(&n), 1, "{:?}", n.app_a.events);
     assert_eq!(timeouts(&n), 1, "{:?}", n.app_a.events);
     assert_eq!(n.lost_psns.len(), 2);
-    assert_eq!(n.app_b.completed[0].len(), 3);
+    assert_eq!(n.app_b.completed[0].len(), 5);
+}
+
+#[test]
+fn a_lost_resend_is_probed_again_on_its_new_path() {
+    // Two paths: the tail and its resend (which avoids the path it was lost on) are
+    // both lost; the second path's probe timeout resends it again, back on the first
+    // path. No path times out.
+    let mut n = Net::new(13, 2, 0.0);
+    n.lose_acks = false;
+    for _ in 0..4 {
+        rpc(&mut n, 1024);
+    }
+    n.filter = Some(drop_data(&[0, 1]));
+    rpc(&mut n, 1024);
+    assert_eq!(tail_probes(&n), 2, "{:?}", n.app_a.events);
+    assert_eq!(timeouts(&n), 0, "{:?}", n.app_a.events);
+    let (a, b) = (n.lost_psns[0].0, n.lost_psns[1].0);
+    assert_ne!(a, b, "the resend avoids the path it was lost on");
+    assert_eq!(n.retx.last().map(|r| r.0), Some(a));
+    assert_eq!(n.app_b.completed[0].len(), 5);
 }
 
 #[test]
@@ -188,4 +210,76 @@ fn rpcs_at_one_percent_loss_keep_their_paths_and_their_tail() {
     }
     assert_eq!(moves, 0, "random loss moved a path");
     assert!(worst <= 2.0, "p99 {worst:.2} x p50");
+}
+
+/// A pair with the kernel module's timers (a 20 ms initial RTO, a 4 ms floor) on
+/// `paths` paths.
+fn kernel_net(seed: u64, paths: u8) -> Net {
+    let mut n = Net::new(seed, paths, 0.0);
+    let (mut ca, mut cb) = (kernel_like_config(1, 2), kernel_like_config(2, 1));
+    ca.paths = paths;
+    cb.paths = paths;
+    n.a = Connection::new(ca);
+    n.b = Connection::new(cb);
+    n.lose_acks = false;
+    n
+}
+
+#[test]
+fn the_first_flight_has_a_probe_timeout_too() {
+    // The tail of a new connection's first message is lost: the RTO armed before any
+    // RTT sample becomes a probe timeout with the first sample, not 20 ms later.
+    let mut n = kernel_net(7, 1);
+    n.filter = Some(drop_data(&[3]));
+    let t = rpc(&mut n, 4 * 1024);
+    assert_eq!(tail_probes(&n), 1, "{:?}", n.app_a.events);
+    assert!(t < 200_000, "first-flight tail took {t} ns");
+}
+
+#[test]
+fn resends_avoid_a_dead_fastest_path() {
+    // The fastest of 8 paths goes dead; one-packet messages. A tail lost there is
+    // resent over another path, never back onto the dead one.
+    for kernel in [false, true] {
+        let mut n = if kernel {
+            kernel_net(5, 8)
+        } else {
+            let mut n = Net::new(5, 8, 0.0);
+            n.lose_acks = false;
+            n
+        };
+        n.path_delay = [1_000, 6_000, 7_000, 8_000, 9_000, 6_500, 7_500, 8_500];
+        for _ in 0..64 {
+            rpc(&mut n, 1024);
+        }
+        n.blackhole = Some((0, n.a.path(0).unwrap().src_port));
+        let before = n.retx.len();
+        for _ in 0..16 {
+            rpc(&mut n, 1024);
+        }
+        let onto_dead = n.retx[before..].iter().filter(|r| r.0 == 0).count();
+        assert!(n.retx.len() > before, "kernel {kernel}: nothing was lost");
+        assert_eq!(onto_dead, 0, "kernel {kernel}: {:?}", &n.retx[before..]);
+        assert!(n.app_a.errors.is_empty(), "{:?}", n.app_a.errors);
+    }
+}
+
+#[test]
+fn a_round_trip_step_without_loss_times_no_path_out() {
+    // Every path's one-way delay steps from 2 to 25 µs mid-transfer and nothing is
+    // lost: probe timeouts fire (their packets were only late), but the markers'
+    // answers are due within the RTO, so no path times out.
+    for paths in [1u8, 8] {
+        let mut n = Net::new(21, paths, 0.0);
+        n.path_delay = [2_000; 8];
+        for s in 0..4 {
+            n.app_a.msgs[s] = vec![64 * 1024; 8];
+        }
+        let t0 = n.now;
+        n.run(t0 + 100_000);
+        n.path_delay = [25_000; 8];
+        assert!(n.run(t0 + 10_000_000_000));
+        assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
+        assert_eq!(n.a.stats().timeouts, 0, "{paths} paths: {:?}", n.a.stats());
+    }
 }

@@ -83,6 +83,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 return Err(DropReason::AckOutOfRange);
             }
         }
+        // Whether the path's deadline was a probe timeout before this ACK (which may
+        // give the path its first RTT sample: the RTO armed without one is then
+        // rearmed as a PTO below).
+        let was_pto = self.tx.get(p).is_some_and(Self::pto_armed);
         // RTT from the echoed stamp.
         let sample = now.wire_stamp().wrapping_sub(a.echo);
         let mut rtt_ok = false;
@@ -252,7 +256,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let mut rearm = false;
         // A probe timeout, once armed, runs from the newest packet; only a deadline
         // that was an RTO (restarted by any answer) or none is rearmed here.
-        let was_pto = self.tx.get(p).is_some_and(Self::pto_armed);
         if let Some(t) = self.tx.get_mut(p) {
             t.inflight = t.inflight.saturating_sub(freed);
             t.base_psn = min_psn.unwrap_or(t.next_psn);

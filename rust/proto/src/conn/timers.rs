@@ -180,11 +180,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// remain, a probe (the marker) follows them on the path, which sends no new data
     /// until it is answered: the answer declares whatever it does not acknowledge lost.
     /// A lost tail costs about a PTO and a round trip instead of an RTO, and the path
-    /// stays active: random loss neither abandons nor moves a path. The marker is due
-    /// its answer within another PTO; that expiring is a path timeout (a dead path is
-    /// thus found in about two PTOs, not an RTO, whose floor is for coarse timers).
+    /// stays active: a single random loss neither abandons nor moves a path (two, the
+    /// tail and then the marker or its answer, time it out). The marker is due its
+    /// answer within the RTO; that expiring is a path timeout.
     fn tail_probe<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
-        let pto = self.tx.get(p).map_or(0, |t| self.path_deadline(t));
+        let rto = self.tx.get(p).map_or(0, |t| self.rto(t));
         let base = self.tx.get(p).map_or(0, |t| t.base_psn);
         // The newest record in flight on the path: the greatest PSN above the floor.
         let mut newest: Option<(usize, u64, u16)> = None;
@@ -214,11 +214,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         t.inflight = t.inflight.saturating_sub(len);
         if t.inflight > 0 {
             // Older packets remain: a probe follows them on the path, which carries
-            // no new data until it is answered, and is due its answer within another
-            // probe timeout (else the path times out). With nothing else in flight
+            // no new data until it is answered, and is due its answer within the RTO
+            // (else the path times out: not sooner, since a probe timeout may have
+            // fired only because the round trip grew). With nothing else in flight
             // the path has no deadline: its next packet's answer, or its lack, tells.
             t.probe_due = true;
-            t.rto_at = now.add_nanos(pto);
+            t.rto_at = now.add_nanos(rto);
             self.probing |= 1u64 << (p % 64);
         }
         self.flight.inflight = self.flight.inflight.saturating_sub(len);
@@ -306,6 +307,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         t.probe_stamp = 0;
                         t.timeouts = 0;
                         t.backoff = 0;
+                        // A new route: its round trip is not the old one's.
+                        t.srtt = 0;
+                        t.rttvar = 0;
                         moved = true;
                     }
                 }

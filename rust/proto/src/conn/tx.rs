@@ -136,23 +136,27 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         None
     }
 
-    /// The path for a retransmission: of the paths with room, the one with the
-    /// shortest smoothed round trip (a lost packet delays its message's completion
-    /// by the round trip it is resent over; MPTCP's lowest-RTT-first scheduler);
-    /// round robin while no path has an RTT sample.
-    fn pick_retx_path(&mut self, len: u32) -> Option<usize> {
+    /// The path for a retransmission of a packet lost on path `from`: of the paths
+    /// with room, the one with the shortest smoothed round trip (a lost packet delays
+    /// its message's completion by the round trip it is resent over; MPTCP's
+    /// lowest-RTT-first scheduler), other than `from` unless no other has room (the
+    /// path that lost it may be failing: its SRTT, from packets that got through,
+    /// does not say so); round robin while none of them has an RTT sample.
+    fn pick_retx_path(&mut self, len: u32, from: usize) -> Option<usize> {
         let n = usize::from(self.cfg.paths).min(P);
         let mut best: Option<(usize, u32)> = None;
         for p in 0..n {
             let srtt = self.tx.get(p).map_or(0, |t| t.srtt);
-            let better = !matches!(best, Some((_, b)) if b <= srtt);
+            // Ranked by (lost on it, srtt): `from` only if nothing else.
+            let rank = |q: usize, s: u32| (q == from, s);
+            let better = !matches!(best, Some((b, bs)) if rank(b, bs) <= rank(p, srtt));
             if srtt != 0 && better && self.has_room(p, len) {
                 best = Some((p, srtt));
             }
         }
         match best {
-            Some((p, _)) => Some(p),
-            None => self.pick_path(len),
+            Some((p, _)) if p != from => Some(p),
+            _ => self.pick_path(len),
         }
     }
 
@@ -210,7 +214,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 self.fail(ConnError::MessageVanished, app);
                 return None;
             };
-            let p = self.pick_retx_path(charge(k.len))?;
+            let p = self.pick_retx_path(charge(k.len), usize::from(k.path))?;
             let t = self.build_data(
                 now,
                 p,
