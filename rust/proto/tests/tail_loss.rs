@@ -100,18 +100,25 @@ fn the_marker_reveals_the_earlier_losses_on_its_path() {
     assert_eq!(n.retx.len(), 3);
 }
 
-#[test]
-fn a_lost_probe_ends_in_a_path_timeout() {
-    // One path: the tail and its resend are both lost. The resend went out after the
-    // probe, so the path's deadline is its RTO, whose expiry is a path timeout
-    // (probing, the data resent once the path answers); the message completes.
-    let mut n = Net::new(13, 1, 0.0);
+/// Over `paths` paths, four one-packet messages, then a fifth whose packet and its
+/// first resend are both lost.
+fn tail_and_resend_lost(paths: u8) -> Net {
+    let mut n = Net::new(13, paths, 0.0);
     n.lose_acks = false;
     for _ in 0..4 {
         rpc(&mut n, 1024);
     }
     n.filter = Some(drop_data(&[0, 1]));
     rpc(&mut n, 1024);
+    n
+}
+
+#[test]
+fn a_lost_probe_ends_in_a_path_timeout() {
+    // One path: the tail and its resend are both lost. The resend went out after the
+    // probe, so the path's deadline is its RTO, whose expiry is a path timeout
+    // (probing, the data resent once the path answers); the message completes.
+    let n = tail_and_resend_lost(1);
     assert_eq!(tail_probes(&n), 1, "{:?}", n.app_a.events);
     assert_eq!(timeouts(&n), 1, "{:?}", n.app_a.events);
     assert_eq!(n.lost_psns.len(), 2);
@@ -123,13 +130,7 @@ fn a_lost_resend_is_probed_again_on_its_new_path() {
     // Two paths: the tail and its resend (which avoids the path it was lost on) are
     // both lost; the second path's probe timeout resends it again, back on the first
     // path. No path times out.
-    let mut n = Net::new(13, 2, 0.0);
-    n.lose_acks = false;
-    for _ in 0..4 {
-        rpc(&mut n, 1024);
-    }
-    n.filter = Some(drop_data(&[0, 1]));
-    rpc(&mut n, 1024);
+    let n = tail_and_resend_lost(2);
     assert_eq!(tail_probes(&n), 2, "{:?}", n.app_a.events);
     assert_eq!(timeouts(&n), 0, "{:?}", n.app_a.events);
     let (a, b) = (n.lost_psns[0].0, n.lost_psns[1].0);
