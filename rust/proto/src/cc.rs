@@ -1,12 +1,24 @@
 //! Per-path sender congestion control: DCTCP-style ECN AIMD plus loss decrease.
 //!
-//! * Additive increase: `pwnd += ai * acked / pwnd` (about `ai` bytes per round trip).
+//! * Additive increase `pwnd += ai * acked / W`. `W = pwnd` (about `ai` bytes per round
+//!   trip per path) while the path sees no congestion; once its `alpha` shows ECN marks
+//!   (`alpha >= 1/16`), `W` is the sum of the connection's active path windows, so the
+//!   connection as a whole grows about `ai` per round trip however many paths it has
+//!   (RFC 6356's "do no harm": a multipath connection takes no more of a shared
+//!   bottleneck than a single-path one). The coupling is ECN-gated because a shared
+//!   bottleneck marks before it drops, while random loss (no marks) cuts one path's
+//!   window and a coupled increase would take K times longer to regrow it.
 //! * ECN: once per round trip `alpha = (1 - g) * alpha + g * F` where `F` is the fraction of
 //!   acknowledged packets that carried CE; if any did, `pwnd *= 1 - alpha / 2`.
 //! * Loss (SACK gap): `pwnd *= loss_keep / 1024`, at most once per round trip.
 //! * Timeouts are failure signals, handled by the path state machine, not here.
 
 use super::time::Instant;
+
+/// DCTCP `alpha` (1/1024 units, here 1/16) from which the increase is coupled: about
+/// one round trip in which every packet was marked, or several with a few marks; with
+/// `g = 1/16` it decays below again some 40 unmarked round trips later.
+const COUPLE_ALPHA: u16 = 64;
 
 /// Congestion-control parameters (shared by all paths of a connection).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +89,10 @@ impl PathCc {
     }
 
     /// `bytes` newly acknowledged, `pkts` of them with `ce` marked, at `now` with round
-    /// trip estimate `rtt_ns`.
+    /// trip estimate `rtt_ns`; `coupled`: the sum of the windows the additive increase
+    /// is shared by (the connection's active paths, this one included; at most this
+    /// window: uncoupled).
+    #[allow(clippy::too_many_arguments)]
     pub fn on_ack(
         &mut self,
         cfg: &CcConfig,
@@ -86,6 +101,7 @@ impl PathCc {
         bytes: u32,
         pkts: u16,
         ce: u16,
+        coupled: u32,
     ) {
         self.acked = self.acked.saturating_add(pkts);
         self.ce = self.ce.saturating_add(ce.min(pkts));
@@ -108,12 +124,23 @@ impl PathCc {
                 .wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
         }
         if ce == 0 && bytes > 0 {
-            let inc = (u64::from(cfg.ai) * u64::from(bytes)) / u64::from(self.pwnd.max(1));
+            let w = if self.congested() {
+                self.pwnd.max(coupled)
+            } else {
+                self.pwnd
+            }
+            .max(1);
+            let inc = (u64::from(cfg.ai) * u64::from(bytes)) / u64::from(w);
             self.pwnd = self
                 .pwnd
                 .saturating_add(inc.min(u64::from(u32::MAX)) as u32)
                 .min(cfg.max_pwnd);
         }
+    }
+
+    /// Whether the path sees congestion (ECN marks): its increase is then coupled.
+    pub fn congested(&self) -> bool {
+        self.alpha >= COUPLE_ALPHA
     }
 
     /// A loss was detected at `now`.
@@ -148,5 +175,42 @@ impl PathCc {
 impl Default for PathCc {
     fn default() -> Self {
         Self::EMPTY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RTT: u64 = 10_000;
+
+    /// Window after one unmarked ACK of `bytes` with `alpha` set and coupled sum `w`.
+    fn grown(alpha: u16, pwnd: u32, bytes: u32, w: u32) -> u32 {
+        let cfg = CcConfig::DEFAULT;
+        let mut cc = PathCc::new(&cfg);
+        cc.pwnd = pwnd;
+        cc.alpha = alpha;
+        // Mid-round: no alpha update before the increase.
+        cc.round_end = 1_000_000;
+        cc.on_ack(&cfg, Instant(1), RTT, bytes, 1, 0, w);
+        cc.pwnd
+    }
+
+    #[test]
+    fn unmarked_path_grows_by_its_own_window() {
+        // 4 KiB acked on a 16 KiB window: ai * 4096 / 16384 = 1024, whatever the sum.
+        assert_eq!(grown(0, 16384, 4096, 8 * 16384), 16384 + 1024);
+        assert_eq!(
+            grown(COUPLE_ALPHA - 1, 16384, 4096, 8 * 16384),
+            16384 + 1024
+        );
+    }
+
+    #[test]
+    fn marked_path_shares_the_increase_over_the_connection() {
+        // Coupled over 8 equal paths: an eighth of the uncoupled increase.
+        assert_eq!(grown(COUPLE_ALPHA, 16384, 4096, 8 * 16384), 16384 + 128);
+        // A sum below the path's own window (a stale or zero sum) never speeds it up.
+        assert_eq!(grown(1024, 16384, 4096, 0), 16384 + 1024);
     }
 }

@@ -176,6 +176,7 @@ fn base_rx(e: &mut BaseEnd, now: u64, k: BaseKind, ce: bool, min_rto: u32) -> Op
                     n * (MTU + BASE_HDR),
                     n as u16,
                     if ce { n as u16 } else { 0 },
+                    0,
                 );
                 e.rto_at = if e.una == e.nxt {
                     NEVER

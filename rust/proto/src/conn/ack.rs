@@ -254,13 +254,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             self.timers.set(Timer::RnrRetry, wait);
         }
         let mut rearm = false;
-        // A probe timeout, once armed, runs from the newest packet; only a deadline
-        // that was an RTO (restarted by any answer) or none is rearmed here.
+        // The additive increase is the connection's, shared by its paths.
+        let coupled = self.coupled_sum();
         if let Some(t) = self.tx.get_mut(p) {
             t.inflight = t.inflight.saturating_sub(freed);
             t.base_psn = min_psn.unwrap_or(t.next_psn);
             let rtt = u64::from(t.srtt.max(1));
-            t.cc.on_ack(&cfg.cc, now, rtt, acked_bytes, a.acked, a.ce);
+            t.cc.on_ack(&cfg.cc, now, rtt, acked_bytes, a.acked, a.ce, coupled);
             if lost_any {
                 t.cc.on_loss(&cfg.cc, now, rtt);
             }

@@ -109,26 +109,28 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         })
     }
 
-    /// Whether path `p` may carry a data packet charged `len` now: active, within its
-    /// SACK span and its window (an empty path always has room), and not holding
-    /// back for a tail-loss probe's answer (`probing`).
-    fn has_room(&self, p: usize, len: u32) -> bool {
+    /// Whether path `p` may carry another data packet now: active, within its SACK
+    /// span, below its window in bytes (the packet may overshoot it by less than its
+    /// own size: a path whose coupled window is under two packets still carries one
+    /// whole packet more, as TCP's `in_flight < cwnd` test does), and not holding back
+    /// for a tail-loss probe's answer (`probing`).
+    fn has_room(&self, p: usize) -> bool {
         let Some(t) = self.tx.get(p) else {
             return false;
         };
         t.state == PathState::Active
             && t.span_ok()
             && self.probing & (1u64 << (p % 64)) == 0
-            && (t.inflight == 0 || t.inflight.saturating_add(len) <= t.cc.pwnd)
+            && t.inflight < t.cc.pwnd
     }
 
     /// The path for a new data packet: round robin over the paths with room.
-    fn pick_path(&mut self, len: u32) -> Option<usize> {
+    fn pick_path(&mut self) -> Option<usize> {
         let n = usize::from(self.cfg.paths).min(P);
         let start = usize::from(self.rr_path);
         for k in 0..n {
             let p = wrap(start + k, n);
-            if self.has_room(p, len) {
+            if self.has_room(p) {
                 self.rr_path = wrap(p + 1, n) as u8;
                 return Some(p);
             }
@@ -142,7 +144,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// lowest-RTT-first scheduler), other than `from` unless no other has room (the
     /// path that lost it may be failing: its SRTT, from packets that got through,
     /// does not say so); round robin while none of them has an RTT sample.
-    fn pick_retx_path(&mut self, len: u32, from: usize) -> Option<usize> {
+    fn pick_retx_path(&mut self, from: usize) -> Option<usize> {
         let n = usize::from(self.cfg.paths).min(P);
         let mut best: Option<(usize, u32)> = None;
         for p in 0..n {
@@ -150,13 +152,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             // Ranked by (lost on it, srtt): `from` only if nothing else.
             let rank = |q: usize, s: u32| (q == from, s);
             let better = !matches!(best, Some((b, bs)) if rank(b, bs) <= rank(p, srtt));
-            if srtt != 0 && better && self.has_room(p, len) {
+            if srtt != 0 && better && self.has_room(p) {
                 best = Some((p, srtt));
             }
         }
         match best {
             Some((p, _)) if p != from => Some(p),
-            _ => self.pick_path(len),
+            _ => self.pick_path(),
         }
     }
 
@@ -214,7 +216,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 self.fail(ConnError::MessageVanished, app);
                 return None;
             };
-            let p = self.pick_retx_path(charge(k.len), usize::from(k.path))?;
+            let p = self.pick_retx_path(usize::from(k.path))?;
             let t = self.build_data(
                 now,
                 p,
@@ -261,7 +263,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             };
             let rem = info.len.saturating_sub(off);
             let len = rem.min(u32::from(self.cfg.mtu)) as u16;
-            let p = self.pick_path(charge(len))?;
+            let p = self.pick_path()?;
             let t =
                 self.build_data(now, p, buf, s as u16, msn, ssn, off, len, &info, false, app)?;
             let last = off.saturating_add(u32::from(len)) >= info.len;
@@ -300,6 +302,16 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         self.tx
             .iter()
             .filter(|t| t.state == PathState::Active)
+            .fold(0u32, |a, t| a.saturating_add(t.cc.pwnd))
+    }
+
+    /// The windows a congested path's additive increase is shared by: those of the
+    /// connection's Active paths that see congestion too (paths through one shared
+    /// bottleneck are all marked by it; an unmarked path is not on it).
+    pub(super) fn coupled_sum(&self) -> u32 {
+        self.tx
+            .iter()
+            .filter(|t| t.state == PathState::Active && t.cc.congested())
             .fold(0u32, |a, t| a.saturating_add(t.cc.pwnd))
     }
 

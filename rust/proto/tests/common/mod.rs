@@ -200,8 +200,8 @@ pub struct Net {
     pub app_a: TestApp,
     pub app_b: TestApp,
     pub now: u64,
-    /// (deliver_at, seq, to_b, bytes, path)
-    pub q: BTreeMap<(u64, u64), (bool, Vec<u8>)>,
+    /// (deliver_at, seq) -> (to_b, bytes, CE-marked on its route)
+    pub q: BTreeMap<(u64, u64), (bool, Vec<u8>, bool)>,
     pub seq: u64,
     pub rng: Rng,
     pub loss: f64,
@@ -209,6 +209,11 @@ pub struct Net {
     pub path_delay: [u64; 8],
     pub path_busy: [[u64; 8]; 2],
     pub ce_prob: f64,
+    /// Paths (bit `p`: path `p`) whose data packets from `a` all arrive CE-marked: a
+    /// congested, ECN-marking queue on their route.
+    pub marked_paths: u8,
+    /// Data packets `a` sent per path (retransmissions included).
+    pub data_on: [u64; 8],
     pub lost_psns: Vec<(u8, u32)>,
     /// (stream, msn, offset) of every data packet the network dropped.
     pub lost_data: Vec<(u16, u32, u32)>,
@@ -308,6 +313,8 @@ impl Net {
             path_delay,
             path_busy: [[0; 8]; 2],
             ce_prob: 0.0,
+            marked_paths: 0,
+            data_on: [0; 8],
             lost_psns: Vec::new(),
             lost_data: Vec::new(),
             lose_acks: true,
@@ -353,6 +360,10 @@ impl Net {
                 self.retx.push((t.path, psn, stream, msn, offset));
             }
             let is_data = matches!(t.kind, TxKind::Data { .. });
+            if from_a && is_data {
+                self.data_on[p] += 1;
+            }
+            let marked = from_a && is_data && self.marked_paths & (1 << p) != 0;
             let on_dead = self
                 .dead_spine
                 .is_some_and(|(n, dead)| spine_of(from_a, t.src_port, n) == dead);
@@ -387,10 +398,12 @@ impl Net {
             };
             let bytes = buf[..t.len].to_vec();
             self.seq += 1;
-            self.q.insert((at, self.seq), (from_a, bytes.clone()));
+            self.q
+                .insert((at, self.seq), (from_a, bytes.clone(), marked));
             if self.rng.chance(self.dup) {
                 self.seq += 1;
-                self.q.insert((at + 50_000, self.seq), (from_a, bytes));
+                self.q
+                    .insert((at + 50_000, self.seq), (from_a, bytes, marked));
             }
         }
     }
@@ -412,7 +425,7 @@ impl Net {
             let now = Instant(self.now);
             if let Some(((at, s), _)) = self.q.iter().next().map(|(k, v)| (*k, v.clone())) {
                 if at <= self.now {
-                    let (to_b, bytes) = self.q.remove(&(at, s)).unwrap();
+                    let (to_b, bytes, marked) = self.q.remove(&(at, s)).unwrap();
                     if let Some(f) = self.forger.as_mut() {
                         for fake in f(to_b, &bytes) {
                             self.forged += 1;
@@ -427,7 +440,7 @@ impl Net {
                             }
                         }
                     }
-                    let ce = self.rng.chance(self.ce_prob);
+                    let ce = marked || self.rng.chance(self.ce_prob);
                     let r = if to_b {
                         self.b.handle_packet(now, &bytes, ce, &mut self.app_b)
                     } else {
