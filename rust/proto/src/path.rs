@@ -26,6 +26,25 @@ pub enum PathState {
     Probing = 2,
 }
 
+/// Where a path stands in its tail-loss probe (RFC 8985 section 7;
+/// Documentation/transport.rst, "Tail-loss probe"): what its deadline
+/// ([`PathTx::rto_at`]) means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Tlp {
+    /// None fired since the path's last answer: the deadline is a probe timeout (once
+    /// the path has an RTT sample).
+    #[default]
+    Idle = 0,
+    /// Fired with older packets left in flight, the marker following them: the deadline
+    /// is a probe timeout for the marker's answer; past it the older packets are
+    /// presumed lost with the path and resent on others (then [`Tlp::Fired`]).
+    Marker = 1,
+    /// Fired (and nothing left in flight, or the marker overdue): the deadline is the
+    /// RTO, whose expiry is a path timeout.
+    Fired = 2,
+}
+
 /// Sender half of a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathTx {
@@ -37,9 +56,8 @@ pub struct PathTx {
     pub backoff: u8,
     /// Whether a probe should be sent now.
     pub probe_due: bool,
-    /// A tail-loss probe fired since the path's last answer (RFC 8985 section 7): its
-    /// deadline is the RTO now, and only that expiring is a timeout.
-    pub tlp: bool,
+    /// The tail-loss probe since the path's last answer, if any.
+    pub tlp: Tlp,
     /// Current UDP source port.
     pub src_port: u16,
     /// Times this path was moved to a new source port.
@@ -179,7 +197,7 @@ impl PathTx {
         timeouts: 0,
         backoff: 0,
         probe_due: false,
-        tlp: false,
+        tlp: Tlp::Idle,
         src_port: 0,
         moves: 0,
         retx: 0,

@@ -284,3 +284,33 @@ fn a_round_trip_step_without_loss_times_no_path_out() {
         assert_eq!(n.a.stats().timeouts, 0, "{paths} paths: {:?}", n.a.stats());
     }
 }
+
+#[test]
+fn a_dead_path_costs_round_trips_not_its_rto() {
+    // With the kernel's 4 ms RTO floor, one of 8 paths goes dead under a 64 KiB
+    // message. Its probe timeout fires a tail-loss probe; the marker goes unanswered
+    // for another, and everything the path still held is resent on the others: the
+    // message completes in a few round trips (about 10 µs each here), not the RTO.
+    for seed in [3u64, 5, 9] {
+        let mut n = kernel_net(seed, 8);
+        for _ in 0..32 {
+            rpc(&mut n, 64 * 1024);
+        }
+        let warm = rpc(&mut n, 64 * 1024);
+        n.blackhole = Some((2, n.a.path(2).unwrap().src_port));
+        let dead = rpc(&mut n, 64 * 1024);
+        println!("seed {seed}: 64 KiB message {warm} ns, with a dead path {dead} ns");
+        assert!(dead < 300_000, "seed {seed}: {dead} ns with a dead path");
+        // Resent elsewhere, not timed out: the path keeps its state until its RTO.
+        assert_eq!(n.a.stats().timeouts, 0, "seed {seed}: {:?}", n.a.stats());
+        assert!(losses(&n, LossCause::Timeout) > 0, "seed {seed}");
+        // Later messages avoid it, and the RTO then moves it.
+        for _ in 0..8 {
+            rpc(&mut n, 64 * 1024);
+        }
+        let t0 = n.now;
+        assert!(n.run(t0 + 100_000_000));
+        assert!(n.a.stats().timeouts > 0, "seed {seed}: {:?}", n.a.stats());
+        assert!(n.app_a.errors.is_empty(), "{:?}", n.app_a.errors);
+    }
+}

@@ -3,7 +3,7 @@
 //! RTT, the rate-hint trim and the path's congestion window; and the receiver's side,
 //! [`Connection::send_ack`], which also carries a pending NAK or RNR report.
 
-use super::super::path::PathState;
+use super::super::path::{PathState, Tlp};
 use super::super::sack::{seq_lt, SACK_BITS};
 use super::super::time::Instant;
 use super::super::wire::{AckHeader, DropReason, AF_INV, AF_MSG, AF_NAK, AF_RNR};
@@ -272,7 +272,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 t.backoff = 0;
                 // A tail-loss probe is answered too, or no longer needed (what the path
                 // still has in flight is the next probe timeout's business).
-                t.tlp = false;
+                t.tlp = Tlp::Idle;
                 if t.state == PathState::Active {
                     t.probe_due = false;
                     self.probing &= !(1u64 << (p % 64));

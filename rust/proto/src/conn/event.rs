@@ -12,12 +12,14 @@ use super::super::path::PathState;
 pub enum LossCause {
     /// An ACK's SACK bitmap reported a later PSN of the same path received.
     SackGap = 0,
-    /// The path's retransmission timer expired with the packet in flight.
+    /// The path's retransmission timer expired with the packet in flight, or its
+    /// tail-loss probe's marker went a probe timeout unanswered (the path is presumed
+    /// failing; Documentation/transport.rst, "Tail-loss probe").
     Timeout = 1,
-    /// A tail-loss probe: the path's probe timeout (PTO, about two round trips) passed
-    /// without an answer and this was the newest packet in flight on it; it is sent
-    /// again on the same path, where its acknowledgement reveals any earlier loss
-    /// (Documentation/transport.rst, "Tail-loss probe").
+    /// A tail-loss probe: the path's probe timeout (PTO, about 1¼ round trips) passed
+    /// without an answer and this was the newest packet in flight on it; it is resent
+    /// on the fastest other path with room, and a marker follows the older packets on
+    /// this one (Documentation/transport.rst, "Tail-loss probe").
     TailProbe = 2,
 }
 

@@ -4,7 +4,7 @@
 //! [`Connection::poll_timeout`], [`Connection::handle_timeout`], the tail-loss probe,
 //! and the path timeout that moves a path to probing, then to a new source port.
 
-use super::super::path::{PathState, PathTx};
+use super::super::path::{PathState, PathTx, Tlp};
 use super::super::time::Instant;
 use super::{charge, port_for, App, ConnError, ConnState, Connection, Event, LossCause, MAX_PATHS};
 
@@ -136,6 +136,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
             if Self::pto_armed(t) && t.inflight > 0 {
                 self.tail_probe(now, p, app);
+            } else if t.tlp == Tlp::Marker && t.state == PathState::Active {
+                self.marker_overdue(now, p, app);
             } else {
                 self.path_timeout(p, app);
             }
@@ -147,7 +149,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// round trip) and no tail-loss probe has fired since its last answer. Otherwise
     /// it is its RTO.
     pub(super) fn pto_armed(t: &PathTx) -> bool {
-        t.state == PathState::Active && !t.tlp && t.srtt != 0
+        t.state == PathState::Active && t.tlp == Tlp::Idle && t.srtt != 0
     }
 
     /// How long from now path `t`'s deadline lies when it is (re)armed: its probe
@@ -167,10 +169,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if !Self::pto_armed(t) {
             return rto;
         }
+        self.pto(t).min(rto)
+    }
+
+    /// Path `t`'s probe timeout, uncapped (see [`Self::path_deadline`]).
+    fn pto(&self, t: &PathTx) -> u64 {
         let srtt = u64::from(t.srtt);
-        let pto = (srtt + 4 * u64::from(t.rttvar)).max(srtt + srtt / 4)
-            + u64::from(self.cfg.ack_delay_ns);
-        pto.min(rto)
+        (srtt + 4 * u64::from(t.rttvar)).max(srtt + srtt / 4) + u64::from(self.cfg.ack_delay_ns)
     }
 
     /// Path `p`'s probe timeout expired with data in flight and no answer: a tail-loss
@@ -182,9 +187,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// A lost tail costs about a PTO and a round trip instead of an RTO, and the path
     /// stays active: a single random loss neither abandons nor moves a path (two, the
     /// tail and then the marker or its answer, time it out). The marker is due its
-    /// answer within the RTO; that expiring is a path timeout.
+    /// answer within a probe timeout ([`Self::marker_overdue`]), and the path within
+    /// the RTO; that expiring is a path timeout.
     fn tail_probe<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
         let rto = self.tx.get(p).map_or(0, |t| self.rto(t));
+        let pto = self.tx.get(p).map_or(0, |t| self.pto(t));
         let base = self.tx.get(p).map_or(0, |t| t.base_psn);
         // The newest record in flight on the path: the greatest PSN above the floor.
         let mut newest: Option<(usize, u64, u16)> = None;
@@ -202,7 +209,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
         }
         let Some(t) = self.tx.get_mut(p) else { return };
-        t.tlp = true;
+        t.tlp = Tlp::Fired;
         t.rto_at = Instant::NEVER;
         let Some((w, bit, d)) = newest else { return };
         let i = bit.trailing_zeros() as usize;
@@ -214,12 +221,19 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         t.inflight = t.inflight.saturating_sub(len);
         if t.inflight > 0 {
             // Older packets remain: a probe follows them on the path, which carries
-            // no new data until it is answered, and is due its answer within the RTO
-            // (else the path times out: not sooner, since a probe timeout may have
-            // fired only because the round trip grew). With nothing else in flight
-            // the path has no deadline: its next packet's answer, or its lack, tells.
+            // no new data until it is answered. Its answer is due within a probe
+            // timeout, or the older packets are resent elsewhere; the path itself is
+            // due an answer within the RTO (else it times out: not sooner, since a
+            // probe timeout may have fired only because the round trip grew). With
+            // nothing else in flight the path has no deadline: its next packet's
+            // answer, or its lack, tells.
             t.probe_due = true;
-            t.rto_at = now.add_nanos(rto);
+            if pto < rto {
+                t.tlp = Tlp::Marker;
+                t.rto_at = now.add_nanos(pto);
+            } else {
+                t.rto_at = now.add_nanos(rto);
+            }
             self.probing |= 1u64 << (p % 64);
         }
         self.flight.inflight = self.flight.inflight.saturating_sub(len);
@@ -234,6 +248,25 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             psn: base.wrapping_add(u32::from(d)),
             cause: LossCause::TailProbe,
         });
+    }
+
+    /// Path `p`'s tail-loss probe marker went a probe timeout without an answer, and
+    /// nothing else of the path was answered since the probe fired: the path is
+    /// presumed failing (a dead spine or link: REPS and UEC move traffic off such a
+    /// path within a few round trips, not an RTO floor later). Everything still in
+    /// flight on it is resent on the other paths ([`Event::Lost`], cause
+    /// [`LossCause::Timeout`]), and the path stays held, still waiting for the
+    /// marker's answer; it times out only when its RTO, counted from the probe, expires.
+    /// If the round trip merely grew, this costs the path's window in duplicates and
+    /// nothing else: the path keeps its state, window and port.
+    fn marker_overdue<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
+        let Some(t) = self.tx.get(p) else { return };
+        let rest = self.rto(t).saturating_sub(self.pto(t));
+        self.abandon_path(p, app);
+        if let Some(t) = self.tx.get_mut(p) {
+            t.tlp = Tlp::Fired;
+            t.rto_at = now.add_nanos(rest);
+        }
     }
 
     /// The local ACK timer expired: one retry (IBTA 9.7.6.1.3), counted once per
@@ -316,7 +349,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 PathState::Unused => {}
             }
             t.probe_due = true;
-            t.tlp = false;
+            t.tlp = Tlp::Idle;
             t.rto_at = Instant::NEVER;
             if t.state != from || t.src_port != old_port {
                 app.event(Event::PathState {
