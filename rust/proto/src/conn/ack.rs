@@ -178,8 +178,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 let Some(k) = self.flight.pool.get_mut(w * 64 + i) else {
                     continue;
                 };
-                let d16 = k.psn.wrapping_sub(base as u16);
-                let psn = base.wrapping_add(u32::from(d16));
+                let psn = k.full_psn(base);
                 let off = psn.wrapping_sub(a.cum);
                 let acked =
                     seq_lt(psn, a.cum) || ((1..=SACK_BITS).contains(&off) && a.sack.get(off - 1));

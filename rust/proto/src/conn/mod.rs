@@ -146,6 +146,15 @@ impl Pkt {
     fn offset(&self) -> u32 {
         u32::from(self.off_lo) | u32::from(self.off_hi) << 16
     }
+    /// The packet's distance above its path's floor `base` (a record in flight lies
+    /// within the path's 256-PSN span from it).
+    fn psn_above(&self, base: u32) -> u16 {
+        self.psn.wrapping_sub(base as u16)
+    }
+    /// The packet's full PSN, rebuilt against its path's floor `base`.
+    fn full_psn(&self, base: u32) -> u32 {
+        base.wrapping_add(u32::from(self.psn_above(base)))
+    }
 }
 
 /// A MetaRoCE connection with up to `P` paths, `S` streams and `N` in-flight packet records

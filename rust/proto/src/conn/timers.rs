@@ -201,7 +201,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 let i = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 if let Some(k) = self.flight.pool.get(w * 64 + i) {
-                    let d = k.psn.wrapping_sub(base as u16);
+                    let d = k.psn_above(base);
                     if !matches!(newest, Some((_, _, nd)) if d < nd) {
                         newest = Some((w, 1u64 << i, d));
                     }
@@ -384,8 +384,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 bits &= bits - 1;
                 if let Some(k) = self.flight.pool.get(w * 64 + i) {
                     freed = freed.saturating_add(charge(k.len));
-                    // Rebuilt as `on_ack` does: within 2^16 above the path floor.
-                    let psn = base.wrapping_add(u32::from(k.psn.wrapping_sub(base as u16)));
+                    let psn = k.full_psn(base);
                     app.event(Event::Lost {
                         path: p as u8,
                         psn,
