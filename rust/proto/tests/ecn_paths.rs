@@ -11,11 +11,7 @@ use common::*;
 fn spread(seed: u64, marked: u8) -> [u64; 4] {
     let mut n = Net::new(seed, 4, 0.0);
     n.marked_paths = marked;
-    for s in 0..4 {
-        n.app_a.msgs[s] = vec![64 * 1024; 16];
-    }
-    assert!(n.run(10_000_000_000));
-    assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
+    n.bulk();
     let mut d = [0; 4];
     d.copy_from_slice(&n.data_on[..4]);
     d

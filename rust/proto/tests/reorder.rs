@@ -12,11 +12,7 @@ use metaroce_proto::sack::Sack;
 fn spurious(seed: u64, p: f64) -> (u32, u32) {
     let mut n = Net::new(seed, 8, 0.0);
     n.reorder = p;
-    for s in 0..4 {
-        n.app_a.msgs[s] = vec![64 * 1024; 16];
-    }
-    assert!(n.run(10_000_000_000));
-    assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
+    n.bulk();
     let s = n.a.stats();
     (s.retx, s.data_tx)
 }
