@@ -66,16 +66,38 @@ pub struct PathCc {
     pub alpha: u16,
     acked: u16,
     ce: u16,
-    /// End of the current ECN round (low 32 bits of ns; rounds are far shorter than 2 s).
+    /// End of the current ECN round (low 32 bits of ns), valid with [`ROUND`].
     round_end: u32,
-    /// End of the loss-decrease hold-off (low 32 bits of ns).
+    /// End of the loss-decrease hold-off (low 32 bits of ns), valid with [`HOLD`].
     last_loss: u32,
+    /// [`ROUND`], [`HOLD`], [`MARKED`].
+    flags: u8,
 }
 
-/// Whether wrapping 32-bit nanosecond stamp `now` has reached `t`.
+/// `round_end` is set: an ECN round is running.
+const ROUND: u8 = 1;
+/// `last_loss` is set: a loss decrease was made and its hold-off may be running.
+const HOLD: u8 = 2;
+/// A CE mark was acknowledged since the path (re)started: only then may `alpha`, which
+/// starts at 1 as DCTCP's does, couple the increase.
+const MARKED: u8 = 4;
+
+/// Whether a deadline `t` (low 32 bits of ns), armed at most `span_ns` ahead of its
+/// arming (`armed`: it was armed at all), is still in the future at `now`. A deadline
+/// more than 4 spans ahead is a stale one from before a wrap of the 32-bit clock (the
+/// path was idle for seconds), not a future one: it has passed. (A fresh controller has
+/// no deadline: with `now` the kernel's `ktime_get()`, a stamp 0 would lie up to 2^31 ns
+/// "ahead" of half of all start times.)
 #[inline]
-fn reached(now: u32, t: u32) -> bool {
-    (now.wrapping_sub(t) as i32) >= 0
+fn pending(armed: bool, now: u32, t: u32, span_ns: u64) -> bool {
+    let ahead = u64::from(t.wrapping_sub(now));
+    armed && ahead != 0 && ahead <= span(span_ns).saturating_mul(4)
+}
+
+/// A round or hold-off length: the round trip, within [1 ns, 2^30 ns].
+#[inline]
+fn span(rtt_ns: u64) -> u64 {
+    rtt_ns.clamp(1, 1 << 30)
 }
 
 impl PathCc {
@@ -105,7 +127,14 @@ impl PathCc {
     ) {
         self.acked = self.acked.saturating_add(pkts);
         self.ce = self.ce.saturating_add(ce.min(pkts));
-        if reached(now.wire_stamp(), self.round_end) {
+        if ce > 0 {
+            self.flags |= MARKED;
+        }
+        let stamp = now.wire_stamp();
+        if !pending(self.flags & HOLD != 0, stamp, self.last_loss, rtt_ns) {
+            self.flags &= !HOLD;
+        }
+        if !pending(self.flags & ROUND != 0, stamp, self.round_end, rtt_ns) {
             if self.acked > 0 {
                 let f = (u32::from(self.ce) * 1024) / u32::from(self.acked);
                 let a = u32::from(self.alpha);
@@ -119,9 +148,8 @@ impl PathCc {
             }
             self.acked = 0;
             self.ce = 0;
-            self.round_end = now
-                .wire_stamp()
-                .wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
+            self.round_end = stamp.wrapping_add(span(rtt_ns) as u32);
+            self.flags |= ROUND;
         }
         if ce == 0 && bytes > 0 {
             let w = if self.congested() {
@@ -138,19 +166,20 @@ impl PathCc {
         }
     }
 
-    /// Whether the path sees congestion (ECN marks): its increase is then coupled.
+    /// Whether the path sees congestion (ECN marks since it (re)started, and `alpha` at
+    /// least 1/16): its increase is then coupled.
     pub fn congested(&self) -> bool {
-        self.alpha >= COUPLE_ALPHA
+        self.flags & MARKED != 0 && self.alpha >= COUPLE_ALPHA
     }
 
     /// A loss was detected at `now`.
     pub fn on_loss(&mut self, cfg: &CcConfig, now: Instant, rtt_ns: u64) {
-        if reached(now.wire_stamp(), self.last_loss) {
+        let stamp = now.wire_stamp();
+        if !pending(self.flags & HOLD != 0, stamp, self.last_loss, rtt_ns) {
             let w = (u64::from(self.pwnd) * u64::from(cfg.loss_keep)) / 1024;
             self.pwnd = (w.min(u64::from(u32::MAX)) as u32).max(cfg.min_pwnd);
-            self.last_loss = now
-                .wire_stamp()
-                .wrapping_add(rtt_ns.clamp(1, 1 << 30) as u32);
+            self.last_loss = stamp.wrapping_add(span(rtt_ns) as u32);
+            self.flags |= HOLD;
         }
     }
 
@@ -169,6 +198,7 @@ impl PathCc {
         ce: 0,
         round_end: 0,
         last_loss: 0,
+        flags: 0,
     };
 }
 
@@ -191,7 +221,8 @@ mod tests {
         cc.pwnd = pwnd;
         cc.alpha = alpha;
         // Mid-round: no alpha update before the increase.
-        cc.round_end = 1_000_000;
+        cc.round_end = 20_000;
+        cc.flags = ROUND | MARKED;
         cc.on_ack(&cfg, Instant(1), RTT, bytes, 1, 0, w);
         cc.pwnd
     }
@@ -212,5 +243,58 @@ mod tests {
         assert_eq!(grown(COUPLE_ALPHA, 16384, 4096, 8 * 16384), 16384 + 128);
         // A sum below the path's own window (a stale or zero sum) never speeds it up.
         assert_eq!(grown(1024, 16384, 4096, 0), 16384 + 1024);
+    }
+
+    /// Window after `n` fully CE-marked one-packet ACKs 1 µs apart from `start` ns.
+    fn after_marks(cc: &mut PathCc, start: u64, n: u64) -> u32 {
+        let cfg = CcConfig::DEFAULT;
+        for k in 0..n {
+            cc.on_ack(&cfg, Instant(start + k * 1_000), RTT, 4096, 1, 1, 0);
+        }
+        cc.pwnd
+    }
+
+    #[test]
+    fn a_fresh_path_reacts_whatever_the_clock_reads() {
+        // The kernel's clock is ktime_get(): its low 32 bits are anything. Before, a
+        // fresh path whose clock read 2^31 ns or more ignored ECN and loss for up to
+        // 2.1 s (its deadlines started at stamp 0, "in the future").
+        let cfg = CcConfig::DEFAULT;
+        for start in [1_000_000u64, 0x8000_0000 + 1_000_000, 0xffff_ff00, 5 << 32] {
+            let mut cc = PathCc::new(&cfg);
+            assert_eq!(after_marks(&mut cc, start, 100), cfg.min_pwnd, "{start:#x}");
+            let mut cc = PathCc::new(&cfg);
+            cc.pwnd = 1 << 19;
+            cc.on_loss(&cfg, Instant(start), RTT);
+            assert_eq!(cc.pwnd, 3 << 17, "{start:#x}");
+            // One decrease per round trip.
+            cc.on_loss(&cfg, Instant(start + 1_000), RTT);
+            assert_eq!(cc.pwnd, 3 << 17, "{start:#x}");
+        }
+    }
+
+    #[test]
+    fn a_path_idle_across_a_clock_wrap_still_reacts() {
+        // A round armed, then 3.5 s of silence: its 32-bit end now reads 0.8 s ahead.
+        let cfg = CcConfig::DEFAULT;
+        let mut cc = PathCc::new(&cfg);
+        after_marks(&mut cc, 1_000, 1);
+        cc.pwnd = 1 << 19;
+        let w = after_marks(&mut cc, 3_500_000_000, 30);
+        assert!(w < 1 << 18, "{w}");
+    }
+
+    #[test]
+    fn a_fresh_path_is_coupled_only_once_marked() {
+        // alpha starts at 1, as DCTCP's: without a mark that is no sign of congestion.
+        let cfg = CcConfig::DEFAULT;
+        let mut cc = PathCc::new(&cfg);
+        assert!(!cc.congested());
+        cc.on_ack(&cfg, Instant(1_000), RTT, 4096, 1, 0, 0);
+        assert!(!cc.congested());
+        cc.on_ack(&cfg, Instant(2_000), RTT, 4096, 1, 1, 0);
+        assert!(cc.congested());
+        cc.reset(&cfg);
+        assert!(!cc.congested());
     }
 }

@@ -95,3 +95,22 @@ fn pool_size_bounds_packets_in_flight() {
     }
     assert_eq!(sent, 3);
 }
+
+#[test]
+fn a_zero_window_configuration_still_moves_data() {
+    // `CcConfig` windows of 0 bytes (min, initial or max): an empty path always has
+    // room for one packet, so the transfer completes instead of hanging with no timer.
+    for (min, init, max) in [(0, 0, 1 << 20), (4096, 16384, 0), (0, 0, 0)] {
+        let mut n = Net::new(3, 8, 0.0);
+        let (mut ca, mut cb) = (config(1, 2, 8), config(2, 1, 8));
+        for c in [&mut ca, &mut cb] {
+            c.cc.min_pwnd = min;
+            c.cc.init_pwnd = init;
+            c.cc.max_pwnd = max;
+        }
+        n.a = metaroce_proto::conn::Connection::new(ca);
+        n.b = metaroce_proto::conn::Connection::new(cb);
+        n.bulk();
+        assert!(n.done(), "({min}, {init}, {max})");
+    }
+}

@@ -112,7 +112,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// Whether path `p` may carry another data packet now: active, within its SACK
     /// span, below its window in bytes (the packet may overshoot it by less than its
     /// own size: a path whose coupled window is under two packets still carries one
-    /// whole packet more, as TCP's `in_flight < cwnd` test does), and not holding back
+    /// whole packet more, as TCP's `in_flight < cwnd` test does; an empty path always
+    /// has room, whatever its configured window), and not holding back
     /// for a tail-loss probe's answer (`probing`).
     fn has_room(&self, p: usize) -> bool {
         let Some(t) = self.tx.get(p) else {
@@ -121,7 +122,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         t.state == PathState::Active
             && t.span_ok()
             && self.probing & (1u64 << (p % 64)) == 0
-            && t.inflight < t.cc.pwnd
+            && (t.inflight == 0 || t.inflight < t.cc.pwnd)
     }
 
     /// The path for a new data packet: round robin over the paths with room.

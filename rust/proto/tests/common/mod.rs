@@ -474,7 +474,11 @@ impl Net {
             self.app_a.msgs[s] = vec![64 * 1024; 16];
         }
         assert!(self.run(10_000_000_000));
-        assert!(self.app_b.violations.is_empty(), "{:?}", self.app_b.violations);
+        assert!(
+            self.app_b.violations.is_empty(),
+            "{:?}",
+            self.app_b.violations
+        );
     }
 
     pub fn done(&self) -> bool {
