@@ -95,10 +95,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // sample from it.
         let report = a.flags & (AF_RNR | AF_NAK) != 0;
         let mut marker = false;
-        let mut first_sample = false;
         if let Some(t) = self.tx.get_mut(p) {
             if sample < 1 << 31 && sample > 0 && !report {
-                first_sample = t.srtt == 0;
                 t.rtt_sample(sample);
                 rtt_ok = true;
             }
@@ -133,9 +131,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         }
         if rtt_ok && (self.min_rtt == 0 || sample < self.min_rtt) {
             self.min_rtt = sample;
-        }
-        if first_sample {
-            self.borrow_rto(now);
         }
         if a.flags & AF_NAK != 0 {
             let e = if a.flags & AF_INV != 0 {

@@ -178,27 +178,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         (srtt + 4 * u64::from(t.rttvar)).max(srtt + srtt / 4) + u64::from(self.cfg.ack_delay_ns)
     }
 
-    /// A path just got its first RTT sample: every other path still without one, with
-    /// packets in flight, had its RTO armed at the initial value (`init_rto_ns`, 20 ms
-    /// in the kernel) and now borrows the sampled paths' (`rto`): its deadline is
-    /// brought forward to at most that from now. A path dead from the connection's
-    /// start so times out about an RTO after the first answer on another path, not
-    /// the initial RTO after its first packet.
-    pub(super) fn borrow_rto(&mut self, now: Instant) {
-        for q in 0..usize::from(self.cfg.paths).min(P) {
-            let Some(t) = self.tx.get(q) else { continue };
-            if t.state != PathState::Active || t.srtt != 0 || t.inflight == 0 {
-                continue;
-            }
-            let at = now.add_nanos(self.rto(t));
-            if let Some(t) = self.tx.get_mut(q) {
-                if t.rto_at > at {
-                    t.rto_at = at;
-                }
-            }
-        }
-    }
-
     /// Path `p`'s probe timeout expired with data in flight and no answer: a tail-loss
     /// probe (RFC 8985 section 7.3; Documentation/transport.rst, "Tail-loss probe").
     /// The newest packet in flight on the path goes back to the retransmission queue
