@@ -112,8 +112,8 @@ impl PathCc {
 
     /// `bytes` newly acknowledged, `pkts` of them with `ce` marked, at `now` with round
     /// trip estimate `rtt_ns`; `coupled`: the sum of the windows the additive increase
-    /// is shared by (the connection's active paths, this one included; at most this
-    /// window: uncoupled).
+    /// is shared by while this path is [`PathCc::congested`] (the connection's congested
+    /// Active paths; a sum below this window leaves the increase uncoupled).
     #[allow(clippy::too_many_arguments)]
     pub fn on_ack(
         &mut self,

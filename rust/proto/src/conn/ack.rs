@@ -253,7 +253,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             self.timers.set(Timer::RnrRetry, wait);
         }
         let mut rearm = false;
-        // The additive increase is the connection's, shared by its paths.
+        // A congested path shares its additive increase with the connection's other
+        // congested paths (cc.rs).
         let coupled = self.coupled_sum();
         if let Some(t) = self.tx.get_mut(p) {
             t.inflight = t.inflight.saturating_sub(freed);
