@@ -45,6 +45,74 @@ pub enum Tlp {
     Fired = 2,
 }
 
+/// A path's reordering state (RFC 8985's reordering window; Documentation/
+/// transport.rst, "Reordering hold"): whether its deadline ([`PathTx::rto_at`]) is a
+/// reordering hold, which generation of overtaken packets the hold is for, whether the
+/// connection was seen to reorder, and how wide its reordering window is (the last two
+/// are the connection's, kept alike in every path). One byte, in [`PathTx`]'s padding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reorder(u8);
+
+impl Reorder {
+    const HOLD: u8 = 1;
+    const GEN: u8 = 2;
+    const SEEN: u8 = 4;
+    const WIDE_SHIFT: u8 = 3;
+    const WIDE: u8 = 3 << Self::WIDE_SHIFT;
+
+    /// No hold, generation 0, no reordering seen.
+    pub const NONE: Reorder = Reorder(0);
+
+    /// Whether the path's deadline is a reordering hold: when it expires, the overtaken
+    /// packets of generation [`Reorder::gen`] still outstanding are lost.
+    pub fn hold(self) -> bool {
+        self.0 & Self::HOLD != 0
+    }
+    /// The generation the running hold is for (packets overtaken while it runs are
+    /// marked with the other one, and wait for the next hold).
+    pub fn gen(self) -> bool {
+        self.0 & Self::GEN != 0
+    }
+    /// Whether a packet of the connection was overtaken on its path and still arrived:
+    /// from then on losses are found by time (the hold) and not by count (three later
+    /// packets of the path acknowledged).
+    pub fn seen(self) -> bool {
+        self.0 & Self::SEEN != 0
+    }
+    /// The reordering window's round-trip part, in quarters of the path's smoothed
+    /// round trip: 2 to 4.
+    pub fn quarters(self) -> u8 {
+        ((self.0 & Self::WIDE) >> Self::WIDE_SHIFT) + 2
+    }
+    /// Widens the reordering window by a quarter of the round trip, up to a whole one
+    /// (it never narrows again).
+    pub fn widen(&mut self) {
+        if self.quarters() < 4 {
+            self.0 += 1 << Self::WIDE_SHIFT;
+        }
+    }
+    /// Arms (`true`) or ends the hold.
+    pub fn set_hold(&mut self, on: bool) {
+        self.set(Self::HOLD, on);
+    }
+    /// Ends the hold and moves on to the next generation.
+    pub fn next_gen(&mut self) {
+        self.0 ^= Self::GEN;
+        self.0 &= !Self::HOLD;
+    }
+    /// Records that the connection reorders.
+    pub fn set_seen(&mut self) {
+        self.0 |= Self::SEEN;
+    }
+    fn set(&mut self, bit: u8, on: bool) {
+        if on {
+            self.0 |= bit;
+        } else {
+            self.0 &= !bit;
+        }
+    }
+}
+
 /// Sender half of a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathTx {
@@ -58,6 +126,8 @@ pub struct PathTx {
     pub probe_due: bool,
     /// The tail-loss probe since the path's last answer, if any.
     pub tlp: Tlp,
+    /// Reordering state (a hold in [`PathTx::rto_at`], reordering seen).
+    pub reo: Reorder,
     /// Current UDP source port.
     pub src_port: u16,
     /// Times this path was moved to a new source port.
@@ -77,7 +147,8 @@ pub struct PathTx {
     /// Stamp of the first probe sent since the path went Probing or moved (0: none
     /// yet); an ACK echoing it or a later stamp validates the path.
     pub probe_stamp: u32,
-    /// Retransmission / probe deadline ([`Instant::NEVER`] if none).
+    /// The path's deadline ([`Instant::NEVER`] if none): a reordering hold
+    /// ([`PathTx::reo`]), else a probe timeout or the RTO ([`PathTx::tlp`]).
     pub rto_at: Instant,
     /// Congestion state.
     pub cc: PathCc,
@@ -198,6 +269,7 @@ impl PathTx {
         backoff: 0,
         probe_due: false,
         tlp: Tlp::Idle,
+        reo: Reorder::NONE,
         src_port: 0,
         moves: 0,
         retx: 0,
@@ -232,5 +304,38 @@ impl PathRx {
 impl Default for PathRx {
     fn default() -> Self {
         Self::EMPTY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reorder;
+
+    #[test]
+    fn reorder_window_widens_from_half_to_a_whole_round_trip() {
+        let mut r = Reorder::NONE;
+        assert_eq!(r.quarters(), 2);
+        r.widen();
+        assert_eq!(r.quarters(), 3);
+        r.widen();
+        r.widen();
+        r.widen();
+        assert_eq!(r.quarters(), 4);
+        assert!(!r.hold() && !r.seen() && !r.gen());
+    }
+
+    #[test]
+    fn a_hold_ends_in_the_next_generation_and_keeps_the_rest() {
+        let mut r = Reorder::NONE;
+        r.set_seen();
+        r.widen();
+        r.set_hold(true);
+        assert!(r.hold() && !r.gen());
+        r.next_gen();
+        assert!(!r.hold() && r.gen() && r.seen());
+        assert_eq!(r.quarters(), 3);
+        r.set_hold(true);
+        r.next_gen();
+        assert!(!r.hold() && !r.gen());
     }
 }

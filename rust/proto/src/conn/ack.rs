@@ -18,14 +18,16 @@ use super::{
 /// Packets of one path arrive in order unless something in the path reorders them
 /// (adaptive routing, a LAG, a NIC's queues, a software switch): a packet overtaken by
 /// one or two is taken for reordered, not lost. A loss too near its path's tail to be
-/// overtaken three times is the tail-loss probe's ([`super::timers`]).
+/// overtaken three times is the tail-loss probe's ([`super::timers`]). The rule holds
+/// only until the connection is seen to reorder; from then on an overtaken packet is
+/// lost when it is still missing a reordering window later ([`super::reorder`]).
 ///
 /// Measured (rust/proto/tests/reorder.rs, gray_spine.rs): with netem-style reordering
 /// (a packet overtakes everything in flight on its path), 1 / 5 / 25 % of packets
 /// reordered cost 3.3 / 16 / 69 % retransmissions with a threshold of 1 and 0 / 0-0.1
-/// / 13-20 % with 3; a threshold of half the path's packets in flight gave 4-7 % at
-/// 25 % but found real losses so late that 5 % loss on a spine cost 15 % of the
-/// transfer's speed (3: 7-8 %).
+/// / 13-20 % with 3 (with the reordering hold: 0 / 0-0.02 / 0-0.1 %); a threshold of
+/// half the path's packets in flight gave 4-7 % at 25 % but found real losses so late
+/// that 5 % loss on a spine cost 15 % of the transfer's speed (3: 7-8 %).
 const DUP_THRESH: u32 = 3;
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
@@ -58,11 +60,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if a.flags & (AF_RNR | AF_NAK) != 0 && !in_range(a.rnr_psn) {
             return Err(DropReason::AckOutOfRange);
         }
-        let highest = a
+        // The highest PSN the ACK reports received: a packet before it is overtaken.
+        let top = a
             .sack
             .highest()
             .map(|h| a.cum.wrapping_add(1).wrapping_add(h));
-        if let Some(hp) = highest {
+        if let Some(hp) = top {
             if !seq_lt(hp, next) {
                 return Err(DropReason::AckOutOfRange);
             }
@@ -147,15 +150,32 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             return Ok(RxEvent::Ack);
         }
         let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
-        // The PSN below which unresolved packets of the path are lost: the one with
-        // `DUP_THRESH` SACKed PSNs from it on (reordering room), or one refused with RNR
-        // (refused, but it arrived; otherwise a packet lost during an RNR wait, with
-        // nothing after it on its path accepted, waited for the path's RTO, which the
-        // other packets' refusals keep restarting).
+        let reo = self.tx.get(p).map(|t| t.reo).unwrap_or_default();
+        // The PSN below which unresolved packets of the path are lost now: on a path
+        // not seen to reorder, the one with `DUP_THRESH` SACKed PSNs from it on
+        // (reordering room; on one that reorders, overtaken packets wait for a
+        // reordering hold instead: reorder.rs), or one refused with RNR (refused, but
+        // it arrived; otherwise a packet lost during an RNR wait, with nothing after it
+        // on its path accepted, waited for the path's RTO, which the other packets'
+        // refusals keep restarting).
         let highest = a
             .sack
             .nth_highest(DUP_THRESH)
+            .filter(|_| !reo.seen())
             .map(|h| a.cum.wrapping_add(1).wrapping_add(h));
+        // Packets overtaken by this ACK are marked with the generation of the next
+        // hold to start: the running one's if none runs, else the one after it.
+        let mark_gen = reo.gen() ^ reo.hold();
+        let mut overtaken = false;
+        let mut reordered = false;
+        // A packet of the running hold's generation, overtaken before the hold began,
+        // arriving in its second half: the window is too narrow for this path.
+        let late = reo.hold()
+            && self
+                .tx
+                .get(p)
+                .is_some_and(|t| t.rto_at.0.saturating_sub(now.0) < self.reo_wnd(t) / 2);
+        let mut widen = false;
         let highest = match (highest, rnr_psn) {
             (Some(h), Some(r)) if seq_lt(h, r) => Some(r),
             (None, r) => r,
@@ -182,6 +202,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 let off = psn.wrapping_sub(a.cum);
                 let acked =
                     seq_lt(psn, a.cum) || ((1..=SACK_BITS).contains(&off) && a.sack.get(off - 1));
+                // Overtaken before, acknowledged now: the path reorders.
+                reordered |= acked && k.overtaken().is_some();
+                widen |= acked && late && k.overtaken() == Some(reo.gen());
                 let outcome = if rnr_psn == Some(psn) && !acked {
                     k.bump_rnr();
                     if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
@@ -194,6 +217,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 } else if highest.map(|h| seq_lt(psn, h)).unwrap_or(false) {
                     1
                 } else {
+                    if k.overtaken().is_none() && top.is_some_and(|t| seq_lt(psn, t)) {
+                        k.set_overtaken(mark_gen);
+                        overtaken = true;
+                    }
                     min_psn = Some(match min_psn {
                         Some(m) if seq_lt(m, psn) => m,
                         _ => psn,
@@ -279,11 +306,24 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 }
             }
             if t.inflight == 0 {
+                t.reo.set_hold(false);
                 if t.state == PathState::Active {
                     t.rto_at = Instant::NEVER;
                 }
-            } else {
+            } else if !t.reo.hold() {
                 rearm = (answered && !was_pto) || t.rto_at == Instant::NEVER;
+            }
+        }
+        if reordered {
+            // Reordering is seldom a single route's: a NIC's queues, a host's software
+            // switch or netem reorder them all. Every path holds from now on.
+            for t in self.tx.iter_mut() {
+                t.reo.set_seen();
+            }
+        }
+        if widen {
+            for t in self.tx.iter_mut() {
+                t.reo.widen();
             }
         }
         if rearm {
@@ -291,6 +331,19 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             let d = self.tx.get(p).map_or(0, |t| self.path_deadline(t));
             if let Some(t) = self.tx.get_mut(p) {
                 t.rto_at = now.add_nanos(d);
+            }
+        }
+        // A reordering hold for the packets just overtaken, unless one runs (they wait
+        // for the next); one that expired before this ACK came ends now.
+        if let Some(t) = self.tx.get(p).copied() {
+            if overtaken && t.inflight > 0 && !t.reo.hold() && Self::holds(&t) {
+                let at = now.add_nanos(self.reo_wnd(&t));
+                if let Some(t) = self.tx.get_mut(p) {
+                    t.reo.set_hold(true);
+                    t.rto_at = at;
+                }
+            } else if t.reo.hold() && t.rto_at <= now {
+                self.reorder_expired(now, p, app);
             }
         }
         // The peer answers: it acknowledged data in flight, refused some with RNR,

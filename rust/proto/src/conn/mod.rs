@@ -13,6 +13,7 @@ mod ack;
 mod app;
 mod config;
 mod event;
+mod reorder;
 mod rx;
 mod timers;
 mod tx;
@@ -118,6 +119,8 @@ pub struct Stats {
 /// rebuilt against the path floor / stream base (both within 256 / 128 of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Pkt {
+    /// Bits 0-5 path, bit 6 the reordering generation it was overtaken in, bit 7
+    /// overtaken (a later packet of its path acknowledged before it).
     path: u8,
     /// Bits 0-3 stream, bit 4 last packet of its message, bits 5-7 RNR refusals.
     meta: u8,
@@ -130,6 +133,18 @@ struct Pkt {
 }
 
 impl Pkt {
+    /// The path it is in flight on.
+    fn path(&self) -> u8 {
+        self.path & 0x3f
+    }
+    /// If a later packet of its path was acknowledged before it: the reordering
+    /// generation ([`super::path::Reorder::gen`]) it was overtaken in.
+    fn overtaken(&self) -> Option<bool> {
+        (self.path & 0x80 != 0).then_some(self.path & 0x40 != 0)
+    }
+    fn set_overtaken(&mut self, gen: bool) {
+        self.path = (self.path & 0x3f) | 0x80 | if gen { 0x40 } else { 0 };
+    }
     fn stream(&self) -> u8 {
         self.meta & 0x0f
     }

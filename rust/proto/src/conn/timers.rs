@@ -134,7 +134,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             if t.rto_at > now {
                 continue;
             }
-            if Self::pto_armed(t) && t.inflight > 0 {
+            if t.reo.hold() {
+                self.reorder_expired(now, p, app);
+            } else if Self::pto_armed(t) && t.inflight > 0 {
                 self.tail_probe(now, p, app);
             } else if t.tlp == Tlp::Marker && t.state == PathState::Active {
                 self.marker_overdue(now, p, app);
@@ -397,6 +399,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if let Some(t) = self.tx.get_mut(p) {
             t.inflight = 0;
             t.base_psn = t.next_psn;
+            // Nothing left for a reordering hold to wait for.
+            t.reo.set_hold(false);
         }
     }
 }

@@ -217,7 +217,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 self.fail(ConnError::MessageVanished, app);
                 return None;
             };
-            let p = self.pick_retx_path(usize::from(k.path))?;
+            let p = self.pick_retx_path(usize::from(k.path()))?;
             let t = self.build_data(
                 now,
                 p,
@@ -240,7 +240,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 app.event(Event::Retransmit {
                     path: p as u8,
                     psn,
-                    from_path: k.path,
+                    from_path: k.path(),
                     stream: u16::from(k.stream()),
                     ssn,
                 });
@@ -321,7 +321,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // The RTO runs from the path's last answer; a probe timeout from its newest
         // packet, this one.
         let Some(t) = self.tx.get(p) else { return };
-        let rearm = Self::pto_armed(t) || t.rto_at == Instant::NEVER;
+        // (Not while a reordering hold runs: its expiry rearms the deadline.)
+        let rearm = (Self::pto_armed(t) || t.rto_at == Instant::NEVER) && !t.reo.hold();
         let at = now.add_nanos(self.path_deadline(t));
         let Some(t) = self.tx.get_mut(p) else { return };
         let psn = t.next_psn.wrapping_sub(1);
