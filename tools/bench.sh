@@ -3,10 +3,13 @@
 # rxe0 (the kernel's soft-RoCE) and mr0 (metaroce) sit on the same netdev and
 # each carries ib_write_bw and ib_send_bw (4 KiB, 64 KiB, 1 MiB) and
 # ib_write_lat (64 B) on a lossless link, then ib_write_bw and ib_send_bw at
-# 64 KiB under netem loss 0.1 %, 1 % and 10 % on both guests' egress; iperf3
-# TCP over the same link is the ceiling. Prints one table: rxe, metaroce and
-# the ratio metaroce/rxe, and for the loss rows each device's fraction of its
-# own lossless figure, with the project's targets. A failed run shows as
+# 64 KiB under netem loss 0.1 %, 1 % and 10 % on both guests' egress, and
+# under netem reordering (delay 1ms reorder 25 %, no loss); iperf3 TCP over
+# the same link is the ceiling. Prints one table: rxe, metaroce and the ratio
+# metaroce/rxe, and for the loss and reordering rows each device's fraction of
+# its own lossless figure and the packets it received per message against its
+# lossless run's (above 1: spurious retransmissions), with the project's
+# targets. A failed run shows as
 # "fail" (or "timeout") and the bench goes on. See Documentation/bench.rst.
 #
 #   bash tools/bench.sh          (about 10 minutes under TCG)
@@ -127,15 +130,23 @@ sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="
     printf "%-10s %-7s %-6s %9s %9s %7s   %s\n", test, hsize(size), unit, r, m, ratio, tgt(kind, x, ratio)
     bad(r); bad(m)
   }
+  function pk(test, size, loss, dev) {
+    return (test SUBSEP size SUBSEP loss SUBSEP dev) in pkm ? pkm[test, size, loss, dev] : "-"
+  }
+  # loss "r25": netem reorder 25 % (delay 1ms), no loss
+  function lab(l) { return l ~ /^r/ ? "ro" substr(l, 2) "%" : l "%" }
   function lrow(test, size, loss, kind, x,   r, m, r0, m0, rf, mf) {
     r = get(test, size, loss, "rxe0"); m = get(test, size, loss, "mr0")
     r0 = get(test, size, 0, "rxe0"); m0 = get(test, size, 0, "mr0")
     rf = div(r, r0); mf = div(m, m0)
-    printf "%-10s %-7s %5s%% %9s %6s %9s %6s %7s   %s\n", test, hsize(size), loss, r, rf, m, mf, div(m, r), \
+    printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", test, hsize(size), lab(loss), r, rf, m, mf, div(m, r), \
+      div(pk(test, size, loss, "rxe0"), pk(test, size, 0, "rxe0")), \
+      div(pk(test, size, loss, "mr0"), pk(test, size, 0, "mr0")), \
       tgt(kind, x, (m == "fail" || m == "timeout") ? 0 : mf)
     bad(r); bad(m)
   }
   { kv($0); l = ("loss" in f) ? f["loss"] : 0; val[f["test"], f["size"], l, f["dev"]] = f["value"]
+    if ("pkmsg" in f) pkm[f["test"], f["size"], l, f["dev"]] = f["pkmsg"]
     if (l != 0 && !(l in seen)) { seen[l] = 1; losses[++nl] = l } }
   END {
     printf "\nmetaroce bench, %s (two QEMU guests, %d s)\n\n", when, secs
@@ -147,9 +158,11 @@ sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="
       row(tests[i], 4096, "MiB/s", "ge", 1.5); row(tests[i], 65536, "MiB/s", "ge", 1.5); row(tests[i], 1048576, "MiB/s", "ge", 1.5)
     }
     row("write_lat", 64, "usec", "le", 1)
-    print "\nunder loss (netem loss on both guests\047 egress), MiB/s; \"frac\" = fraction of the same device\047s lossless 64 KiB figure"
-    printf "%-10s %-7s %6s %9s %6s %9s %6s %7s   %s\n", "test", "size", "loss", "rxe", "frac", "metaroce", "frac", "mr/rxe", "target mr frac"
-    printf "%-10s %-7s %6s %9s %6s %9s %6s %7s   %s\n", "----", "----", "----", "---", "----", "--------", "----", "------", "--------------"
+    print "\nunder loss (netem loss on both guests\047 egress) and reordering (ro25%: netem delay 1ms reorder 25%), MiB/s;"
+    print "\"frac\" = fraction of the same device\047s lossless 64 KiB figure; \"rxe pk\", \"mr pk\" = packets the server"
+    print "received per message against the same device\047s lossless 64 KiB run (above 1: spurious retransmissions)"
+    printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", "test", "size", "loss", "rxe", "frac", "metaroce", "frac", "mr/rxe", "rxe pk", "mr pk", "target mr frac"
+    printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", "----", "----", "----", "---", "----", "--------", "----", "------", "------", "-----", "--------------"
     if (nl == 0) print "(no loss rows)"
     for (i = 1; i <= n; i++)
       for (k = 1; k <= nl; k++)
@@ -160,7 +173,7 @@ sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="
     print "targets: metaroce >= 1.5x rxe lossless bandwidth; write_lat (t_avg, usec) <= rxe;"
     print "metaroce under loss >= 0.95 of its lossless bandwidth at 1 % loss and >= 0.6 at 10 %."
     print "bandwidth in MiB/s (perftest\047s MB/sec), higher is better; write_lat lower is better."
-    print "loss rows run 128 x 64 KiB, capped at 60 s; lossless 64 KiB rows run 256 x 64 KiB."
+    print "loss and reordering rows run 128 x 64 KiB, capped at 60 s; lossless 64 KiB rows run 256 x 64 KiB."
     print "guests run under TCG emulation: only the ratio within one run means anything."
     if (NR == 0) print "\nno BENCH lines from guest 1: the run broke early, see the log"
     else if (nfail) printf "%d result(s) fail/timeout; details in the log (# lines after each)\n", nfail

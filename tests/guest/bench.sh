@@ -3,9 +3,15 @@
 # rxe) and mr0 (metaroce) side by side on the same netdev; iperf3 TCP as the
 # ceiling, then perftest latency and bandwidth over each device on a lossless
 # link, then ib_write_bw and ib_send_bw at 64 KiB under netem loss (0.1 %,
-# 1 %, 10 %) on both guests' egress. Guest 1 serves, guest 2 connects. Every
-# result becomes one machine-readable TAP comment,
-#   # BENCH side=server dev=mr0 test=write_bw size=65536 loss=0 value=4.31 unit=MiB/s
+# 1 %, 10 %) on both guests' egress, then under netem reordering (delay 1ms
+# reorder 25%, no loss). Guest 1 serves, guest 2 connects. Every result
+# becomes one machine-readable TAP comment,
+#   # BENCH side=server dev=mr0 test=write_bw size=65536 loss=0 value=4.31 unit=MiB/s pkmsg=64.25
+# (loss=r25 for the reordering rows; pkmsg: packets the device received
+# during the run per message, from its `rdma statistic` counter, rcvd_pkts
+# for rxe and rx_packets for metaroce: on the server of a WRITE or SEND run,
+# the data packets and every duplicate of them, so its ratio to the lossless
+# run's is 1 plus the share of spurious retransmissions)
 # (value=timeout when the run hit its time limit, value=fail when it failed
 # otherwise); tools/bench.sh turns guest 1's lines into a table. A failed run
 # is recorded and the bench goes on: nothing here prints "not ok" for a
@@ -25,11 +31,20 @@ loss_rates=(0.1 1 10)   # netem loss, percent, on both guests' egress
 loss_size=65536
 loss_iters=128
 loss_timeout=60
+# Reordering rows: netem holds every packet 1 ms but sends 25 % at once, ahead
+# of the ones it holds (netem's reorder needs a delay); labelled loss=r25.
+reorder_netem="delay 1ms reorder 25%"
 
 server() { ((MR_ID == 1)); }
 side() { server && echo server || echo client; }
-# bench DEV TEST SIZE LOSS VALUE UNIT
-bench() { diag "BENCH side=$(side) dev=$1 test=$2 size=$3 loss=$4 value=$5 unit=$6"; }
+# bench DEV TEST SIZE LOSS VALUE UNIT [PKMSG]
+bench() { diag "BENCH side=$(side) dev=$1 test=$2 size=$3 loss=$4 value=$5 unit=$6${7:+ pkmsg=$7}"; }
+# rxpkts DEV: the packets DEV has received (rxe: rcvd_pkts; metaroce:
+# rx_packets), or nothing if its counters cannot be read.
+rxpkts() {
+  rdma statistic show link "$1/1" 2>/dev/null |
+    awk '{ for (i = 1; i < NF; i++) if ($i == "rcvd_pkts" || $i == "rx_packets") { print $(i + 1); exit } }'
+}
 
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
 load_kmod rdma_rxe >/dev/null 2>&1
@@ -95,11 +110,14 @@ fi
 # prints its BENCH line; returns perf's exit status (124: timed out).
 port=18600
 measure() {
-  local d=$1 t=$2 s=$3 n=$4 to=$5 loss=$6 unit=MiB/s out rc v t0=$SECONDS
+  local d=$1 t=$2 s=$3 n=$4 to=$5 loss=$6 unit=MiB/s out rc v t0=$SECONDS p0 p1 pk=""
   [[ $t == write_lat ]] && unit=usec
   port=$((port + 1))
   if [[ -z ${gid[$d]} ]]; then bench "$d" "$t" "$s" "$loss" fail "$unit"; return 1; fi
+  p0=$(rxpkts "$d")
   out=$(perf "$to" "$port" "ib_$t" -d "$d" -x "${gid[$d]}" -s "$s" -n "$n" -F); rc=$?
+  p1=$(rxpkts "$d")
+  [[ $p0 =~ ^[0-9]+$ && $p1 =~ ^[0-9]+$ ]] && pk=$(awk -v d=$((p1 - p0)) -v n="$n" 'BEGIN { printf "%.2f", d / n }')
   if [[ $t == write_lat ]]; then
     # "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
     v=$(awk -v s="$s" '$1 == s && NF >= 6 { v = $6 } END { print v }' <<<"$out")
@@ -107,7 +125,7 @@ measure() {
     # "#bytes #iterations BW_peak BW_average MsgRate": BW in MiB/s.
     v=$(awk -v s="$s" '$1 == s && NF >= 4 { v = $4 } END { print v }' <<<"$out")
   fi
-  if ((rc == 0)) && [[ -n $v ]]; then bench "$d" "$t" "$s" "$loss" "$v" "$unit"; return 0; fi
+  if ((rc == 0)) && [[ -n $v ]]; then bench "$d" "$t" "$s" "$loss" "$v" "$unit" "$pk"; return 0; fi
   if ((rc == 124)); then v=timeout; else v=fail; fi
   bench "$d" "$t" "$s" "$loss" "$v" "$unit"
   diag "$d ib_$t -s $s -n $n, loss $loss%: rc=$rc after $((SECONDS - t0)) s"
@@ -145,7 +163,7 @@ done
 # only must not make the two guests' sequences differ.
 if ! command -v tc >/dev/null || ! tc qdisc replace dev "$MR_IF" root netem loss 0% 2>/dev/null; then
   diag "netem: not available ($(tc qdisc replace dev "$MR_IF" root netem loss 0% 2>&1))"
-  for loss in "${loss_rates[@]}"; do for d in "${devs[@]}"; do for t in write_bw send_bw; do
+  for loss in "${loss_rates[@]}" r25; do for d in "${devs[@]}"; do for t in write_bw send_bw; do
     bench "$d" "$t" "$loss_size" "$loss" fail MiB/s
   done; done; done
 else
@@ -156,6 +174,12 @@ else
       measure "$d" "$t" "$loss_size" "$loss_iters" "$loss_timeout" "$loss"
     done; done
   done
+  # shellcheck disable=SC2086  # the netem arguments: words
+  tc qdisc replace dev "$MR_IF" root netem $reorder_netem
+  diag "netem on $MR_IF: $(tc qdisc show dev "$MR_IF" | head -1)"
+  for d in "${devs[@]}"; do for t in write_bw send_bw; do
+    measure "$d" "$t" "$loss_size" "$loss_iters" "$loss_timeout" r25
+  done; done
   tc qdisc del dev "$MR_IF" root
 fi
 
