@@ -25,9 +25,11 @@ fn spurious(seed: u64, p: f64) -> (u32, u32) {
     (retx, tx)
 }
 
+/// The worst share resent over 40 seeds (`Net::new` makes a seed odd: these are the
+/// odd ones, 40 distinct runs).
 fn worst(p: f64) -> f64 {
-    (1u64..=10)
-        .into_iter()
+    (1u64..=40)
+        .map(|s| 2 * s - 1)
         .map(|seed| {
             let (retx, tx) = spurious(seed, p);
             let r = f64::from(retx) / f64::from(tx);
@@ -49,7 +51,7 @@ fn light_reordering_costs_no_retransmission() {
 
 /// The target: at most 1 % at 25 %. A packet count cannot tell a packet
 /// overtaken by three from a lost one (69 % with a threshold of 1, 13-20 % with 3); the
-/// reordering hold's time can (0-0.1 %).
+/// reordering hold's time can (median 0.05 %, worst 0.34 % over 40 seeds).
 #[test]
 fn heavy_reordering_costs_under_one_percent() {
     assert!(worst(0.25) <= 0.01);
@@ -62,7 +64,7 @@ fn heavy_reordering_costs_under_one_percent() {
 #[test]
 fn losses_amid_reordering_are_found_within_a_window() {
     let (mut t_reo, mut t_both) = (0u64, 0u64);
-    for seed in 1u64..=10 {
+    for seed in (1u64..=10).map(|s| 2 * s - 1) {
         let (_, _, t, _) = run(seed, 0.25, 0.0);
         t_reo += t;
         let (retx, tx, t, lost) = run(seed, 0.25, 0.01);
@@ -89,4 +91,54 @@ fn nth_highest_counts_set_bits_from_the_top() {
     assert_eq!(s.nth_highest(6), None);
     assert_eq!(Sack::EMPTY.nth_highest(1), None);
     assert_eq!(s.nth_highest(1), s.highest());
+}
+
+/// RPCs (64 KiB messages one at a time, 8 paths, the kernel's configuration) at 1 %
+/// loss of data and ACKs on a host whose timer resolves only 4 ms ticks, as the
+/// kernel's `timer_list` at HZ=250 (deadlines fire on the next tick; the kernel sets
+/// two ticks of pacing slack): reordering must not make a loss wait a tick more often,
+/// or longer, than without it. A hold is a few microseconds; a path whose ACKs have
+/// stopped cannot end it before the tick, so there the count rule stays (reorder.rs,
+/// `hold_untimely`), and a hold ended late rearms the probe timeout as from its start.
+/// Without those two rules, 1 % reordering took the median from 19 us to 3.9 ms.
+#[test]
+fn reordering_costs_rpcs_no_timer_tick() {
+    let tick = 4_000_000u64;
+    let mut stats = Vec::new();
+    for reo in [0.0, 0.01, 0.25] {
+        let mut all = Vec::new();
+        for seed in [3u64, 5, 9, 11] {
+            let mut n = Net::new(seed, 8, 0.01);
+            let (mut ca, mut cb) = (kernel_like_config(1, 2), kernel_like_config(2, 1));
+            ca.pacing_slack_us = (2 * tick / 1000) as u16;
+            cb.pacing_slack_us = ca.pacing_slack_us;
+            n.a = Conn::new(ca);
+            n.b = Conn::new(cb);
+            n.reorder = reo;
+            n.tick = tick;
+            n.now = 1_000_000_000;
+            for _ in 0..500 {
+                let t0 = n.now;
+                n.app_a.msgs[0].push(64 * 1024);
+                assert!(n.run(t0 + 5_000_000_000));
+                all.push(n.now - t0);
+            }
+            assert!(n.app_b.violations.is_empty());
+        }
+        all.sort_unstable();
+        let mean = all.iter().sum::<u64>() / all.len() as u64;
+        let over = all.iter().filter(|&&t| t > 1_000_000).count();
+        let p50 = all[all.len() / 2];
+        println!(
+            "reorder {reo}: mean {mean} ns, p50 {p50} ns, {over} of {} over 1 ms",
+            all.len()
+        );
+        stats.push((mean, p50, over));
+    }
+    let (mean0, _, over0) = stats[0];
+    for &(mean, p50, over) in &stats[1..] {
+        assert!(p50 < 100_000, "{p50}");
+        assert!(over * 100 <= over0 * 110, "{over} {over0}");
+        assert!(mean * 100 <= mean0 * 115, "{mean} {mean0}");
+    }
 }

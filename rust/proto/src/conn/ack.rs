@@ -25,7 +25,7 @@ use super::{
 /// Measured (rust/proto/tests/reorder.rs, gray_spine.rs): with netem-style reordering
 /// (a packet overtakes everything in flight on its path), 1 / 5 / 25 % of packets
 /// reordered cost 3.3 / 16 / 69 % retransmissions with a threshold of 1 and 0 / 0-0.1
-/// / 13-20 % with 3 (with the reordering hold: 0 / 0-0.02 / 0-0.1 %); a threshold of
+/// / 13-20 % with 3 (with the reordering hold, 40 seeds: 0 / <= 0.1 / <= 0.34 %); a threshold of
 /// half the path's packets in flight gave 4-7 % at 25 % but found real losses so late
 /// that 5 % loss on a spine cost 15 % of the transfer's speed (3: 7-8 %).
 const DUP_THRESH: u32 = 3;
@@ -154,14 +154,16 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // The PSN below which unresolved packets of the path are lost now: on a path
         // not seen to reorder, the one with `DUP_THRESH` SACKed PSNs from it on
         // (reordering room; on one that reorders, overtaken packets wait for a
-        // reordering hold instead: reorder.rs), or one refused with RNR (refused, but
+        // reordering hold instead, unless the host could not end it in time:
+        // reorder.rs), or one refused with RNR (refused, but
         // it arrived; otherwise a packet lost during an RNR wait, with nothing after it
         // on its path accepted, waited for the path's RTO, which the other packets'
         // refusals keep restarting).
+        let count = !reo.seen() || self.tx.get(p).is_some_and(|t| self.hold_untimely(t, top));
         let highest = a
             .sack
             .nth_highest(DUP_THRESH)
-            .filter(|_| !reo.seen())
+            .filter(|_| count)
             .map(|h| a.cum.wrapping_add(1).wrapping_add(h));
         // Packets overtaken by this ACK are marked with the generation of the next
         // hold to start: the running one's if none runs, else the one after it.
@@ -176,6 +178,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 .get(p)
                 .is_some_and(|t| t.rto_at.0.saturating_sub(now.0) < self.reo_wnd(t) / 2);
         let mut widen = false;
+        // Whether packets of the running hold's generation are still outstanding.
+        let mut gen_left = false;
         let highest = match (highest, rnr_psn) {
             (Some(h), Some(r)) if seq_lt(h, r) => Some(r),
             (None, r) => r,
@@ -221,6 +225,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                         k.set_overtaken(mark_gen);
                         overtaken = true;
                     }
+                    gen_left |= reo.hold() && k.overtaken() == Some(reo.gen());
                     min_psn = Some(match min_psn {
                         Some(m) if seq_lt(m, psn) => m,
                         _ => psn,
@@ -334,7 +339,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
         }
         // A reordering hold for the packets just overtaken, unless one runs (they wait
-        // for the next); one that expired before this ACK came ends now.
+        // for the next); one that expired before this ACK came, or has nothing left to
+        // wait for (its packets all arrived), ends now.
         if let Some(t) = self.tx.get(p).copied() {
             if overtaken && t.inflight > 0 && !t.reo.hold() && Self::holds(&t) {
                 let at = now.add_nanos(self.reo_wnd(&t));
@@ -342,7 +348,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     t.reo.set_hold(true);
                     t.rto_at = at;
                 }
-            } else if t.reo.hold() && t.rto_at <= now {
+            } else if t.reo.hold() && (t.rto_at <= now || (reo.hold() && !gen_left)) {
                 self.reorder_expired(now, p, app);
             }
         }

@@ -136,7 +136,15 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
             if t.reo.hold() {
                 self.reorder_expired(now, p, app);
-            } else if Self::pto_armed(t) && t.inflight > 0 {
+                // The deadline that follows may be due already (a timer that fired
+                // the hold late): handled now.
+                match self.tx.get(p) {
+                    Some(t) if t.rto_at <= now && !t.reo.hold() => {}
+                    _ => continue,
+                }
+            }
+            let Some(t) = self.tx.get(p) else { continue };
+            if Self::pto_armed(t) && t.inflight > 0 {
                 self.tail_probe(now, p, app);
             } else if t.tlp == Tlp::Marker && t.state == PathState::Active {
                 self.marker_overdue(now, p, app);

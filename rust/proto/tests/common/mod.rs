@@ -234,6 +234,9 @@ pub struct Net {
     /// Chance that a packet skips its path's delay and FIFO order (netem
     /// `reorder`): it then overtakes earlier packets of the same path.
     pub reorder: f64,
+    /// Timer resolution, ns (0: exact): timers are handled only on multiples of it, as
+    /// the kernel's `timer_list` does (4 ms at HZ=250).
+    pub tick: u64,
     /// An adversary: before each datagram is delivered it may inject forged
     /// ones towards the same node (`to_b`, the real datagram as a template).
     pub forger: Option<Forger>,
@@ -325,6 +328,7 @@ impl Net {
             retx: Vec::new(),
             dropped: 0,
             reorder: 0.0,
+            tick: 0,
             forger: None,
             filter: None,
             forged: 0,
@@ -414,8 +418,18 @@ impl Net {
             self.pump(true);
             self.pump(false);
             let next_pkt = self.q.keys().next().map(|k| k.0);
-            let ta = self.a.poll_timeout().map(|t| t.0);
-            let tb = self.b.poll_timeout().map(|t| t.0);
+            // With a tick, a deadline is handled on the first tick at or after it and
+            // not before now (one already due waits for the next tick, as in the kernel).
+            let (tk, at) = (self.tick, self.now);
+            let up = |t: u64| {
+                if tk == 0 {
+                    t
+                } else {
+                    t.max(at).div_ceil(tk).saturating_mul(tk)
+                }
+            };
+            let ta = self.a.poll_timeout().map(|t| up(t.0));
+            let tb = self.b.poll_timeout().map(|t| up(t.0));
             let next = [next_pkt, ta, tb].into_iter().flatten().min();
             let Some(next) = next else { return true };
             if next > until {
@@ -454,8 +468,10 @@ impl Net {
                     }
                 }
             }
-            self.a.handle_timeout(now, &mut self.app_a);
-            self.b.handle_timeout(now, &mut self.app_b);
+            if self.tick == 0 || self.now.is_multiple_of(self.tick) {
+                self.a.handle_timeout(now, &mut self.app_a);
+                self.b.handle_timeout(now, &mut self.app_b);
+            }
             for p in 0..usize::from(self.a.config().paths) {
                 if let Some(t) = self.a.path(p) {
                     self.min_pwnd_seen = self.min_pwnd_seen.min(t.cc.pwnd);
