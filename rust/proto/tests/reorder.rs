@@ -142,3 +142,38 @@ fn reordering_costs_rpcs_no_timer_tick() {
         assert!(mean * 100 <= mean0 * 115, "{mean} {mean0}");
     }
 }
+
+/// Bulk transfers (16 messages of 64 KiB on each of 4 streams, the kernel's
+/// configuration, every path 1 ms longer, as the bench's `netem delay 1ms reorder 25%`)
+/// on the same 4 ms ticks: the count rule comes back only at a message's end, when
+/// nothing more is being sent, so deep reordering is not resent. Measured: 0.2 % (1
+/// path) and 0.8 % (8 paths) resent; 39 % and 8.7 % when a drained path alone brought
+/// the count back, 74 % and 14 % before the hold.
+#[test]
+fn deep_reordering_on_timer_ticks_is_not_resent_in_bulk() {
+    let tick = 4_000_000u64;
+    for paths in [1u8, 8] {
+        let (mut retx, mut tx) = (0u32, 0u32);
+        for seed in [1u64, 3, 5, 7] {
+            let mut n = Net::new(seed, paths, 0.0);
+            let (mut ca, mut cb) = (kernel_like_config(1, 2), kernel_like_config(2, 1));
+            ca.paths = paths;
+            cb.paths = paths;
+            ca.pacing_slack_us = (2 * tick / 1000) as u16;
+            cb.pacing_slack_us = ca.pacing_slack_us;
+            n.a = Conn::new(ca);
+            n.b = Conn::new(cb);
+            n.reorder = 0.25;
+            n.tick = tick;
+            for d in n.path_delay.iter_mut() {
+                *d += 1_000_000;
+            }
+            n.bulk();
+            retx += n.a.stats().retx;
+            tx += n.a.stats().data_tx;
+        }
+        let r = f64::from(retx) / f64::from(tx);
+        println!("{paths} paths: {retx} of {tx} resent ({:.2} %)", r * 100.0);
+        assert!(r <= 0.02, "{r}");
+    }
+}

@@ -193,81 +193,76 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let mut rnr_fail = false;
         let mut rnr_any = false;
         let mut freed = 0u32;
-        for w in 0..W {
-            let mut bits = self.flight.on_path(p, w);
-            while bits != 0 {
-                let i = bits.trailing_zeros() as usize;
-                let bit = 1u64 << i;
-                bits &= bits - 1;
-                let Some(k) = self.flight.pool.get_mut(w * 64 + i) else {
-                    continue;
-                };
-                let psn = k.full_psn(base);
-                let off = psn.wrapping_sub(a.cum);
-                let acked =
-                    seq_lt(psn, a.cum) || ((1..=SACK_BITS).contains(&off) && a.sack.get(off - 1));
-                // Overtaken before, acknowledged now: the path reorders.
-                reordered |= acked && k.overtaken().is_some();
-                widen |= acked && late && k.overtaken() == Some(reo.gen());
-                let outcome = if rnr_psn == Some(psn) && !acked {
-                    k.bump_rnr();
-                    if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
-                        rnr_fail = true;
-                    }
-                    rnr_any = true;
-                    2
-                } else if acked {
-                    0
-                } else if highest.map(|h| seq_lt(psn, h)).unwrap_or(false) {
-                    1
-                } else {
-                    if k.overtaken().is_none() && top.is_some_and(|t| seq_lt(psn, t)) {
-                        k.set_overtaken(mark_gen);
-                        overtaken = true;
-                    }
-                    gen_left |= reo.hold() && k.overtaken() == Some(reo.gen());
-                    min_psn = Some(match min_psn {
-                        Some(m) if seq_lt(m, psn) => m,
-                        _ => psn,
-                    });
-                    continue;
-                };
-                let len = charge(k.len);
-                let stream = k.stream();
-                let ssn16 = k.ssn;
-                let last = k.last();
-                freed = freed.saturating_add(len);
-                if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
-                    *m &= !bit;
+        for (w, bit) in self.flight.on_path(p) {
+            let i = bit.trailing_zeros() as usize;
+            let Some(k) = self.flight.pool.get_mut(w * 64 + i) else {
+                continue;
+            };
+            let psn = k.full_psn(base);
+            let off = psn.wrapping_sub(a.cum);
+            let acked =
+                seq_lt(psn, a.cum) || ((1..=SACK_BITS).contains(&off) && a.sack.get(off - 1));
+            // Overtaken before, acknowledged now: the path reorders.
+            reordered |= acked && k.overtaken().is_some();
+            widen |= acked && late && k.overtaken() == Some(reo.gen());
+            let outcome = if rnr_psn == Some(psn) && !acked {
+                k.bump_rnr();
+                if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
+                    rnr_fail = true;
                 }
-                match outcome {
-                    0 => {
-                        acked_bytes = acked_bytes.saturating_add(len);
-                        if let Some(b) = self.flight.busy.get_mut(w) {
-                            *b &= !bit;
-                        }
-                        if let Some(st) = self.stx.get_mut(usize::from(stream)) {
-                            let ssn = st.ssn_from_low(ssn16);
-                            let sid = u16::from(stream);
-                            st.on_acked(ssn, last, |msn| app.acked(sid, msn));
-                        }
+                rnr_any = true;
+                2
+            } else if acked {
+                0
+            } else if highest.map(|h| seq_lt(psn, h)).unwrap_or(false) {
+                1
+            } else {
+                if k.overtaken().is_none() && top.is_some_and(|t| seq_lt(psn, t)) {
+                    k.set_overtaken(mark_gen);
+                    overtaken = true;
+                }
+                gen_left |= reo.hold() && k.overtaken() == Some(reo.gen());
+                min_psn = Some(match min_psn {
+                    Some(m) if seq_lt(m, psn) => m,
+                    _ => psn,
+                });
+                continue;
+            };
+            let len = charge(k.len);
+            let stream = k.stream();
+            let ssn16 = k.ssn;
+            let last = k.last();
+            freed = freed.saturating_add(len);
+            if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
+                *m &= !bit;
+            }
+            match outcome {
+                0 => {
+                    acked_bytes = acked_bytes.saturating_add(len);
+                    if let Some(b) = self.flight.busy.get_mut(w) {
+                        *b &= !bit;
                     }
-                    1 => {
-                        lost_any = true;
-                        self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
-                        app.event(Event::Lost {
-                            path: p as u8,
-                            psn,
-                            cause: LossCause::SackGap,
-                        });
-                        if let Some(l) = self.flight.lost.get_mut(w) {
-                            *l |= bit;
-                        }
+                    if let Some(st) = self.stx.get_mut(usize::from(stream)) {
+                        let ssn = st.ssn_from_low(ssn16);
+                        let sid = u16::from(stream);
+                        st.on_acked(ssn, last, |msn| app.acked(sid, msn));
                     }
-                    _ => {
-                        if let Some(r) = self.flight.rnr_wait.get_mut(w) {
-                            *r |= bit;
-                        }
+                }
+                1 => {
+                    lost_any = true;
+                    self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
+                    app.event(Event::Lost {
+                        path: p as u8,
+                        psn,
+                        cause: LossCause::SackGap,
+                    });
+                    if let Some(l) = self.flight.lost.get_mut(w) {
+                        *l |= bit;
+                    }
+                }
+                _ => {
+                    if let Some(r) = self.flight.rnr_wait.get_mut(w) {
+                        *r |= bit;
                     }
                 }
             }

@@ -250,13 +250,37 @@ struct Flight<const P: usize, const W: usize, const N: usize> {
 }
 
 impl<const P: usize, const W: usize, const N: usize> Flight<P, W, N> {
-    /// Word `w` of the records in flight on path `p` (0 for an index out of range).
-    fn on_path(&self, p: usize, w: usize) -> u64 {
-        self.members
-            .get(p)
-            .and_then(|m| m.get(w))
-            .copied()
-            .unwrap_or(0)
+    /// The records in flight on path `p` when called (none for an index out of range),
+    /// as `(word, bit)` pairs: a copy of the mask, so the caller may change the
+    /// flight while it walks them.
+    fn on_path(&self, p: usize) -> Records<W> {
+        Records {
+            words: self.members.get(p).copied().unwrap_or([0; W]),
+            w: 0,
+        }
+    }
+}
+
+/// The set bits of a `W`-word record mask, lowest first, as `(word, bit)`: record
+/// `word * 64 + bit.trailing_zeros()`.
+struct Records<const W: usize> {
+    words: [u64; W],
+    w: usize,
+}
+
+impl<const W: usize> Iterator for Records<W> {
+    type Item = (usize, u64);
+
+    fn next(&mut self) -> Option<(usize, u64)> {
+        while let Some(word) = self.words.get_mut(self.w) {
+            if *word != 0 {
+                let bit = *word & word.wrapping_neg();
+                *word &= !bit;
+                return Some((self.w, bit));
+            }
+            self.w += 1;
+        }
+        None
     }
 }
 

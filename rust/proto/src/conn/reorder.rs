@@ -55,15 +55,25 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// Whether a reordering hold on path `t`, after an ACK whose highest SACKed PSN is
     /// `top`, would end a timer tick late: the host's timer fires up to
     /// [`Config::pacing_slack_us`](super::Config::pacing_slack_us) late (a tick or two
-    /// where it resolves only ticks, as the kernel's does), longer than the window,
-    /// and the path has nothing in flight after `top`, so no later ACK of it comes to
-    /// end the hold on time. The path then keeps the count rule for this ACK (three
+    /// where it resolves only ticks, as the kernel's does), longer than the window, the
+    /// path has nothing in flight after `top` and the connection is sending nothing
+    /// more (the end of an RPC), so no later ACK of the path comes to end the hold on
+    /// time. The path then keeps the count rule for this ACK (three
     /// later packets SACKed: lost), as before the connection was seen to reorder: on
     /// such a host a hold would make a loss at the end of a message (an RPC) wait a
     /// tick, where the count finds it at once.
     pub(super) fn hold_untimely(&self, t: &PathTx, top: Option<u32>) -> bool {
         let slack = u64::from(self.cfg.pacing_slack_us) * 1000;
-        top.is_some_and(|h| h.wrapping_add(1) == t.next_psn) && self.reo_wnd(t) < slack
+        top.is_some_and(|h| h.wrapping_add(1) == t.next_psn)
+            && self.reo_wnd(t) < slack
+            && !self.sending()
+    }
+
+    /// Whether more packets are sure to follow: a message is partly sent, or packets
+    /// wait for retransmission (the next of them may go on any path, and their ACKs
+    /// keep the connection's ACK clock running).
+    fn sending(&self) -> bool {
+        self.stx.iter().any(|s| s.tx_off > 0) || self.flight.lost.iter().any(|l| *l != 0)
     }
 
     /// Whether path `t` finds its overtaken packets lost by time (a reordering hold)
@@ -78,48 +88,52 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// its packets overtaken in the hold's generation and still outstanding are lost
     /// (cause [`LossCause::SackGap`], as the gap they left is what found them); a hold
     /// for the next generation starts if packets of it wait, else the path's deadline
-    /// (probe timeout or RTO) is rearmed as if armed when the hold began: a host whose
-    /// timer fired the hold late then finds that deadline due at once
-    /// ([`Self::handle_timeout`]) instead of a whole timeout later.
+    /// (probe timeout or RTO) is rearmed from now or, if the hold is handled more than a
+    /// window late (a host whose timer fired it a tick late), as if armed when the hold
+    /// began: that deadline is then due at once ([`Self::handle_timeout`]) instead of a
+    /// whole timeout later.
     pub(super) fn reorder_expired<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
         let Some(t) = self.tx.get(p) else { return };
         let (base, gen) = (t.base_psn, t.reo.gen());
-        let began = Instant(t.rto_at.0.saturating_sub(self.reo_wnd(t))).min(now);
+        // The path's next deadline runs from now, or, when the hold is handled more
+        // than a window after it expired (a timer that resolves only ticks), from when
+        // the hold began: it is then likely due at once.
+        let wnd = self.reo_wnd(t);
+        let from = if now.0.saturating_sub(t.rto_at.0) > wnd {
+            Instant(t.rto_at.0.saturating_sub(wnd))
+        } else {
+            now
+        };
         let mut freed = 0u32;
         let mut waiting = false;
         let mut floor: Option<u16> = None;
-        for w in 0..W {
-            let mut bits = self.flight.on_path(p, w);
-            while bits != 0 {
-                let i = bits.trailing_zeros() as usize;
-                let bit = 1u64 << i;
-                bits &= bits - 1;
-                let Some(k) = self.flight.pool.get(w * 64 + i) else {
+        for (w, bit) in self.flight.on_path(p) {
+            let i = bit.trailing_zeros() as usize;
+            let Some(k) = self.flight.pool.get(w * 64 + i) else {
+                continue;
+            };
+            let d = k.psn_above(base);
+            match k.overtaken() {
+                Some(g) if g == gen => {}
+                o => {
+                    waiting |= o.is_some();
+                    floor = Some(floor.map_or(d, |f| f.min(d)));
                     continue;
-                };
-                let d = k.psn_above(base);
-                match k.overtaken() {
-                    Some(g) if g == gen => {}
-                    o => {
-                        waiting |= o.is_some();
-                        floor = Some(floor.map_or(d, |f| f.min(d)));
-                        continue;
-                    }
                 }
-                freed = freed.saturating_add(charge(k.len));
-                if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
-                    *m &= !bit;
-                }
-                if let Some(l) = self.flight.lost.get_mut(w) {
-                    *l |= bit;
-                }
-                self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
-                app.event(Event::Lost {
-                    path: p as u8,
-                    psn: base.wrapping_add(u32::from(d)),
-                    cause: LossCause::SackGap,
-                });
             }
+            freed = freed.saturating_add(charge(k.len));
+            if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
+                *m &= !bit;
+            }
+            if let Some(l) = self.flight.lost.get_mut(w) {
+                *l |= bit;
+            }
+            self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
+            app.event(Event::Lost {
+                path: p as u8,
+                psn: base.wrapping_add(u32::from(d)),
+                cause: LossCause::SackGap,
+            });
         }
         self.flight.inflight = self.flight.inflight.saturating_sub(freed);
         let cfg = self.cfg;
@@ -137,7 +151,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         } else if waiting && Self::holds(&t) {
             now.add_nanos(self.reo_wnd(&t))
         } else {
-            began.add_nanos(self.path_deadline(&t))
+            from.add_nanos(self.path_deadline(&t))
         };
         if let Some(t) = self.tx.get_mut(p) {
             t.reo

@@ -205,16 +205,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let base = self.tx.get(p).map_or(0, |t| t.base_psn);
         // The newest record in flight on the path: the greatest PSN above the floor.
         let mut newest: Option<(usize, u64, u16)> = None;
-        for w in 0..W {
-            let mut bits = self.flight.on_path(p, w);
-            while bits != 0 {
-                let i = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if let Some(k) = self.flight.pool.get(w * 64 + i) {
-                    let d = k.psn_above(base);
-                    if !matches!(newest, Some((_, _, nd)) if d < nd) {
-                        newest = Some((w, 1u64 << i, d));
-                    }
+        for (w, bit) in self.flight.on_path(p) {
+            let i = bit.trailing_zeros() as usize;
+            if let Some(k) = self.flight.pool.get(w * 64 + i) {
+                let d = k.psn_above(base);
+                if !matches!(newest, Some((_, _, nd)) if d < nd) {
+                    newest = Some((w, bit, d));
                 }
             }
         }
