@@ -25,9 +25,10 @@ use super::{
 /// Measured (rust/proto/tests/reorder.rs, gray_spine.rs): with netem-style reordering
 /// (a packet overtakes everything in flight on its path), 1 / 5 / 25 % of packets
 /// reordered cost 3.3 / 16 / 69 % retransmissions with a threshold of 1 and 0 / 0-0.1
-/// / 13-20 % with 3 (with the reordering hold, 40 seeds: 0 / <= 0.1 / <= 0.34 %); a threshold of
-/// half the path's packets in flight gave 4-7 % at 25 % but found real losses so late
-/// that 5 % loss on a spine cost 15 % of the transfer's speed (3: 7-8 %).
+/// / 13-20 % with 3 (with the reordering hold, 40 seeds: 0 / <= 0.1 / <= 0.34 %); a
+/// threshold of half the path's packets in flight gave 4-7 % at 25 % but found real
+/// losses so late that 5 % loss on a spine cost 15 % of the transfer's speed (3: 7-8
+/// %).
 const DUP_THRESH: u32 = 3;
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
@@ -155,10 +156,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // not seen to reorder, the one with `DUP_THRESH` SACKed PSNs from it on
         // (reordering room; on one that reorders, overtaken packets wait for a
         // reordering hold instead, unless the host could not end it in time:
-        // reorder.rs), or one refused with RNR (refused, but
-        // it arrived; otherwise a packet lost during an RNR wait, with nothing after it
-        // on its path accepted, waited for the path's RTO, which the other packets'
-        // refusals keep restarting).
+        // reorder.rs), or one refused with RNR (refused, but it arrived; otherwise a
+        // packet lost during an RNR wait, with nothing after it on its path accepted,
+        // waited for the path's RTO, which the other packets' refusals keep
+        // restarting).
         let count = !reo.seen() || self.tx.get(p).is_some_and(|t| self.hold_untimely(t, top));
         let highest = a
             .sack
@@ -250,15 +251,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 }
                 1 => {
                     lost_any = true;
-                    self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
-                    app.event(Event::Lost {
-                        path: p as u8,
-                        psn,
-                        cause: LossCause::SackGap,
-                    });
-                    if let Some(l) = self.flight.lost.get_mut(w) {
-                        *l |= bit;
-                    }
+                    self.sack_lose(p, w, bit, psn, app);
                 }
                 _ => {
                     if let Some(r) = self.flight.rnr_wait.get_mut(w) {
@@ -375,6 +368,28 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             self.release(app);
         }
         Ok(RxEvent::Ack)
+    }
+
+    /// Record `(w, bit)`, PSN `psn` on path `p`, is lost to a SACK gap (rule 3, or a
+    /// reordering hold that expired): counted, reported, queued for retransmission.
+    /// (The caller takes it off its path and out of the bytes in flight.)
+    pub(super) fn sack_lose<A: App>(
+        &mut self,
+        p: usize,
+        w: usize,
+        bit: u64,
+        psn: u32,
+        app: &mut A,
+    ) {
+        self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
+        app.event(Event::Lost {
+            path: p as u8,
+            psn,
+            cause: LossCause::SackGap,
+        });
+        if let Some(l) = self.flight.lost.get_mut(w) {
+            *l |= bit;
+        }
     }
 
     /// The sender's ECN trim of the hinted rate, once per round trip: x3/4 after a

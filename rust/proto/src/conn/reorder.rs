@@ -30,7 +30,7 @@
 
 use super::super::path::{PathState, PathTx, Tlp};
 use super::super::time::Instant;
-use super::{charge, App, Connection, Event, LossCause};
+use super::{charge, App, Connection};
 
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
     /// Path `t`'s reordering window, ns: [`Reorder::quarters`] quarters of its smoothed
@@ -86,7 +86,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
 
     /// Path `p`'s reordering hold ends at `now` (expired, or its packets all arrived):
     /// its packets overtaken in the hold's generation and still outstanding are lost
-    /// (cause [`LossCause::SackGap`], as the gap they left is what found them); a hold
+    /// (cause [`super::LossCause::SackGap`], as the gap they left is what found them); a hold
     /// for the next generation starts if packets of it wait, else the path's deadline
     /// (probe timeout or RTO) is rearmed from now or, if the hold is handled more than a
     /// window late (a host whose timer fired it a tick late), as if armed when the hold
@@ -125,15 +125,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
                 *m &= !bit;
             }
-            if let Some(l) = self.flight.lost.get_mut(w) {
-                *l |= bit;
-            }
-            self.stats.sack_lost = self.stats.sack_lost.wrapping_add(1);
-            app.event(Event::Lost {
-                path: p as u8,
-                psn: base.wrapping_add(u32::from(d)),
-                cause: LossCause::SackGap,
-            });
+            self.sack_lose(p, w, bit, base.wrapping_add(u32::from(d)), app);
         }
         self.flight.inflight = self.flight.inflight.saturating_sub(freed);
         let cfg = self.cfg;
