@@ -19,7 +19,7 @@
 #include <rdma/uverbs_ioctl.h>
 #include <uapi/rdma/rdma_user_rxe.h>
 
-#include <linux/timer.h>
+#include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/random.h>
 #include <net/ip.h>

@@ -2,19 +2,20 @@
 /*
  * metaroce: the C shim's net and timer helpers (rust/ffi/helpers.c), for the
  * safe wrappers in rust/ffi/net.rs and rust/ffi/timer.rs. Static inlines and
- * macros (struct initialisers, routing lookups, skb accessors, timer_setup)
+ * macros (struct initialisers, routing lookups, skb accessors, hrtimer_start, spin_lock_irqsave)
  * turned into functions; no logic beyond that.
  */
 #ifndef METAROCE_NET_H
 #define METAROCE_NET_H
 
 #include <linux/types.h>
+#include <linux/hrtimer.h>
+#include <linux/spinlock_types.h>
 
 struct sock;
 struct socket;
 struct sk_buff;
 struct dst_entry;
-struct timer_list;
 
 /* encap_rcv hook of a UDP tunnel socket (struct udp_tunnel_sock_cfg). */
 typedef int (*metaroce_encap_rcv_t)(struct sock *sk, struct sk_buff *skb);
@@ -66,15 +67,25 @@ bool metaroce_irqs_disabled(void);
 void metaroce_local_bh_disable(void);
 void metaroce_local_bh_enable(void);
 
-/* timer_setup(timer, fn, 0). */
-void metaroce_timer_setup(struct timer_list *timer,
-			  void (*fn)(struct timer_list *));
 /*
- * The jiffies value to arm a timer with so that it fires no earlier than
- * `delta_ns` from now (rounded up to a whole jiffy, plus the partial current
- * one), capped at the timer wheel's horizon.
+ * hrtimer_init(timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT) with `fn` as
+ * its function: the timer of rust/ffi/timer.rs expires in softirq context.
  */
-unsigned long metaroce_expires_after_ns(u64 delta_ns);
+void metaroce_hrtimer_setup(struct hrtimer *timer,
+			    enum hrtimer_restart (*fn)(struct hrtimer *));
+/*
+ * hrtimer_start_range_ns(timer, deadline_ns, slack_ns, HRTIMER_MODE_ABS_SOFT):
+ * (re)queues the timer to expire between the CLOCK_MONOTONIC times
+ * `deadline_ns` and `deadline_ns + slack_ns`.
+ */
+void metaroce_hrtimer_start(struct hrtimer *timer, u64 deadline_ns, u64 slack_ns);
+/* hrtimer_is_queued(): the timer waits in a timer queue (not expired, not cancelled). */
+bool metaroce_hrtimer_is_queued(struct hrtimer *timer);
+/* spin_lock_init(), one lockdep class: the lock of a rust/ffi/timer.rs timer. */
+void metaroce_timer_lock_init(spinlock_t *lock);
+/* spin_lock_irqsave()/spin_unlock_irqrestore() (any context). */
+unsigned long metaroce_spin_lock_irqsave(spinlock_t *lock);
+void metaroce_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
 /* In-kernel self-tests of the net and timer skin (KUnit); 0 = pass. */
 int metaroce_rust_udp_selftest(void);

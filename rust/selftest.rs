@@ -461,6 +461,10 @@ pub(crate) extern "C" fn metaroce_rust_timer_selftest() -> c_int {
     if a.fired.load(SeqCst) != 1 || a.fired_at.load(SeqCst) < deadline {
         return 6;
     }
+    pr_info!(
+        "timer selftest: fired {} us after its deadline\n",
+        (a.fired_at.load(SeqCst) - deadline) / 1000
+    );
     let b_fired = if b_cancelled { 0 } else { 1 };
     if b.fired.load(SeqCst) != b_fired || e.fired.load(SeqCst) != 0 || f.fired.load(SeqCst) != 1 {
         return 7;

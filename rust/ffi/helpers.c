@@ -20,7 +20,7 @@
 #include <linux/scatterlist.h>
 #include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
-#include <linux/timer.h>
+#include <linux/hrtimer.h>
 #include <linux/jiffies.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
@@ -95,7 +95,7 @@ void metaroce_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start)
 	nla_nest_cancel(msg, start);
 }
 
-/* One timer tick (jiffy), in ns: the resolution of the QP's timer_list. */
+/* One timer tick (jiffy), in ns. */
 u64 metaroce_tick_ns(void)
 {
 	return TICK_NSEC;
@@ -317,6 +317,10 @@ size_t metaroce_c_sizeof(enum metaroce_layout_probe probe)
 		return sizeof(struct rdma_link_ops);
 	case METAROCE_PROBE_NOTIFIER_BLOCK:
 		return sizeof(struct notifier_block);
+	case METAROCE_PROBE_HRTIMER:
+		return sizeof(struct hrtimer);
+	case METAROCE_PROBE_SPINLOCK:
+		return sizeof(spinlock_t);
 	default:				return 0;
 	}
 }
@@ -486,19 +490,40 @@ void metaroce_local_bh_enable(void)
 	local_bh_enable();
 }
 
-void metaroce_timer_setup(struct timer_list *timer,
-			  void (*fn)(struct timer_list *))
+void metaroce_hrtimer_setup(struct hrtimer *timer,
+			    enum hrtimer_restart (*fn)(struct hrtimer *))
 {
-	timer_setup(timer, fn, 0);
+	hrtimer_init(timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	timer->function = fn;
 }
 
-unsigned long metaroce_expires_after_ns(u64 delta_ns)
+void metaroce_hrtimer_start(struct hrtimer *timer, u64 deadline_ns, u64 slack_ns)
 {
-	u64 j = div_u64(min_t(u64, delta_ns, U64_MAX - TICK_NSEC) + TICK_NSEC - 1,
-			TICK_NSEC);
+	hrtimer_start_range_ns(timer, ns_to_ktime(min_t(u64, deadline_ns, KTIME_MAX)),
+			       slack_ns, HRTIMER_MODE_ABS_SOFT);
+}
 
-	/* +1: the current jiffy may be about to end. */
-	return jiffies + min_t(u64, j + 1, MAX_JIFFY_OFFSET);
+bool metaroce_hrtimer_is_queued(struct hrtimer *timer)
+{
+	return hrtimer_is_queued(timer);
+}
+
+void metaroce_timer_lock_init(spinlock_t *lock)
+{
+	spin_lock_init(lock);
+}
+
+unsigned long metaroce_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void metaroce_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
 }
 
 #if IS_ENABLED(CONFIG_KUNIT)

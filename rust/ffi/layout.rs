@@ -30,6 +30,8 @@ pub(crate) fn rust_sizeof(probe: b::metaroce_layout_probe) -> usize {
         b::metaroce_layout_probe_METAROCE_PROBE_IB_EVENT => size_of::<b::ib_event>(),
         b::metaroce_layout_probe_METAROCE_PROBE_RDMA_LINK_OPS => size_of::<b::rdma_link_ops>(),
         b::metaroce_layout_probe_METAROCE_PROBE_NOTIFIER_BLOCK => size_of::<b::notifier_block>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_HRTIMER => size_of::<b::hrtimer>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_SPINLOCK => size_of::<b::spinlock_t>(),
         _ => 0,
     }
 }

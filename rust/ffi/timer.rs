@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The monotonic clock and one-shot kernel timers (`timer_list`).
+//! The monotonic clock and one-shot high-resolution timers (`hrtimer`).
 //!
 //! A [`Timer<T>`] is a field of its owner `T`, which lives in an [`Arc`].
 //! `T` implements [`TimerCallback`] and, through [`impl_has_timer!`],
@@ -19,6 +19,11 @@
 //! conn.timer.cancel();
 //! ```
 //!
+//! The timer is an `hrtimer` on `CLOCK_MONOTONIC` in absolute soft mode
+//! (`HRTIMER_MODE_ABS_SOFT`): it expires in softirq context, no earlier than
+//! its deadline and at most [`SLACK_NS`] later plus the softirq's latency,
+//! whatever `HZ` is (a `timer_list` resolves whole jiffies: 4 ms at HZ=250).
+//!
 //! An armed timer holds a reference to its owner (an [`Arc`] clone), which
 //! the expiry hands to the callback and `cancel`/`shutdown` release. So the
 //! owner is never freed while its timer is pending or its callback runs, and
@@ -28,22 +33,38 @@
 //! which must not leave a pending timer behind) call [`Timer::shutdown`] or
 //! [`Timer::cancel`] first.
 //!
+//! `hrtimer_start` does not say whether it queued an idle timer or moved a
+//! queued one, so who holds that reference is recorded under the timer's own
+//! spinlock (`lock`, a leaf, taken with interrupts saved: `arm` may run with
+//! them off), which serializes `arm`, `cancel`, `shutdown` and the expiry.
+//!
 //! # Invariants
 //!
 //! - Every `Timer<T>` is the field of a `T` that [`HasTimer::OFFSET`] names
-//!   (the safety contract of [`HasTimer`]), initialized by `timer_setup` with
-//!   `expired::<T>` as its function.
-//! - While the `timer_list` is pending, the timer owns exactly one reference
-//!   to the `Arc<T>` holding it: taken by [`Timer::arm`] when `mod_timer`
-//!   finds it inactive, and given back by whoever makes it inactive: the
-//!   expiry (`expired`), or a `timer_delete*` that returns 1.
+//!   (the safety contract of [`HasTimer`]); `raw` was initialized by
+//!   `hrtimer_init` with `expired::<T>` as its function, `lock` by
+//!   `spin_lock_init`.
+//! - `holds_ref` is read and written only under `lock`. While it is true the
+//!   timer owns exactly one reference to the `Arc<T>` holding it (taken by
+//!   [`Timer::arm`] from [`Arc::into_raw`]); it is true whenever the hrtimer
+//!   is queued, and stays true from an expiry until `expired` takes `lock`.
+//!   Whoever sets it false under `lock` owns that reference: `expired` (when
+//!   the hrtimer was not queued again meanwhile), a `cancel` whose
+//!   `hrtimer_try_to_cancel` dequeued it, or `shutdown` once no callback runs.
+//! - No `arm` queues the hrtimer once `shut` is set (both under `lock`).
 
 use super::bindings as b;
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
+
+/// How much later than its deadline the kernel may expire a [`Timer`] to
+/// batch it with others (`hrtimer_start_range_ns`'s `delta`), ns: the `fq`
+/// qdisc's default pacing slack.
+pub(crate) const SLACK_NS: u64 = 10_000;
 
 /// `ktime_get_ns()`: CLOCK_MONOTONIC, in nanoseconds.
 pub(crate) fn now_ns() -> u64 {
@@ -53,8 +74,8 @@ pub(crate) fn now_ns() -> u64 {
     t as u64
 }
 
-/// One timer tick (jiffy, `TICK_NSEC`) in nanoseconds: the resolution of a
-/// [`Timer`] (4 ms at HZ=250, 1 ms at HZ=1000).
+/// One timer tick (jiffy, `TICK_NSEC`) in nanoseconds (4 ms at HZ=250, 1 ms
+/// at HZ=1000).
 pub(crate) fn tick_ns() -> u64 {
     // SAFETY: returns a compile-time constant of the kernel; no preconditions.
     unsafe { b::metaroce_tick_ns() }
@@ -70,7 +91,8 @@ pub(crate) fn msleep(ms: u32) {
 /// The owner of a [`Timer`]: what runs when it fires.
 pub(crate) trait TimerCallback: Send + Sync + Sized + 'static {
     /// Called in softirq context when the timer expires, at most once per
-    /// [`Timer::arm`] that found it inactive. May re-arm with
+    /// [`Timer::arm`] that found it inactive (arming a queued timer moves
+    /// it). May re-arm with
     /// `Timer::arm(this, …)`; must not call [`Timer::shutdown`] on its own
     /// timer (that waits for this very callback); must not sleep.
     fn fired(this: &Arc<Self>);
@@ -108,25 +130,51 @@ pub(crate) use impl_has_timer;
 
 /// A one-shot timer in a field of `T` (see the module documentation).
 #[repr(C)]
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct Timer<T> {
-    /// First field: the `timer_list` pointer is the `Timer` pointer.
+    /// First field: the `hrtimer` pointer is the `Timer` pointer.
     #[pin]
-    raw: Opaque<b::timer_list>,
+    raw: Opaque<b::hrtimer>,
+    /// Serializes arming, cancelling and the expiry (type invariants).
+    #[pin]
+    lock: Opaque<b::spinlock_t>,
+    /// Whether the timer owns a reference to its owner; under `lock`.
+    holds_ref: UnsafeCell<bool>,
     /// Set by [`Timer::shutdown`]: no more arming, no more callbacks.
     shut: AtomicBool,
-    /// The CLOCK_MONOTONIC deadline of the latest [`Timer::arm`], in ns: an
-    /// expiry before it is not a firing (see `expired`).
+    /// The CLOCK_MONOTONIC deadline of the latest [`Timer::arm`], in ns.
     deadline: AtomicU64,
     _owner: PhantomData<fn(T) -> T>,
 }
 
-// SAFETY: a `timer_list` may be armed, deleted and fired on any CPU; the
-// kernel serializes that with the timer base lock. `T` is only reached
-// through `Arc<T>`, and `T: Send + Sync` (`TimerCallback`).
+// SAFETY: an `hrtimer` may be started, cancelled and expire on any CPU; the
+// kernel serializes that with the timer base lock, and `holds_ref` is only
+// touched under `lock` (type invariants). `T` is only reached through
+// `Arc<T>`, and `T: Send + Sync` (`TimerCallback`).
 unsafe impl<T: TimerCallback> Send for Timer<T> {}
-// SAFETY: see `Send`: every method takes `&self` and the kernel's locking.
+// SAFETY: see `Send`: every method takes `&self` and one of those locks.
 unsafe impl<T: TimerCallback> Sync for Timer<T> {}
+
+/// `lock` held with interrupts saved; unlocks on drop.
+struct Locked<'a, T> {
+    timer: &'a Timer<T>,
+    flags: kernel::ffi::c_ulong,
+}
+
+impl<T> Locked<'_, T> {
+    /// Sets `holds_ref`, returning the previous value.
+    fn set_holds_ref(&mut self, v: bool) -> bool {
+        // SAFETY: `lock` is held (type invariants of `Timer`).
+        unsafe { core::mem::replace(&mut *self.timer.holds_ref.get(), v) }
+    }
+}
+
+impl<T> Drop for Locked<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: `lock` was taken by `Timer::lock` with these flags.
+        unsafe { b::metaroce_spin_unlock_irqrestore(self.timer.lock.get(), self.flags) };
+    }
+}
 
 impl<T: HasTimer> Timer<T> {
     /// The timer field of `owner`.
@@ -140,15 +188,25 @@ impl<T: HasTimer> Timer<T> {
     /// An inactive timer, to be placed in a field of `T` (in an `Arc<T>`).
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            // SAFETY: `slot` is the final, pinned address of the
-            // `timer_list`; `timer_setup` initializes it with our callback.
+            // SAFETY: `slot` is the final, pinned address of the `hrtimer`;
+            // `hrtimer_init` initializes it with our function.
             raw <- Opaque::ffi_init(|slot| unsafe {
-                b::metaroce_timer_setup(slot, Some(expired::<T>))
+                b::metaroce_hrtimer_setup(slot, Some(expired::<T>))
             }),
+            // SAFETY: `slot` is the final, pinned address of the lock.
+            lock <- Opaque::ffi_init(|slot| unsafe { b::metaroce_timer_lock_init(slot) }),
+            holds_ref: UnsafeCell::new(false),
             shut: AtomicBool::new(false),
             deadline: AtomicU64::new(0),
             _owner: PhantomData,
         })
+    }
+
+    /// Takes `lock`, saving and disabling interrupts.
+    fn lock(&self) -> Locked<'_, T> {
+        // SAFETY: `lock` was initialized by `new` and is pinned; any context.
+        let flags = unsafe { b::metaroce_spin_lock_irqsave(self.lock.get()) };
+        Locked { timer: self, flags }
     }
 
     /// The owner of this timer.
@@ -160,78 +218,56 @@ impl<T: HasTimer> Timer<T> {
             .cast::<T>()
     }
 
-    /// Gives back the reference held by a pending timer that was just made
-    /// inactive by a `timer_delete*` returning 1.
+    /// Gives back the reference the timer owned.
     ///
     /// # Safety
     ///
-    /// The caller made the timer inactive from pending, so it owns the
-    /// reference the pending timer held (type invariants).
-    unsafe fn put_pending_ref(&self) {
-        // SAFETY: the pending timer's reference came from `Arc::into_raw` of
-        // the `Arc` holding our owner, whose data pointer is `owner()`.
+    /// The caller set `holds_ref` from true to false under `lock`, so it owns
+    /// that reference (type invariants); `lock` is no longer held (the last
+    /// reference may free the timer with its owner).
+    unsafe fn put_ref(&self) {
+        // SAFETY: the reference came from `Arc::into_raw` of the `Arc`
+        // holding our owner, whose data pointer is `owner()`.
         drop(unsafe { Arc::from_raw(self.owner()) });
     }
 
     /// (Re)arms the timer of `owner` to fire at the CLOCK_MONOTONIC time
-    /// `deadline_ns` (see [`now_ns`]): never earlier (an expiry before it,
-    /// from jiffies lagging the clock, waits out the rest), and about one
-    /// jiffy later at most (plus the timer wheel's slack for far
-    /// deadlines). A past deadline fires at the next tick. Like `mod_timer`, an armed timer is
-    /// moved, earlier or later. Does nothing after [`Timer::shutdown`].
-    /// Any context.
+    /// `deadline_ns` (see [`now_ns`]): never earlier, and at most
+    /// [`SLACK_NS`] later plus the softirq's latency. A past deadline fires
+    /// at once (in softirq). Like `mod_timer`, an armed timer is moved,
+    /// earlier or later. Does nothing after [`Timer::shutdown`]. Any context.
     pub(crate) fn arm(owner: &Arc<T>, deadline_ns: u64) {
         let timer = Self::of(owner);
-        if timer.shut.load(Ordering::Acquire) {
+        let mut g = timer.lock();
+        if timer.shut.load(Ordering::Relaxed) {
             return;
         }
-        timer.deadline.store(deadline_ns, Ordering::Release);
-        Self::set(owner, deadline_ns, false);
+        timer.deadline.store(deadline_ns, Ordering::Relaxed);
+        if !g.set_holds_ref(true) {
+            // The timer's reference, given back by whoever clears
+            // `holds_ref` (type invariants).
+            let _ = Arc::into_raw(owner.clone());
+        }
+        // SAFETY: `raw` was initialized by `new` and is pinned; `lock` (held)
+        // is a leaf, and `hrtimer_start` takes only the timer base lock.
+        unsafe { b::metaroce_hrtimer_start(timer.raw.get(), deadline_ns, SLACK_NS) };
     }
 
-    /// Points the timer of `owner` at `deadline_ns` with `mod_timer`, or
-    /// with `timer_reduce` if `reduce` (which only moves a pending timer
-    /// earlier), taking a reference if that armed it.
-    fn set(owner: &Arc<T>, deadline_ns: u64, reduce: bool) {
-        let timer = Self::of(owner);
-        // SAFETY: no preconditions (any context).
-        let expires = unsafe { b::metaroce_expires_after_ns(deadline_ns.saturating_sub(now_ns())) };
-        let held = Arc::into_raw(owner.clone());
-        // SAFETY: the timer was set up by `new` and is pinned in `owner`.
-        // Either call returns 1 if the timer was pending (and stays so), 0
-        // if it armed an inactive one (`shutdown` never shuts the
-        // `timer_list` itself down, so an inactive timer always arms).
-        let was_pending = unsafe {
-            if reduce {
-                b::timer_reduce(timer.raw.get(), expires)
-            } else {
-                b::mod_timer(timer.raw.get(), expires)
-            }
-        } != 0;
-        if was_pending {
-            // The pending timer already holds its reference: drop ours
-            // (never the last one: the caller holds `owner`).
-            // SAFETY: `held` came from `Arc::into_raw` just above.
-            drop(unsafe { Arc::from_raw(held) });
-        }
-        // Raced with `shutdown`: undo what `mod_timer` may have armed after
-        // its `timer_delete_sync`. `expired` skips the callback meanwhile.
-        if timer.shut.load(Ordering::SeqCst) {
-            timer.cancel();
-        }
-    }
-
-    /// `timer_delete`: disarms a pending timer; returns whether it was
-    /// pending. A callback already running on another CPU goes on. Any
-    /// context.
+    /// Disarms a pending timer; returns whether it was pending. A callback
+    /// already running (on another CPU) goes on. Any context.
     pub(crate) fn cancel(&self) -> bool {
-        // SAFETY: the timer was set up by `new` and is pinned.
-        let was_pending = unsafe { b::timer_delete(self.raw.get()) } != 0;
-        if was_pending {
-            // SAFETY: we made it inactive from pending.
-            unsafe { self.put_pending_ref() };
+        let mut g = self.lock();
+        // SAFETY: `raw` was initialized by `new` and is pinned;
+        // `hrtimer_try_to_cancel` does not wait (any context).
+        let dequeued = unsafe { b::hrtimer_try_to_cancel(self.raw.get()) } == 1;
+        // A queued timer always holds the reference (type invariants).
+        let put = dequeued && g.set_holds_ref(false);
+        drop(g);
+        if put {
+            // SAFETY: we cleared `holds_ref` under `lock`, which is released.
+            unsafe { self.put_ref() };
         }
-        was_pending
+        dequeued
     }
 
     /// Disarms the timer for good, like `timer_shutdown_sync`: waits for a
@@ -239,17 +275,28 @@ impl<T: HasTimer> Timer<T> {
     /// [`Timer::arm`] does nothing. Process or softirq context, but never
     /// from this timer's own callback (it would wait for itself).
     pub(crate) fn shutdown(&self) {
-        self.shut.store(true, Ordering::SeqCst);
-        // Not `timer_shutdown_sync`: a concurrent `arm` must see whether its
-        // `mod_timer` armed the timer (a shut-down `timer_list` ignores
-        // `mod_timer` and returns 0), to keep the reference count right.
-        // SAFETY: the timer was set up by `new` and is pinned; not called
-        // from the timer's own callback (documented contract).
-        let was_pending = unsafe { b::timer_delete_sync(self.raw.get()) } != 0;
-        if was_pending {
-            // SAFETY: we made it inactive from pending.
-            unsafe { self.put_pending_ref() };
+        {
+            let _g = self.lock();
+            self.shut.store(true, Ordering::Relaxed);
         }
+        // No `arm` queues it from here on. `hrtimer_cancel` dequeues it and
+        // waits for a running callback.
+        // SAFETY: `raw` was initialized by `new` and is pinned; not called
+        // from the timer's own callback (documented contract).
+        unsafe { b::hrtimer_cancel(self.raw.get()) };
+        let put = self.lock().set_holds_ref(false);
+        if put {
+            // SAFETY: we cleared `holds_ref` under `lock`, which is released
+            // (the temporary guard dropped at the end of the statement above).
+            unsafe { self.put_ref() };
+        }
+    }
+
+    /// The deadline of the latest [`Timer::arm`] (CLOCK_MONOTONIC, ns; 0
+    /// before the first): read in [`TimerCallback::fired`], how late the
+    /// expiry came.
+    pub(crate) fn deadline_ns(&self) -> u64 {
+        self.deadline.load(Ordering::Relaxed)
     }
 
     /// Whether [`Timer::shutdown`] has been called.
@@ -258,49 +305,36 @@ impl<T: HasTimer> Timer<T> {
     }
 }
 
-#[pinned_drop]
-impl<T> PinnedDrop for Timer<T> {
-    fn drop(self: Pin<&mut Self>) {
-        // The owner is being dropped, so no reference to it is left: the
-        // timer is not pending (a pending timer holds one), and no callback
-        // is using it (a callback holds one until it returns). This may run
-        // inside the timer's own callback, after `fired` dropped the last
-        // reference; the timer core no longer touches the `timer_list` after
-        // the callback returns. So no waiting: just make sure it stays off.
-        // SAFETY: the timer was set up by `new` (pin-init) and is pinned;
-        // `timer_shutdown` does not wait, and works in any context.
-        unsafe { b::timer_shutdown(self.raw.get()) };
-    }
-}
-
-/// The `timer_list` function of every `Timer<T>`.
+/// The `hrtimer` function of every `Timer<T>`.
 ///
 /// # Safety
 ///
-/// Called only by the timer core, for a pending `Timer<T>` it just made
-/// inactive (so the pending reference is ours: type invariants).
-unsafe extern "C" fn expired<T: HasTimer>(t: *mut b::timer_list) {
+/// Called only by the hrtimer core, for a `Timer<T>` that just expired: it
+/// was queued, so `holds_ref` is true and stays so until we take `lock`
+/// (type invariants): the owner is alive.
+unsafe extern "C" fn expired<T: HasTimer>(t: *mut b::hrtimer) -> b::hrtimer_restart {
     // `raw` is the first field of the `#[repr(C)]` `Timer<T>`.
-    let timer = t.cast::<Timer<T>>();
-    // SAFETY: the timer lies at `OFFSET` in its owner, which is alive: we
-    // hold the reference the pending timer owned, taken by `arm` from
-    // `Arc::into_raw` of the `Arc` holding this owner.
-    let owner = unsafe { Arc::from_raw(timer.cast::<u8>().sub(T::OFFSET).cast::<T>()) };
-    let timer = Timer::of(&*owner);
-    if !timer.shut.load(Ordering::SeqCst) {
-        // jiffies can lag CLOCK_MONOTONIC: a (virtual) CPU that stalled has
-        // not yet counted the ticks it missed when `arm` reads jiffies, and
-        // the jiffy it picked then comes before the deadline. Such an early
-        // expiry waits out the rest; `timer_reduce` keeps an earlier
-        // deadline that an `arm` elsewhere set meanwhile.
-        let deadline = timer.deadline.load(Ordering::Acquire);
-        if now_ns() < deadline {
-            Timer::set(&owner, deadline, true);
-        } else {
-            T::fired(&owner);
+    // SAFETY: the timer is alive (see above) and lies in its owner.
+    let timer = unsafe { &*t.cast::<Timer<T>>() };
+    let owner = {
+        let mut g = timer.lock();
+        // SAFETY: `raw` was initialized by `new` and is pinned.
+        if unsafe { b::metaroce_hrtimer_is_queued(timer.raw.get()) } {
+            // Armed again since it expired: the queued timer keeps the
+            // reference and fires at the new deadline.
+            return b::hrtimer_restart_HRTIMER_NORESTART;
         }
+        g.set_holds_ref(false);
+        // SAFETY: we cleared `holds_ref` under `lock`, so the reference is
+        // ours; it came from `Arc::into_raw` of the `Arc` holding the owner.
+        unsafe { Arc::from_raw(timer.owner()) }
+    };
+    if !timer.shut.load(Ordering::Acquire) {
+        T::fired(&owner);
     }
-    // May be the last reference: drops the owner and the timer with it,
-    // which is fine here (see `PinnedDrop`).
+    // May be the last reference: drops the owner and the timer with it. The
+    // hrtimer core does not touch a timer whose function returned
+    // `HRTIMER_NORESTART` (it compares only its address), so that is fine.
     drop(owner);
+    b::hrtimer_restart_HRTIMER_NORESTART
 }

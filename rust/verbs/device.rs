@@ -95,6 +95,7 @@ impl Driver for Metaroce {
                 next_srq_num: core::sync::atomic::AtomicU32::new(1),
                 counters: [const { AtomicU64::new(0) }; NUM_COUNTERS],
                 fair <- fair,
+                timer_lag: AtomicU64::new(0),
             }),
             GFP_KERNEL,
         )?;

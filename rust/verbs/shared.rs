@@ -38,6 +38,9 @@ pub(crate) struct DevShared<P: Endpoint> {
     /// The receiver fair-share estimator ([`super::fair`]).
     #[pin]
     pub(crate) fair: DevFair,
+    /// How late the QP timers of the device fire, ns
+    /// ([`crate::proto::time::timer_lag`]).
+    pub(crate) timer_lag: AtomicU64,
 }
 
 impl<P: Endpoint> DevShared<P> {
@@ -46,6 +49,23 @@ impl<P: Endpoint> DevShared<P> {
         if let Some(x) = self.counters.get(c) {
             x.fetch_add(n, Ordering::Relaxed);
         }
+    }
+
+    /// Notes that a QP timer armed for `deadline` (ns) fired at `now`.
+    pub(crate) fn note_timer(&self, deadline: u64, now: u64) {
+        let late = now.saturating_sub(deadline);
+        // A lost race with another CPU's update only drops one sample.
+        let old = self.timer_lag.load(Ordering::Relaxed);
+        let new = crate::proto::time::timer_lag(old, late);
+        if new != old {
+            self.timer_lag.store(new, Ordering::Relaxed);
+        }
+    }
+
+    /// The pacing slack the device's timers call for, µs
+    /// ([`crate::proto::time::pacing_slack_us`]).
+    pub(crate) fn pacing_slack_us(&self) -> u16 {
+        crate::proto::time::pacing_slack_us(self.timer_lag.load(Ordering::Relaxed))
     }
 
     /// The counters' current values, in [`super::counters`] order.

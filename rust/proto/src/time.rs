@@ -36,3 +36,63 @@ impl Instant {
         (self.0 & 0xffff_ffff) as u32
     }
 }
+
+/// How late a host's timer fires: a maximum of the observed lateness that decays by 1/32
+/// of its excess over each later sample, so one long stall shows at once and fades over
+/// some tens of expiries. `old` and `sample` in ns; returns the new estimate.
+pub const fn timer_lag(old: u64, sample: u64) -> u64 {
+    if sample >= old {
+        sample
+    } else {
+        old - (old - sample) / 32
+    }
+}
+
+/// The smallest pacing slack a host's timer earns, ns: twice the `hrtimer` batching
+/// slack the kernel module allows (10 µs, the `fq` qdisc's default).
+pub const PACING_SLACK_FLOOR_NS: u64 = 20_000;
+
+/// The pacing slack (µs, for `Config::pacing_slack_us`) of a host whose timer fires up
+/// to `lag_ns` late ([`timer_lag`]): twice that plus [`PACING_SLACK_FLOOR_NS`], so that a
+/// sender waiting for its pacing clock loses no sending time to a late expiry; at most
+/// `u16::MAX` µs.
+pub const fn pacing_slack_us(lag_ns: u64) -> u16 {
+    let ns = lag_ns
+        .saturating_mul(2)
+        .saturating_add(PACING_SLACK_FLOOR_NS);
+    let us = ns / 1000;
+    if us > u16::MAX as u64 {
+        u16::MAX
+    } else {
+        us as u16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_shows_at_once_and_fades() {
+        let mut lag = timer_lag(0, 3_000);
+        assert_eq!(lag, 3_000);
+        lag = timer_lag(lag, 4_000_000);
+        assert_eq!(lag, 4_000_000, "a 4 ms stall is taken whole");
+        let mut n = 0;
+        while lag > 10_000 {
+            lag = timer_lag(lag, 3_000);
+            n += 1;
+        }
+        // (1 - 1/32)^n * 4 ms < 10 µs: n = ln(400) * 32 ≈ 190.
+        assert!((150..=250).contains(&n), "{n} expiries to fade");
+        assert!(lag >= 3_000, "never below the samples");
+    }
+
+    #[test]
+    fn slack_covers_twice_the_lag_within_u16() {
+        assert_eq!(pacing_slack_us(0), 20);
+        assert_eq!(pacing_slack_us(10_000), 40);
+        assert_eq!(pacing_slack_us(2_000_000), 4_020);
+        assert_eq!(pacing_slack_us(u64::MAX), u16::MAX);
+    }
+}

@@ -1,6 +1,8 @@
 //! Pacing under a coarse timer (the kernel's `timer_list`, one tick = 4 ms): with
 //! `pacing_slack_us` the sender keeps the hinted rate although it is woken only at tick
-//! boundaries; without it, about one packet goes out per expiry.
+//! boundaries; without it, about one packet goes out per expiry. The kernel module's
+//! timer is an `hrtimer` whose lateness it measures: it sets the slack from that as it
+//! runs (`Connection::set_pacing_slack_us`).
 
 mod common;
 use common::*;
@@ -12,6 +14,11 @@ const TICK: u64 = 4_000_000;
 /// Data packets `a` sends in `ticks` ticks when it only runs at tick boundaries (and on
 /// ACKs, which arrive at once), with `b` handing out 1000 kB/s.
 fn sent_with_coarse_timer(slack_us: u16, ticks: u64) -> u32 {
+    sent_with_slack_from(slack_us, None, ticks)
+}
+
+/// As [`sent_with_coarse_timer`], with the slack set to `later.1` at tick `later.0`.
+fn sent_with_slack_from(slack_us: u16, later: Option<(u64, u16)>, ticks: u64) -> u32 {
     let mut ca = config(1, 2, 8);
     ca.pacing_slack_us = slack_us;
     let mut a = Conn::new(ca);
@@ -22,6 +29,11 @@ fn sent_with_coarse_timer(slack_us: u16, ticks: u64) -> u32 {
     let mut sent = 0;
     for k in 0..ticks {
         let now = Instant(k * TICK);
+        if let Some((at, us)) = later {
+            if k == at {
+                a.set_pacing_slack_us(us);
+            }
+        }
         loop {
             let mut moved = false;
             while let Some(t) = a.poll_transmit(now, &mut buf, &mut app_a) {
@@ -55,4 +67,14 @@ fn slack_keeps_the_hinted_rate_under_a_coarse_timer() {
     println!("data packets in 400 ms: strict {strict}, 8 ms slack {slack}");
     assert!(strict <= 150, "strict {strict}");
     assert!((300..=380).contains(&slack), "slack {slack}");
+}
+
+#[test]
+fn slack_set_while_running_takes_effect() {
+    // Strict for the first 10 ticks (about one packet each), then 8 ms of slack: the
+    // other 90 ticks carry ~315 packets at the hinted rate.
+    let strict = sent_with_coarse_timer(0, 100);
+    let later = sent_with_slack_from(0, Some((10, 8_000)), 100);
+    println!("data packets in 400 ms: strict {strict}, slack from 40 ms {later}");
+    assert!((270..=350).contains(&later), "slack from 40 ms {later}");
 }

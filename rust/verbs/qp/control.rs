@@ -298,7 +298,6 @@ impl Qp {
         let t = &io.attr;
         // Checked at load (1..=64).
         let paths = crate::ffi::params::paths().clamp(1, MAX_PATHS as u32) as u16;
-        let tick = crate::ffi::timer::tick_ns().min(u64::from(u32::MAX / 4)) as u32;
         // Until RTS names `sq_psn`, both keys come from `rq_psn`: a QP that
         // stays in RTR (a responder serving READs and atomics) still answers.
         let (tx_ident, rx_ident) = self.idents(t, t.rq_psn);
@@ -312,26 +311,24 @@ impl Qp {
             base_src_port: base_src_port(crate::ffi::random::random_u32(), paths),
             wire_overhead: 66,
             // Before the first RTT sample: from the device's base RTT (16x,
-            // room for a loaded host), within [2 ticks, 20 ms]; 20 ms until
+            // room for a loaded host), within [2 min_rto, 20 ms]; 20 ms until
             // some connection of the device measured one.
             init_rto_ns: self
                 .dev
                 .fair
                 .base_rtt()
                 .map_or(INIT_RTO_NS, |r| r.saturating_mul(16))
-                .clamp(2 * tick, INIT_RTO_NS.max(2 * tick)),
-            // The QP's timer resolves a tick: below one, a smaller floor
-            // would not fire sooner. Above it, srtt + 4 rttvar (RFC 6298,
-            // per path, measured) decides.
-            min_rto_ns: tick,
+                .clamp(2 * MIN_RTO_NS, INIT_RTO_NS),
+            // Above it, srtt + 4 rttvar (RFC 6298, per path, measured)
+            // decides.
+            min_rto_ns: MIN_RTO_NS,
             max_rto_ns: 500_000_000,
             ack_delay_ns: 0,
             pacing: true,
-            // That timer fires up to two ticks after a deadline it is armed
-            // for (`Timer::arm`: whole ticks, plus one); the sender then
-            // catches up on up to two ticks of sending time (else pacing
-            // would allow about one packet per timer expiry).
-            pacing_slack_us: (2 * tick / 1000).min(u32::from(u16::MAX)) as u16,
+            // Twice how late the device's QP timers fire, and 20 µs more
+            // (the sender catches up on that much sending time after a late
+            // expiry); updated as the QP runs (`pump_locked`).
+            pacing_slack_us: self.dev.pacing_slack_us(),
             ..Config::default()
         };
         rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);
@@ -408,6 +405,12 @@ impl Qp {
 /// RTO before a connection's first RTT sample when the device has measured
 /// none yet, ns.
 const INIT_RTO_NS: u32 = 20_000_000;
+
+/// The RTO floor, ns (Documentation/device.rst, "Retransmission timeouts"):
+/// an RTT sample includes the peer's softirq and its ACK's, which a loaded
+/// host delays by up to milliseconds (ksoftirqd), while the QP's `hrtimer`
+/// fires within microseconds of a deadline.
+const MIN_RTO_NS: u32 = 1_000_000;
 
 /// The source port of path 0 with `paths` paths, from 32 random bits: a
 /// per-connection base in the dynamic range 49152-65535 (ECMP entropy, and

@@ -110,6 +110,7 @@ impl_has_timer! { impl HasTimer for Qp { self.timer } }
 
 impl TimerCallback for Qp {
     fn fired(this: &Arc<Self>) {
+        this.dev.note_timer(this.timer.deadline_ns(), now_ns());
         let mut g = this.inner.lock();
         if this.qp_type.is_datagram() {
             // Datagrams a kernel consumer posted with interrupts off.

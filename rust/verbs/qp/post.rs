@@ -172,6 +172,7 @@ impl Qp {
     /// `destroy_qp` racing the receive cannot discard that ACK.
     pub(super) fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, Inner>) {
         let mut budget = 256;
+        let slack = this.dev.pacing_slack_us();
         let next = loop {
             let Inner {
                 conn,
@@ -184,6 +185,7 @@ impl Qp {
                 return;
             };
             let now = Instant(now_ns());
+            c.set_pacing_slack_us(slack);
             let mut env = Glue { qp: this, io };
             if rc.settle(&mut env) {
                 c.abort();

@@ -124,7 +124,7 @@ fn main() {
         "MetaRoCE simulator, {} scale, seeds from {seed}: {GBPS} Gb/s links, {DELAY} ns/hop, \
          MTU 4096, base RTT {:.1} µs across a spine; shared-buffer switches (2.5 MB/Tb/s, \
          dynamic threshold alpha 1); ECN: MetaRoCE step K {} KB, DCQCN RED 400/1600 KB \
-         Pmax 0.2; MetaRoCE min RTO {} µs (kernel config: 4 ms)\n",
+         Pmax 0.2; MetaRoCE min RTO {} µs (kernel config: 1 ms)\n",
         if quick { "quick" } else { "full" },
         base_rtt() / 1e3,
         K / 1000,

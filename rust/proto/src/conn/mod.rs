@@ -608,6 +608,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         u64::from(self.peer_hint) * 1000 * u64::from(self.rate_scale) / 1024
     }
 
+    /// Sets [`Config::pacing_slack_us`] while the connection runs: a host that measures
+    /// how late its timer fires passes the slack that lateness calls for
+    /// ([`crate::time::pacing_slack_us`]).
+    pub fn set_pacing_slack_us(&mut self, us: u16) {
+        self.cfg.pacing_slack_us = us;
+    }
+
     /// Sets the fair-share rate hint this receiver returns on every ACK.
     pub fn set_rate_hint(&mut self, hint: u32) {
         self.local_hint = hint;

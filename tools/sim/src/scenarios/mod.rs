@@ -52,8 +52,8 @@ pub const DELAY: u64 = 1000;
 /// MetaRoCE's step ECN threshold, bytes.
 pub const K: u64 = 100_000;
 pub const MIN_RTO: u32 = 200_000;
-/// The kernel's timer tick with HZ=250, ns.
-pub const KERNEL_TICK: u32 = 4_000_000;
+/// The kernel module's RTO floor, ns (`MIN_RTO_NS` in rust/verbs/qp/control.rs).
+pub const KERNEL_MIN_RTO: u32 = 1_000_000;
 /// Line rate, bits/s.
 pub const LINE: f64 = GBPS as f64 * 1e9;
 /// RoCEv2 local ACK timeout on lossy fabrics: IBA `timeout` 6 = 262 µs. Above the
@@ -261,15 +261,17 @@ pub fn params(kernel: bool, paths: u8, seed: u64, sample_ns: u64) -> Params {
         paths,
         streams: 4,
         msg_len: 64 * 1024,
-        min_rto_ns: if k { KERNEL_TICK } else { MIN_RTO },
+        min_rto_ns: if k { KERNEL_MIN_RTO } else { MIN_RTO },
         init_rto_ns: if k { 20_000_000 } else { MIN_RTO },
         max_rto_ns: if k {
             500_000_000
         } else {
             metaroce_proto::conn::Config::DEFAULT.max_rto_ns
         },
+        // The kernel's hrtimer fires on time here (exact simulated timers): the slack
+        // its lateness measurement then gives.
         pacing_slack_us: if k {
-            (2 * KERNEL_TICK / 1000) as u16
+            metaroce_proto::time::pacing_slack_us(0)
         } else {
             0
         },

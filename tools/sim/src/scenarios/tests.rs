@@ -29,7 +29,7 @@ fn variants_get_their_fabric_and_ecn() {
     assert_eq!(Variant::ROCE_PFC.roce().ack_timeout_ns, 67_108_864);
     assert!(Variant::ROCE_PFC.roce().lossless && !Variant::ROCE_LOSSY.roce().lossless);
     let k = Variant::MetaKernel.params(8, 1, 0);
-    assert_eq!(k.min_rto_ns, KERNEL_TICK);
+    assert_eq!(k.min_rto_ns, KERNEL_MIN_RTO);
     assert_eq!(Variant::Meta.params(8, 1, 0).min_rto_ns, MIN_RTO);
 }
 
