@@ -35,7 +35,10 @@ const INIT_EPOCH_NS: u64 = 1_000_000;
 const MIN_EPOCH_NS: u64 = 50_000;
 /// Bytes a full packet takes on the wire beyond its payload (the MetaRoCE
 /// data header allowance and Ethernet/IP/UDP, as the simulator counts).
-const PKT_OVERHEAD: u32 = 60 + 66;
+const PKT_OVERHEAD: u32 = 60 + WIRE_OVERHEAD;
+/// Bytes a datagram takes on the wire beyond its UDP payload (Ethernet with
+/// FCS, IPv4, UDP; the `wire_overhead` of the connections' configuration).
+const WIRE_OVERHEAD: u32 = 66;
 
 /// A device's fair-share state.
 #[pin_data]
@@ -74,7 +77,8 @@ impl DevFair {
         let cap = (u64::from(mbps) * 125 * SHARE_PERCENT / 100).clamp(1, u64::from(u32::MAX));
         let capacity = cap as u32;
         let max_epoch = tick_ns.max(MIN_EPOCH_NS);
-        let est = FairShare::new(capacity, INIT_EPOCH_NS.min(max_epoch), mtu + PKT_OVERHEAD);
+        let mut est = FairShare::new(capacity, INIT_EPOCH_NS.min(max_epoch), mtu + PKT_OVERHEAD);
+        est.wire_overhead = WIRE_OVERHEAD;
         pin_init!(DevFair {
             est <- crate::ffi::sync::new_bh_lock!(est, "metaroce_fair"),
             base_rtt: AtomicU32::new(u32::MAX),

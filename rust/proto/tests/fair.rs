@@ -91,3 +91,85 @@ fn bursty_senders_are_all_counted() {
     assert_eq!(f.active(), 4, "epoch {} ns", f.epoch_len());
     assert!(shares.iter().all(|&h| h == CAP / 4), "{shares:?}");
 }
+
+/// `greedy` senders that send at whatever share they are handed and `limited` ones
+/// capped at `limit` kB/s (their NIC, their application), for `dur_ns`, every datagram
+/// `DGRAM` bytes plus 66 of framing; the hint reaches a sender with its next packet.
+/// Returns the last hint of each greedy sender, the limited senders' and the receiver's
+/// arrival rates over the last quarter (kB/s), and the estimator's level.
+fn max_min_run(
+    greedy: usize,
+    limited: usize,
+    limit: u64,
+    dur_ns: u64,
+) -> (Vec<u32>, f64, f64, u32) {
+    const DGRAM: u64 = 1024 + 44;
+    const WIRE: u64 = DGRAM + 66;
+    let n = greedy + limited;
+    let mut f = FairShare::new(CAP, 20_000, PKT);
+    f.wire_overhead = 66;
+    let mut slots = vec![0u32; n];
+    let mut hint = vec![CAP / n as u32; n];
+    // Staggered starts.
+    let mut next: Vec<u64> = (0..n as u64).map(|i| 1_000 + i * 97).collect();
+    let (mut lim_bytes, mut all_bytes) = (0u64, 0u64);
+    loop {
+        let (i, &t) = next.iter().enumerate().min_by_key(|(_, &t)| t).unwrap();
+        if t >= dur_ns {
+            break;
+        }
+        hint[i] = f.note(Instant(t), &mut slots[i], DGRAM as u32);
+        if t >= dur_ns * 3 / 4 {
+            all_bytes += WIRE;
+            if i >= greedy {
+                lim_bytes += WIRE;
+            }
+        }
+        let rate = if i >= greedy {
+            u64::from(hint[i]).min(limit)
+        } else {
+            u64::from(hint[i])
+        };
+        // kB/s: WIRE bytes take WIRE * 10^6 / rate ns.
+        next[i] = t + WIRE * 1_000_000 / rate.max(1);
+    }
+    let secs = (dur_ns / 4) as f64 * 1e-9;
+    let kbps = |b: u64| b as f64 / secs / 1000.0;
+    (
+        hint[..greedy].to_vec(),
+        kbps(lim_bytes),
+        kbps(all_bytes),
+        f.level(),
+    )
+}
+
+#[test]
+fn senders_limited_elsewhere_leave_their_share_to_the_others() {
+    // 4 of 8 senders capped at 2 % of the capacity: max-min gives the other 4
+    // (capacity - 4 x 2 %) / 4 = 23 % each, not the count's 12.5 %.
+    let limit = u64::from(CAP) / 50;
+    let (hints, lim, all, level) = max_min_run(4, 4, limit, 200_000_000);
+    let mm = (f64::from(CAP) - lim) / 4.0;
+    println!("hints {hints:?} level {level}; max-min {mm:.0}; limited {lim:.0}, all {all:.0} kB/s");
+    for &h in &hints {
+        let r = f64::from(h) / mm;
+        assert!((0.9..=1.1).contains(&r), "hint {h} against max-min {mm:.0}");
+    }
+    assert!(all >= 0.93 * f64::from(CAP), "arrival {all:.0} of {CAP}");
+    assert!(all <= 1.02 * f64::from(CAP), "arrival {all:.0} of {CAP}");
+}
+
+#[test]
+fn greedy_senders_get_the_count_share_and_no_level() {
+    let (hints, _, all, level) = max_min_run(8, 0, 0, 100_000_000);
+    assert_eq!(level, 0, "arrival {all:.0}");
+    assert!(hints.iter().all(|&h| h == CAP / 8), "{hints:?}");
+}
+
+#[test]
+fn senders_all_limited_elsewhere_get_the_count_share() {
+    // All 4 capped far below their share (CPU-bound hosts): none takes its offer, so a
+    // higher level would change nothing but the hint; it stays capacity / 4.
+    let (_, _, _, level) = max_min_run(0, 4, u64::from(CAP) / 100, 100_000_000);
+    assert_eq!(level, 0);
+}

@@ -71,6 +71,11 @@ impl Fabric {
         }
     }
 
+    /// Sets link `l`'s rate to `gbps` (a slower NIC, say); before traffic starts.
+    pub fn set_link_gbps(&mut self, l: usize, gbps: u64) {
+        self.topo.links[l].ps_per_byte = 8000 / gbps.max(1);
+    }
+
     pub fn ft(&self) -> &FatTree {
         &self.topo.ft
     }

@@ -145,11 +145,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         let cap_kbps = ft.host_gbps * 1_000_000 / 8 * u64::from(ft.planes) * 95 / 100;
         let fair = (0..ft.hosts())
             .map(|_| {
-                FairShare::new(
+                let mut f = FairShare::new(
                     cap_kbps.min(u64::from(u32::MAX)) as u32,
                     10_000,
                     MTU + 60 + OVERHEAD,
-                )
+                );
+                f.wire_overhead = OVERHEAD;
+                f
             })
             .collect();
         Sim {

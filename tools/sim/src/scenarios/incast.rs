@@ -95,6 +95,72 @@ pub fn incast(v: Variant, n: u32, seed: u64, dur: u64) -> Incast {
     }
 }
 
+/// Incast with `limited` of the `n` senders behind slow NICs (`lim_gbps`): what the
+/// max-min split looks like (scored over the second half of the run).
+pub struct Limited {
+    /// Receiver link goodput / line rate.
+    pub util: f64,
+    /// Mean delivered rate of the limited senders, Gb/s of payload.
+    pub lim_gbps: f64,
+    /// Mean delivered rate of the other senders over their max-min share: what the
+    /// receiver's link carries (at the all-greedy goodput, `greedy`) less what the
+    /// limited ones deliver, split evenly.
+    pub free_vs_mm: f64,
+    /// Jain's index of the other senders' delivered bytes.
+    pub jain_free: f64,
+    pub drops: u64,
+    pub peak_q: u64,
+}
+
+pub fn incast_limited(
+    v: Variant,
+    n: u32,
+    limited: u32,
+    lim_gbps: u64,
+    greedy: f64,
+    seed: u64,
+    dur: u64,
+) -> Limited {
+    let t = leaf_spine(1, 9, 8, 8);
+    let mut s: Sim<8, 1, 4, 64> = sim(v, t, 8, seed, 1_000);
+    for i in 0..n {
+        // Interleaved over the leaves: sender i on host 8 + i.
+        if i.is_multiple_of(2) && i / 2 < limited {
+            let l = s.fabric.host_up(0, 8 + i);
+            s.fabric.set_link_gbps(l, lim_gbps);
+        }
+        add(&mut s, v, 8 + i, 0, true, 0);
+    }
+    let rx = s.fabric.host_down(0, 0);
+    s.watch_link = Some(rx);
+    s.run(dur);
+    let (times, cums) = series(&s);
+    let at = |c: &Vec<u64>, t: u64| crate::stats::counter_at(&times, c, t);
+    let half = dur / 2;
+    let secs = (dur - half) as f64 * 1e-9;
+    let rate = |c: &Vec<u64>| (at(c, dur) - at(c, half)) / secs;
+    let is_lim = |i: u32| i.is_multiple_of(2) && i / 2 < limited;
+    let lim: Vec<f64> = (0..n)
+        .filter(|&i| is_lim(i))
+        .map(|i| rate(&cums[i as usize]))
+        .collect();
+    let free: Vec<f64> = (0..n)
+        .filter(|&i| !is_lim(i))
+        .map(|i| rate(&cums[i as usize]))
+        .collect();
+    let total: f64 = lim.iter().sum::<f64>() + free.iter().sum::<f64>();
+    let mm = (line_bytes() * greedy - lim.iter().sum::<f64>()) / free.len().max(1) as f64;
+    let c = counters(&s);
+    Limited {
+        util: total / line_bytes(),
+        lim_gbps: mean(&lim) * 8.0 / 1e9,
+        free_vs_mm: mean(&free) / mm,
+        jain_free: crate::stats::jain(&free).unwrap_or(0.0),
+        drops: c.drops,
+        peak_q: s.fabric.ports[rx].stats.peak_q,
+    }
+}
+
 pub fn run(sc: Scale) -> Section {
     let vs = sc.variants();
     let seeds = sc.seeds();
@@ -115,8 +181,15 @@ pub fn run(sc: Scale) -> Section {
         &vs,
     );
     let mc = meta_col(&vs);
+    let mut greedy = Vec::new();
     for n in [16u32, 64] {
         let res = per_column(&vs, &seeds, |v, sd| incast(v, n, sd, dur));
+        if n == 16 {
+            greedy = res
+                .iter()
+                .map(|r| mean(&r.iter().map(|x| x.util_all).collect::<Vec<_>>()))
+                .collect();
+        }
         let w = res[0][0].window_ns;
         let fair_cell = |r: &[Incast]| {
             let xs: Vec<f64> = r
@@ -188,5 +261,61 @@ pub fn run(sc: Scale) -> Section {
             |x| (x.drops, x.paused_us, x.peak_q),
         ));
     }
+    // Half the senders behind 2 Gb/s NICs (below their 100/16 Gb/s count share): the
+    // others should split what they leave (max-min).
+    let (n, lim, lg) = (16u32, 8u32, 2u64);
+    // The column's all-greedy 16→1 goodput (above) is the total it can deliver.
+    let res: Vec<Vec<Limited>> = vs
+        .iter()
+        .zip(&greedy)
+        .map(|(&v, &g)| {
+            seeds
+                .iter()
+                .map(|&sd| incast_limited(v, n, lim, lg, g, sd, dur))
+                .collect()
+        })
+        .collect();
+    let col = |f: &dyn Fn(&Limited) -> f64, d: usize, unit: &str| -> Vec<String> {
+        res.iter()
+            .map(|r| ci(&r.iter().map(f).collect::<Vec<_>>(), d, unit))
+            .collect()
+    };
+    let m = &res[mc];
+    let scen = format!("incast {n}→1, {lim} senders behind {lg} Gb/s NICs");
+    let util = mean(&m.iter().map(|x| x.util).collect::<Vec<_>>());
+    sec.rows.push(Row {
+        scenario: scen.clone(),
+        metric: "receiver link goodput, 2nd half".into(),
+        cells: col(&|x| x.util * 100.0, 1, " %"),
+        target: "≥ 90 %".into(),
+        met: Some(util >= 0.90),
+        guard: Some(util >= 0.80),
+    });
+    let mm = mean(&m.iter().map(|x| x.free_vs_mm).collect::<Vec<_>>());
+    sec.rows.push(Row {
+        scenario: scen.clone(),
+        metric: format!(
+            "others' rate / max-min share (the column's all-greedy 16→1 goodput less the \
+             limited senders', split {} ways); Jain among them; limited senders' Gb/s",
+            n - lim
+        ),
+        cells: res
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}; Jain {}; {}",
+                    ci(&r.iter().map(|x| x.free_vs_mm).collect::<Vec<_>>(), 2, ""),
+                    ci(&r.iter().map(|x| x.jain_free).collect::<Vec<_>>(), 3, ""),
+                    ci(&r.iter().map(|x| x.lim_gbps).collect::<Vec<_>>(), 2, "")
+                )
+            })
+            .collect(),
+        target: "others within ±10 % of max-min".into(),
+        met: Some((0.9..=1.1).contains(&mm)),
+        guard: Some(mm >= 0.8),
+    });
+    sec.rows.push(fabric_row(scen, "rx queue", &res, |x| {
+        (x.drops, 0.0, x.peak_q)
+    }));
     sec
 }
