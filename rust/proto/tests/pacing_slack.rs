@@ -78,3 +78,62 @@ fn slack_set_while_running_takes_effect() {
     println!("data packets in 400 ms: strict {strict}, slack from 40 ms {later}");
     assert!((270..=350).contains(&later), "slack from 40 ms {later}");
 }
+
+/// A sender paced at a slow hint whose hint then rises sends its next packet at the new
+/// rate, not one slow packet time after the last: the wait already timed shrinks.
+#[test]
+fn a_raised_hint_shortens_the_wait_timed_at_the_old_one() {
+    let mut a = Conn::new(config(1, 2, 8));
+    let mut b = Conn::new(config(2, 1, 8));
+    let (mut app_a, mut app_b) = (TestApp::default(), TestApp::default());
+    app_a.msgs[0] = vec![1024; 100];
+    let mut buf = [0u8; 2048];
+    let t0 = Instant(1_000_000);
+    // 1000 kB/s: a 1024-byte packet every ~1.1 ms.
+    b.set_rate_hint(1000);
+    let mut held: Option<Vec<u8>> = None;
+    let mut data = 0;
+    loop {
+        let mut moved = false;
+        while let Some(t) = a.poll_transmit(t0, &mut buf, &mut app_a) {
+            moved = true;
+            if matches!(t.kind, TxKind::Data { .. }) {
+                data += 1;
+                if data >= 2 {
+                    // Sent at the slow rate: it reaches the receiver later.
+                    held = Some(buf[..t.len].to_vec());
+                    continue;
+                }
+            }
+            let _ = b.handle_packet(t0, &buf[..t.len], false, &mut app_b);
+        }
+        while let Some(t) = b.poll_transmit(t0, &mut buf, &mut app_b) {
+            moved = true;
+            let _ = a.handle_packet(t0, &buf[..t.len], false, &mut app_a);
+        }
+        if !moved {
+            break;
+        }
+    }
+    // Paced: nothing goes out 100 µs later (a slow packet takes ~1.1 ms).
+    let t1 = t0.add_nanos(100_000);
+    let sent = a.poll_transmit(t1, &mut buf, &mut app_a);
+    assert!(
+        !matches!(sent.map(|t| t.kind), Some(TxKind::Data { .. })),
+        "paced at 1000 kB/s, yet sent at once"
+    );
+    // Then the held packet arrives and its ACK carries 1 GB/s.
+    b.set_rate_hint(1_000_000);
+    let _ = b.handle_packet(t1, &held.expect("a second data packet"), false, &mut app_b);
+    while let Some(t) = b.poll_transmit(t1, &mut buf, &mut app_b) {
+        let _ = a.handle_packet(t1, &buf[..t.len], false, &mut app_a);
+    }
+    // The rest of the wait, timed at 1000 kB/s, shrinks 1000-fold: a packet is due
+    // within a few µs.
+    let t2 = t1.add_nanos(5_000);
+    let sent = a.poll_transmit(t2, &mut buf, &mut app_a);
+    assert!(
+        matches!(sent.map(|t| t.kind), Some(TxKind::Data { .. })),
+        "still waiting at the old rate"
+    );
+}

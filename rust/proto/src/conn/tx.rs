@@ -61,8 +61,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if let Some(t) = &r {
             if self.cfg.pacing && self.peer_hint != 0 {
                 let bytes = (t.len as u64).saturating_add(u64::from(self.cfg.wire_overhead));
-                let r = u64::from(self.peer_hint) * u64::from(self.rate_scale) / 1024;
-                let d = bytes.saturating_mul(1_000_000) / r.max(1);
+                let d = bytes.saturating_mul(1_000_000) / self.paced_rate().max(1);
                 let next = self.timers.get(Timer::Pacing).max(now).add_nanos(d);
                 self.timers.set(Timer::Pacing, next);
             }

@@ -27,6 +27,8 @@ pub struct Incast {
     pub paused_us: f64,
     pub peak_q: u64,
     pub horizon_ns: u64,
+    /// Receiver link goodput / line rate in the worst 2-RTT window from 2 RTT to the end.
+    pub util_min2: f64,
 }
 
 fn k_of(v: Variant) -> u64 {
@@ -41,7 +43,8 @@ pub fn incast(v: Variant, n: u32, seed: u64, dur: u64) -> Incast {
     let t = leaf_spine(1, 9, 8, 8);
     let mut s: Sim<8, 1, 4, 64> = sim(v, t, 8, seed, 1_000);
     for i in 0..n {
-        add(&mut s, v, 8 + i, 0, true, 0);
+        // 64 senders on the other 8 leaves; beyond that several per host.
+        add(&mut s, v, 8 + i % 64, 0, true, 0);
     }
     let rx = s.fabric.host_down(0, 0);
     s.watch_link = Some(rx);
@@ -79,6 +82,12 @@ pub fn incast(v: Variant, n: u32, seed: u64, dur: u64) -> Incast {
         .collect();
     let conv = (50.0 * rtt) as u64;
     let at = |t: u64| crate::stats::counter_at(&times, &total, t);
+    let w2 = (2.0 * rtt) as u64;
+    let util_min2 = window_rates(&times, &total, w2)
+        .iter()
+        .filter(|(t, _)| *t >= w2)
+        .map(|(_, r)| r / line_bytes())
+        .fold(f64::INFINITY, f64::min);
     let util_conv = at(conv) / (conv as f64 * 1e-9) / line_bytes();
     let util_all = at(dur) / (dur as f64 * 1e-9) / line_bytes();
     let c = counters(&s);
@@ -92,6 +101,7 @@ pub fn incast(v: Variant, n: u32, seed: u64, dur: u64) -> Incast {
         paused_us: c.paused_ns as f64 / 1e3,
         peak_q: s.fabric.ports[rx].stats.peak_q,
         horizon_ns: dur,
+        util_min2,
     }
 }
 
@@ -182,7 +192,7 @@ pub fn run(sc: Scale) -> Section {
     );
     let mc = meta_col(&vs);
     let mut greedy = Vec::new();
-    for n in [16u32, 64] {
+    for n in [16u32, 64, 256] {
         let res = per_column(&vs, &seeds, |v, sd| incast(v, n, sd, dur));
         if n == 16 {
             greedy = res
@@ -208,9 +218,10 @@ pub fn run(sc: Scale) -> Section {
         let m = &res[mc];
         let m_fair = m.iter().all(|x| x.fair_ns == Some(0));
         let m_jain = mean(&m.iter().map(|x| x.jain).collect::<Vec<_>>());
-        let m_guard_fair = m
-            .iter()
-            .all(|x| x.fair_ns.is_some_and(|t| t <= 4 * x.window_ns));
+        // At 256→1 a window (20 packets per sender) is most of the run: no guard.
+        let m_guard_fair = n > 64
+            || m.iter()
+                .all(|x| x.fair_ns.is_some_and(|t| t <= 4 * x.window_ns));
         sec.rows.push(Row {
             scenario: format!("incast {n}→1"),
             metric: format!(
@@ -260,6 +271,45 @@ pub fn run(sc: Scale) -> Section {
             &res,
             |x| (x.drops, x.paused_us, x.peak_q),
         ));
+        // Issue targets: utilisation from 2 RTT on, and the peak queue within N full
+        // packets plus one bandwidth-delay product.
+        let bound = f64::from(n) * f64::from(MTU + 60 + OVERHEAD) + line_bytes() * rtt * 1e-9;
+        let u2 = mean(&m.iter().map(|x| x.util_min2).collect::<Vec<_>>());
+        let qb = m
+            .iter()
+            .map(|x| x.peak_q as f64 / bound)
+            .fold(0.0, f64::max);
+        sec.rows.push(Row {
+            scenario: format!("incast {n}→1"),
+            metric: format!(
+                "worst 2-RTT window's receiver goodput from 2 RTT on; peak rx queue / (N MTU + \
+                 1 BDP = {:.0} KB)",
+                bound / 1e3
+            ),
+            cells: res
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}; {}",
+                        ci(
+                            &r.iter().map(|x| x.util_min2 * 100.0).collect::<Vec<_>>(),
+                            1,
+                            " %"
+                        ),
+                        ci(
+                            &r.iter()
+                                .map(|x| x.peak_q as f64 / bound)
+                                .collect::<Vec<_>>(),
+                            2,
+                            ""
+                        )
+                    )
+                })
+                .collect(),
+            target: "≥ 90 %; ≤ 1".into(),
+            met: Some(u2 >= 0.90 && qb <= 1.0),
+            guard: None,
+        });
     }
     // Half the senders behind 2 Gb/s NICs (below their 100/16 Gb/s count share): the
     // others should split what they leave (max-min).
