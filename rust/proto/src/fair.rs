@@ -30,7 +30,8 @@
 //!
 //! the offer is then scaled by [`AIM`]·capacity / arrival rate, by at most 5/4, to at
 //! most the capacity. After an epoch that arrived above the capacity it is scaled down
-//! by capacity / arrival rate; a level within 1/16 of `capacity / n` is dropped. Limited
+//! by capacity / arrival rate; senders joining scale it by old count / new count; a
+//! level within 1/16 of `capacity / n` is dropped. Limited
 //! senders keep sending what they can; the others converge to the max-min share,
 //! `(capacity − what the limited ones use) / (number of the others)`.
 
@@ -159,7 +160,11 @@ impl FairShare {
         let stamp = (*slot >> 16) as u16;
         let mut units = *slot & 0xffff;
         if stamp != self.epoch {
-            let gap = self.epoch.wrapping_sub(stamp);
+            // Stamps skip 0: across a wrap the 16-bit difference counts one too many.
+            let mut gap = self.epoch.wrapping_sub(stamp);
+            if stamp > self.epoch {
+                gap = gap.wrapping_sub(1);
+            }
             if stamp != 0 && (2..=8).contains(&gap) {
                 self.skipped = true;
             }
@@ -180,7 +185,7 @@ impl FairShare {
         let was_raised = core::mem::replace(&mut self.raised, false);
         let cap = u64::from(self.capacity);
         let fair = cap / u64::from(self.cur.max(1));
-        let offered = u64::from(self.level).max(fair);
+        let offered = u64::from(self.joined_level()).max(fair);
         // Arrival rate on the wire, 1000 bytes/s: bytes per ns times 10^6.
         let wire = self
             .cur_bytes
@@ -227,7 +232,20 @@ impl FairShare {
     /// Current share per active sender: `capacity / n`, or the max-min level above it.
     pub fn share(&self) -> u32 {
         let n = self.cur.max(self.prev).max(1);
-        (self.capacity / n).max(self.level).min(self.capacity)
+        (self.capacity / n)
+            .max(self.joined_level())
+            .min(self.capacity)
+    }
+
+    /// The level, scaled down by `prev / cur` when senders joined in this epoch: it was
+    /// set for the previous epoch's senders (else each newcomer would be offered what
+    /// the few had, until the level decays by capacity / arrival epoch after epoch).
+    fn joined_level(&self) -> u32 {
+        if self.cur > self.prev {
+            (u64::from(self.level) * u64::from(self.prev) / u64::from(self.cur)) as u32
+        } else {
+            self.level
+        }
     }
 
     /// The max-min level above `capacity / n` (1000 bytes/s units; 0: none).

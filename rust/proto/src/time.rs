@@ -39,7 +39,7 @@ impl Instant {
 
 /// How late a host's timer fires: a maximum of the observed lateness that decays by 1/32
 /// of its excess over each later sample, so one long stall shows at once and fades over
-/// some tens of expiries. `old` and `sample` in ns; returns the new estimate.
+/// some hundreds of expiries (4 ms to 10 µs in about 190). `old` and `sample` in ns; returns the new estimate.
 pub const fn timer_lag(old: u64, sample: u64) -> u64 {
     if sample >= old {
         sample

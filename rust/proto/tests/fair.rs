@@ -173,3 +173,105 @@ fn senders_all_limited_elsewhere_get_the_count_share() {
     let (_, _, _, level) = max_min_run(0, 4, u64::from(CAP) / 100, 100_000_000);
     assert_eq!(level, 0);
 }
+
+/// Epoch stamps skip 0: a sender that sends in epoch 65535 and in the next (stamp 1)
+/// is continuing, not returning after a skipped epoch (which would stretch the epoch).
+#[test]
+fn stamp_wrap_counts_a_continuing_sender_as_returning() {
+    let mut f = FairShare::new(CAP, 100_000, PKT);
+    let mut slot = 0u32;
+    let mut t = 100_000u64;
+    let mut lens = Vec::new();
+    // One sender, 8 packets per shortest epoch, evenly spaced.
+    for i in 0..(70_000u64 * 8) {
+        f.note(Instant(t), &mut slot, PKT);
+        if (65_530 * 8..65_540 * 8).contains(&i) && i % 8 == 0 {
+            lens.push((i / 8, slot >> 16, f.epoch_len()));
+        }
+        t += 12_500;
+    }
+    assert!(
+        lens.iter().all(|&(_, _, l)| l == f.epoch_ns.max(lens[0].2)),
+        "{lens:?}"
+    );
+}
+
+/// Link-limited model: receiver link at CAP/0.95 (FIFO), greedy senders send at their
+/// hint, limited ones at min(hint, limit), until `t_end`.
+#[allow(clippy::too_many_arguments)]
+fn linked(
+    f: &mut FairShare,
+    slots: &mut [u32],
+    hint: &mut [u32],
+    next: &mut [u64],
+    limit: &[u64],
+    t_end: u64,
+    link_free: &mut u64,
+    queue_max: &mut u64,
+) {
+    const DGRAM: u64 = 1024 + 44;
+    const WIRE: u64 = DGRAM + 66;
+    let line = u64::from(CAP) * 100 / 95; // kB/s
+    let ser = WIRE * 1_000_000 / line;
+    loop {
+        let (i, &t) = next.iter().enumerate().min_by_key(|(_, &t)| t).unwrap();
+        if t >= t_end {
+            break;
+        }
+        let arr = (*link_free).max(t) + ser;
+        *queue_max = (*queue_max).max(arr - t);
+        *link_free = arr;
+        hint[i] = f.note(Instant(arr), &mut slots[i], DGRAM as u32);
+        let rate = u64::from(hint[i]).min(limit[i]);
+        next[i] = t + WIRE * 1_000_000 / rate.max(1);
+    }
+}
+
+/// 1 greedy + 1 limited sender raise the level; then 14 greedy senders join: their
+/// share is back near C/15 within 1 ms, not after the level decays epoch by epoch.
+#[test]
+fn joiners_inherit_a_high_level() {
+    let mut f = FairShare::new(CAP, 20_000, PKT);
+    f.wire_overhead = 66;
+    let n = 16;
+    let mut slots = vec![0u32; n];
+    let mut hint = vec![CAP / 2; n];
+    let mut next: Vec<u64> = (0..n as u64)
+        .map(|i| if i < 2 { 1000 + i } else { u64::MAX })
+        .collect();
+    let mut limit = vec![u64::MAX; n];
+    limit[1] = u64::from(CAP) / 20;
+    let (mut lf, mut qm) = (0u64, 0u64);
+    linked(
+        &mut f, &mut slots, &mut hint, &mut next, &limit, 20_000_000, &mut lf, &mut qm,
+    );
+    let lvl0 = f.level();
+    for i in 2..n {
+        next[i] = 20_000_000 + i as u64;
+        hint[i] = CAP / 16;
+    }
+    let mut t = 20_000_000u64;
+    let mut trace = Vec::new();
+    qm = 0;
+    while t < 40_000_000 {
+        t += 100_000;
+        linked(
+            &mut f, &mut slots, &mut hint, &mut next, &limit, t, &mut lf, &mut qm,
+        );
+        trace.push((t / 1000, f.level(), f.share(), qm / 1000));
+    }
+    let settled = trace
+        .iter()
+        .position(|&(_, _, s, _)| s <= CAP / 15 * 17 / 16)
+        .map(|p| p * 100);
+    eprintln!(
+        "share near C/15 after {:?} us; max queue {} us",
+        settled,
+        trace.iter().map(|x| x.3).max().unwrap()
+    );
+    assert!(lvl0 > CAP / 2);
+    assert!(
+        matches!(settled, Some(s) if s <= 1_000),
+        "settled {settled:?} us"
+    );
+}
