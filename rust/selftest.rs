@@ -461,7 +461,7 @@ pub(crate) extern "C" fn metaroce_rust_timer_selftest() -> c_int {
     if a.fired.load(SeqCst) != 1 || a.fired_at.load(SeqCst) < deadline {
         return 6;
     }
-    pr_info!(
+    pr_debug!(
         "timer selftest: fired {} us after its deadline\n",
         (a.fired_at.load(SeqCst) - deadline) / 1000
     );

@@ -34,10 +34,13 @@ gid=$(retry 20 gid_index "$dev" "$MR_IP4") || gid=""
 # run_module ARGS...: insmod, then the module's kernel log lines since the load
 # in $klog, its counts in $np/$nf; rmmod.
 run_module() {
-  local before t0=$SECONDS
-  before=$(dmesg | wc -l)
+  local mark t0=$SECONDS
+  # A marker, not a line count: once the kernel's log ring is full, old lines drop
+  # and a count taken before the load would skip the module's first lines.
+  mark="kverbs.sh run $$ $RANDOM $SECONDS"
+  echo "$mark" >/dev/kmsg
   if ! insmod "$ko" dev="$dev" "$@"; then fail "insmod kverbs_test.ko $*"; return 1; fi
-  klog=$(dmesg | tail -n +$((before + 1)) | sed -n 's/^\[ *[0-9.]*\] kverbs_test: //p')
+  klog=$(dmesg | sed -n "/$mark/,\$p" | sed -n 's/^\[ *[0-9.]*\] kverbs_test: //p')
   np=$(cat $par/passed) nf=$(cat $par/failed) fin=$(cat $par/finished)
   diag "kverbs_test${*:+ $*} on $dev: $np passed, $nf failed, finished=$fin, $((SECONDS - t0)) s"
   check "rmmod kverbs_test" rmmod kverbs_test
