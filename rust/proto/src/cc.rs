@@ -172,6 +172,12 @@ impl PathCc {
         self.flags & MARKED != 0 && self.alpha >= COUPLE_ALPHA
     }
 
+    /// Whether the path has seen ECN marks since it (re)started: the precondition of
+    /// [`PathCc::congested`].
+    pub fn marked(&self) -> bool {
+        self.flags & MARKED != 0
+    }
+
     /// A loss was detected at `now`.
     pub fn on_loss(&mut self, cfg: &CcConfig, now: Instant, rtt_ns: u64) {
         let stamp = now.wire_stamp();

@@ -34,6 +34,13 @@ const DUP_THRESH: u32 = 3;
 /// The ECN trim after a round trip marked at the receiver's edge, 1/1024 of the hint.
 const EDGE_TRIM: u16 = 768;
 
+/// The parts of [`Config`](super::Config) ACK processing reads (copying the whole
+/// configuration per ACK cost more than the rest of the reads).
+struct Cfg {
+    cc: super::super::cc::CcConfig,
+    rnr_retry: u8,
+}
+
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
     pub(super) fn on_ack<A: App>(
         &mut self,
@@ -48,7 +55,10 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if let ConnState::Error(_) = self.state {
             return Err(DropReason::Closed);
         }
-        let cfg = self.cfg;
+        let cfg = Cfg {
+            cc: self.cfg.cc,
+            rnr_retry: self.cfg.rnr_retry,
+        };
         let (base, next) = match self.tx.get(p) {
             Some(t) => (t.base_psn, t.next_psn),
             None => return Err(DropReason::BadPath),
@@ -278,7 +288,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let mut rearm = false;
         // A congested path shares its additive increase with the connection's other
         // congested paths (cc.rs).
-        let coupled = self.coupled_sum();
+        // Only a path already marked can be congested after this ACK (an ACK carrying
+        // CE grows no window), so the others skip the walk over the paths.
+        let coupled = match self.tx.get(p) {
+            Some(t) if t.cc.marked() => self.coupled_sum(),
+            _ => 0,
+        };
         if let Some(t) = self.tx.get_mut(p) {
             t.inflight = t.inflight.saturating_sub(freed);
             t.base_psn = min_psn.unwrap_or(t.next_psn);
