@@ -8,16 +8,16 @@
 //! does.
 //!
 //! Capacity: the `rx_mbps` module parameter, else the netdev's link speed
-//! (ethtool), else [`FALLBACK_MBPS`]; 95 % of it is handed out. Epoch: the
-//! smallest RTT any connection of the device measured (the base RTT),
-//! clamped to [[`MIN_EPOCH_NS`], one timer tick]; [`INIT_EPOCH_NS`] until a
-//! connection measured one.
+//! (ethtool), else [`FALLBACK_MBPS`]; [`HANDOUT_PERCENT`] (98 %) of it is
+//! handed out. Epoch: the smallest RTT any connection of the device measured
+//! (the base RTT), clamped to [[`MIN_EPOCH_NS`], one timer tick];
+//! [`INIT_EPOCH_NS`] until a connection measured one.
 //!
 //! Locking: the estimator's lock is a leaf taken under the QP lock (held for
 //! one `note`); the base RTT is an atomic.
 
 use crate::ffi::sync::BhLock;
-use crate::proto::fair::FairShare;
+use crate::proto::fair::{FairShare, HANDOUT_PERCENT};
 use crate::proto::time::Instant;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
@@ -25,9 +25,6 @@ use kernel::prelude::*;
 /// Link speed assumed when the netdev does not report one (virtio-net
 /// without a configured speed): 10 Gb/s, what veth reports.
 pub(crate) const FALLBACK_MBPS: u32 = 10_000;
-/// Share of the capacity handed out, percent: a little below line rate so
-/// that standing queues drain (as the simulator).
-const SHARE_PERCENT: u64 = 95;
 /// Epoch before any connection of the device measured an RTT, ns.
 const INIT_EPOCH_NS: u64 = 1_000_000;
 /// Shortest epoch, ns: a loopback QP's RTT (a few µs) must not make the
@@ -74,7 +71,7 @@ impl DevFair {
             (p, _) => (p, "rx_mbps"),
         };
         // Mb/s to 1000 bytes/s: * 1e6 / 8 / 1000 = * 125.
-        let cap = (u64::from(mbps) * 125 * SHARE_PERCENT / 100).clamp(1, u64::from(u32::MAX));
+        let cap = (u64::from(mbps) * 125 * HANDOUT_PERCENT / 100).clamp(1, u64::from(u32::MAX));
         let capacity = cap as u32;
         let max_epoch = tick_ns.max(MIN_EPOCH_NS);
         let mut est = FairShare::new(capacity, INIT_EPOCH_NS.min(max_epoch), mtu + PKT_OVERHEAD);

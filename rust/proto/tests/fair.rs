@@ -3,10 +3,11 @@
 //! elsewhere and send far below the capacity (a CPU-bound host), where an epoch of
 //! one base RTT would miss most of them.
 
-use metaroce_proto::fair::{FairShare, MAX_EPOCHS};
+use metaroce_proto::fair::{FairShare, HANDOUT_PERCENT, MAX_EPOCHS};
 use metaroce_proto::time::Instant;
 
-const CAP: u32 = 1_187_500; // 10 Gb/s * 95 %, 1000 bytes/s
+// 10 Gb/s less what the receiver keeps back, 1000 bytes/s.
+const CAP: u32 = (1_250_000 * HANDOUT_PERCENT / 100) as u32;
 const PKT: u32 = 1024 + 126;
 
 /// `n` senders round-robin, one full packet every `gap_ns` over all of them, for
@@ -196,7 +197,7 @@ fn stamp_wrap_counts_a_continuing_sender_as_returning() {
     );
 }
 
-/// Link-limited model: receiver link at CAP/0.95 (FIFO), greedy senders send at their
+/// Link-limited model: receiver link at CAP / HANDOUT_PERCENT % (FIFO), greedy senders send at their
 /// hint, limited ones at min(hint, limit), until `t_end`.
 #[allow(clippy::too_many_arguments)]
 fn linked(
@@ -211,7 +212,7 @@ fn linked(
 ) {
     const DGRAM: u64 = 1024 + 44;
     const WIRE: u64 = DGRAM + 66;
-    let line = u64::from(CAP) * 100 / 95; // kB/s
+    let line = u64::from(CAP) * 100 / HANDOUT_PERCENT; // kB/s
     let ser = WIRE * 1_000_000 / line;
     loop {
         let (i, &t) = next.iter().enumerate().min_by_key(|(_, &t)| t).unwrap();
@@ -228,7 +229,8 @@ fn linked(
 }
 
 /// 1 greedy + 1 limited sender raise the level; then 14 greedy senders join: their
-/// share is back near C/15 within 1 ms, not after the level decays epoch by epoch.
+/// share is back near C/15 within 1 ms, not after the level decays epoch by epoch, and
+/// no lower than the max-min share.
 #[test]
 fn joiners_inherit_a_high_level() {
     let mut f = FairShare::new(CAP, 20_000, PKT);
@@ -274,4 +276,12 @@ fn joiners_inherit_a_high_level() {
         matches!(settled, Some(s) if s <= 1_000),
         "settled {settled:?} us"
     );
+    // The level is shared by the one sender that took it all and the 14 newcomers, not
+    // by all 16 (the limited one among them): no queue of the joiners' first offers
+    // (457 us when the level was divided by the count), and no share below max-min's.
+    let max_min = (CAP - CAP / 20) / 15;
+    let low = trace.iter().map(|x| x.2).min().unwrap();
+    let q = trace.iter().map(|x| x.3).max().unwrap();
+    assert!(q <= 100, "max queue {q} us");
+    assert!(low >= max_min * 9 / 10, "share {low} < 0.9 x {max_min}");
 }

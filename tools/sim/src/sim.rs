@@ -20,7 +20,7 @@ use crate::switch::SwitchConfig;
 use crate::topo::FatTree;
 use crate::toy::{BaseEnd, BASE_HDR, NEVER};
 use metaroce_proto::conn::{Config, Connection};
-use metaroce_proto::fair::FairShare;
+use metaroce_proto::fair::{FairShare, HANDOUT_PERCENT};
 use metaroce_proto::testkit::BulkApp;
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::peek_dst_conn;
@@ -141,8 +141,8 @@ pub struct Sample {
 impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S, N> {
     pub fn new(ft: FatTree, cfg: SwitchConfig, params: Params) -> Self {
         let fabric = Fabric::new(ft, cfg, params.seed);
-        // Receivers hand out 95 % of their line rate so standing queues drain.
-        let cap_kbps = ft.host_gbps * 1_000_000 / 8 * u64::from(ft.planes) * 95 / 100;
+        // Receivers hand out a little less than their line rate so standing queues drain.
+        let cap_kbps = ft.host_gbps * 1_000_000 / 8 * u64::from(ft.planes) * HANDOUT_PERCENT / 100;
         let fair = (0..ft.hosts())
             .map(|_| {
                 let mut f = FairShare::new(
