@@ -30,8 +30,9 @@
 //!
 //! the offer is then scaled by [`AIM`]·capacity / arrival rate, by at most 5/4, to at
 //! most the capacity. After an epoch that arrived above the capacity it is scaled down
-//! by capacity / arrival rate; senders joining scale it by old count / new count; a
-//! level within 1/16 of `capacity / n` is dropped. Limited
+//! by capacity / arrival rate; senders joining scale it by full / (full + joined),
+//! `full` the previous epoch's senders that took [`FULL`] of their offer (old count /
+//! new count when none did); a level within 1/16 of `capacity / n` is dropped. Limited
 //! senders keep sending what they can; the others converge to the max-min share,
 //! `(capacity − what the limited ones use) / (number of the others)`.
 
