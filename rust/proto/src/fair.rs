@@ -30,9 +30,8 @@
 //!
 //! the offer is then scaled by [`AIM`]·capacity / arrival rate, by at most 5/4, to at
 //! most the capacity. After an epoch that arrived above the capacity it is scaled down
-//! by capacity / arrival rate; senders joining scale it by full / (full + joined),
-//! `full` the previous epoch's senders that took [`FULL`] of their offer (old count /
-//! new count when none did); a level within 1/16 of `capacity / n` is dropped. Limited
+//! by capacity / arrival rate; senders joining scale it by old count / new count; a
+//! level within 1/16 of `capacity / n` is dropped. Limited
 //! senders keep sending what they can; the others converge to the max-min share,
 //! `(capacity − what the limited ones use) / (number of the others)`.
 
@@ -94,9 +93,6 @@ pub struct FairShare {
     low: bool,
     /// Senders seen in this epoch that sent at least `full_bytes` in the previous one.
     full: u32,
-    /// `full` at the end of the previous epoch: how many of the senders the level was
-    /// set for take all they are offered.
-    full_last: u32,
     /// Bytes a sender sends in the previous epoch if it takes [`FULL`] of its offer.
     full_bytes: u64,
     /// The max-min level offered above `capacity / n` (1000 bytes/s units; 0: none).
@@ -104,9 +100,9 @@ pub struct FairShare {
 }
 
 impl FairShare {
-    /// A new estimator for `capacity` (1000 bytes/s units; set it a little below line rate,
-    /// [`HANDOUT_PERCENT`], so standing queues drain), shortest epoch `epoch_ns` and full packets of
-    /// `pkt_bytes` on the wire.
+    /// A new estimator for `capacity` (1000 bytes/s units; set it a little below line
+    /// rate, [`HANDOUT_PERCENT`], so standing queues drain), shortest epoch `epoch_ns` and
+    /// full packets of `pkt_bytes` on the wire.
     pub fn new(capacity: u32, epoch_ns: u64, pkt_bytes: u32) -> FairShare {
         let pkt_ns = u64::from(pkt_bytes).saturating_mul(1_000_000) / u64::from(capacity.max(1));
         FairShare {
@@ -127,7 +123,6 @@ impl FairShare {
             raised: false,
             low: false,
             full: 0,
-            full_last: 0,
             full_bytes: u64::MAX,
             level: 0,
         }
@@ -149,7 +144,6 @@ impl FairShare {
             } else {
                 (offered.saturating_mul(since) / 1_000_000).saturating_mul(FULL) / 1024
             };
-            self.full_last = if idle { 0 } else { self.full };
             self.full = 0;
             self.prev = if idle { 0 } else { self.cur };
             self.seen_pkt_ns = if idle || self.cur_bytes == 0 {
@@ -252,26 +246,15 @@ impl FairShare {
             .min(self.capacity)
     }
 
-    /// The level, scaled down when senders joined in this epoch (by `full / (full +
-    /// joined)`, `full` the previous epoch's senders that took all they were offered, or
-    /// by `prev / cur`): it was set for the previous epoch's senders (else each newcomer would be offered what
+    /// The level, scaled down by `prev / cur` when senders joined in this epoch: it was
+    /// set for the previous epoch's senders (else each newcomer would be offered what
     /// the few had, until the level decays by capacity / arrival epoch after epoch).
     fn joined_level(&self) -> u32 {
-        if self.cur <= self.prev {
-            return self.level;
-        }
-        // The level is what each sender that takes all it is offered gets; the rest of
-        // the capacity goes to the limited ones. Newcomers are counted as taking all
-        // (a limited one shows itself an epoch later, and the level rises again), so
-        // the level is shared by the full senders and them. Without a count of full
-        // senders, by all.
-        let joined = self.cur - self.prev;
-        let (had, have) = if self.full_last > 0 && self.full_last <= self.prev {
-            (self.full_last, self.full_last + joined)
+        if self.cur > self.prev {
+            (u64::from(self.level) * u64::from(self.prev) / u64::from(self.cur)) as u32
         } else {
-            (self.prev, self.cur)
-        };
-        (u64::from(self.level) * u64::from(had) / u64::from(have)) as u32
+            self.level
+        }
     }
 
     /// The max-min level above `capacity / n` (1000 bytes/s units; 0: none).

@@ -209,6 +209,7 @@ fn linked(
     t_end: u64,
     link_free: &mut u64,
     queue_max: &mut u64,
+    sent: &mut [u64],
 ) {
     const DGRAM: u64 = 1024 + 44;
     const WIRE: u64 = DGRAM + 66;
@@ -223,14 +224,19 @@ fn linked(
         *queue_max = (*queue_max).max(arr - t);
         *link_free = arr;
         hint[i] = f.note(Instant(arr), &mut slots[i], DGRAM as u32);
+        sent[i] += 1;
         let rate = u64::from(hint[i]).min(limit[i]);
         next[i] = t + WIRE * 1_000_000 / rate.max(1);
     }
 }
 
 /// 1 greedy + 1 limited sender raise the level; then 14 greedy senders join: their
-/// share is back near C/15 within 1 ms, not after the level decays epoch by epoch, and
-/// no lower than the max-min share.
+/// share is back near C/15 within about 1 ms, not after the level decays epoch by epoch
+/// (2.4 ms). At the 98 % hand-out the link has 2 % headroom in this model (no ECN), so
+/// the decay after the join is slower than at 95 % (1.1 ms and 457 us of queue against
+/// 0.5 ms and 182 us); a join rule that shared the level only among the senders that had
+/// taken all of theirs settled at once but let a sporadic sender starve a greedy one
+/// (`a_sporadic_sender_does_not_starve_a_greedy_one`).
 #[test]
 fn joiners_inherit_a_high_level() {
     let mut f = FairShare::new(CAP, 20_000, PKT);
@@ -244,8 +250,9 @@ fn joiners_inherit_a_high_level() {
     let mut limit = vec![u64::MAX; n];
     limit[1] = u64::from(CAP) / 20;
     let (mut lf, mut qm) = (0u64, 0u64);
+    let mut sent = vec![0u64; n];
     linked(
-        &mut f, &mut slots, &mut hint, &mut next, &limit, 20_000_000, &mut lf, &mut qm,
+        &mut f, &mut slots, &mut hint, &mut next, &limit, 20_000_000, &mut lf, &mut qm, &mut sent,
     );
     let lvl0 = f.level();
     for i in 2..n {
@@ -258,7 +265,7 @@ fn joiners_inherit_a_high_level() {
     while t < 40_000_000 {
         t += 100_000;
         linked(
-            &mut f, &mut slots, &mut hint, &mut next, &limit, t, &mut lf, &mut qm,
+            &mut f, &mut slots, &mut hint, &mut next, &limit, t, &mut lf, &mut qm, &mut sent,
         );
         trace.push((t / 1000, f.level(), f.share(), qm / 1000));
     }
@@ -273,15 +280,67 @@ fn joiners_inherit_a_high_level() {
     );
     assert!(lvl0 > CAP / 2);
     assert!(
-        matches!(settled, Some(s) if s <= 1_000),
+        matches!(settled, Some(s) if s <= 1_200),
         "settled {settled:?} us"
     );
-    // The level is shared by the one sender that took it all and the 14 newcomers, not
-    // by all 16 (the limited one among them): no queue of the joiners' first offers
-    // (457 us when the level was divided by the count), and no share below max-min's.
-    let max_min = (CAP - CAP / 20) / 15;
-    let low = trace.iter().map(|x| x.2).min().unwrap();
-    let q = trace.iter().map(|x| x.3).max().unwrap();
-    assert!(q <= 100, "max queue {q} us");
-    assert!(low >= max_min * 9 / 10, "share {low} < 0.9 x {max_min}");
+}
+
+/// 1 greedy sender and 10 limited to C/60 each (base epoch 500 us), and one more that
+/// sends a single packet every 5 ms (a keep-alive, a sporadic RPC): each of its packets
+/// is a join. The greedy sender keeps at least 0.85 of its max-min share over 200 ms
+/// (0.91 with the level scaled by the count; 0.70 when it was shared only among the
+/// senders that had taken all of theirs: one packet halved the lone greedy sender's
+/// level, and the raises took some ten epochs to win it back).
+#[test]
+fn a_sporadic_sender_does_not_starve_a_greedy_one() {
+    let mut f = FairShare::new(CAP, 500_000, PKT);
+    f.wire_overhead = 66;
+    let n = 12;
+    let mut slots = vec![0u32; n];
+    let mut hint = vec![CAP / n as u32; n];
+    let mut next: Vec<u64> = (0..n as u64).map(|i| 1000 + i * 37).collect();
+    let mut limit = vec![u64::MAX; n];
+    for l in limit.iter_mut().take(11).skip(1) {
+        *l = u64::from(CAP) / 60;
+    }
+    next[n - 1] = u64::MAX;
+    let (mut lf, mut qm) = (0u64, 0u64);
+    let (warm, end, period) = (20_000_000u64, 220_000_000u64, 5_000_000u64);
+    let (mut t, mut last) = (0u64, 0u64);
+    let mut sent = vec![0u64; n];
+    let mut base = vec![0u64; n];
+    while t < end {
+        t += 100_000;
+        if t >= warm && t - last >= period {
+            last = t;
+            next[n - 1] = t;
+        }
+        linked(
+            &mut f, &mut slots, &mut hint, &mut next, &limit, t, &mut lf, &mut qm, &mut sent,
+        );
+        // The sporadic sender sends one packet, then waits for the next period.
+        if next[n - 1] != u64::MAX && next[n - 1] > t {
+            next[n - 1] = u64::MAX;
+        }
+        if t == warm {
+            base = sent.clone();
+        }
+    }
+    let d: Vec<u64> = sent.iter().zip(&base).map(|(a, b)| a - b).collect();
+    let limited: u64 = d[1..11].iter().sum();
+    // Max-min: what the line carries less what the limited ones and the sporadic one
+    // used.
+    let line_pkts = (end - warm) as f64 * 1e-9 * f64::from(CAP) * 1000.0 * 100.0
+        / HANDOUT_PERCENT as f64
+        / (1024.0 + 44.0 + 66.0);
+    let share = (line_pkts - limited as f64 - d[n - 1] as f64).max(1.0);
+    let ratio = d[0] as f64 / share;
+    eprintln!(
+        "greedy sent {} of {share:.0} max-min packets: {ratio:.3}",
+        d[0]
+    );
+    assert!(
+        ratio >= 0.85,
+        "greedy sender at {ratio:.3} of its max-min share"
+    );
 }
