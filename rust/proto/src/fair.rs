@@ -239,10 +239,14 @@ impl FairShare {
     }
 
     /// Current share per active sender: `capacity / n`, or the max-min level above it.
+    /// At least 1 unless the capacity is 0: a hint of 0 on the wire means none (the
+    /// sender would go unpaced), and more senders than units of capacity would round
+    /// each share down to it.
     pub fn share(&self) -> u32 {
         let n = self.cur.max(self.prev).max(1);
         (self.capacity / n)
             .max(self.joined_level())
+            .max(1)
             .min(self.capacity)
     }
 

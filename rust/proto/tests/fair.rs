@@ -344,3 +344,19 @@ fn a_sporadic_sender_does_not_starve_a_greedy_one() {
         "greedy sender at {ratio:.3} of its max-min share"
     );
 }
+
+/// A hint of 0 means "none" on the wire: a tiny capacity shared by more senders than it
+/// has units still hands each sender 1, never 0 (a zero capacity hands out 0).
+#[test]
+fn a_tiny_capacity_never_hints_zero() {
+    for (cap, expect_zero) in [(1u32, false), (3, false), (0, true)] {
+        let mut f = FairShare::new(cap, 10_000, PKT);
+        let mut slots = [0u32; 10];
+        for round in 0..4u64 {
+            for (i, s) in slots.iter_mut().enumerate() {
+                let h = f.note(Instant(round * 10_000 + i as u64), s, PKT);
+                assert_eq!(h == 0, expect_zero, "capacity {cap}: hint {h}");
+            }
+        }
+    }
+}
