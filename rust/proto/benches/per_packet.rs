@@ -14,7 +14,7 @@ fn app(src: &[u8]) -> BulkApp<'_> {
     }
 }
 
-type C = Connection<8, 1, 4>;
+type C = Connection<8, 1>;
 
 fn pair(ack_every: u8) -> (C, C) {
     let cfg = |l, p| Config {

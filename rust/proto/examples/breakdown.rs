@@ -6,7 +6,7 @@ use metaroce_proto::time::Instant;
 use std::time::Instant as W;
 
 fn main() {
-    type C = Connection<8, 1, 4>;
+    type C = Connection<8, 1>;
     let every: u8 = std::env::var("ACK_EVERY")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -6,7 +6,7 @@
 //!
 //!     cargo run -p metaroce-proto --example exchange > Documentation/transport-examples.rst
 
-use metaroce_proto::conn::{Config, Connection};
+use metaroce_proto::conn::Config;
 use metaroce_proto::ident::Ident;
 use metaroce_proto::rc::{access, WrOpcode};
 use metaroce_proto::testkit::rc::{sge, Link, Pair, SqEntry};
@@ -255,8 +255,8 @@ fn main() {
     let a_tx = Ident::derive(&ga, &gb, A_QPN, B_QPN, A_PSN);
     let b_tx = Ident::derive(&gb, &ga, B_QPN, A_QPN, B_PSN);
     let base = *p.a.conn.config();
-    p.a.conn = Connection::new(cfg(&base, A_QPN, B_QPN, a_tx, b_tx, 50000));
-    p.b.conn = Connection::new(cfg(&base, B_QPN, A_QPN, b_tx, a_tx, 60000));
+    p.a.connect(cfg(&base, A_QPN, B_QPN, a_tx, b_tx, 50000));
+    p.b.connect(cfg(&base, B_QPN, A_QPN, b_tx, a_tx, 60000));
     let all =
         access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
     let a = p.a.host.reg_mr(A_MR, 4096, access::LOCAL_WRITE);

@@ -2,26 +2,27 @@
 use core::mem::size_of;
 use metaroce_proto::conn::Connection;
 use metaroce_proto::path::{PathRx, PathTx};
-use metaroce_proto::stream::{StreamRx, StreamTx};
+use metaroce_proto::stream::{Stream, StreamRx, StreamTx};
 
 fn main() {
     println!(
-        "DefaultConnection (8 paths, 4 streams, 64 in flight): {} bytes",
+        "DefaultConnection (8 paths, 64 in flight): {} bytes",
         size_of::<metaroce_proto::DefaultConnection>()
     );
     println!(
-        "DenseConnection (8 paths, 4 streams, 32 in flight): {} bytes",
+        "DenseConnection (8 paths, 32 in flight): {} bytes",
         size_of::<metaroce_proto::DenseConnection>()
     );
     println!(
-        "Connection<64 paths, 8 streams, 512 in flight>: {} bytes",
-        size_of::<Connection<64, 8, 8, 512>>()
+        "Connection<64 paths, 512 in flight>: {} bytes",
+        size_of::<Connection<64, 8, 512>>()
     );
     println!(
-        "PathTx {} PathRx {} StreamTx {} StreamRx {}",
+        "PathTx {} PathRx {} StreamTx {} StreamRx {} (a Stream, held by the application: {})",
         size_of::<PathTx>(),
         size_of::<PathRx>(),
         size_of::<StreamTx>(),
-        size_of::<StreamRx>()
+        size_of::<StreamRx>(),
+        size_of::<Stream>()
     );
 }

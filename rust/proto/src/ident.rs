@@ -100,9 +100,22 @@ impl Ident {
         (self.0 >> 32) as u32
     }
 
-    /// The first SSN of stream `stream` (< 16).
-    pub fn first_ssn(self, stream: u8) -> u32 {
-        self.isn(64u8.wrapping_add(stream))
+    /// The first SSN of stream `stream`: the low 32 bits of
+    /// `SipHash-2-4(K, BE64(key) ‖ u8(64 + stream))` for streams below 192 (the same
+    /// derivation as a path's, [`Ident::isn`]), of `SipHash-2-4(K, BE64(key) ‖ 0xff ‖
+    /// BE16(stream))` above (a longer message: never equal to a path's or a low
+    /// stream's input).
+    pub fn first_ssn(self, stream: u16) -> u32 {
+        if let Ok(low) = u8::try_from(stream) {
+            if low < 192 {
+                return self.isn(64 + low);
+            }
+        }
+        let mut m = [0u8; 11];
+        m[..8].copy_from_slice(&self.0.to_be_bytes());
+        m[8] = 0xff;
+        m[9..].copy_from_slice(&stream.to_be_bytes());
+        siphash24(&IDENT_KEY, &m) as u32
     }
 
     /// The first PSN of path `path` (< 64).

@@ -31,11 +31,11 @@ pub mod stream;
 pub mod time;
 pub mod wire;
 
-/// The default connection: 8 paths, 4 streams, 64 in-flight packets (256 KiB at a
-/// 4 KiB MTU).
-pub type DefaultConnection = conn::Connection<8, 1, 4, 64>;
+/// The default connection: 8 paths, 64 in-flight packets (256 KiB at a 4 KiB MTU); its
+/// streams are the application's ([`conn::App::stream`]).
+pub type DefaultConnection = conn::Connection<8, 1, 64>;
 
-/// A dense connection for nodes with very many connections: 8 paths, 4 streams, 32
-/// in-flight packets (128 KiB at a 4 KiB MTU, still above one 100 Gb/s x 10 µs
-/// bandwidth-delay product).
-pub type DenseConnection = conn::Connection<8, 1, 4, 32>;
+/// A dense connection for nodes with very many connections: 8 paths, 32 in-flight
+/// packets (128 KiB at a 4 KiB MTU, still above one 100 Gb/s x 10 µs bandwidth-delay
+/// product).
+pub type DenseConnection = conn::Connection<8, 1, 32>;

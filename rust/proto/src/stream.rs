@@ -5,6 +5,9 @@
 //! sends an SSN at or beyond `acked_base + STREAM_WINDOW`, so the receiver's window always
 //! covers every SSN in flight.
 
+use super::conn::MsgInfo;
+use super::ident::Ident;
+
 /// Width of the per-stream SSN window in packets.
 pub const STREAM_WINDOW: u32 = 128;
 
@@ -49,20 +52,21 @@ impl StreamTx {
         self.tx_msn.wrapping_sub(u32::from(back))
     }
 
-    /// Records that `ssn` (with `last` if it ends its message) was acknowledged; calls
-    /// `done(msn)` for each message that became fully acknowledged, in order.
-    pub fn on_acked(&mut self, ssn: u32, last: bool, mut done: impl FnMut(u32)) {
+    /// Records that `ssn` (with `last` if it ends its message) was acknowledged; returns
+    /// the messages that became fully acknowledged, in order.
+    pub fn on_acked(&mut self, ssn: u32, last: bool) -> Done {
         let d = ssn.wrapping_sub(self.acked_base);
+        let first = self.acked_msn;
         if d >= STREAM_WINDOW {
-            return;
+            return Done::none(first);
         }
         if d == 0 && self.acked.is_empty() {
-            if last {
-                done(self.acked_msn);
-                self.acked_msn = self.acked_msn.wrapping_add(1);
-            }
             self.acked_base = self.acked_base.wrapping_add(1);
-            return;
+            if last {
+                self.acked_msn = self.acked_msn.wrapping_add(1);
+                return Done { first, n: 1 };
+            }
+            return Done::none(first);
         }
         self.acked.set(d);
         if last {
@@ -70,15 +74,35 @@ impl StreamTx {
         }
         let n = self.acked.trailing_ones();
         if n == 0 {
-            return;
+            return Done::none(first);
         }
-        for _ in 0..self.last.count_below(n) {
-            done(self.acked_msn);
-            self.acked_msn = self.acked_msn.wrapping_add(1);
-        }
+        let msgs = self.last.count_below(n);
+        self.acked_msn = self.acked_msn.wrapping_add(msgs);
         self.acked.shift_down(n);
         self.last.shift_down(n);
         self.acked_base = self.acked_base.wrapping_add(n);
+        Done { first, n: msgs }
+    }
+}
+
+/// Messages a stream finished (completed at the receiver, acknowledged at the sender):
+/// `n` consecutive MSNs from `first`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// The first of them.
+    pub first: u32,
+    /// How many.
+    pub n: u32,
+}
+
+impl Done {
+    fn none(first: u32) -> Self {
+        Done { first, n: 0 }
+    }
+
+    /// The MSNs, in order.
+    pub fn msns(self) -> impl Iterator<Item = u32> {
+        (0..self.n).map(move |i| self.first.wrapping_add(i))
     }
 }
 
@@ -129,21 +153,22 @@ impl StreamRx {
         }
     }
 
-    /// Marks a [`RxVerdict::New`] `ssn` received; calls `complete(msn)` for every message
-    /// now whole and in order.
-    pub fn accept(&mut self, ssn: u32, last: bool, mut complete: impl FnMut(u32)) {
+    /// Marks a [`RxVerdict::New`] `ssn` received; returns the messages now whole and in
+    /// order.
+    pub fn accept(&mut self, ssn: u32, last: bool) -> Done {
         let d = ssn.wrapping_sub(self.cum);
+        let first = self.next_msn;
         if d >= STREAM_WINDOW {
-            return;
+            return Done::none(first);
         }
         if d == 0 && self.got.is_empty() {
             // In order with nothing pending above: no bitmap work.
-            if last {
-                complete(self.next_msn);
-                self.next_msn = self.next_msn.wrapping_add(1);
-            }
             self.cum = self.cum.wrapping_add(1);
-            return;
+            if last {
+                self.next_msn = self.next_msn.wrapping_add(1);
+                return Done { first, n: 1 };
+            }
+            return Done::none(first);
         }
         self.got.set(d);
         if last {
@@ -151,15 +176,14 @@ impl StreamRx {
         }
         let n = self.got.trailing_ones();
         if n == 0 {
-            return;
+            return Done::none(first);
         }
-        for _ in 0..self.last.count_below(n) {
-            complete(self.next_msn);
-            self.next_msn = self.next_msn.wrapping_add(1);
-        }
+        let msgs = self.last.count_below(n);
+        self.next_msn = self.next_msn.wrapping_add(msgs);
         self.got.shift_down(n);
         self.last.shift_down(n);
         self.cum = self.cum.wrapping_add(n);
+        Done { first, n: msgs }
     }
 }
 
@@ -277,5 +301,146 @@ impl StreamRx {
 impl Default for StreamRx {
     fn default() -> Self {
         Self::EMPTY
+    }
+}
+
+/// One stream's state, both halves, as the application holds it: the connection keeps
+/// none ([`crate::conn::App::stream`]), so a host with many streams (one or two per
+/// QP) pays for each where it keeps the stream's owner, and a connection's size does
+/// not grow with them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stream {
+    /// What this end sends on it.
+    pub tx: StreamTx,
+    /// What this end receives on it.
+    pub rx: StreamRx,
+}
+
+impl Stream {
+    /// The initial (all-zero) value, usable in constants.
+    pub const EMPTY: Stream = Stream {
+        tx: StreamTx::EMPTY,
+        rx: StreamRx::EMPTY,
+    };
+
+    /// Stream `s` of a connection whose sending key is `tx` and receiving key `rx`
+    /// (Documentation/transport.rst, "Identity"): both halves at their first SSN.
+    pub fn start(tx: Ident, rx: Ident, s: u16) -> Self {
+        let mut st = Stream::EMPTY;
+        st.restart_tx(tx, s);
+        st.restart_rx(rx, s);
+        st
+    }
+
+    /// The sending half starts over at its first SSN under key `id`.
+    pub fn restart_tx(&mut self, id: Ident, s: u16) {
+        let ssn = id.first_ssn(s);
+        self.tx = StreamTx {
+            next_ssn: ssn,
+            acked_base: ssn,
+            ..StreamTx::EMPTY
+        };
+    }
+
+    /// The receiving half starts over at its first SSN under key `id`.
+    pub fn restart_rx(&mut self, id: Ident, s: u16) {
+        self.rx = StreamRx {
+            cum: id.first_ssn(s),
+            ..StreamRx::EMPTY
+        };
+    }
+
+    /// Whether the sending half has nothing in flight and nothing unacknowledged.
+    pub fn tx_idle(&self) -> bool {
+        self.tx.acked_base == self.tx.next_ssn
+    }
+}
+
+/// A fixed table of `S` streams and a round-robin cursor: the stream store of an
+/// application with few streams (the RC engine's two, tests). An application
+/// implements [`crate::conn::App::stream`] and [`crate::conn::App::ready_stream`]
+/// with [`StreamTable::get`] and [`StreamTable::next_ready`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamTable<const S: usize> {
+    streams: [Stream; S],
+    rr: u16,
+}
+
+impl<const S: usize> Default for StreamTable<S> {
+    /// Every stream at its first SSN under [`Ident::DEFAULT`] in both directions.
+    fn default() -> Self {
+        Self::new(Ident::DEFAULT, Ident::DEFAULT)
+    }
+}
+
+impl<const S: usize> StreamTable<S> {
+    /// Every stream at its first SSN under the sending key `tx` and receiving key `rx`.
+    pub fn new(tx: Ident, rx: Ident) -> Self {
+        let mut t = StreamTable {
+            streams: [Stream::EMPTY; S],
+            rr: 0,
+        };
+        t.restart_tx(tx);
+        t.restart_rx(rx);
+        t
+    }
+
+    /// Stream `s`, if the table has it.
+    pub fn get(&mut self, s: u16) -> Option<&mut Stream> {
+        self.streams.get_mut(usize::from(s))
+    }
+
+    /// Stream `s`, read only.
+    pub fn peek(&self, s: u16) -> Option<&Stream> {
+        self.streams.get(usize::from(s))
+    }
+
+    /// Every sending half starts over under key `id`.
+    pub fn restart_tx(&mut self, id: Ident) {
+        for (s, st) in self.streams.iter_mut().enumerate() {
+            st.restart_tx(id, s as u16);
+        }
+    }
+
+    /// Every receiving half starts over under key `id`.
+    pub fn restart_rx(&mut self, id: Ident) {
+        for (s, st) in self.streams.iter_mut().enumerate() {
+            st.restart_rx(id, s as u16);
+        }
+    }
+
+    /// The next of the first `n` streams (at most `S`), round robin from the one after
+    /// the last returned, whose window has room, with the MSN of its next message to
+    /// send; the cursor moves past it. `n` calls visit every stream once.
+    pub fn rotate(&mut self, n: u16) -> Option<(u16, u32)> {
+        let n = S.min(usize::from(n));
+        for k in 0..n {
+            let s = (usize::from(self.rr) + k) % n;
+            let Some(st) = self.streams.get(s) else {
+                continue;
+            };
+            if st.tx.can_send() {
+                self.rr = ((s + 1) % n) as u16;
+                return Some((s as u16, st.tx.tx_msn));
+            }
+        }
+        None
+    }
+
+    /// [`crate::conn::App::ready_stream`] for an application with streams `0..n` whose
+    /// messages `posted` describes: the next of them in round-robin order with window
+    /// room and its next message posted, with that message.
+    pub fn next_ready(
+        &mut self,
+        n: u16,
+        mut posted: impl FnMut(u16, u32) -> Option<MsgInfo>,
+    ) -> Option<(u16, MsgInfo)> {
+        for _ in 0..n {
+            let (s, msn) = self.rotate(n)?;
+            if let Some(m) = posted(s, msn) {
+                return Some((s, m));
+            }
+        }
+        None
     }
 }

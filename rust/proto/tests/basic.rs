@@ -83,7 +83,7 @@ fn pool_size_bounds_packets_in_flight() {
     use metaroce_proto::time::Instant;
     let mut cfg = config(1, 2, 8);
     cfg.init_qwnd = u32::MAX; // only the pool may limit
-    let mut c: Connection<8, 1, 4, 3> = Connection::new(cfg);
+    let mut c: Connection<8, 1, 3> = Connection::new(cfg);
     let mut app = TestApp::default();
     app.msgs[0] = vec![100_000];
     let mut buf = [0u8; 2048];

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{config, Conn, Net, Rng};
+use common::{config, Net, Rng};
 use metaroce_proto::conn::Config;
 use metaroce_proto::ident::Ident;
 use metaroce_proto::path::FLOOR_WINDOW;
@@ -39,16 +39,18 @@ fn pair(seed: u64) -> Net {
     n.reorder = 0.05;
     n.dup = 0.01;
     let (ab, ba) = idents();
-    n.a = Conn::new(Config {
-        tx_ident: ab,
-        rx_ident: ba,
-        ..config(QPN_A, QPN_B, 8)
-    });
-    n.b = Conn::new(Config {
-        tx_ident: ba,
-        rx_ident: ab,
-        ..config(QPN_B, QPN_A, 8)
-    });
+    n.connect(
+        Config {
+            tx_ident: ab,
+            rx_ident: ba,
+            ..config(QPN_A, QPN_B, 8)
+        },
+        Config {
+            tx_ident: ba,
+            rx_ident: ab,
+            ..config(QPN_B, QPN_A, 8)
+        },
+    );
     for s in 0..4 {
         n.app_a.msgs[s] = (0..24)
             .map(|i| 1 + (i * 7919 + s as u32 * 131) % 20_000)

@@ -39,8 +39,7 @@ fn pair(a_rts: bool, b_rts: bool) -> Net {
     let mut n = Net::new(3, 8, 0.01);
     let a = (QPN_A, GID_A, PSN_A);
     let b = (QPN_B, GID_B, PSN_B);
-    n.a = Conn::new(keys(a, b, a_rts));
-    n.b = Conn::new(keys(b, a, b_rts));
+    n.connect(keys(a, b, a_rts), keys(b, a, b_rts));
     n
 }
 

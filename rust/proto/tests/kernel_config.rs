@@ -4,16 +4,16 @@
 use metaroce_proto::conn::{Config, Connection};
 
 /// The kernel's connection type (`rust/verbs/qp/mod.rs`).
-type KernelConn = Connection<64, 1, 2, 64>;
+type KernelConn = Connection<64, 1, 64>;
 
 #[test]
 fn kernel_connection_size() {
     // Documented in Documentation/device.rst ("Paths"): the per-QP cost of the
     // connection, allocated at RTR whatever the `paths` parameter.
     let k64 = core::mem::size_of::<KernelConn>();
-    let k8 = core::mem::size_of::<Connection<8, 1, 2, 64>>();
-    let k4 = core::mem::size_of::<Connection<4, 1, 2, 64>>();
-    println!("Connection<4,1,2,64>: {k4} B; <8,..>: {k8} B; <64,..>: {k64} B");
+    let k8 = core::mem::size_of::<Connection<8, 1, 64>>();
+    let k4 = core::mem::size_of::<Connection<4, 1, 64>>();
+    println!("Connection<4,1,64>: {k4} B; <8,..>: {k8} B; <64,..>: {k64} B");
     println!(
         "DefaultConnection: {} B; DenseConnection: {} B",
         core::mem::size_of::<metaroce_proto::DefaultConnection>(),

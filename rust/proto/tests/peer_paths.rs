@@ -15,7 +15,7 @@ fn cfg(local: u32, peer: u32) -> Config {
 /// receiver's ACK check stays on the paths it sends on.
 #[test]
 fn a_peer_with_more_paths_is_understood() {
-    type Big = Connection<64, 1, 4>;
+    type Big = Connection<64, 1>;
     let mut a = Big::new(Config {
         paths: 16,
         ..cfg(1, 2)

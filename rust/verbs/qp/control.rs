@@ -245,7 +245,9 @@ impl Qp {
                     }
                     QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
                         if let Some(mut c) = spare.take() {
-                            c.reset(this.config(io));
+                            let cfg = this.config(io);
+                            c.reset(cfg);
+                            rc.start_streams(cfg.tx_ident, cfg.rx_ident);
                             *conn = Some(c);
                         }
                     }
@@ -271,7 +273,11 @@ impl Qp {
                             // second receiving key.
                             if cur == QpState::Rtr {
                                 let (sq, rq) = this.idents(t, t.sq_psn);
-                                let _ = c.set_tx_ident(sq);
+                                // The streams start over with the paths (only
+                                // while nothing was sent: then the key moves).
+                                if c.config().tx_ident != sq && c.set_tx_ident(sq) {
+                                    rc.restart_tx(sq);
+                                }
                                 c.set_rx_alt(rq);
                             }
                         }

@@ -53,10 +53,10 @@ use kernel::sync::Arc;
 pub(super) use env::RcTables;
 
 /// The protocol connection of one RC QP: room for 64 paths (the `paths`
-/// module parameter says how many are used), 2 streams (requests;
-/// READ/atomic responses), 64 packets in flight. 9024 bytes, allocated at
-/// RTR (Documentation/device.rst, "Paths").
-type Conn = Connection<{ crate::proto::conn::MAX_PATHS }, 1, 2, 64>;
+/// module parameter says how many are used), 64 packets in flight. 8976
+/// bytes, allocated at RTR (Documentation/device.rst, "Paths"). Its two
+/// streams (requests; READ/atomic responses) are the engine's.
+type Conn = Connection<{ crate::proto::conn::MAX_PATHS }, 1, 64>;
 
 /// The QP state behind its lock, except the connection and the engine.
 struct Io {

@@ -70,7 +70,7 @@ pub fn run(a: &ScaleArgs, params: Params) {
     let n = ft.hosts();
     let dur = (ms * 1e6) as u64;
     let wall = WallClock::now();
-    let mut s: Sim<8, 1, 4, 64> = Sim::new(ft, cfg, params);
+    let mut s: Sim<8, 1, 64> = Sim::new(ft, cfg, params);
     for (a, b) in permutation(n, u32::from(ft.hosts_per_tor), s.params.seed)
         .into_iter()
         .enumerate()

@@ -45,13 +45,13 @@ pub enum Transport {
 /// messages on every stream; counts unique bytes placed and completions.
 pub type SimApp = BulkApp<'static>;
 
-pub enum Ep<const P: usize, const W: usize, const S: usize, const N: usize> {
-    Meta(Box<Connection<P, W, S, N>>, SimApp),
+pub enum Ep<const P: usize, const W: usize, const N: usize> {
+    Meta(Box<Connection<P, W, N>>, Box<SimApp>),
     Base(BaseEnd),
     Dyn(Box<dyn Endpoint>),
 }
 
-pub struct Slot<const P: usize, const W: usize, const S: usize, const N: usize> {
+pub struct Slot<const P: usize, const W: usize, const N: usize> {
     pub host: u32,
     pub peer_host: u32,
     pub peer: u32,
@@ -59,7 +59,7 @@ pub struct Slot<const P: usize, const W: usize, const S: usize, const N: usize> 
     /// When the endpoint wants its timer.
     pub timer_at: u64,
     pub ready: bool,
-    pub ep: Ep<P, W, S, N>,
+    pub ep: Ep<P, W, N>,
 }
 
 /// One flow's record.
@@ -99,12 +99,12 @@ pub struct Params {
     pub seed: u64,
 }
 
-pub struct Sim<const P: usize, const W: usize, const S: usize, const N: usize> {
+pub struct Sim<const P: usize, const W: usize, const N: usize> {
     pub now: u64,
     pub fabric: Fabric,
     q: Queue,
     timers: Timers,
-    pub slots: Vec<Slot<P, W, S, N>>,
+    pub slots: Vec<Slot<P, W, N>>,
     pub fair: Vec<FairShare>,
     pub params: Params,
     pub samples: Vec<Sample>,
@@ -138,7 +138,7 @@ pub struct Sample {
     pub rate: Vec<f64>,
 }
 
-impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S, N> {
+impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
     pub fn new(ft: FatTree, cfg: SwitchConfig, params: Params) -> Self {
         let fabric = Fabric::new(ft, cfg, params.seed);
         // Receivers hand out a little less than their line rate so standing queues drain.
@@ -285,7 +285,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         limit,
                         ..BulkApp::write(self.params.msg_len, streams).with_reth(0x10_0000, 1)
                     };
-                    Ep::Meta(Box::new(Connection::new(cfg)), app)
+                    Ep::Meta(Box::new(Connection::new(cfg)), Box::new(app))
                 }
                 Transport::Base => {
                     let pkts = limit.saturating_mul(self.params.msg_len.div_ceil(MTU));
@@ -324,7 +324,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         self.push_flow(ia, ib, start, msgs)
     }
 
-    fn push_slot(&mut self, host: u32, peer_host: u32, peer: u32, ep: Ep<P, W, S, N>) {
+    fn push_slot(&mut self, host: u32, peer_host: u32, peer: u32, ep: Ep<P, W, N>) {
         self.slots.push(Slot {
             host,
             peer_host,
@@ -559,7 +559,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
                         let hint = self.fair[h as usize].note(now, c.fair_slot(), len as u32);
                         c.set_rate_hint(hint);
                     }
-                    let _ = c.handle_packet(now, bytes, ce, app);
+                    let _ = c.handle_packet(now, bytes, ce, &mut **app);
                 }
                 id
             }
@@ -610,7 +610,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
     fn timeout(&mut self, id: u32) {
         let now = self.now;
         match &mut self.slots[id as usize].ep {
-            Ep::Meta(c, app) => c.handle_timeout(Instant(now), app),
+            Ep::Meta(c, app) => c.handle_timeout(Instant(now), &mut **app),
             Ep::Base(e) => e.timeout(now, self.params.base_window),
             Ep::Dyn(e) => e.on_timer(now),
         }
@@ -718,7 +718,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Sim<P, W, S
         };
         match &mut slot.ep {
             Ep::Meta(c, app) => {
-                let t = c.poll_transmit(Instant(now), &mut self.buf, app)?;
+                let t = c.poll_transmit(Instant(now), &mut self.buf, &mut **app)?;
                 let kept = t.len.min(HEAD);
                 let class = if self.buf[1] == 1 { DATA } else { CTRL };
                 let p = pkt(t.src_port, class, t.len as u32 + OVERHEAD, t.ect);

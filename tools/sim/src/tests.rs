@@ -217,7 +217,7 @@ fn meta_params() -> Params {
 /// 100 µs. Returns the dead link's failure drops at 100 µs + 60 µs and at the end.
 fn failover(reconverge: Option<u64>) -> (u64, u64) {
     let ft = FatTree::leaf_spine(1, 2, 8, 4);
-    let mut s: Sim<8, 1, 4, 64> =
+    let mut s: Sim<8, 1, 64> =
         Sim::new(ft, SwitchConfig::shared(Ecn::step(100_000)), meta_params());
     s.fabric.reconverge_ns = reconverge;
     for i in 0..8 {
@@ -299,7 +299,7 @@ impl Endpoint for Blast {
 #[test]
 fn engine_hosts_endpoint_trait_objects_and_times_flows() {
     let ft = FatTree::leaf_spine(2, 2, 2, 2);
-    let mut s: Sim<8, 1, 4, 64> = Sim::new(
+    let mut s: Sim<8, 1, 64> = Sim::new(
         ft,
         SwitchConfig::lossless(Ecn::dcqcn(), u64::from(WIRE)),
         meta_params(),
@@ -335,7 +335,7 @@ fn engine_hosts_endpoint_trait_objects_and_times_flows() {
 #[test]
 fn a_restored_link_carries_traffic_again() {
     let ft = FatTree::leaf_spine(1, 2, 8, 4);
-    let mut s: Sim<8, 1, 4, 64> =
+    let mut s: Sim<8, 1, 64> =
         Sim::new(ft, SwitchConfig::shared(Ecn::step(100_000)), meta_params());
     s.fabric.reconverge_ns = Some(20_000);
     for i in 0..8 {

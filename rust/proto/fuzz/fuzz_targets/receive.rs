@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         mtu: 1024,
         ..Config::default()
     };
-    let mut c: Connection<4, 1, 2> = Connection::new(cfg);
+    let mut c: Connection<4, 1> = Connection::new(cfg);
     let mut app = app();
     let mut buf = [0u8; 1200];
     let mut now = 1_000u64;

@@ -41,7 +41,7 @@ struct Cfg {
     rnr_retry: u8,
 }
 
-impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     pub(super) fn on_ack<A: App>(
         &mut self,
         now: Instant,
@@ -88,10 +88,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // and not yet fully acknowledged.
         let named = (a.flags & AF_MSG != 0).then_some((a.nak_stream, a.nak_msn));
         if let Some((s, msn)) = named {
-            let st = self
-                .stx
-                .get(usize::from(s))
-                .ok_or(DropReason::StreamOutOfRange)?;
+            let st = &app.stream(s).ok_or(DropReason::StreamOutOfRange)?.tx;
             let sent = st
                 .tx_msn
                 .wrapping_sub(st.acked_msn)
@@ -256,10 +253,12 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     if let Some(b) = self.flight.busy.get_mut(w) {
                         *b &= !bit;
                     }
-                    if let Some(st) = self.stx.get_mut(usize::from(stream)) {
-                        let ssn = st.ssn_from_low(ssn16);
-                        let sid = u16::from(stream);
-                        st.on_acked(ssn, last, |msn| app.acked(sid, msn));
+                    if let Some(st) = app.stream(stream) {
+                        let ssn = st.tx.ssn_from_low(ssn16);
+                        let done = st.tx.on_acked(ssn, last);
+                        for msn in done.msns() {
+                            app.acked(stream, msn);
+                        }
                     }
                 }
                 1 => {
@@ -475,12 +474,9 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             .filter(|r| usize::from(r.path) == p && nak.is_none());
         let report = nak.or(rnr);
         // A NAK's refused message is its stream's next message to complete.
-        let named = nak.filter(|n| n.stream != NO_STREAM).and_then(|n| {
-            Some((
-                u16::from(n.stream),
-                self.srx.get(usize::from(n.stream))?.next_msn,
-            ))
-        });
+        let named = nak
+            .filter(|n| n.stream != NO_STREAM)
+            .map(|n| (n.stream, n.msn));
         let rx = self.rx.get_mut(p)?;
         let h = AckHeader {
             path: p as u8,

@@ -1,6 +1,8 @@
 //! The application (verbs layer) as the connection sees it: the [`App`] trait it
 //! implements and the types that cross it (messages, placements, refusals, errors).
 
+use super::super::ident::Ident;
+use super::super::stream::Stream;
 use super::super::wire::{Op, Reth};
 use super::Event;
 
@@ -122,8 +124,27 @@ pub enum ConnError {
     Aborted,
 }
 
-/// The application (verbs layer) seen from the core. Payload bytes never live in the core.
+/// The application (verbs layer) seen from the core. Payload bytes never live in the core,
+/// and neither do the streams: the application holds each stream's state
+/// ([`Stream`], 96 bytes) with the stream's owner (a QP), and lends it for each call
+/// ([`App::stream`]), so many streams cost the connection nothing
+/// (Documentation/transport.rst, "Streams").
 pub trait App {
+    /// Stream `s`'s state, if `s` is a stream of this connection (else the packet or
+    /// report naming it is dropped, [`super::super::wire::DropReason::StreamOutOfRange`]).
+    /// A host starts each stream with [`Stream::start`] from the connection's keys
+    /// ([`super::Config::tx_ident`], [`super::Config::rx_ident`]).
+    fn stream(&mut self, s: u16) -> Option<&mut Stream>;
+    /// Sender: a stream to take the next new packet from, with its next message (at its
+    /// `tx_msn`, as [`App::message`] describes it): one whose window has room
+    /// ([`super::super::stream::StreamTx::can_send`]) and whose next message is posted;
+    /// `None` if none. The application decides the order (round robin:
+    /// [`super::super::stream::StreamTable::next_ready`]).
+    fn ready_stream(&mut self) -> Option<(u16, MsgInfo)>;
+    /// Receiver: the receiving key became `id` (the first accepted packet carried the
+    /// alternative key, [`super::Config::rx_alt`]): every stream's receiving half starts
+    /// over from it ([`Stream::restart_rx`]; nothing was received under the old key).
+    fn restart_rx(&mut self, id: Ident);
     /// The message `msn` queued on `stream`, if it has been posted.
     fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo>;
     /// Copies bytes `[offset, offset + dst.len())` of message `(stream, msn)` into `dst`.

@@ -1,6 +1,7 @@
-//! The connection: sender and receiver halves of one RC QP pair, K paths, S streams and a
-//! fixed pool of in-flight packet records. Sans-I/O: datagrams and time in, datagrams,
-//! deadlines and completions out.
+//! The connection: sender and receiver halves of one connection between two endpoints,
+//! K paths and a fixed pool of in-flight packet records, carrying any number of ordered
+//! streams whose state the application holds ([`App::stream`]). Sans-I/O: datagrams and
+//! time in, datagrams, deadlines and completions out.
 
 //!
 //! The state is grouped by concern and so are the files: `config` (its parameters),
@@ -21,7 +22,6 @@ mod tx;
 use super::cc::PathCc;
 use super::ident::Ident;
 use super::path::{PathRx, PathState, PathTx};
-use super::stream::{StreamRx, StreamTx};
 use super::time::Instant;
 use timers::{Timer, TimerTable};
 
@@ -115,15 +115,16 @@ pub struct Stats {
 }
 
 /// One in-flight (or awaiting retransmission) data packet: enough to rebuild it with the
-/// application's help. 14 bytes: sequence numbers are kept as their low 16 bits and
+/// application's help. 16 bytes: sequence numbers are kept as their low 16 bits and
 /// rebuilt against the path floor / stream base (both within 256 / 128 of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Pkt {
     /// Bits 0-5 path, bit 6 the reordering generation it was overtaken in, bit 7
     /// overtaken (a later packet of its path acknowledged before it).
     path: u8,
-    /// Bits 0-3 stream, bit 4 last packet of its message, bits 5-7 RNR refusals.
+    /// Bit 4 last packet of its message, bits 5-7 RNR refusals (bits 0-3 clear).
     meta: u8,
+    stream: u16,
     psn: u16,
     ssn: u16,
     msn: u16,
@@ -145,8 +146,8 @@ impl Pkt {
     fn set_overtaken(&mut self, gen: bool) {
         self.path = (self.path & 0x3f) | 0x80 | if gen { 0x40 } else { 0 };
     }
-    fn stream(&self) -> u8 {
-        self.meta & 0x0f
+    fn stream(&self) -> u16 {
+        self.stream
     }
     fn last(&self) -> bool {
         self.meta & 0x10 != 0
@@ -172,14 +173,14 @@ impl Pkt {
     }
 }
 
-/// A MetaRoCE connection with up to `P` paths, `S` streams and `N` in-flight packet records
+/// A MetaRoCE connection with up to `P` paths and `N` in-flight packet records
 /// (default 64; at most `64 * W`, `W` being the number of 64-bit mask words).
 ///
 /// `Copy`: plain data (no references, no `Drop`), so a host may copy [`Connection::BLANK`]
 /// into memory it allocated and [`Connection::reset`] it there, never holding a whole
 /// connection on its stack (a kernel stack is 16 KiB; `Connection<64, ..>` is 9 KB).
 #[derive(Clone, Copy, Debug)]
-pub struct Connection<const P: usize, const W: usize, const S: usize, const N: usize = 64> {
+pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     cfg: Config,
     state: ConnState,
     /// Sender state per path.
@@ -188,8 +189,6 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     rx: [PathRx; P],
     /// The in-flight packet records.
     flight: Flight<P, W, N>,
-    stx: [StreamTx; S],
-    srx: [StreamRx; S],
     /// What the receiver owes the peer: ACKs, an RNR report, a NAK.
     reports: Reports,
     /// Connection-wide deadlines (the per-path RTO lives in [`PathTx::rto_at`]).
@@ -225,9 +224,10 @@ pub struct Connection<const P: usize, const W: usize, const S: usize, const N: u
     retry_at: Instant,
     /// Local ACK timeouts since the last progress.
     retries: u8,
-    /// Round-robin cursors: the next path and stream to try.
+    /// Round-robin cursor: the next path to try.
     rr_path: u8,
-    rr_stream: u8,
+    /// Streams with a message partly sent (its first packet out, its last not yet).
+    partial: u16,
     stats: Stats,
 }
 
@@ -307,12 +307,14 @@ struct Refusal {
     kind: RefusalKind,
     psn: u32,
     /// A NAK's refused message, if it names one ([`AF_MSG`](super::wire::AF_MSG)): its
-    /// stream ([`NO_STREAM`]: none); it is the stream's next message to complete.
-    stream: u8,
+    /// stream ([`NO_STREAM`]: none) and MSN (the stream's next message to complete;
+    /// known once the refusal is reported, not while it is held).
+    stream: u16,
+    msn: u32,
 }
 
-/// [`Refusal::stream`] of a refusal that names no message.
-const NO_STREAM: u8 = 0xff;
+/// [`Refusal::stream`] of a refusal that names no message (stream 65535 is never one).
+const NO_STREAM: u16 = u16::MAX;
 
 /// What the receiver has to tell the peer.
 #[derive(Clone, Copy, Debug)]
@@ -326,11 +328,10 @@ struct Reports {
     nak: Option<Refusal>,
 }
 
-impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
-    /// Compile-time limits: at most 64 paths, 16 streams, 256 in-flight packets.
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
+    /// Compile-time limits: at most 64 paths, 1,024 in-flight packets.
     const LIMITS: () = {
         assert!(P >= 1 && P <= MAX_PATHS, "1..=64 paths");
-        assert!(S >= 1 && S <= 16, "1..=16 streams");
         assert!(W >= 1 && W <= 16, "1..=16 mask words");
         assert!(N >= 1 && N <= 64 * W, "1..=64*W in-flight packet records");
     };
@@ -351,8 +352,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             inflight: 0,
             ramp: 0,
         },
-        stx: [StreamTx::EMPTY; S],
-        srx: [StreamRx::EMPTY; S],
         reports: Reports {
             ack_pending: 0,
             rnr: None,
@@ -373,7 +372,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         retry_at: Instant::NEVER,
         retries: 0,
         rr_path: 0,
-        rr_stream: 0,
+        partial: 0,
         stats: Stats::EMPTY,
     };
 
@@ -419,10 +418,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             t.base_psn = id.isn(i as u8);
             t.next_psn = t.base_psn;
         }
-        for (i, t) in self.stx.iter_mut().enumerate() {
-            t.next_ssn = id.first_ssn(i as u8);
-            t.acked_base = t.next_ssn;
-        }
     }
 
     /// Every path's first expected PSN and every stream's first SSN, from
@@ -432,25 +427,18 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         for (i, r) in self.rx.iter_mut().enumerate() {
             r.cum = id.isn(i as u8);
         }
-        for (i, r) in self.srx.iter_mut().enumerate() {
-            r.cum = id.first_ssn(i as u8);
-        }
     }
 
     /// Sets [`Config::rx_alt`] (verbs: at RTS, from `sq_psn`); ignored once a DATA
-    /// or PROBE was accepted (a path or stream moved from where the key starts it).
+    /// or PROBE was accepted (a path moved from where the key starts it: every
+    /// accepted packet moves its path's window).
     pub fn set_rx_alt(&mut self, id: Ident) {
         let key = self.cfg.rx_ident;
-        let paths = self.rx.iter().enumerate();
-        let untouched = paths
-            .map(|(i, r)| r.cum == key.isn(i as u8) && r.sack.is_empty())
-            .chain(
-                self.srx
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| r.cum == key.first_ssn(i as u8) && r.got.is_empty()),
-            )
-            .all(|u| u);
+        let untouched = self
+            .rx
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.cum == key.isn(i as u8) && r.sack.is_empty());
         if untouched {
             self.cfg.rx_alt = id;
         }
@@ -469,10 +457,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// Settles the receiving key on `id` (the first accepted DATA or PROBE carried
     /// it): if it is the alternative, the receive sequences start over from it
     /// (nothing was received under the other).
-    pub(super) fn settle_rx_key(&mut self, id: Ident) {
+    pub(super) fn settle_rx_key<A: App>(&mut self, id: Ident, app: &mut A) {
         if id != self.cfg.rx_ident {
             self.cfg.rx_ident = id;
             self.start_rx_seqs();
+            app.restart_rx(id);
         }
         self.cfg.rx_alt = Ident::DEFAULT;
     }
@@ -480,7 +469,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// Sets the key of the direction this end sends in ([`Config::tx_ident`]), which
     /// verbs completes only when the QP moves to RTS (`sq_psn`), after the connection
     /// exists. Refused (`false`) once anything was sent: the peer already knows the
-    /// paths' PSNs.
+    /// paths' PSNs. The host restarts its streams' sending halves from the same key
+    /// ([`super::stream::Stream::restart_tx`]).
     pub fn set_tx_ident(&mut self, id: Ident) -> bool {
         if self.stats.data_tx != 0 || self.tx.iter().any(|t| t.probe_stamp != 0) {
             return id == self.cfg.tx_ident;
@@ -641,14 +631,6 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         &mut self.fair_epoch
     }
 
-    /// Whether stream `s` has nothing in flight and nothing acknowledged pending.
-    pub fn stream_idle(&self, s: usize) -> bool {
-        self.stx
-            .get(s)
-            .map(|t| t.acked_base == t.next_ssn)
-            .unwrap_or(true)
-    }
-
     fn hint_cap(&self) -> Option<u32> {
         if self.peer_hint == 0 || self.min_rtt == 0 {
             return None;
@@ -747,6 +729,7 @@ impl Pkt {
     const EMPTY: Pkt = Pkt {
         path: 0,
         meta: 0,
+        stream: 0,
         psn: 0,
         ssn: 0,
         msn: 0,

@@ -32,7 +32,7 @@ use super::super::path::{PathState, PathTx, Tlp};
 use super::super::time::Instant;
 use super::{charge, App, Connection};
 
-impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// Path `t`'s reordering window, ns: [`Reorder::quarters`] quarters of its smoothed
     /// round trip (at least of the connection's smallest), plus its RTT variance and the
     /// ACK delay. RFC 8985 section 6.2 starts from `min_rtt / 4` and widens it by as much
@@ -73,7 +73,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
     /// wait for retransmission (the next of them may go on any path, and their ACKs
     /// keep the connection's ACK clock running).
     fn sending(&self) -> bool {
-        self.stx.iter().any(|s| s.tx_off > 0) || self.flight.lost.iter().any(|l| *l != 0)
+        self.partial > 0 || self.flight.lost.iter().any(|l| *l != 0)
     }
 
     /// Whether path `t` finds its overtaken packets lost by time (a reordering hold)

@@ -5,7 +5,7 @@
 
 use super::super::path::PathRx;
 use super::super::sack::SACK_BITS;
-use super::super::stream::{RxVerdict, StreamRx};
+use super::super::stream::{RxVerdict, Stream};
 use super::super::time::Instant;
 use super::super::wire::{
     decode, decode_ack_packet, decode_data_packet, decode_probe_packet, peek_type, DataHeader,
@@ -17,7 +17,7 @@ use super::{
     MAX_PATHS, NO_STREAM,
 };
 
-impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// Processes one received datagram (the UDP payload). `ce` is whether the IP header
     /// carried ECN CE. Malformed or unacceptable packets return the reason to count.
     pub fn handle_packet<A: App>(
@@ -43,7 +43,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             }
             Some(PacketType::Probe) => {
                 let pr = decode_probe_packet(buf)?;
-                self.on_probe(&pr)
+                self.on_probe(&pr, app)
             }
             // Too short, DATAGRAM (not a connection's) or unknown: `decode` says why.
             Some(PacketType::Datagram) | None => match decode(buf) {
@@ -76,7 +76,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         Ok(p)
     }
 
-    pub(super) fn on_probe(&mut self, h: &ProbeHeader) -> Result<RxEvent, DropReason> {
+    pub(super) fn on_probe<A: App>(
+        &mut self,
+        h: &ProbeHeader,
+        app: &mut A,
+    ) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
         let key = self.rx_key_for(h.token).ok_or(DropReason::BadToken)?;
         // A probe's PSN is its path's next one: within 256 of the floor.
@@ -92,7 +96,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if !rx.admits(h.psn, h.floor) || h.psn.wrapping_sub(h.floor) > SACK_BITS {
             return Err(DropReason::PsnOutOfWindow);
         }
-        self.settle_rx_key(key);
+        self.settle_rx_key(key, app);
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
@@ -119,6 +123,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     kind: RefusalKind::Rnr { timer: t },
                     psn: h.psn,
                     stream: NO_STREAM,
+                    msn: 0,
                 });
                 DropReason::ReceiverNotReady
             }
@@ -139,7 +144,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     path: p as u8,
                     kind,
                     psn: h.psn,
-                    stream: u8::try_from(h.stream).unwrap_or(NO_STREAM),
+                    stream: h.stream,
+                    msn: next_msn,
                 });
                 DropReason::Refused
             }
@@ -162,7 +168,8 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 path: p as u8,
                 kind: RefusalKind::Held,
                 psn,
-                stream: u8::try_from(stream).unwrap_or(NO_STREAM),
+                stream,
+                msn: 0,
             });
         }
     }
@@ -175,15 +182,19 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         let Some(h) = self.reports.nak.filter(|n| n.kind == RefusalKind::Held) else {
             return;
         };
-        let Some(next) = self.srx.get(usize::from(h.stream)).map(|s| s.next_msn) else {
+        let Some(next) = app.stream(h.stream).map(|s| s.rx.next_msn) else {
             return;
         };
-        let kind = match app.refusal(u16::from(h.stream), next) {
+        let kind = match app.refusal(h.stream, next) {
             Some(Refuse::Access) => RefusalKind::Access,
             Some(Refuse::Invalid) => RefusalKind::Invalid,
             _ => return,
         };
-        self.reports.nak = Some(Refusal { kind, ..h });
+        self.reports.nak = Some(Refusal {
+            kind,
+            msn: next,
+            ..h
+        });
         self.reports.ack_pending |= 1u64 << (h.path % 64);
     }
 
@@ -207,10 +218,11 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         if h.payload_len > self.cfg.mtu {
             return Err(DropReason::BadOffset);
         }
-        let s = usize::from(h.stream);
-        if s >= S {
+        let s = h.stream;
+        let Some(st) = app.stream(s) else {
             return Err(DropReason::StreamOutOfRange);
-        }
+        };
+        let mut srx = st.rx;
         if key != self.cfg.rx_ident {
             // The alternative key (nothing received yet): the windows it starts.
             let fresh = PathRx {
@@ -220,20 +232,18 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             if !fresh.admits(h.psn, h.floor) {
                 return Err(DropReason::PsnOutOfWindow);
             }
-            let fresh = StreamRx {
-                cum: key.first_ssn(s as u8),
-                ..StreamRx::EMPTY
-            };
-            if fresh.check(h.ssn) == RxVerdict::OutOfWindow {
+            let mut fresh = Stream::EMPTY;
+            fresh.restart_rx(key, s);
+            if fresh.rx.check(h.ssn) == RxVerdict::OutOfWindow {
                 return Err(DropReason::SsnOutOfWindow);
             }
-            self.settle_rx_key(key);
+            self.settle_rx_key(key, app);
+            srx = fresh.rx;
         }
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         if !rx.admits(h.psn, h.floor) {
             return Err(DropReason::PsnOutOfWindow);
         }
-        let srx = self.srx.get_mut(s).ok_or(DropReason::StreamOutOfRange)?;
         let verdict = srx.check(h.ssn);
         if verdict == RxVerdict::OutOfWindow {
             return Err(DropReason::SsnOutOfWindow);
@@ -257,8 +267,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 let next_msn = srx.next_msn;
                 return Err(self.refused(p, h, r, next_msn));
             }
-            let stream = h.stream;
-            srx.accept(h.ssn, last, |msn| app.complete(stream, msn));
+            let done = srx.accept(h.ssn, last);
+            if let Some(st) = app.stream(s) {
+                st.rx = srx;
+            }
+            for msn in done.msns() {
+                app.complete(s, msn);
+            }
             RxEvent::Data
         } else {
             self.stats.dup_rx = self.stats.dup_rx.wrapping_add(1);
@@ -267,7 +282,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
         let in_order = h.psn == rx.cum;
-        self.settle_rx_key(key);
+        self.settle_rx_key(key, app);
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.mark(h.psn);
         rx.acked = rx.acked.saturating_add(1);

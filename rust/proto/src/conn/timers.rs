@@ -83,7 +83,7 @@ impl TimerTable {
     }
 }
 
-impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// The next instant at which [`Connection::handle_timeout`] (or, for pacing,
     /// [`Connection::poll_transmit`]) must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {

@@ -14,7 +14,7 @@ use super::{
     Transmit, TxKind, Unreadable, NO_STREAM,
 };
 
-impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<P, W, S, N> {
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// Writes the next datagram to send into `buf` (at least `mtu + 84` bytes), or returns
     /// `None` if nothing may be sent now. Call repeatedly until `None`.
     pub fn poll_transmit<A: App>(
@@ -209,10 +209,13 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
         // Retransmissions first, on any healthy path.
         if let Some((w, i)) = self.find_lost() {
             let k = *self.flight.pool.get(w * 64 + i)?;
-            let st = self.stx.get(usize::from(k.stream()))?;
-            let msn = st.msn_from_low(k.msn);
-            let ssn = st.ssn_from_low(k.ssn);
-            let Some(info) = app.message(u16::from(k.stream()), msn) else {
+            let Some(st) = app.stream(k.stream()) else {
+                self.fail(ConnError::MessageVanished, app);
+                return None;
+            };
+            let msn = st.tx.msn_from_low(k.msn);
+            let ssn = st.tx.ssn_from_low(k.ssn);
+            let Some(info) = app.message(k.stream(), msn) else {
                 self.fail(ConnError::MessageVanished, app);
                 return None;
             };
@@ -221,7 +224,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                 now,
                 p,
                 buf,
-                u16::from(k.stream()),
+                k.stream(),
                 msn,
                 ssn,
                 k.offset(),
@@ -240,7 +243,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     path: p as u8,
                     psn,
                     from_path: k.path(),
-                    stream: u16::from(k.stream()),
+                    stream: k.stream(),
                     ssn,
                 });
             }
@@ -250,52 +253,50 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
             return Some(t);
         }
         let (w, i) = self.find_free()?;
-        let n = S.min(256);
-        for k in 0..n {
-            let s = wrap(usize::from(self.rr_stream) + k, n);
-            let Some(st) = self.stx.get(s) else { continue };
-            if !st.can_send() {
-                continue;
-            }
-            let (msn, off, ssn) = (st.tx_msn, st.tx_off, st.next_ssn);
-            let Some(info) = app.message(s as u16, msn) else {
-                continue;
-            };
-            let rem = info.len.saturating_sub(off);
-            let len = rem.min(u32::from(self.cfg.mtu)) as u16;
-            let p = self.pick_path()?;
-            let t =
-                self.build_data(now, p, buf, s as u16, msn, ssn, off, len, &info, false, app)?;
-            let last = off.saturating_add(u32::from(len)) >= info.len;
-            if let Some(k) = self.flight.pool.get_mut(w * 64 + i) {
-                *k = Pkt {
-                    path: 0,
-                    meta: (s as u8 & 0x0f) | if last { 0x10 } else { 0 },
-                    psn: 0,
-                    ssn: ssn as u16,
-                    msn: msn as u16,
-                    len,
-                    off_lo: off as u16,
-                    off_hi: (off >> 16) as u16,
-                };
-            }
-            if let Some(st) = self.stx.get_mut(s) {
-                st.next_ssn = st.next_ssn.wrapping_add(1);
-                if last {
-                    st.tx_msn = st.tx_msn.wrapping_add(1);
-                    st.tx_off = 0;
-                } else {
-                    st.tx_off = off.saturating_add(u32::from(len));
-                }
-            }
-            if let Some(b) = self.flight.busy.get_mut(w) {
-                *b |= 1u64 << i;
-            }
-            self.track(now, w, i, p, len);
-            self.rr_stream = wrap(s + 1, n) as u8;
-            return Some(t);
+        let (s, info) = app.ready_stream()?;
+        let st = app.stream(s)?;
+        if !st.tx.can_send() {
+            return None;
         }
-        None
+        let (msn, off, ssn) = (st.tx.tx_msn, st.tx.tx_off, st.tx.next_ssn);
+        let rem = info.len.saturating_sub(off);
+        let len = rem.min(u32::from(self.cfg.mtu)) as u16;
+        let p = self.pick_path()?;
+        let t = self.build_data(now, p, buf, s, msn, ssn, off, len, &info, false, app)?;
+        let last = off.saturating_add(u32::from(len)) >= info.len;
+        if let Some(k) = self.flight.pool.get_mut(w * 64 + i) {
+            *k = Pkt {
+                path: 0,
+                meta: if last { 0x10 } else { 0 },
+                stream: s,
+                psn: 0,
+                ssn: ssn as u16,
+                msn: msn as u16,
+                len,
+                off_lo: off as u16,
+                off_hi: (off >> 16) as u16,
+            };
+        }
+        if let Some(st) = app.stream(s) {
+            st.tx.next_ssn = st.tx.next_ssn.wrapping_add(1);
+            if last {
+                st.tx.tx_msn = st.tx.tx_msn.wrapping_add(1);
+                st.tx.tx_off = 0;
+            } else {
+                st.tx.tx_off = off.saturating_add(u32::from(len));
+            }
+        }
+        // Streams with a message partly sent ([`Self::sending`]).
+        match (off == 0, last) {
+            (true, false) => self.partial = self.partial.saturating_add(1),
+            (false, true) => self.partial = self.partial.saturating_sub(1),
+            _ => {}
+        }
+        if let Some(b) = self.flight.busy.get_mut(w) {
+            *b |= 1u64 << i;
+        }
+        self.track(now, w, i, p, len);
+        Some(t)
     }
 
     fn qwnd_sum(&self) -> u32 {
@@ -424,6 +425,7 @@ impl<const P: usize, const W: usize, const S: usize, const N: usize> Connection<
                     kind: RefusalKind::Access,
                     psn: self.rx.first().map_or(0, |r| r.cum),
                     stream: NO_STREAM,
+                    msn: 0,
                 });
                 self.reports.ack_pending |= 1;
             }

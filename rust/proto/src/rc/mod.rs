@@ -41,6 +41,8 @@ pub use types::{
 pub use uc::{UcLink, UcRx, UcStats};
 
 use super::conn::{App, Config, ConnError, Event, MsgInfo, Placement, Refuse, Unreadable};
+use super::ident::Ident;
+use super::stream::{Stream, StreamTable};
 use super::wire::{Op, Reth};
 
 /// Stream of requests (the SQ's messages).
@@ -227,6 +229,9 @@ pub struct Engine<T> {
     held: Option<Held>,
     /// Requester: a NAK named the refused request (it carries its own status).
     named_nak: bool,
+    /// The QP's two streams ([`REQ`], [`RESP`]), held here for the connection
+    /// ([`App::stream`]).
+    streams: StreamTable<2>,
 }
 
 /// Responder: a request refused for good whose NAK waits for every earlier request to
@@ -265,6 +270,7 @@ impl<T: Tables> Engine<T> {
             rx_error: None,
             held: None,
             named_nak: false,
+            streams: StreamTable::new(Ident::DEFAULT, Ident::DEFAULT),
         };
         e.reset();
         e
@@ -272,6 +278,7 @@ impl<T: Tables> Engine<T> {
 
     /// Back to RESET: every counter to zero, nothing tracked (the host empties its rings).
     pub fn reset(&mut self) {
+        self.streams = StreamTable::new(Ident::DEFAULT, Ident::DEFAULT);
         self.sq_cons = 0;
         self.scan = 0;
         self.sq_msn = 0;
@@ -311,6 +318,18 @@ impl<T: Tables> Engine<T> {
         self.last_wqe_sent = true;
     }
 
+    /// Both streams start over at their first SSNs under the connection's sending key
+    /// `tx` and receiving key `rx` (when the connection is created or reset).
+    pub fn start_streams(&mut self, tx: Ident, rx: Ident) {
+        self.streams = StreamTable::new(tx, rx);
+    }
+
+    /// The streams' sending halves start over under key `id` (the connection's sending
+    /// key changed before anything was sent, [`super::conn::Connection::set_tx_ident`]).
+    pub fn restart_tx(&mut self, id: Ident) {
+        self.streams.restart_tx(id);
+    }
+
     /// The engine and `env` as the connection's application.
     pub fn bind<'a, E: Env<Sge = T::Sge>>(&'a mut self, env: &'a mut E) -> Bound<'a, T, E> {
         Bound { engine: self, env }
@@ -344,6 +363,24 @@ pub fn atomic_len(op: Op) -> u32 {
 /// The connection's calls, by stream: the request stream (this QP's SQ as requester, its
 /// peer's requests as responder) and the response stream. No other stream exists.
 impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
+    fn stream(&mut self, s: u16) -> Option<&mut Stream> {
+        self.engine.streams.get(s)
+    }
+
+    fn ready_stream(&mut self) -> Option<(u16, MsgInfo)> {
+        for _ in 0..2 {
+            let (s, msn) = self.engine.streams.rotate(2)?;
+            if let Some(m) = self.message(s, msn) {
+                return Some((s, m));
+            }
+        }
+        None
+    }
+
+    fn restart_rx(&mut self, id: Ident) {
+        self.engine.streams.restart_rx(id);
+    }
+
     fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
         match stream {
             REQ => self.engine.next_request(self.env, msn),

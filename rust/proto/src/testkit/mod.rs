@@ -2,10 +2,13 @@
 //! (host only: the kernel module does not include this file). `no_std`, no allocation.
 
 use crate::conn::{App, ConnError, MsgInfo, Placement, Refuse, Rnr, Unreadable};
+use crate::ident::Ident;
+use crate::stream::{Stream, StreamTable};
 use crate::wire::{Op, Reth};
 
-/// A bulk sender and counting receiver: every stream below `streams` carries `limit`
-/// messages (`u32::MAX`: endless), each described by `msg`. Payload bytes are copied
+/// A bulk sender and counting receiver: every stream below `streams` (at most
+/// [`BULK_STREAMS`]) carries `limit` messages (`u32::MAX`: endless), each described by
+/// `msg`. Payload bytes are copied
 /// from `src` (as many as it has; none if it is empty); received bytes are only counted.
 #[derive(Clone, Copy, Debug)]
 pub struct BulkApp<'a> {
@@ -27,7 +30,13 @@ pub struct BulkApp<'a> {
     pub acked_msgs: u64,
     /// [`App::error`] calls.
     pub errors: u32,
+    /// The streams' state (keys [`Ident::DEFAULT`]: [`BulkApp::start_streams`] for
+    /// others).
+    pub table: StreamTable<BULK_STREAMS>,
 }
+
+/// The streams a [`BulkApp`] has room for.
+pub const BULK_STREAMS: usize = 16;
 
 impl Default for BulkApp<'_> {
     fn default() -> Self {
@@ -55,7 +64,14 @@ impl BulkApp<'_> {
             completed_msgs: 0,
             acked_msgs: 0,
             errors: 0,
+            table: StreamTable::new(Ident::DEFAULT, Ident::DEFAULT),
         }
+    }
+
+    /// Every stream starts over under the connection's keys (its
+    /// [`crate::conn::Config::tx_ident`] and [`crate::conn::Config::rx_ident`]).
+    pub fn start_streams(&mut self, tx: Ident, rx: Ident) {
+        self.table = StreamTable::new(tx, rx);
     }
 
     /// The same, with every message's RETH naming `(va, rkey)` and the message length.
@@ -70,6 +86,17 @@ impl BulkApp<'_> {
 }
 
 impl App for BulkApp<'_> {
+    fn stream(&mut self, s: u16) -> Option<&mut Stream> {
+        self.table.get(s)
+    }
+    fn ready_stream(&mut self) -> Option<(u16, MsgInfo)> {
+        let (streams, limit, msg) = (self.streams, self.limit, self.msg);
+        self.table
+            .next_ready(streams, |_, msn| (msn < limit).then_some(msg))
+    }
+    fn restart_rx(&mut self, id: Ident) {
+        self.table.restart_rx(id);
+    }
     fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
         (stream < self.streams && msn < self.limit).then_some(self.msg)
     }

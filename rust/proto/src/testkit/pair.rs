@@ -12,8 +12,8 @@ use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 
-/// The connection of a model QP (the kernel's: 4 paths, 2 streams, 64 packets).
-pub type Conn = Connection<4, 1, 2, 64>;
+/// The connection of a model QP (4 paths, 64 packets; the engine holds its 2 streams).
+pub type Conn = Connection<4, 1, 64>;
 
 /// One side: its verbs objects, engine and connection.
 pub struct Node {
@@ -49,6 +49,13 @@ impl Node {
             engine,
             conn: Connection::new(cfg),
         }
+    }
+
+    /// A new connection of configuration `cfg`, the engine's streams at their first
+    /// SSNs under its keys (as the kernel does at RTR).
+    pub fn connect(&mut self, cfg: Config) {
+        self.conn = Connection::new(cfg);
+        self.engine.start_streams(cfg.tx_ident, cfg.rx_ident);
     }
 
     /// Sets the retry limits as `modify_qp` to RTS does.

@@ -6,11 +6,13 @@ use metaroce_proto::conn::{
     App, Config, ConnError, Connection, Event, MsgInfo, Placement, Refuse, Rnr, Transmit, TxKind,
     Unreadable,
 };
+use metaroce_proto::ident::Ident;
+use metaroce_proto::stream::{Stream, StreamTable};
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{DropCounters, Op};
 use std::collections::BTreeMap;
 
-pub type Conn = Connection<8, 1, 4>;
+pub type Conn = Connection<8, 1>;
 
 /// Deterministic xorshift PRNG.
 #[derive(Clone)]
@@ -56,6 +58,8 @@ pub struct TestApp {
     pub expect_len: BTreeMap<(u16, u32), u32>,
     /// Every event the connection reported ([`App::event`]).
     pub events: Vec<Event>,
+    /// The streams' state (keys [`Ident::DEFAULT`] unless a test starts them over).
+    pub table: StreamTable<4>,
 }
 
 impl TestApp {
@@ -69,21 +73,36 @@ impl TestApp {
     }
 }
 
-impl App for TestApp {
-    fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
-        let len = *self.msgs.get(stream as usize)?.get(msn as usize)?;
-        Some(MsgInfo {
-            op: Self::op_for(msn),
+/// Message `msn` of `stream` as [`TestApp`] describes it, if queued.
+fn test_msg(msgs: &[Vec<u32>; 4], stream: u16, msn: u32) -> Option<MsgInfo> {
+    let len = *msgs.get(stream as usize)?.get(msn as usize)?;
+    Some(MsgInfo {
+        op: TestApp::op_for(msn),
+        len,
+        reth: metaroce_proto::wire::Reth {
+            va: 0x1000,
+            rkey: 7,
             len,
-            reth: metaroce_proto::wire::Reth {
-                va: 0x1000,
-                rkey: 7,
-                len,
-            },
-            imm: msn,
-            tag: msn as u16,
-            solicited: msn.is_multiple_of(3),
-        })
+        },
+        imm: msn,
+        tag: msn as u16,
+        solicited: msn.is_multiple_of(3),
+    })
+}
+
+impl App for TestApp {
+    fn stream(&mut self, s: u16) -> Option<&mut Stream> {
+        self.table.get(s)
+    }
+    fn ready_stream(&mut self) -> Option<(u16, MsgInfo)> {
+        let msgs = &self.msgs;
+        self.table.next_ready(4, |s, msn| test_msg(msgs, s, msn))
+    }
+    fn restart_rx(&mut self, id: Ident) {
+        self.table.restart_rx(id);
+    }
+    fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
+        test_msg(&self.msgs, stream, msn)
     }
     fn payload(
         &mut self,
@@ -296,6 +315,15 @@ pub fn config(local: u32, peer: u32, paths: u8) -> Config {
 }
 
 impl Net {
+    /// Both connections anew from `a` and `b`, each application's streams at their
+    /// first SSNs under its connection's keys (as a host starts them).
+    pub fn connect(&mut self, a: Config, b: Config) {
+        self.a = Conn::new(a);
+        self.b = Conn::new(b);
+        self.app_a.table = StreamTable::new(a.tx_ident, a.rx_ident);
+        self.app_b.table = StreamTable::new(b.tx_ident, b.rx_ident);
+    }
+
     pub fn new(seed: u64, paths: u8, loss: f64) -> Net {
         let mut rng = Rng(seed | 1);
         let mut path_delay = [0u64; 8];

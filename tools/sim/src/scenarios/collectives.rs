@@ -48,7 +48,7 @@ pub fn cct(v: Variant, c: Coll, n: u32, bytes: u64, seed: u64, limit: u64) -> Op
     let leaves = ft.tors();
     let per = u32::from(ft.hosts_per_tor);
     let ranks: Vec<u32> = (0..n).map(|i| (i % leaves) * per + i / leaves).collect();
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, seed, 0);
     let wl = match c {
         Coll::Ring => ring_allreduce(&ranks, bytes, 0, 0),
         Coll::AllToAll => all_to_all(&ranks, bytes / u64::from(n), 0, 0),

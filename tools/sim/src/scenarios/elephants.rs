@@ -60,7 +60,7 @@ pub fn one(v: Variant, window: u64, seed: u64, foreground: bool) -> Run {
         permutation(&hosts, BG_BYTES, 0, seed, GROUP_BACKGROUND)
     };
     let limit = window + 10_000_000;
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, seed, 0);
     let flow_of: Vec<usize> = wl
         .transfers
         .iter()
@@ -73,12 +73,12 @@ pub fn one(v: Variant, window: u64, seed: u64, foreground: bool) -> Run {
         .collect();
     let flows = s.flows.len();
     s.attach(Driver::new(wl.transfers, flow_of, flows));
-    let placed = |s: &Sim<8, 1, 4, 64>| bg_flows.iter().map(|&f| s.delivered(f)).sum::<u64>();
+    let placed = |s: &Sim<8, 1, 64>| bg_flows.iter().map(|&f| s.delivered(f)).sum::<u64>();
     s.run(window / 4);
     let b0 = placed(&s);
     s.run(window);
     let b1 = placed(&s);
-    let fg_done = |s: &Sim<8, 1, 4, 64>| {
+    let fg_done = |s: &Sim<8, 1, 64>| {
         let d = s.driver.as_ref().expect("attached");
         d.transfers
             .iter()

@@ -33,7 +33,7 @@ pub struct Outcome {
 pub fn failure(v: Variant, kind: Fail, seed: u64, dur: u64) -> Outcome {
     let t = leaf_spine(1, 2, 8, 8);
     let tf = dur / 3;
-    let mut s: Sim<8, 1, 4, 64> = sim(v, t, 8, seed, 20_000);
+    let mut s: Sim<8, 1, 64> = sim(v, t, 8, seed, 20_000);
     for i in 0..8 {
         add(&mut s, v, i, 8 + i, true, 0);
     }

@@ -41,7 +41,7 @@ fn k_of(v: Variant) -> u64 {
 
 pub fn incast(v: Variant, n: u32, seed: u64, dur: u64) -> Incast {
     let t = leaf_spine(1, 9, 8, 8);
-    let mut s: Sim<8, 1, 4, 64> = sim(v, t, 8, seed, 1_000);
+    let mut s: Sim<8, 1, 64> = sim(v, t, 8, seed, 1_000);
     for i in 0..n {
         // 64 senders on the other 8 leaves; beyond that several per host.
         add(&mut s, v, 8 + i % 64, 0, true, 0);
@@ -132,7 +132,7 @@ pub fn incast_limited(
     dur: u64,
 ) -> Limited {
     let t = leaf_spine(1, 9, 8, 8);
-    let mut s: Sim<8, 1, 4, 64> = sim(v, t, 8, seed, 1_000);
+    let mut s: Sim<8, 1, 64> = sim(v, t, 8, seed, 1_000);
     for i in 0..n {
         // Interleaved over the leaves: sender i on host 8 + i.
         if i.is_multiple_of(2) && i / 2 < limited {

@@ -22,7 +22,7 @@ pub enum Loss {
 /// Goodput (bytes/s) of one flow.
 pub fn goodput(v: Variant, loss: Loss, seed: u64, dur: u64) -> f64 {
     let t = leaf_spine(1, 2, 1, 8);
-    let mut s: Sim<8, 1, 4, 64> = sim(v, t, 8, seed, 50_000);
+    let mut s: Sim<8, 1, 64> = sim(v, t, 8, seed, 50_000);
     let f = add(&mut s, v, 0, 1, true, 0);
     match loss {
         Loss::LastHop(p) => {

@@ -46,8 +46,8 @@ pub fn workload(hosts: &[u32], load: f64, window: u64, seed: u64) -> Workload {
 
 /// Runs `wl` with one flow of variant `v` per transfer until every transfer completed
 /// or `limit` ns. Returns whether everything completed.
-pub fn run_per_transfer<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &mut Sim<P, W, S, N>,
+pub fn run_per_transfer<const P: usize, const W: usize, const N: usize>(
+    s: &mut Sim<P, W, N>,
     v: Variant,
     wl: Workload,
     limit: u64,
@@ -74,8 +74,8 @@ pub struct Mix {
 impl Mix {
     /// From a run that ended at `limit`: the completion of each group in `incasts`,
     /// the FCTs of group `flows`, and the fabric's drops, pause and peak queue.
-    pub fn of<const P: usize, const W: usize, const S: usize, const N: usize>(
-        s: &Sim<P, W, S, N>,
+    pub fn of<const P: usize, const W: usize, const N: usize>(
+        s: &Sim<P, W, N>,
         incasts: std::ops::RangeInclusive<u32>,
         flows: u32,
         limit: u64,
@@ -101,7 +101,7 @@ pub fn mix(v: Variant, load: f64, window: u64, seed: u64) -> Mix {
     let hosts: Vec<u32> = (0..ft.hosts()).collect();
     let wl = workload(&hosts, load, window, seed);
     let limit = window + 20_000_000;
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, seed, 0);
     run_per_transfer(&mut s, v, wl, limit);
     Mix::of(&s, 1..=3, 0, limit)
 }

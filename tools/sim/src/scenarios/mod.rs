@@ -312,13 +312,13 @@ pub fn base_rtt() -> f64 {
 }
 
 /// A new run of variant `v`.
-pub fn sim<const P: usize, const W: usize, const S: usize, const N: usize>(
+pub fn sim<const P: usize, const W: usize, const N: usize>(
     v: Variant,
     ft: FatTree,
     paths: u8,
     seed: u64,
     sample_ns: u64,
-) -> Sim<P, W, S, N> {
+) -> Sim<P, W, N> {
     Sim::new(ft, v.switch(), v.params(paths, seed, sample_ns))
 }
 
@@ -331,8 +331,8 @@ pub fn sport(flow: usize, seed: u64) -> u16 {
 /// sender always has data (one huge message for the baselines, endless 64 KiB messages
 /// on 4 streams for MetaRoCE); otherwise a workload flow whose messages a
 /// [`crate::driver::Driver`] posts (all of `msg_len` bytes for MetaRoCE).
-pub fn add<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &mut Sim<P, W, S, N>,
+pub fn add<const P: usize, const W: usize, const N: usize>(
+    s: &mut Sim<P, W, N>,
     v: Variant,
     a: u32,
     b: u32,
@@ -397,8 +397,8 @@ pub fn add<const P: usize, const W: usize, const S: usize, const N: usize>(
 }
 
 /// The spine that ToR `tor`'s uplink `l` (plane 0) goes to.
-pub fn spine_of<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &Sim<P, W, S, N>,
+pub fn spine_of<const P: usize, const W: usize, const N: usize>(
+    s: &Sim<P, W, N>,
     tor: u16,
     l: usize,
 ) -> u16 {
@@ -416,9 +416,7 @@ pub struct Counters {
     pub peak_switch_q: u64,
 }
 
-pub fn counters<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &Sim<P, W, S, N>,
-) -> Counters {
+pub fn counters<const P: usize, const W: usize, const N: usize>(s: &Sim<P, W, N>) -> Counters {
     let mut c = Counters::default();
     for (l, p) in s.fabric.ports.iter().enumerate() {
         c.drops += p.stats.drops();
@@ -432,9 +430,7 @@ pub fn counters<const P: usize, const W: usize, const S: usize, const N: usize>(
 }
 
 /// Errors reported to the verbs layer by every endpoint of the run.
-pub fn total_errors<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &Sim<P, W, S, N>,
-) -> u32 {
+pub fn total_errors<const P: usize, const W: usize, const N: usize>(s: &Sim<P, W, N>) -> u32 {
     use crate::sim::Ep;
     s.slots
         .iter()
@@ -447,8 +443,8 @@ pub fn total_errors<const P: usize, const W: usize, const S: usize, const N: usi
 }
 
 /// Bytes delivered per flow between the samples at or before `t0` and `t1`.
-pub fn delivered_between<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &Sim<P, W, S, N>,
+pub fn delivered_between<const P: usize, const W: usize, const N: usize>(
+    s: &Sim<P, W, N>,
     t0: u64,
     t1: u64,
 ) -> Vec<f64> {
@@ -469,8 +465,8 @@ pub fn delivered_between<const P: usize, const W: usize, const S: usize, const N
 }
 
 /// Sample times and per-flow cumulative delivered bytes.
-pub fn series<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &Sim<P, W, S, N>,
+pub fn series<const P: usize, const W: usize, const N: usize>(
+    s: &Sim<P, W, N>,
 ) -> (Vec<u64>, Vec<Vec<u64>>) {
     let times: Vec<u64> = s.samples.iter().map(|x| x.t).collect();
     let cums = (0..s.flows.len())
@@ -575,8 +571,8 @@ pub fn meta_col(vs: &[Variant]) -> usize {
 /// Attaches `wl` to `s` with one flow of variant `v` per (src, dst) pair (every
 /// transfer of a pair must have the same size), and runs until every transfer is done
 /// or `limit` ns. Returns whether everything completed.
-pub fn run_workload<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &mut Sim<P, W, S, N>,
+pub fn run_workload<const P: usize, const W: usize, const N: usize>(
+    s: &mut Sim<P, W, N>,
     v: Variant,
     wl: crate::workload::Workload,
     limit: u64,
@@ -595,8 +591,8 @@ pub fn run_workload<const P: usize, const W: usize, const S: usize, const N: usi
 
 /// Attaches a driver for `transfers` (transfer i on flow `flow_of[i]`) and runs in
 /// steps of `step` ns until every transfer completed (true) or `limit` ns (false).
-pub fn run_driven<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &mut Sim<P, W, S, N>,
+pub fn run_driven<const P: usize, const W: usize, const N: usize>(
+    s: &mut Sim<P, W, N>,
     transfers: Vec<crate::workload::Transfer>,
     flow_of: Vec<usize>,
     step: u64,

@@ -34,7 +34,7 @@ pub fn pairs(ft: &FatTree, group: u32, seed: u64) -> Vec<(u32, u32)> {
 /// Aggregate goodput of the permutation [`pairs`]`(ft, group, seed)` over the capacity
 /// for this traffic (`os`: the tree's total oversubscription).
 pub fn goodput(v: Variant, ft: FatTree, group: u32, os: u16, seed: u64, dur: u64) -> f64 {
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 50_000);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, seed, 50_000);
     for (a, b) in pairs(&ft, group, seed) {
         add(&mut s, v, a, b, true, 0);
     }
@@ -55,7 +55,7 @@ pub fn fcts(
     bytes: u64,
     limit: u64,
 ) -> (Vec<f64>, usize) {
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, seed, 0);
     let mut wl = Workload::new();
     for (a, b) in pairs(&ft, group, seed) {
         wl.push(a, b, bytes, 0, vec![], 0);
@@ -66,8 +66,8 @@ pub fn fcts(
 
 /// The FCTs (ns) of a run's attached workload, a flow that did not finish counted as
 /// `limit`, and how many did not finish.
-pub fn fct_tail<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &Sim<P, W, S, N>,
+pub fn fct_tail<const P: usize, const W: usize, const N: usize>(
+    s: &Sim<P, W, N>,
     limit: u64,
 ) -> (Vec<f64>, usize) {
     let d = s.driver.as_ref().expect("attached");
@@ -139,7 +139,7 @@ pub fn run(sc: Scale) -> Section {
 /// transport; multipath transports are not bound by it.
 pub fn ecmp_maxmin_bound(ft: FatTree, group: u32, os: u16, seed: u64) -> f64 {
     let v = Variant::ROCE_LOSSY;
-    let s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
+    let s: Sim<8, 1, 64> = sim(v, ft, 8, seed, 0);
     let f = &s.fabric;
     let paths: Vec<Vec<usize>> = pairs(&ft, group, seed)
         .into_iter()

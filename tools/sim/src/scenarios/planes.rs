@@ -19,10 +19,10 @@ pub fn run_with(
     planes: u8,
     seed: u64,
     dur: u64,
-) -> (f64, Sim<64, 8, 4, 512>) {
+) -> (f64, Sim<64, 8, 512>) {
     let t = leaf_spine(planes, 2, 8, 8);
     let paths = (8 * planes).min(64);
-    let mut s: Sim<64, 8, 4, 512> = Sim::new(t, cfg, v.params(paths, seed, 50_000));
+    let mut s: Sim<64, 8, 512> = Sim::new(t, cfg, v.params(paths, seed, 50_000));
     for i in 0..8 {
         add(&mut s, v, i, 8 + i, true, 0);
     }

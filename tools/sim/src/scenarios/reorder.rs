@@ -18,10 +18,7 @@ pub const REORDER_NS: u64 = 5_000;
 const MSGS: usize = 16;
 const MSG: u64 = 256 << 10;
 
-fn setup<const P: usize, const W: usize, const S: usize, const N: usize>(
-    s: &mut Sim<P, W, S, N>,
-    p: f64,
-) {
+fn setup<const P: usize, const W: usize, const N: usize>(s: &mut Sim<P, W, N>, p: f64) {
     for (l, spec) in s.fabric.topo.links.iter().enumerate() {
         if let Node::Switch(_) = spec.from {
             s.fabric.ports[l].reorder_p = p;
@@ -32,7 +29,7 @@ fn setup<const P: usize, const W: usize, const S: usize, const N: usize>(
 
 /// Aggregate goodput of 8 long flows over 8 × line rate.
 pub fn goodput(v: Variant, p: f64, seed: u64, dur: u64) -> f64 {
-    let mut s: Sim<8, 1, 4, 64> = sim(v, leaf_spine(1, 2, 8, 8), 8, seed, 50_000);
+    let mut s: Sim<8, 1, 64> = sim(v, leaf_spine(1, 2, 8, 8), 8, seed, 50_000);
     setup(&mut s, p);
     for i in 0..8 {
         add(&mut s, v, i, 8 + i, true, 0);
@@ -44,7 +41,7 @@ pub fn goodput(v: Variant, p: f64, seed: u64, dur: u64) -> f64 {
 
 /// Message completion times (ns); unfinished messages count as `limit`.
 pub fn fcts(v: Variant, p: f64, seed: u64, limit: u64) -> (Vec<f64>, usize) {
-    let mut s: Sim<8, 1, 4, 64> = sim(v, leaf_spine(1, 2, 8, 8), 8, seed, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, leaf_spine(1, 2, 8, 8), 8, seed, 0);
     setup(&mut s, p);
     let mut wl = Workload::new();
     for i in 0..8 {

@@ -90,7 +90,7 @@ pub fn ranks(ft: &FatTree, n: u32) -> Vec<u32> {
 /// the workload's dependency depth (its step count).
 pub fn cct(v: Variant, a: Algo, n: u32, bytes: u64, seed: u64, limit: u64) -> (Option<u64>, usize) {
     let ft = collectives::fabric(true);
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, seed, 0);
     let wl = workload(&ft, a, n, bytes);
     let depth = wl.depth();
     run_workload(&mut s, v, wl, limit);

@@ -59,7 +59,7 @@ fn paused_ns(p: &crate::switch::Port, now: u64) -> u64 {
 
 pub fn spread(v: Variant, with_incast: bool, seed: u64, dur: u64) -> Spread {
     let ft = fabric();
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, seed, 25_000);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, seed, 25_000);
     let inc: Vec<usize> = if with_incast {
         INCAST_SENDERS
             .iter()

@@ -88,7 +88,7 @@ fn ring_allreduce_completes_no_faster_than_ideal() {
 fn driver_posts_dependent_transfers_only_after_completion() {
     let ft = leaf_spine(1, 2, 2, 2);
     let v = Variant::ROCE_PFC;
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, 1, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, 1, 0);
     let mut wl = Workload::new();
     let a = wl.push(0, 2, 100_000, 0, vec![], 0);
     wl.push(2, 1, 100_000, 0, vec![a], 0);
@@ -104,7 +104,7 @@ fn driver_posts_dependent_transfers_only_after_completion() {
 fn workload_flows_reuse_one_connection_per_pair() {
     let ft = leaf_spine(1, 2, 2, 2);
     let v = Variant::Meta;
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, 1, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, 1, 0);
     let ranks = [0, 2, 1, 3];
     assert!(run_workload(
         &mut s,
@@ -114,7 +114,7 @@ fn workload_flows_reuse_one_connection_per_pair() {
     ));
     // 6 steps over a 4-ring: 4 pairs, each a single connection.
     assert_eq!(s.flows.len(), 4);
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, 1, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, 1, 0);
     assert!(run_workload(
         &mut s,
         v,
@@ -157,7 +157,7 @@ fn maxmin_shares_links_and_bounds_the_permutation() {
 /// smallest Jain index over 10-RTT windows from 50 RTT on.
 fn shared_uplink(a: u8, b: u8) -> (f64, f64, f64) {
     let dur = 4_000_000;
-    let mut s: Sim<8, 1, 4, 64> = sim(Variant::Meta, leaf_spine(1, 2, 2, 1), 8, 1, 20_000);
+    let mut s: Sim<8, 1, 64> = sim(Variant::Meta, leaf_spine(1, 2, 2, 1), 8, 1, 20_000);
     s.params.paths = a;
     add(&mut s, Variant::Meta, 0, 2, true, 0);
     s.params.paths = b;

@@ -29,7 +29,7 @@ fn run(v: Variant, cfg: SwitchConfig, seed: u64) -> (f64, u64, u64) {
 /// payload counted as goodput counts it (headers excluded).
 fn bound(seed: u64) -> f64 {
     let v = Variant::MpRoce { qpp: 4, pfc: true };
-    let s: Sim<64, 8, 4, 512> = Sim::new(leaf_spine(1, 2, 8, 8), v.switch(), v.params(8, seed, 0));
+    let s: Sim<64, 8, 512> = Sim::new(leaf_spine(1, 2, 8, 8), v.switch(), v.params(8, seed, 0));
     let f = &s.fabric;
     let mut paths = Vec::new();
     for fl in 0..8u32 {

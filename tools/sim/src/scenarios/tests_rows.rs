@@ -89,7 +89,7 @@ fn three_tier_permutation_crosses_the_core() {
 fn mix_gives_every_transfer_its_own_flow_and_finishes() {
     let ft = leaf_spine(1, 2, 2, 2);
     let v = Variant::ROCE_LOSSY;
-    let mut s: Sim<8, 1, 4, 64> = sim(v, ft, 8, 1, 0);
+    let mut s: Sim<8, 1, 64> = sim(v, ft, 8, 1, 0);
     let mut wl = Workload::new();
     // Two transfers of different sizes on one pair: one flow each.
     wl.push(0, 2, 10_000, 0, vec![], 0);
