@@ -152,12 +152,15 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             } else {
                 ConnError::RemoteAccess
             };
-            if let Some((s, msn)) = named {
-                if self.state == ConnState::Open {
-                    app.refused(s, msn, e);
+            match named {
+                Some((s, msn)) => {
+                    if self.state == ConnState::Open {
+                        app.refused(s, msn, e);
+                    }
+                    self.fail_stream(s, e, app);
                 }
+                None => self.fail(e, app),
             }
-            self.fail(e, app);
             return Ok(RxEvent::Ack);
         }
         let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
@@ -201,7 +204,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let mut acked_bytes = 0u32;
         let mut lost_any = false;
         let mut min_psn: Option<u32> = None;
-        let mut rnr_fail = false;
+        let mut rnr_fail: Option<u16> = None;
         let mut rnr_any = false;
         let mut freed = 0u32;
         for (w, bit) in self.flight.on_path(p) {
@@ -219,7 +222,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             let outcome = if rnr_psn == Some(psn) && !acked {
                 k.bump_rnr();
                 if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
-                    rnr_fail = true;
+                    rnr_fail = Some(k.stream());
                 }
                 rnr_any = true;
                 2
@@ -379,8 +382,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.trim_rate(now, a.ce, a.acked);
             self.repace(now, before);
         }
-        if rnr_fail {
-            self.fail(ConnError::RnrRetryExceeded, app);
+        if let Some(s) = rnr_fail {
+            self.fail_stream(s, ConnError::RnrRetryExceeded, app);
         }
         if acked_bytes > 0 {
             // An acknowledged response may release a held refusal.

@@ -124,6 +124,21 @@ pub enum ConnError {
     Aborted,
 }
 
+/// What the failure of one stream takes down ([`App::stream_error`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The whole connection (every stream: one QP's connection).
+    Connection,
+    /// Streams `first..first + n` (a QP's two, on a connection that QPs share); the
+    /// connection closes them ([`super::Connection::close_streams`]) and carries on.
+    Streams {
+        /// The first of them.
+        first: u16,
+        /// How many.
+        n: u16,
+    },
+}
+
 /// The application (verbs layer) seen from the core. Payload bytes never live in the core,
 /// and neither do the streams: the application holds each stream's state
 /// ([`Stream`], 96 bytes) with the stream's owner (a QP), and lends it for each call
@@ -174,7 +189,15 @@ pub trait App {
     /// message of the stream is complete at the peer, acknowledged or not. Called just
     /// before [`App::error`]; by default nothing is done.
     fn refused(&mut self, _stream: u16, _msn: u32, _e: ConnError) {}
-    /// The connection failed.
+    /// Stream `s` failed with `e` (a NAK naming one of its messages, after
+    /// [`App::refused`]; its RNR retries spent; its message gone or its bytes
+    /// unreadable): what that takes down. By default the whole connection, which then
+    /// fails ([`App::error`]); an application whose QPs share the connection fails the
+    /// QP that owns `s` and returns its streams.
+    fn stream_error(&mut self, _s: u16, _e: ConnError) -> Scope {
+        Scope::Connection
+    }
+    /// The connection failed: every stream with it.
     fn error(&mut self, e: ConnError);
     /// Something a host may trace happened ([`Event`]); by default nothing is done.
     fn event(&mut self, _e: Event) {}

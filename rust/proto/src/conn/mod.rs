@@ -16,6 +16,7 @@ mod config;
 mod event;
 mod reorder;
 mod rx;
+mod streams;
 mod timers;
 mod tx;
 
@@ -25,7 +26,7 @@ use super::path::{PathRx, PathState, PathTx};
 use super::time::Instant;
 use timers::{Timer, TimerTable};
 
-pub use app::{rnr_timer_ns, App, ConnError, MsgInfo, Placement, Refuse, Rnr, Unreadable};
+pub use app::{rnr_timer_ns, App, ConnError, MsgInfo, Placement, Refuse, Rnr, Scope, Unreadable};
 pub use config::Config;
 pub use event::{Event, LossCause};
 

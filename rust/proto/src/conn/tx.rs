@@ -210,13 +210,13 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if let Some((w, i)) = self.find_lost() {
             let k = *self.flight.pool.get(w * 64 + i)?;
             let Some(st) = app.stream(k.stream()) else {
-                self.fail(ConnError::MessageVanished, app);
+                self.fail_stream(k.stream(), ConnError::MessageVanished, app);
                 return None;
             };
             let msn = st.tx.msn_from_low(k.msn);
             let ssn = st.tx.ssn_from_low(k.ssn);
             let Some(info) = app.message(k.stream(), msn) else {
-                self.fail(ConnError::MessageVanished, app);
+                self.fail_stream(k.stream(), ConnError::MessageVanished, app);
                 return None;
             };
             let p = self.pick_retx_path(usize::from(k.path()))?;
@@ -419,7 +419,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let dst = buf.get_mut(hl..hl + usize::from(len))?;
         if let Err(e) = app.payload(stream, msn, offset, dst) {
             if e == Unreadable::Remote {
-                // Tell the peer (on path 0: a NAK fails its whole connection).
+                // Tell the peer (on path 0; a NAK naming no message fails its whole
+                // connection: the request this answers is one of the peer's
+                // messages, which this connection cannot name).
                 self.reports.nak = Some(Refusal {
                     path: 0,
                     kind: RefusalKind::Access,
@@ -429,7 +431,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 });
                 self.reports.ack_pending |= 1;
             }
-            self.fail(ConnError::LocalProtection, app);
+            self.fail_stream(stream, ConnError::LocalProtection, app);
             return None;
         }
         let src_port = t.src_port;

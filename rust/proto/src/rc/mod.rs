@@ -330,6 +330,12 @@ impl<T: Tables> Engine<T> {
         self.streams.restart_tx(id);
     }
 
+    /// Stream `s` of this QP ([`REQ`] or [`RESP`]): for a host that multiplexes
+    /// several engines' streams over one connection.
+    pub fn stream(&mut self, s: u16) -> Option<&mut Stream> {
+        self.streams.get(s)
+    }
+
     /// The engine and `env` as the connection's application.
     pub fn bind<'a, E: Env<Sge = T::Sge>>(&'a mut self, env: &'a mut E) -> Bound<'a, T, E> {
         Bound { engine: self, env }

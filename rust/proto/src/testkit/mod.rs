@@ -127,3 +127,4 @@ impl App for BulkApp<'_> {
 
 mod pair;
 pub mod rc;
+pub mod shared;

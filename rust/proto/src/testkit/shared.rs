@@ -1,0 +1,362 @@
+//! Many model QPs sharing one connection per node (Documentation/transport.rst,
+//! "Streams"): QP `q`'s requests travel on stream `2q`, its READ/atomic responses on
+//! `2q + 1`; the RC engines are multiplexed into one [`App`] ([`Mux`]), and a failure
+//! one QP's message causes fails that QP alone ([`Scope::Streams`]). The model of what
+//! the kernel's shared connections do; host only (uses `alloc`).
+
+use super::pair::{Conn, Link, Rng};
+use super::rc::{tables, Host, VecTables};
+use crate::conn::{App, Config, ConnError, Event, MsgInfo, Placement, Refuse, Scope, TxKind};
+use crate::conn::{Connection, Unreadable};
+use crate::ident::Ident;
+use crate::rc::{self, Engine, QpMode};
+use crate::stream::Stream;
+use crate::time::Instant;
+use alloc::vec::Vec;
+
+/// One QP: its verbs objects and RC engine.
+pub struct Qp {
+    /// Verbs objects.
+    pub host: Host,
+    /// The RC engine (it holds the QP's two streams).
+    pub engine: Engine<VecTables>,
+}
+
+impl Qp {
+    /// A QP with `slots` SQ/RQ slots, its streams started under the connection's keys.
+    pub fn new(slots: usize, cfg: &Config) -> Self {
+        let host = Host::new(slots, false);
+        let mut engine = Engine::new(tables(host.sq.len(), host.attrs.srq_sge));
+        engine.start_streams(cfg.tx_ident, cfg.rx_ident);
+        Qp { host, engine }
+    }
+}
+
+/// A QP's stream `s` of the shared connection: (QP index, the engine's stream).
+fn split(s: u16) -> (usize, u16) {
+    (usize::from(s / 2), s % 2)
+}
+
+/// The QPs of one node as the application of their shared connection. A slot of `None`
+/// is a destroyed QP: its streams are not the connection's any more.
+pub struct Mux<'a> {
+    /// The QPs, by index.
+    pub qps: &'a mut [Option<Qp>],
+    /// Round-robin cursor over the QPs for new data.
+    pub rr: &'a mut usize,
+}
+
+impl Mux<'_> {
+    fn qp(&mut self, s: u16) -> Option<(&mut Qp, u16)> {
+        let (q, l) = split(s);
+        Some((self.qps.get_mut(q)?.as_mut()?, l))
+    }
+}
+
+impl App for Mux<'_> {
+    fn stream(&mut self, s: u16) -> Option<&mut Stream> {
+        let (qp, l) = self.qp(s)?;
+        qp.engine.stream(l)
+    }
+
+    fn ready_stream(&mut self) -> Option<(u16, MsgInfo)> {
+        let n = self.qps.len();
+        for k in 0..n {
+            let q = (*self.rr + k) % n;
+            let Some(Some(qp)) = self.qps.get_mut(q) else {
+                continue;
+            };
+            if let Some((l, m)) = qp.engine.bind(&mut qp.host).ready_stream() {
+                *self.rr = (q + 1) % n;
+                return Some(((q * 2) as u16 + l, m));
+            }
+        }
+        None
+    }
+
+    fn restart_rx(&mut self, id: Ident) {
+        for qp in self.qps.iter_mut().flatten() {
+            qp.engine.bind(&mut qp.host).restart_rx(id);
+        }
+    }
+
+    fn message(&mut self, s: u16, msn: u32) -> Option<MsgInfo> {
+        let (qp, l) = self.qp(s)?;
+        qp.engine.bind(&mut qp.host).message(l, msn)
+    }
+
+    fn payload(&mut self, s: u16, msn: u32, off: u32, dst: &mut [u8]) -> Result<(), Unreadable> {
+        let (qp, l) = self.qp(s).ok_or(Unreadable::Local)?;
+        qp.engine.bind(&mut qp.host).payload(l, msn, off, dst)
+    }
+
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
+        let (qp, l) = self.qp(p.stream).ok_or(Refuse::Invalid)?;
+        // As the single-QP host: a QP in the error state takes no packet unless it
+        // lingers after refusing a request (dropped unreported: see transport.rst,
+        // "Streams", on what the shared connection still lacks here).
+        if qp.host.mode == QpMode::Err && !qp.engine.lingers() {
+            return Err(Refuse::Held);
+        }
+        qp.engine
+            .bind(&mut qp.host)
+            .place(&Placement { stream: l, ..*p })
+    }
+
+    fn complete(&mut self, s: u16, msn: u32) {
+        if let Some((qp, l)) = self.qp(s) {
+            qp.engine.bind(&mut qp.host).complete(l, msn);
+        }
+    }
+
+    fn acked(&mut self, s: u16, msn: u32) {
+        if let Some((qp, l)) = self.qp(s) {
+            qp.engine.bind(&mut qp.host).acked(l, msn);
+        }
+    }
+
+    fn refusal(&mut self, s: u16, msn: u32) -> Option<Refuse> {
+        let (qp, l) = self.qp(s)?;
+        qp.engine.bind(&mut qp.host).refusal(l, msn)
+    }
+
+    fn refused(&mut self, s: u16, msn: u32, e: ConnError) {
+        if let Some((qp, l)) = self.qp(s) {
+            qp.engine.bind(&mut qp.host).refused(l, msn, e);
+        }
+    }
+
+    /// One QP's failure: that QP enters the error state (flushing its work) and its two
+    /// streams close; the connection and the other QPs carry on.
+    fn stream_error(&mut self, s: u16, e: ConnError) -> Scope {
+        if let Some((qp, _)) = self.qp(s) {
+            qp.engine.bind(&mut qp.host).error(e);
+        }
+        let first = s & !1;
+        Scope::Streams { first, n: 2 }
+    }
+
+    fn error(&mut self, e: ConnError) {
+        for qp in self.qps.iter_mut().flatten() {
+            qp.engine.bind(&mut qp.host).error(e);
+        }
+    }
+
+    fn event(&mut self, _e: Event) {}
+}
+
+/// One node: its QPs and the connection they share.
+pub struct SharedNode {
+    /// The QPs (`None`: destroyed).
+    pub qps: Vec<Option<Qp>>,
+    /// The shared connection.
+    pub conn: Conn,
+    rr: usize,
+}
+
+impl SharedNode {
+    fn mux(&mut self) -> (&mut Conn, Mux<'_>) {
+        (
+            &mut self.conn,
+            Mux {
+                qps: &mut self.qps,
+                rr: &mut self.rr,
+            },
+        )
+    }
+
+    /// A new QP (index returned), its streams started under the connection's keys.
+    pub fn add_qp(&mut self, slots: usize) -> usize {
+        let qp = Qp::new(slots, self.conn.config());
+        self.qps.push(Some(qp));
+        self.qps.len() - 1
+    }
+
+    /// Destroys QP `q`: its streams close (packets in flight forgotten) and leave the
+    /// connection.
+    pub fn destroy_qp(&mut self, q: usize) {
+        let first = (q * 2) as u16;
+        let (conn, mut mux) = self.mux();
+        conn.close_streams(first, 2, &mut mux);
+        if let Some(slot) = self.qps.get_mut(q) {
+            *slot = None;
+        }
+    }
+
+    /// QP `q` (panics if it was destroyed or never created: tests only).
+    pub fn qp(&mut self, q: usize) -> &mut Qp {
+        self.qps[q].as_mut().expect("a live QP")
+    }
+}
+
+/// Two nodes whose QPs pair up (QP `q` of node 0 with QP `q` of node 1) over one shared
+/// connection each way, over a seeded impaired link.
+pub struct SharedPair {
+    /// The nodes.
+    pub nodes: [SharedNode; 2],
+    /// The link.
+    pub link: Link,
+    rng: Rng,
+    /// Simulated time, ns.
+    pub now: u64,
+    wire: Vec<(u64, u64, u8, Vec<u8>)>,
+    seq: u64,
+    /// Datagrams each node's connection dropped.
+    pub rx_drops: [u64; 2],
+    /// Drops the first transmission of DATA on these streams (a loss that hits one QP).
+    pub lose_first_on: Vec<u16>,
+    /// (node, stream, MSN, time) of every receive completion of a request (in order).
+    pub completions: Vec<(u8, u16, u32, u64)>,
+}
+
+impl SharedPair {
+    /// `qps` QP pairs of `slots` slots over `link`, seeded.
+    pub fn new(qps: usize, slots: usize, link: Link, seed: u64) -> Self {
+        let node = |local, peer| {
+            let mut cfg = Config {
+                local_conn: local,
+                peer_conn: peer,
+                paths: 4,
+                mtu: 1024,
+                init_rto_ns: 2_000_000,
+                min_rto_ns: 500_000,
+                max_rto_ns: 50_000_000,
+                ack_delay_ns: 0,
+                pacing: false,
+                ..Config::default()
+            };
+            rc::retry_config(&mut cfg, 14, 7, 7);
+            let mut n = SharedNode {
+                qps: Vec::new(),
+                conn: Connection::new(cfg),
+                rr: 0,
+            };
+            for _ in 0..qps {
+                n.add_qp(slots);
+            }
+            n
+        };
+        SharedPair {
+            nodes: [node(1, 2), node(2, 1)],
+            link,
+            rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+            now: 1_000_000,
+            wire: Vec::new(),
+            seq: 0,
+            rx_drops: [0; 2],
+            lose_first_on: Vec::new(),
+            completions: Vec::new(),
+        }
+    }
+
+    fn pump(&mut self, i: usize) {
+        let now = Instant(self.now);
+        let mut buf = [0u8; 1024 + 256];
+        loop {
+            let n = &mut self.nodes[i];
+            let (conn, mut mux) = n.mux();
+            let Some(t) = conn.poll_transmit(now, &mut buf, &mut mux) else {
+                break;
+            };
+            let bytes = buf.get(..t.len).unwrap_or(&[]).to_vec();
+            if let TxKind::Data {
+                stream,
+                retransmit: false,
+                ..
+            } = t.kind
+            {
+                if let Some(k) = self.lose_first_on.iter().position(|s| *s == stream) {
+                    self.lose_first_on.swap_remove(k);
+                    continue;
+                }
+            }
+            self.send(i as u8, bytes);
+        }
+    }
+
+    fn send(&mut self, from: u8, bytes: Vec<u8>) {
+        let l = self.link;
+        if self.rng.ppm(l.loss_ppm) {
+            return;
+        }
+        let copies = if self.rng.ppm(l.dup_ppm) { 2 } else { 1 };
+        for _ in 0..copies {
+            let mut at = self.now + l.delay_ns;
+            if self.rng.ppm(l.reorder_ppm) {
+                at += 1 + self.rng.below(l.reorder_ns.max(1));
+            }
+            self.seq += 1;
+            self.wire.push((at, self.seq, 1 - from, bytes.clone()));
+        }
+    }
+
+    /// Every node's doorbell: sends what it can.
+    pub fn doorbell(&mut self) {
+        self.pump(0);
+        self.pump(1);
+    }
+
+    /// Runs until both sides are quiet or `budget_ns` of simulated time passed; returns
+    /// whether they went quiet.
+    pub fn run(&mut self, budget_ns: u64) -> bool {
+        let end = self.now.saturating_add(budget_ns);
+        self.doorbell();
+        loop {
+            let next_pkt = self.wire.iter().map(|w| (w.0, w.1)).min();
+            let timers = self.nodes.iter().filter_map(|n| n.conn.poll_timeout());
+            let next_timer = timers.map(|t| t.0).min();
+            let at = match (next_pkt, next_timer) {
+                (None, None) => return true,
+                (Some(p), None) => p.0,
+                (None, Some(t)) => t,
+                (Some(p), Some(t)) => p.0.min(t),
+            };
+            if at > end {
+                return false;
+            }
+            self.now = self.now.max(at);
+            if let Some(p) = next_pkt.filter(|p| p.0 <= self.now) {
+                let Some(k) = self.wire.iter().position(|w| (w.0, w.1) == p) else {
+                    continue;
+                };
+                let (_, _, to, bytes) = self.wire.swap_remove(k);
+                let to = usize::from(to);
+                let before = self.recv_counts(to);
+                let now = Instant(self.now);
+                let (conn, mut mux) = self.nodes[to].mux();
+                if conn.handle_packet(now, &bytes, false, &mut mux).is_err() {
+                    self.rx_drops[to] += 1;
+                }
+                self.note_completions(to, &before);
+                self.pump(to);
+                continue;
+            }
+            for i in 0..2 {
+                let t = self.now;
+                let (conn, mut mux) = self.nodes[i].mux();
+                if conn.poll_timeout().is_some_and(|d| d.0 <= t) {
+                    conn.handle_timeout(Instant(t), &mut mux);
+                }
+                self.pump(i);
+            }
+        }
+    }
+
+    fn recv_counts(&self, i: usize) -> Vec<usize> {
+        let qps = self.nodes[i].qps.iter();
+        qps.map(|q| q.as_ref().map_or(0, |q| q.host.recv_cq.len()))
+            .collect()
+    }
+
+    fn note_completions(&mut self, i: usize, before: &[usize]) {
+        for (q, qp) in self.nodes[i].qps.iter().enumerate() {
+            let Some(qp) = qp else { continue };
+            let was = before.get(q).copied().unwrap_or(0);
+            for (c, _) in qp.host.recv_cq.iter().skip(was) {
+                let s = (q * 2) as u16;
+                self.completions
+                    .push((i as u8, s, c.wr_id as u32, self.now));
+            }
+        }
+    }
+}

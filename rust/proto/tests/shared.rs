@@ -1,0 +1,285 @@
+//! Many RC QPs over one connection (Documentation/transport.rst, "Streams"): each node's
+//! QPs share one connection, QP `q`'s requests on stream `2q` and its responses on
+//! `2q + 1` ([`metaroce_proto::testkit::shared`]). Integrity of every QP over a lossy
+//! link, a QP's failure leaving the others and the connection running, a loss on one
+//! QP not delaying the others, and QPs joining and leaving during traffic.
+mod rc_common;
+use metaroce_proto::conn::{Config, ConnState, Connection};
+use metaroce_proto::rc::{access, WcStatus, WrOpcode};
+use metaroce_proto::testkit::rc::Link;
+use metaroce_proto::testkit::shared::SharedPair;
+use rc_common::{clean, lossy, pattern, rdma, sge, wqe, A_MR, B_MR, B_READ, MR_LEN};
+
+/// The byte at offset `i` of QP `q`'s memory on node 0 (its READ source on node 1 is the
+/// same shifted by 7).
+fn byte(q: usize, i: usize) -> u8 {
+    pattern(i + q * 13)
+}
+
+/// `qps` QP pairs, each with its MRs (node 0: `A_MR`, filled; node 1: `B_MR`, its READ
+/// area filled), over `link`.
+fn setup(qps: usize, link: Link, seed: u64) -> SharedPair {
+    let mut p = SharedPair::new(qps, 32, link, seed);
+    for q in 0..qps {
+        fill(&mut p, q);
+    }
+    p
+}
+
+fn fill(p: &mut SharedPair, q: usize) {
+    let all =
+        access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    let a = p.nodes[0]
+        .qp(q)
+        .host
+        .reg_mr(A_MR, MR_LEN, access::LOCAL_WRITE);
+    let b = p.nodes[1].qp(q).host.reg_mr(B_MR, MR_LEN, all);
+    assert_eq!((a, b), (va(A_MR), va(B_MR)));
+    let mr = p.nodes[0].qp(q).host.mr_mut(A_MR).unwrap();
+    for (i, x) in mr.bytes.iter_mut().enumerate() {
+        *x = byte(q, i);
+    }
+    let mr = p.nodes[1].qp(q).host.mr_mut(B_MR).unwrap();
+    for (i, x) in mr.bytes[B_READ..].iter_mut().enumerate() {
+        *x = byte(q, i + 7);
+    }
+}
+
+/// The address the model host gives region `key`.
+fn va(key: u32) -> u64 {
+    u64::from(key) << 32 | 0x1000
+}
+
+/// QP `q`'s work, `n` rounds: a WRITE, a SEND (into a receive posted on node 1) and a
+/// READ, of sizes that differ by QP and round. Returns the wr_ids posted.
+fn post_work(p: &mut SharedPair, q: usize, n: usize) -> Vec<u64> {
+    let (a, b) = (va(A_MR), va(B_MR));
+    let mut ids = Vec::new();
+    for r in 0..n {
+        let len = 1000 + (q * 37 + r * 501) % 4000;
+        let off = r * 8192;
+        let id = (r * 3) as u64;
+        assert!(p.nodes[1]
+            .qp(q)
+            .host
+            .post_recv(id, &[sge(b, 64 * 1024 + off, 8192, B_MR)]));
+        let w = rdma(
+            wqe(WrOpcode::RdmaWrite, id, vec![sge(a, off, len, A_MR)]),
+            b + off as u64,
+            B_MR,
+        );
+        let s = wqe(WrOpcode::Send, id + 1, vec![sge(a, off + 100, len, A_MR)]);
+        let rd = rdma(
+            wqe(
+                WrOpcode::RdmaRead,
+                id + 2,
+                vec![sge(a, 128 * 1024 + off, len, A_MR)],
+            ),
+            b + (B_READ + off) as u64,
+            B_MR,
+        );
+        for e in [w, s, rd] {
+            ids.push(e.wqe.wr_id);
+            assert!(p.nodes[0].qp(q).host.post_send(e));
+        }
+    }
+    ids
+}
+
+/// QP `q`'s `n` rounds arrived whole: every send completion a success, in order, every
+/// receive, and the bytes where they belong on both sides.
+fn check_work(p: &mut SharedPair, q: usize, n: usize) {
+    let ids: Vec<u64> = (0..n as u64 * 3).collect();
+    let a = &p.nodes[0].qp(q).host;
+    let got: Vec<(u64, WcStatus)> = a.send_cq.iter().map(|c| (c.wr_id, c.status)).collect();
+    let want: Vec<(u64, WcStatus)> = ids.iter().map(|i| (*i, WcStatus::Success)).collect();
+    assert_eq!(got, want, "QP {q}: send completions");
+    let b = &p.nodes[1].qp(q).host;
+    let recvs: Vec<(u64, WcStatus)> = b.recv_cq.iter().map(|c| (c.0.wr_id, c.0.status)).collect();
+    let want: Vec<(u64, WcStatus)> = (0..n)
+        .map(|r| ((r * 3) as u64, WcStatus::Success))
+        .collect();
+    assert_eq!(recvs, want, "QP {q}: receive completions");
+    let am = &p.nodes[0].qp(q).host.mr(A_MR).unwrap().bytes.clone();
+    let bm = &p.nodes[1].qp(q).host.mr(B_MR).unwrap().bytes.clone();
+    for r in 0..n {
+        let len = 1000 + (q * 37 + r * 501) % 4000;
+        let off = r * 8192;
+        assert!(
+            (0..len).all(|i| bm[off + i] == byte(q, off + i)),
+            "QP {q} round {r}: WRITE bytes"
+        );
+        assert!(
+            (0..len).all(|i| bm[64 * 1024 + off + i] == byte(q, off + 100 + i)),
+            "QP {q} round {r}: SEND bytes"
+        );
+        assert!(
+            (0..len).all(|i| am[128 * 1024 + off + i] == byte(q, off + i + 7)),
+            "QP {q} round {r}: READ bytes"
+        );
+    }
+}
+
+fn open(p: &SharedPair) -> bool {
+    p.nodes.iter().all(|n| n.conn.state() == ConnState::Open)
+}
+
+/// 64 QPs on one connection per node, over 1 % loss, 1 % duplication and 5 %
+/// reordering: every QP's WRITEs, SENDs and READs complete in order with the right
+/// bytes, none delivered twice.
+#[test]
+fn sixty_four_qps_share_one_connection_over_a_lossy_link() {
+    for seed in [1, 2, 3] {
+        let mut p = setup(64, lossy(10_000, 10_000, 50_000), seed);
+        for q in 0..64 {
+            post_work(&mut p, q, 3);
+        }
+        assert!(p.run(5_000_000_000), "seed {seed}: still busy");
+        for q in 0..64 {
+            check_work(&mut p, q, 3);
+        }
+        assert!(open(&p));
+        let retx = p.nodes[0].conn.stats().retx;
+        println!(
+            "seed {seed}: {} data packets, {retx} resent",
+            p.nodes[0].conn.stats().data_tx
+        );
+    }
+}
+
+/// One QP's request is refused for good (a WRITE under a wrong rkey: remote access
+/// error): that QP fails (the WQE with IB_WC_REM_ACCESS_ERR, the rest flushed), the
+/// other QPs' work completes, the connection stays open, and work posted afterwards on
+/// another QP still goes through.
+#[test]
+fn a_qp_in_error_leaves_the_others_and_the_connection_running() {
+    let mut p = setup(8, lossy(5_000, 0, 20_000), 7);
+    let bad = rdma(
+        wqe(WrOpcode::RdmaWrite, 100, vec![sge(va(A_MR), 0, 500, A_MR)]),
+        va(B_MR),
+        0x99,
+    );
+    assert!(p.nodes[0].qp(3).host.post_send(bad));
+    for q in 0..8 {
+        post_work(&mut p, q, 2);
+    }
+    assert!(p.run(5_000_000_000));
+    let failed: Vec<WcStatus> = p.nodes[0]
+        .qp(3)
+        .host
+        .send_cq
+        .iter()
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(failed.first(), Some(&WcStatus::RemAccessErr), "{failed:?}");
+    assert!(
+        failed[1..].iter().all(|s| *s == WcStatus::WrFlushErr),
+        "{failed:?}"
+    );
+    for q in (0..8).filter(|q| *q != 3) {
+        check_work(&mut p, q, 2);
+    }
+    assert!(open(&p));
+    // The connection carries on: more work on QP 5.
+    let more = rdma(
+        wqe(
+            WrOpcode::RdmaWrite,
+            50,
+            vec![sge(va(A_MR), 200_000, 3000, A_MR)],
+        ),
+        va(B_MR) + 200_000,
+        B_MR,
+    );
+    assert!(p.nodes[0].qp(5).host.post_send(more));
+    assert!(p.run(5_000_000_000));
+    let last = p.nodes[0]
+        .qp(5)
+        .host
+        .send_cq
+        .last()
+        .map(|c| (c.wr_id, c.status));
+    assert_eq!(last, Some((50, WcStatus::Success)));
+}
+
+/// QP 3's first packet is lost: its SEND completes only after the loss is repaired,
+/// while the other QPs' SENDs, posted at the same time, complete as they would
+/// without it (no head-of-line blocking across QPs of one connection). The first
+/// window holds every packet, so that the shared congestion window's reaction to the
+/// loss (which rightly slows every stream that comes after it) does not enter.
+#[test]
+fn a_loss_on_one_qp_does_not_delay_the_others() {
+    let run = |lose: bool| {
+        let mut p = setup(8, clean(), 1);
+        for n in p.nodes.iter_mut() {
+            let cfg = Config {
+                init_qwnd: 1 << 20,
+                ..*n.conn.config()
+            };
+            n.conn = Connection::new(cfg);
+        }
+        for q in 0..8 {
+            assert!(p.nodes[1]
+                .qp(q)
+                .host
+                .post_recv(0, &[sge(va(B_MR), 0, 8192, B_MR)]));
+            let s = wqe(WrOpcode::Send, 0, vec![sge(va(A_MR), 0, 4000, A_MR)]);
+            assert!(p.nodes[0].qp(q).host.post_send(s));
+        }
+        if lose {
+            p.lose_first_on.push(6);
+        }
+        assert!(p.run(1_000_000_000));
+        let mut at = [0u64; 8];
+        for (node, s, _, t) in &p.completions {
+            if *node == 1 {
+                at[usize::from(*s / 2)] = *t;
+            }
+        }
+        assert!(at.iter().all(|t| *t > 0), "{at:?}");
+        at
+    };
+    let (clean_at, lossy_at) = (run(false), run(true));
+    let others = |a: &[u64; 8]| (0..8).filter(|q| *q != 3).map(|q| a[q]).max().unwrap();
+    println!("completion times (ns): clean {clean_at:?}, QP 3's first packet lost {lossy_at:?}");
+    assert!(
+        lossy_at[3] > others(&lossy_at),
+        "QP 3 completed before the others"
+    );
+    assert!(
+        others(&lossy_at) <= others(&clean_at),
+        "the others waited for QP 3's loss: {} ns against {} ns",
+        others(&lossy_at),
+        others(&clean_at)
+    );
+}
+
+/// QPs join and leave while others carry traffic over a lossy link: a QP pair created
+/// mid-transfer carries its work, a QP pair destroyed with messages in flight takes
+/// only its own packets with it (forgotten by its connection, dropped as
+/// `stream_out_of_range` at the peer), and the rest completes.
+#[test]
+fn qps_join_and_leave_during_traffic() {
+    let mut p = setup(4, lossy(10_000, 0, 20_000), 5);
+    for q in 0..4 {
+        post_work(&mut p, q, 4);
+    }
+    // Part of the way: then QP 1 goes on both nodes, and QP 4 arrives.
+    assert!(!p.run(150_000), "the work should still be in flight");
+    p.nodes[0].destroy_qp(1);
+    p.nodes[1].destroy_qp(1);
+    let drops_before = p.rx_drops;
+    for n in p.nodes.iter_mut() {
+        assert_eq!(n.add_qp(32), 4);
+    }
+    fill(&mut p, 4);
+    post_work(&mut p, 4, 4);
+    assert!(p.run(5_000_000_000));
+    for q in [0, 2, 3, 4] {
+        check_work(&mut p, q, 4);
+    }
+    assert!(open(&p));
+    println!(
+        "drops after QP 1 left: {:?} (before {drops_before:?})",
+        p.rx_drops
+    );
+}
