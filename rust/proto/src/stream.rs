@@ -24,6 +24,12 @@ pub struct StreamTx {
     pub acked_base: u32,
     /// Next MSN to report as acknowledged.
     pub acked_msn: u32,
+    /// Packets of the stream the receiver refused with RNR and not yet acknowledged:
+    /// while any is, the stream sends nothing new ([`StreamTx::can_send`]), as an IBTA
+    /// requester stops at an RNR NAK, and its refused packets alone are resent after
+    /// the RNR timer (so a receiver that is not ready costs its own stream, not the
+    /// others' share of the connection's window and packet records).
+    pub rnr_held: u16,
     /// Bit i: SSN `acked_base + i` acknowledged.
     pub acked: Bits128,
     /// Bit i: SSN `acked_base + i` is the last packet of its message.
@@ -31,10 +37,11 @@ pub struct StreamTx {
 }
 
 impl StreamTx {
-    /// Whether a new SSN may be assigned (stays within the receiver's window).
+    /// Whether a new SSN may be assigned: it stays within the receiver's window, and no
+    /// packet of the stream waits out an RNR refusal ([`StreamTx::rnr_held`]).
     #[inline]
     pub fn can_send(&self) -> bool {
-        self.next_ssn.wrapping_sub(self.acked_base) < STREAM_WINDOW
+        self.next_ssn.wrapping_sub(self.acked_base) < STREAM_WINDOW && self.rnr_held == 0
     }
 
     /// Reconstructs a full SSN from its low 16 bits (valid for SSNs in the window).
@@ -277,6 +284,7 @@ impl StreamTx {
         tx_off: 0,
         acked_base: 0,
         acked_msn: 0,
+        rnr_held: 0,
         acked: Bits128::EMPTY,
         last: Bits128::EMPTY,
     };

@@ -283,3 +283,91 @@ fn qps_join_and_leave_during_traffic() {
         p.rx_drops
     );
 }
+
+/// Eight QPs carry WRITE_IMMs (each consumes a receive); QP 2's receiver posts only one
+/// receive, so its later messages are refused with RNR again and again. The other seven
+/// QPs' work completes as fast as with every receiver ready, and QP 2's completes once
+/// its receives are posted.
+#[test]
+fn a_receiver_not_ready_on_one_qp_does_not_slow_the_others() {
+    let run = |starve: bool| {
+        let mut p = setup(8, lossy(2_000, 0, 0), 3);
+        for q in 0..8 {
+            let rounds = 16;
+            for r in 0..rounds {
+                if !starve || q != 2 || r == 0 {
+                    assert!(p.nodes[1].qp(q).host.post_recv(r, &[]));
+                }
+                let off = (r as usize) * 8192;
+                let mut e = rdma(
+                    wqe(
+                        WrOpcode::RdmaWriteWithImm,
+                        r,
+                        vec![sge(va(A_MR), off, 8000, A_MR)],
+                    ),
+                    va(B_MR) + off as u64,
+                    B_MR,
+                );
+                e.wqe.ex = 7;
+                assert!(p.nodes[0].qp(q).host.post_send(e));
+            }
+        }
+        let start = p.now;
+        // Until the seven others are done (QP 2 may still wait for receives).
+        let mut done_at = None;
+        for _ in 0..20_000 {
+            p.run(10_000);
+            let others_done = (0..8)
+                .filter(|q| *q != 2)
+                .all(|q| p.nodes[0].qp(q).host.send_cq.len() == 16);
+            if others_done {
+                done_at = Some(p.now - start);
+                break;
+            }
+        }
+        let lens: Vec<usize> = (0..8)
+            .map(|q| p.nodes[0].qp(q).host.send_cq.len())
+            .collect();
+        let st: Vec<_> = (0..8)
+            .map(|q| p.nodes[0].qp(q).host.send_cq.first().map(|c| c.status))
+            .collect();
+        let t = done_at.unwrap_or_else(|| {
+            panic!(
+                "starve {starve}: the other QPs finish: {lens:?} {st:?} {:?} {:?}",
+                p.nodes[0].conn.state(),
+                p.nodes[0].conn.stats()
+            )
+        });
+        if starve {
+            let waiting = p.nodes[0].qp(2).host.send_cq.len();
+            assert!(waiting < 16, "QP 2 finished without receives");
+            for r in 1..16 {
+                assert!(p.nodes[1].qp(2).host.post_recv(r, &[]));
+            }
+        }
+        assert!(p.run(10_000_000_000));
+        for q in 0..8 {
+            let st: Vec<WcStatus> = p.nodes[0]
+                .qp(q)
+                .host
+                .send_cq
+                .iter()
+                .map(|c| c.status)
+                .collect();
+            assert!(
+                st.len() == 16 && st.iter().all(|s| *s == WcStatus::Success),
+                "QP {q}: {st:?}"
+            );
+        }
+        assert!(open(&p));
+        (t, p.nodes[0].conn.stats().retx)
+    };
+    let (ready, starved) = (run(false), run(true));
+    println!("others done after {} ns with every receiver ready, {} ns with QP 2 starved (resent {} / {})", ready.0, starved.0, ready.1, starved.1);
+    assert!(
+        starved.0 <= ready.0 + ready.0 / 10,
+        "QP 2's RNR waits slowed the others: {} ns against {} ns",
+        starved.0,
+        ready.0
+    );
+}

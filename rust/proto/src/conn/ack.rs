@@ -220,6 +220,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             reordered |= acked && k.overtaken().is_some();
             widen |= acked && late && k.overtaken() == Some(reo.gen());
             let outcome = if rnr_psn == Some(psn) && !acked {
+                // First refused: its stream sends nothing new until it is acknowledged.
+                if k.rnr() == 0 {
+                    if let Some(st) = app.stream(k.stream()) {
+                        st.tx.rnr_held = st.tx.rnr_held.saturating_add(1);
+                    }
+                }
                 k.bump_rnr();
                 if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
                     rnr_fail = Some(k.stream());
@@ -246,6 +252,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             let stream = k.stream();
             let ssn16 = k.ssn;
             let last = k.last();
+            let was_refused = k.rnr() > 0;
             freed = freed.saturating_add(len);
             if let Some(m) = self.flight.members.get_mut(p).and_then(|m| m.get_mut(w)) {
                 *m &= !bit;
@@ -257,6 +264,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                         *b &= !bit;
                     }
                     if let Some(st) = app.stream(stream) {
+                        if was_refused {
+                            st.tx.rnr_held = st.tx.rnr_held.saturating_sub(1);
+                        }
                         let ssn = st.tx.ssn_from_low(ssn16);
                         let done = st.tx.on_acked(ssn, last);
                         for msn in done.msns() {

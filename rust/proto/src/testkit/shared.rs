@@ -296,8 +296,8 @@ impl SharedPair {
         self.pump(1);
     }
 
-    /// Runs until both sides are quiet or `budget_ns` of simulated time passed; returns
-    /// whether they went quiet.
+    /// Runs until both sides are quiet or `budget_ns` of simulated time passed (the
+    /// clock then stands at the budget's end); returns whether they went quiet.
     pub fn run(&mut self, budget_ns: u64) -> bool {
         let end = self.now.saturating_add(budget_ns);
         self.doorbell();
@@ -312,6 +312,7 @@ impl SharedPair {
                 (Some(p), Some(t)) => p.0.min(t),
             };
             if at > end {
+                self.now = self.now.max(end);
                 return false;
             }
             self.now = self.now.max(at);
