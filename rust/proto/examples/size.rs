@@ -14,6 +14,10 @@ fn main() {
         size_of::<metaroce_proto::DenseConnection>()
     );
     println!(
+        "Connection<8 paths, 147 in flight> (one 400 Gb/s x 12 us BDP at a 4 KiB MTU): {} bytes",
+        size_of::<Connection<8, 3, 147>>()
+    );
+    println!(
         "Connection<64 paths, 512 in flight>: {} bytes",
         size_of::<Connection<64, 8, 512>>()
     );
