@@ -30,6 +30,14 @@ pub struct StreamTx {
     /// the RNR timer (so a receiver that is not ready costs its own stream, not the
     /// others' share of the connection's window and packet records).
     pub rnr_held: u16,
+    /// The stream was closed ([`crate::conn::Connection::close_streams`]): it sends
+    /// nothing, and a failure or a NAK naming it is not taken again. Cleared when the
+    /// stream starts over ([`Stream::start`], [`Stream::restart_tx`]).
+    pub closed: bool,
+    /// When the stream's packets refused with RNR may be resent (ns of the host's
+    /// clock; 0: none waits): its own RNR timer, so a long one on another stream does
+    /// not hold this one.
+    pub rnr_until: u64,
     /// Bit i: SSN `acked_base + i` acknowledged.
     pub acked: Bits128,
     /// Bit i: SSN `acked_base + i` is the last packet of its message.
@@ -37,11 +45,14 @@ pub struct StreamTx {
 }
 
 impl StreamTx {
-    /// Whether a new SSN may be assigned: it stays within the receiver's window, and no
-    /// packet of the stream waits out an RNR refusal ([`StreamTx::rnr_held`]).
+    /// Whether a new SSN may be assigned: it stays within the receiver's window, no
+    /// packet of the stream waits out an RNR refusal ([`StreamTx::rnr_held`]), and the
+    /// stream is not closed.
     #[inline]
     pub fn can_send(&self) -> bool {
-        self.next_ssn.wrapping_sub(self.acked_base) < STREAM_WINDOW && self.rnr_held == 0
+        self.next_ssn.wrapping_sub(self.acked_base) < STREAM_WINDOW
+            && self.rnr_held == 0
+            && !self.closed
     }
 
     /// Reconstructs a full SSN from its low 16 bits (valid for SSNs in the window).
@@ -285,6 +296,8 @@ impl StreamTx {
         acked_base: 0,
         acked_msn: 0,
         rnr_held: 0,
+        closed: false,
+        rnr_until: 0,
         acked: Bits128::EMPTY,
         last: Bits128::EMPTY,
     };

@@ -253,35 +253,38 @@ fn a_loss_on_one_qp_does_not_delay_the_others() {
     );
 }
 
-/// QPs join and leave while others carry traffic over a lossy link: a QP pair created
-/// mid-transfer carries its work, a QP pair destroyed with messages in flight takes
-/// only its own packets with it (forgotten by its connection, dropped as
-/// `stream_out_of_range` at the peer), and the rest completes.
+/// QPs join and leave while others carry traffic over a lossy link: a QP pair destroyed
+/// with messages in flight takes only its own packets with it (forgotten by its
+/// connection, dropped at the peer), and a new QP pair created in its slot mid-transfer
+/// (streams 2 and 3 again, under the new pair's keys) carries its own work: none of the
+/// old pair's packets still in the network enters it.
 #[test]
 fn qps_join_and_leave_during_traffic() {
-    let mut p = setup(4, lossy(10_000, 0, 20_000), 5);
-    for q in 0..4 {
-        post_work(&mut p, q, 4);
+    for seed in [5, 6, 7, 8] {
+        let mut p = setup(4, lossy(10_000, 0, 20_000), seed);
+        for q in 0..4 {
+            post_work(&mut p, q, 4);
+        }
+        // Part of the way: then QP 1 goes on both nodes, and a new QP takes its slot.
+        assert!(!p.run(150_000), "the work should still be in flight");
+        p.nodes[0].destroy_qp(1);
+        p.nodes[1].destroy_qp(1);
+        let drops_before = p.rx_drops;
+        for n in p.nodes.iter_mut() {
+            assert_eq!(n.add_qp(32), 1);
+        }
+        fill(&mut p, 1);
+        post_work(&mut p, 1, 4);
+        assert!(p.run(5_000_000_000));
+        for q in 0..4 {
+            check_work(&mut p, q, 4);
+        }
+        assert!(open(&p));
+        println!(
+            "seed {seed}: drops after QP 1 was replaced: {:?} (before {drops_before:?})",
+            p.rx_drops
+        );
     }
-    // Part of the way: then QP 1 goes on both nodes, and QP 4 arrives.
-    assert!(!p.run(150_000), "the work should still be in flight");
-    p.nodes[0].destroy_qp(1);
-    p.nodes[1].destroy_qp(1);
-    let drops_before = p.rx_drops;
-    for n in p.nodes.iter_mut() {
-        assert_eq!(n.add_qp(32), 4);
-    }
-    fill(&mut p, 4);
-    post_work(&mut p, 4, 4);
-    assert!(p.run(5_000_000_000));
-    for q in [0, 2, 3, 4] {
-        check_work(&mut p, q, 4);
-    }
-    assert!(open(&p));
-    println!(
-        "drops after QP 1 left: {:?} (before {drops_before:?})",
-        p.rx_drops
-    );
 }
 
 /// Eight QPs carry WRITE_IMMs (each consumes a receive); QP 2's receiver posts only one

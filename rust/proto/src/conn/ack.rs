@@ -146,24 +146,11 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if rtt_ok && (self.min_rtt == 0 || sample < self.min_rtt) {
             self.min_rtt = sample;
         }
-        if a.flags & AF_NAK != 0 {
-            let e = if a.flags & AF_INV != 0 {
-                ConnError::RemoteInvalid
-            } else {
-                ConnError::RemoteAccess
-            };
-            match named {
-                Some((s, msn)) => {
-                    if self.state == ConnState::Open {
-                        app.refused(s, msn, e);
-                    }
-                    self.fail_stream(s, e, app);
-                }
-                None => self.fail(e, app),
-            }
-            return Ok(RxEvent::Ack);
-        }
         let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
+        let rnr_until = now.add_nanos(rnr_timer_ns(a.rnr_timer));
+        // The packet a NAK refused stays as it is (not lost: it arrived); the NAK fails
+        // its stream below, which forgets it.
+        let nak_psn = (a.flags & AF_NAK != 0).then_some(a.rnr_psn);
         let reo = self.tx.get(p).map(|t| t.reo).unwrap_or_default();
         // The PSN below which unresolved packets of the path are lost now: on a path
         // not seen to reorder, the one with `DUP_THRESH` SACKed PSNs from it on
@@ -220,11 +207,13 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             reordered |= acked && k.overtaken().is_some();
             widen |= acked && late && k.overtaken() == Some(reo.gen());
             let outcome = if rnr_psn == Some(psn) && !acked {
-                // First refused: its stream sends nothing new until it is acknowledged.
-                if k.rnr() == 0 {
-                    if let Some(st) = app.stream(k.stream()) {
+                // Its stream waits out its own RNR timer, and sends nothing new until
+                // the packet is acknowledged.
+                if let Some(st) = app.stream(k.stream()) {
+                    if k.rnr() == 0 {
                         st.tx.rnr_held = st.tx.rnr_held.saturating_add(1);
                     }
+                    st.tx.rnr_until = st.tx.rnr_until.max(rnr_until.0);
                 }
                 k.bump_rnr();
                 if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
@@ -234,7 +223,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 2
             } else if acked {
                 0
-            } else if highest.map(|h| seq_lt(psn, h)).unwrap_or(false) {
+            } else if nak_psn != Some(psn) && highest.is_some_and(|h| seq_lt(psn, h)) {
                 1
             } else {
                 if k.overtaken().is_none() && top.is_some_and(|t| seq_lt(psn, t)) {
@@ -287,14 +276,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         self.flight.inflight = self.flight.inflight.saturating_sub(freed);
         if rnr_any {
-            let t = rnr_timer_ns(a.rnr_timer);
-            let until = now.add_nanos(t);
-            let wait = self.timers.get(Timer::RnrRetry);
-            let wait = if wait == Instant::NEVER {
-                until
-            } else {
-                wait.max(until)
-            };
+            // The earliest stream's RNR deadline ([`Self::rnr_expired`]).
+            let wait = self.timers.get(Timer::RnrRetry).min(rnr_until);
             self.timers.set(Timer::RnrRetry, wait);
         }
         let mut rearm = false;
@@ -399,7 +382,32 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             // An acknowledged response may release a held refusal.
             self.release(app);
         }
+        // A NAK last: what the ACK acknowledges (of any stream) was taken above.
+        if a.flags & AF_NAK != 0 {
+            self.on_nak(a, named, app);
+        }
         Ok(RxEvent::Ack)
+    }
+
+    /// A NAK (the ACK's other fields taken): naming a message, it fails that message's
+    /// stream after [`App::refused`] (not again once the stream is closed); naming none,
+    /// the connection.
+    fn on_nak<A: App>(&mut self, a: &AckHeader, named: Option<(u16, u32)>, app: &mut A) {
+        let e = if a.flags & AF_INV != 0 {
+            ConnError::RemoteInvalid
+        } else {
+            ConnError::RemoteAccess
+        };
+        match named {
+            Some((s, msn)) => {
+                let closed = app.stream(s).is_none_or(|st| st.tx.closed);
+                if self.state == ConnState::Open && !closed {
+                    app.refused(s, msn, e);
+                    self.fail_stream(s, e, app);
+                }
+            }
+            None => self.fail(e, app),
+        }
     }
 
     /// Record `(w, bit)`, PSN `psn` on path `p`, is lost to a SACK gap (rule 3, or a

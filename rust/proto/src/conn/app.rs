@@ -141,7 +141,7 @@ pub enum Scope {
 
 /// The application (verbs layer) seen from the core. Payload bytes never live in the core,
 /// and neither do the streams: the application holds each stream's state
-/// ([`Stream`], 96 bytes) with the stream's owner (a QP), and lends it for each call
+/// ([`Stream`], 104 bytes) with the stream's owner (a QP), and lends it for each call
 /// ([`App::stream`]), so many streams cost the connection nothing
 /// (Documentation/transport.rst, "Streams").
 pub trait App {

@@ -219,7 +219,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             return Err(DropReason::BadOffset);
         }
         let s = h.stream;
-        let Some(st) = app.stream(s) else {
+        let Some(st) = app.stream(s).filter(|_| s != NO_STREAM) else {
             return Err(DropReason::StreamOutOfRange);
         };
         let mut srx = st.rx;

@@ -15,7 +15,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// called) or only a range of streams (a QP's two), which are closed
     /// ([`Self::close_streams`]) while the connection carries on.
     pub(super) fn fail_stream<A: App>(&mut self, s: u16, e: ConnError, app: &mut A) {
-        if self.state != ConnState::Open {
+        // A closed stream failed already (or its owner ended it): not again.
+        if self.state != ConnState::Open || app.stream(s).is_some_and(|st| st.tx.closed) {
             return;
         }
         match app.stream_error(s, e) {
@@ -28,16 +29,30 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// their packets in flight, awaiting retransmission or waiting out an RNR timer are
     /// forgotten (never sent again; each path's floor moves past them, so the peer's
     /// path windows do not wait for them), and a refusal held for one of them is dropped
-    /// (a NAK already due is still sent). Nothing else changes: the other streams, the paths' windows, RTTs and
-    /// congestion state, the retry counts. The application must not offer these streams
-    /// again until it restarts them ([`super::super::stream::Stream::start`]); the
-    /// peer's packets for them are the application's to refuse or drop.
+    /// (a NAK already due is still sent). Nothing else changes: the other streams, the
+    /// paths' windows, RTTs and congestion state, the retry counts. Each stream the
+    /// application still lends is marked closed
+    /// ([`super::super::stream::StreamTx::closed`]: it sends nothing more, and a late
+    /// NAK or a second failure naming it is not taken); it stays so until the
+    /// application starts it over ([`super::super::stream::Stream::start`], with the
+    /// keys of its new owner: a stream id reused under the same keys would take the old
+    /// owner's packets still in the network for the new one's). Call it before the
+    /// stream's state is dropped. The range stops below stream 65535 (no stream: it
+    /// never wraps). The peer's packets for these streams are the application's to
+    /// refuse or drop.
     pub fn close_streams<A: App>(&mut self, first: u16, n: u16, app: &mut A) {
+        let n = n.min(NO_STREAM - first);
         let ends = |s: u16| s.wrapping_sub(first) < n;
-        // A message partly sent on one of them will not be finished.
         for s in (0..n).map(|i| first.wrapping_add(i)) {
-            if app.stream(s).is_some_and(|st| st.tx.tx_off > 0) {
-                self.partial = self.partial.saturating_sub(1);
+            if let Some(st) = app.stream(s) {
+                if !st.tx.closed {
+                    // A message partly sent on it will not be finished.
+                    if st.tx.tx_off > 0 {
+                        self.partial = self.partial.saturating_sub(1);
+                    }
+                    st.tx.closed = true;
+                    st.tx.rnr_until = 0;
+                }
             }
         }
         let mut touched = 0u64;

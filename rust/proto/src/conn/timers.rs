@@ -115,16 +115,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             }
         }
         if self.timers.expired(Timer::RnrRetry, now) {
-            for w in 0..W {
-                let r = self.flight.rnr_wait.get(w).copied().unwrap_or(0);
-                if let Some(l) = self.flight.lost.get_mut(w) {
-                    *l |= r;
-                }
-                if let Some(r) = self.flight.rnr_wait.get_mut(w) {
-                    *r = 0;
-                }
-            }
-            self.timers.stop(Timer::RnrRetry);
+            self.rnr_expired(now, app);
         }
         if self.retry_at <= now {
             self.local_ack_timeout(now, app);
@@ -294,6 +285,37 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         } else {
             self.retry_at = now.add_nanos(t);
         }
+    }
+
+    /// The RNR timer expired: the packets whose stream's RNR deadline
+    /// ([`super::super::stream::StreamTx::rnr_until`]) has passed are resent (queued as
+    /// lost); the others wait, and the timer is rearmed for the earliest of them.
+    fn rnr_expired<A: App>(&mut self, now: Instant, app: &mut A) {
+        let mut next = Instant::NEVER;
+        for w in 0..W {
+            let mut waiting = self.flight.rnr_wait.get(w).copied().unwrap_or(0);
+            let mut due = 0u64;
+            while waiting != 0 {
+                let bit = waiting & waiting.wrapping_neg();
+                waiting &= !bit;
+                let i = bit.trailing_zeros() as usize;
+                let s = self.flight.pool.get(w * 64 + i).map_or(0, |k| k.stream());
+                // A stream no longer lent: resend now (its message is found gone then).
+                let until = app.stream(s).map_or(0, |st| st.tx.rnr_until);
+                if until <= now.0 {
+                    due |= bit;
+                } else {
+                    next = next.min(Instant(until));
+                }
+            }
+            if let Some(l) = self.flight.lost.get_mut(w) {
+                *l |= due;
+            }
+            if let Some(r) = self.flight.rnr_wait.get_mut(w) {
+                *r &= !due;
+            }
+        }
+        self.timers.set(Timer::RnrRetry, next);
     }
 
     pub(super) fn fail<A: App>(&mut self, e: ConnError, app: &mut A) {

@@ -253,12 +253,21 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             return Some(t);
         }
         let (w, i) = self.find_free()?;
-        let (s, info) = app.ready_stream()?;
-        let st = app.stream(s)?;
-        if !st.tx.can_send() {
-            return None;
+        // The application's choice; one it should not have offered (no room, held by
+        // RNR, closed, not lent, or stream 65535, which is none) is passed over, a few
+        // times at most (its round robin moves on).
+        let mut pick = None;
+        for _ in 0..4 {
+            let (s, info) = app.ready_stream()?;
+            if let Some(st) = app
+                .stream(s)
+                .filter(|st| st.tx.can_send() && s != NO_STREAM)
+            {
+                pick = Some((s, info, st.tx.tx_msn, st.tx.tx_off, st.tx.next_ssn));
+                break;
+            }
         }
-        let (msn, off, ssn) = (st.tx.tx_msn, st.tx.tx_off, st.tx.next_ssn);
+        let (s, info, msn, off, ssn) = pick?;
         let rem = info.len.saturating_sub(off);
         let len = rem.min(u32::from(self.cfg.mtu)) as u16;
         let p = self.pick_path()?;

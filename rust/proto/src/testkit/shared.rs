@@ -23,13 +23,30 @@ pub struct Qp {
 }
 
 impl Qp {
-    /// A QP with `slots` SQ/RQ slots, its streams started under the connection's keys.
-    pub fn new(slots: usize, cfg: &Config) -> Self {
+    /// A QP with `slots` SQ/RQ slots, its streams started under its own pair's keys
+    /// (`tx` this end's sending direction, `rx` the peer's): a new QP in a destroyed
+    /// one's slot then starts its streams elsewhere in sequence space, and the old QP's
+    /// packets still in the network fall outside its windows.
+    pub fn new(slots: usize, tx: Ident, rx: Ident) -> Self {
         let host = Host::new(slots, false);
         let mut engine = Engine::new(tables(host.sq.len(), host.attrs.srq_sge));
-        engine.start_streams(cfg.tx_ident, cfg.rx_ident);
+        engine.start_streams(tx, rx);
         Qp { host, engine }
     }
+}
+
+/// The model's QPN of slot `q`'s `inc`-th QP on the node whose connection id is `node`.
+fn qpn(node: u32, q: usize, inc: u32) -> u32 {
+    (node & 1) << 23 | (inc & 0x7ff) << 12 | (q as u32 & 0xfff)
+}
+
+/// The model's GID of the node whose connection id is `node`.
+fn gid(node: u32) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[10] = 0xff;
+    g[11] = 0xff;
+    g[12..].copy_from_slice(&node.to_be_bytes());
+    g
 }
 
 /// A QP's stream `s` of the shared connection: (QP index, the engine's stream).
@@ -74,11 +91,9 @@ impl App for Mux<'_> {
         None
     }
 
-    fn restart_rx(&mut self, id: Ident) {
-        for qp in self.qps.iter_mut().flatten() {
-            qp.engine.bind(&mut qp.host).restart_rx(id);
-        }
-    }
+    /// Each QP's streams start from its own pair's keys, which the connection's
+    /// receiving key does not change.
+    fn restart_rx(&mut self, _id: Ident) {}
 
     fn message(&mut self, s: u16, msn: u32) -> Option<MsgInfo> {
         let (qp, l) = self.qp(s)?;
@@ -152,6 +167,9 @@ pub struct SharedNode {
     /// The shared connection.
     pub conn: Conn,
     rr: usize,
+    /// QPs created so far: the incarnation of the next (its keys differ from every
+    /// earlier QP's in the same slot).
+    created: u32,
 }
 
 impl SharedNode {
@@ -165,11 +183,45 @@ impl SharedNode {
         )
     }
 
-    /// A new QP (index returned), its streams started under the connection's keys.
+    /// A new QP in the first free slot (index returned), its streams started under its
+    /// pair's keys, derived as a verbs QP's are from the GIDs and QPNs (the peer node
+    /// creates its side of the pair in the same order, so both derive the same keys).
     pub fn add_qp(&mut self, slots: usize) -> usize {
-        let qp = Qp::new(slots, self.conn.config());
-        self.qps.push(Some(qp));
-        self.qps.len() - 1
+        let q = self
+            .qps
+            .iter()
+            .position(|x| x.is_none())
+            .unwrap_or(self.qps.len());
+        let cfg = self.conn.config();
+        let (me, peer) = (cfg.local_conn, cfg.peer_conn);
+        let inc = self.created;
+        self.created += 1;
+        let (a, b) = (qpn(me, q, inc), qpn(peer, q, inc));
+        let tx = Ident::derive(&gid(me), &gid(peer), a, b, 0);
+        let rx = Ident::derive(&gid(peer), &gid(me), b, a, 0);
+        let qp = Some(Qp::new(slots, tx, rx));
+        match self.qps.get_mut(q) {
+            Some(slot) => *slot = qp,
+            None => self.qps.push(qp),
+        }
+        q
+    }
+
+    /// QPs that entered the error state outside a failure the connection reported
+    /// (moved to ERR, a lost completion: IBTA class G) close their streams, as a
+    /// stream failure does; run before the connection sends.
+    fn settle(&mut self) {
+        for q in 0..self.qps.len() {
+            let Some(Some(qp)) = self.qps.get_mut(q) else {
+                continue;
+            };
+            qp.engine.settle(&mut qp.host);
+            let open = qp.engine.stream(0).is_some_and(|st| !st.tx.closed);
+            if qp.host.mode == QpMode::Err && open {
+                let (conn, mut mux) = self.mux();
+                conn.close_streams((q * 2) as u16, 2, &mut mux);
+            }
+        }
     }
 
     /// Destroys QP `q`: its streams close (packets in flight forgotten) and leave the
@@ -230,6 +282,7 @@ impl SharedPair {
                 qps: Vec::new(),
                 conn: Connection::new(cfg),
                 rr: 0,
+                created: 0,
             };
             for _ in 0..qps {
                 n.add_qp(slots);
@@ -252,6 +305,7 @@ impl SharedPair {
     fn pump(&mut self, i: usize) {
         let now = Instant(self.now);
         let mut buf = [0u8; 1024 + 256];
+        self.nodes[i].settle();
         loop {
             let n = &mut self.nodes[i];
             let (conn, mut mux) = n.mux();
