@@ -364,3 +364,59 @@ fn a_duplicated_nak_fails_the_stream_twice() {
     );
     assert_eq!(a.app.stream_errors.len(), 1, "stream failed more than once");
 }
+
+/// A stream refused with RNR code 0 (655 ms) is closed and started over under new keys:
+/// its new message goes at once, and no RNR timer stays armed for the forgotten packets
+/// (before, the connection stayed busy until the 655 ms timer expired for nothing).
+#[test]
+fn a_stream_closed_in_an_rnr_wait_leaves_no_timer_armed() {
+    let (mut a, mut b) = pair(1, &[0, 2]);
+    b.app.rnr.insert(2);
+    b.app.rnr_code.insert(2, 0);
+    a.app.post(2, 100, 1);
+    a.app.post(2, 100, 1);
+    let now = 1_000_000u64;
+    for (_, x) in a.drain(now) {
+        let _ = b.recv(now + 5_000, &x);
+    }
+    for (_, x) in b.drain(now + 5_000) {
+        let _ = a.recv(now + 10_000, &x);
+    }
+    println!(
+        "after RNR: rnr_held {} rnr_until-now {} poll_timeout {:?}",
+        a.app.streams[&2].tx.rnr_held,
+        a.app.streams[&2].tx.rnr_until.saturating_sub(now),
+        a.c.poll_timeout()
+    );
+    a.c.close_streams(2, 2, &mut a.app);
+    b.c.close_streams(2, 2, &mut b.app);
+    b.app.rnr.clear();
+    let new = Ident(0x5eed_0001_0000_0002);
+    for n in [&mut a, &mut b] {
+        n.app.streams.insert(2, Stream::start(new, new, 2));
+        n.app.msgs.insert(2, Vec::new());
+    }
+    a.app.post(2, 100, 2);
+    let t0 = now + 20_000;
+    let mut t = t0;
+    run(
+        &mut a,
+        &mut b,
+        &mut t,
+        now + 5_000_000_000,
+        5_000,
+        |_, _| false,
+    );
+    let done = b.app.completed_at.last().map(|x| x - t0);
+    println!(
+        "new owner's message completed {:?} ns after posting; quiet at t0+{} ns; inflight {}; poll_timeout {:?}; state {:?}",
+        done,
+        t - t0,
+        a.c.inflight(),
+        a.c.poll_timeout(),
+        a.c.state()
+    );
+    assert!(done.is_some_and(|d| d < 1_000_000));
+    assert!(a.c.poll_timeout().is_none());
+    assert!(t - t0 < 1_000_000, "quiet only {} ns after posting", t - t0);
+}

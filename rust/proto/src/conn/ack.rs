@@ -146,6 +146,14 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if rtt_ok && (self.min_rtt == 0 || sample < self.min_rtt) {
             self.min_rtt = sample;
         }
+        // A NAK: one naming no message fails the connection now (nothing else of the
+        // ACK matters then); one naming a message is reported refused now (the
+        // application records what completes how before anything this ACK acknowledges
+        // is taken) and fails its stream after the ACK is taken.
+        let nak = self.nak_first(a, named, app);
+        if self.state != ConnState::Open {
+            return Ok(RxEvent::Ack);
+        }
         let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
         let rnr_until = now.add_nanos(rnr_timer_ns(a.rnr_timer));
         // The packet a NAK refused stays as it is (not lost: it arrived); the NAK fails
@@ -382,32 +390,42 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             // An acknowledged response may release a held refusal.
             self.release(app);
         }
-        // A NAK last: what the ACK acknowledges (of any stream) was taken above.
-        if a.flags & AF_NAK != 0 {
-            self.on_nak(a, named, app);
+        // The NAK's stream fails last: what the ACK acknowledges (of any stream) was
+        // taken above.
+        if let Some((s, e)) = nak {
+            self.fail_stream(s, e, app);
         }
         Ok(RxEvent::Ack)
     }
 
-    /// A NAK (the ACK's other fields taken): naming a message, it fails that message's
-    /// stream after [`App::refused`] (not again once the stream is closed); naming none,
-    /// the connection.
-    fn on_nak<A: App>(&mut self, a: &AckHeader, named: Option<(u16, u32)>, app: &mut A) {
+    /// The first part of a NAK's handling, before the rest of its ACK: naming no
+    /// message, it fails the connection (and the caller takes nothing more of the ACK,
+    /// as before a connection failure); naming one of an open stream, it reports the
+    /// message refused ([`App::refused`]) and returns the stream and error to fail once
+    /// the ACK is taken. A NAK for a closed stream (late, or duplicated) is not taken.
+    fn nak_first<A: App>(
+        &mut self,
+        a: &AckHeader,
+        named: Option<(u16, u32)>,
+        app: &mut A,
+    ) -> Option<(u16, ConnError)> {
+        if a.flags & AF_NAK == 0 || self.state != ConnState::Open {
+            return None;
+        }
         let e = if a.flags & AF_INV != 0 {
             ConnError::RemoteInvalid
         } else {
             ConnError::RemoteAccess
         };
-        match named {
-            Some((s, msn)) => {
-                let closed = app.stream(s).is_none_or(|st| st.tx.closed);
-                if self.state == ConnState::Open && !closed {
-                    app.refused(s, msn, e);
-                    self.fail_stream(s, e, app);
-                }
-            }
-            None => self.fail(e, app),
+        let Some((s, msn)) = named else {
+            self.fail(e, app);
+            return None;
+        };
+        if app.stream(s).is_none_or(|st| st.tx.closed) {
+            return None;
         }
+        app.refused(s, msn, e);
+        Some((s, e))
     }
 
     /// Record `(w, bit)`, PSN `psn` on path `p`, is lost to a SACK gap (rule 3, or a

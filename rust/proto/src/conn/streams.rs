@@ -7,6 +7,7 @@
 use super::super::path::{PathState, Tlp};
 use super::super::time::Instant;
 use super::app::{App, ConnError, Scope};
+use super::timers::Timer;
 use super::{charge, ConnState, Connection, RefusalKind, NO_STREAM};
 
 impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
@@ -95,6 +96,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         for p in (0..P.min(64)).filter(|p| touched & (1u64 << p) != 0) {
             self.refloor(p);
+        }
+        // Nothing left waiting out an RNR timer: the timer stops.
+        if self.flight.rnr_wait.iter().all(|r| *r == 0) {
+            self.timers.stop(Timer::RnrRetry);
         }
         // A refusal held for one of them will never be due; a NAK already due still
         // goes (the peer's request was refused, whatever became of this end's owner).
