@@ -8,7 +8,7 @@ use metaroce_proto::conn::{Config, ConnState, Connection};
 use metaroce_proto::rc::{access, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::Link;
 use metaroce_proto::testkit::shared::SharedPair;
-use rc_common::{clean, lossy, pattern, rdma, sge, wqe, A_MR, B_MR, B_READ, MR_LEN};
+use rc_common::{clean, codes, lossy, pattern, rdma, sge, wqe, A_MR, B_MR, B_READ, MR_LEN};
 
 /// The byte at offset `i` of QP `q`'s memory on node 0 (its READ source on node 1 is the
 /// same shifted by 7).
@@ -164,13 +164,7 @@ fn a_qp_in_error_leaves_the_others_and_the_connection_running() {
         post_work(&mut p, q, 2);
     }
     assert!(p.run(5_000_000_000));
-    let failed: Vec<WcStatus> = p.nodes[0]
-        .qp(3)
-        .host
-        .send_cq
-        .iter()
-        .map(|c| c.status)
-        .collect();
+    let failed = codes(&p.nodes[0].qp(3).host.send_cq);
     assert_eq!(failed.first(), Some(&WcStatus::RemAccessErr), "{failed:?}");
     assert!(
         failed[1..].iter().all(|s| *s == WcStatus::WrFlushErr),
@@ -350,13 +344,7 @@ fn a_receiver_not_ready_on_one_qp_does_not_slow_the_others() {
         }
         assert!(p.run(10_000_000_000));
         for q in 0..8 {
-            let st: Vec<WcStatus> = p.nodes[0]
-                .qp(q)
-                .host
-                .send_cq
-                .iter()
-                .map(|c| c.status)
-                .collect();
+            let st = codes(&p.nodes[0].qp(q).host.send_cq);
             assert!(
                 st.len() == 16 && st.iter().all(|s| *s == WcStatus::Success),
                 "QP {q}: {st:?}"

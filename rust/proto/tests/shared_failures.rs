@@ -5,7 +5,7 @@ mod rc_common;
 use metaroce_proto::conn::{ConnError, ConnState};
 use metaroce_proto::rc::{access, WcStatus, WrOpcode};
 use metaroce_proto::testkit::shared::SharedPair;
-use rc_common::{clean, rdma, sge, wqe, A_MR, B_MR, B_READ, MR_LEN};
+use rc_common::{clean, codes, rdma, sge, statuses, wqe, A_MR, B_MR, B_READ, MR_LEN};
 
 fn va(key: u32) -> u64 {
     u64::from(key) << 32 | 0x1000
@@ -45,13 +45,7 @@ fn read_response_in_flight_when_the_requester_fails() {
     assert!(p.nodes[0].qp(3).host.post_send(read));
     assert!(p.nodes[0].qp(3).host.post_send(bad));
     p.run(2_000_000_000);
-    let st: Vec<WcStatus> = p.nodes[0]
-        .qp(3)
-        .host
-        .send_cq
-        .iter()
-        .map(|c| c.status)
-        .collect();
+    let st = codes(&p.nodes[0].qp(3).host.send_cq);
     println!(
         "QP 3 send completions {st:?}; node states {:?} {:?}; node 1 stats {:?}; rx drops {:?}",
         p.nodes[0].conn.state(),
@@ -67,13 +61,7 @@ fn read_response_in_flight_when_the_requester_fails() {
     );
     assert!(p.nodes[0].qp(0).host.post_send(w));
     p.run(2_000_000_000);
-    let q0: Vec<(u64, WcStatus)> = p.nodes[0]
-        .qp(0)
-        .host
-        .send_cq
-        .iter()
-        .map(|c| (c.wr_id, c.status))
-        .collect();
+    let q0 = statuses(&p.nodes[0].qp(0).host.send_cq);
     println!(
         "QP 0 afterwards: {q0:?}; states {:?} {:?}",
         p.nodes[0].conn.state(),
@@ -114,22 +102,10 @@ fn unreadable_read_source_fails_the_peers_whole_connection() {
     println!("dereg {dereg:?}");
     assert!(p.nodes[0].qp(0).host.post_send(w));
     p.run(2_000_000_000);
-    let q0: Vec<(u64, WcStatus)> = p.nodes[0]
-        .qp(0)
-        .host
-        .send_cq
-        .iter()
-        .map(|c| (c.wr_id, c.status))
-        .collect();
+    let q0 = statuses(&p.nodes[0].qp(0).host.send_cq);
     println!(
         "QP 0: {q0:?}; QP 3: {:?}; states {:?} {:?}",
-        p.nodes[0]
-            .qp(3)
-            .host
-            .send_cq
-            .iter()
-            .map(|c| c.status)
-            .collect::<Vec<_>>(),
+        codes(&p.nodes[0].qp(3).host.send_cq),
         p.nodes[0].conn.state(),
         p.nodes[1].conn.state()
     );
@@ -137,13 +113,7 @@ fn unreadable_read_source_fails_the_peers_whole_connection() {
         p.nodes[0].conn.state(),
         ConnState::Error(ConnError::RemoteAccess)
     );
-    let q3: Vec<WcStatus> = p.nodes[0]
-        .qp(3)
-        .host
-        .send_cq
-        .iter()
-        .map(|c| c.status)
-        .collect();
+    let q3 = codes(&p.nodes[0].qp(3).host.send_cq);
     assert_eq!(q3, vec![WcStatus::RemAccessErr]);
 }
 
@@ -177,13 +147,7 @@ fn peer_requests_to_a_failed_qp_take_down_the_peer_connection() {
     );
     assert!(p.nodes[0].qp(3).host.post_send(bad));
     let quiet = p.run(3_000_000_000);
-    let n1q3: Vec<WcStatus> = p.nodes[1]
-        .qp(3)
-        .host
-        .send_cq
-        .iter()
-        .map(|c| c.status)
-        .collect();
+    let n1q3 = codes(&p.nodes[1].qp(3).host.send_cq);
     println!(
         "quiet {quiet}; node 1 QP 3 completions {n1q3:?}; states {:?} {:?}; node 1 stats {:?}; drops {:?}",
         p.nodes[0].conn.state(),
@@ -198,13 +162,7 @@ fn peer_requests_to_a_failed_qp_take_down_the_peer_connection() {
     );
     assert!(p.nodes[0].qp(0).host.post_send(w0));
     p.run(3_000_000_000);
-    let q0: Vec<(u64, WcStatus)> = p.nodes[0]
-        .qp(0)
-        .host
-        .send_cq
-        .iter()
-        .map(|c| (c.wr_id, c.status))
-        .collect();
+    let q0 = statuses(&p.nodes[0].qp(0).host.send_cq);
     println!(
         "node 0 QP 0 afterwards: {q0:?}; states {:?} {:?}",
         p.nodes[0].conn.state(),

@@ -30,24 +30,10 @@ impl Node {
     pub fn new(local: u32, peer: u32, slots: usize, srq: bool) -> Self {
         let host = Host::new(slots, srq);
         let engine = Engine::new(tables(host.sq.len(), host.attrs.srq_sge));
-        let mut cfg = Config {
-            local_conn: local,
-            peer_conn: peer,
-            paths: 4,
-            mtu: 1024,
-            init_rto_ns: 2_000_000,
-            min_rto_ns: 500_000,
-            max_rto_ns: 50_000_000,
-            ack_delay_ns: 0,
-            pacing: false,
-            ..Config::default()
-        };
-        // timeout 14 (67 ms per local ACK timeout), retry_cnt 7, rnr_retry 7.
-        rc::retry_config(&mut cfg, 14, 7, 7);
         Node {
             host,
             engine,
-            conn: Connection::new(cfg),
+            conn: Connection::new(model_config(local, peer)),
         }
     }
 
@@ -78,6 +64,26 @@ impl Node {
             self.engine.flush(&mut self.host);
         }
     }
+}
+
+/// The model QPs' connection configuration between connection ids `local` and `peer`:
+/// 4 paths, a 1 KiB MTU, RTO 0.5-50 ms (2 ms before an RTT sample), no delayed ACK, no
+/// pacing; local ACK timeout 14 (67 ms), `retry_cnt` 7, `rnr_retry` 7.
+pub fn model_config(local: u32, peer: u32) -> Config {
+    let mut cfg = Config {
+        local_conn: local,
+        peer_conn: peer,
+        paths: 4,
+        mtu: 1024,
+        init_rto_ns: 2_000_000,
+        min_rto_ns: 500_000,
+        max_rto_ns: 50_000_000,
+        ack_delay_ns: 0,
+        pacing: false,
+        ..Config::default()
+    };
+    rc::retry_config(&mut cfg, 14, 7, 7);
+    cfg
 }
 
 /// Deterministic xorshift generator.

@@ -4,12 +4,12 @@
 //! one QP's message causes fails that QP alone ([`Scope::Streams`]). The model of what
 //! the kernel's shared connections do; host only (uses `alloc`).
 
-use super::pair::{Conn, Link, Rng};
+use super::pair::{model_config, Conn, Link, Rng};
 use super::rc::{tables, Host, VecTables};
-use crate::conn::{App, Config, ConnError, Event, MsgInfo, Placement, Refuse, Scope, TxKind};
+use crate::conn::{App, ConnError, Event, MsgInfo, Placement, Refuse, Scope, TxKind};
 use crate::conn::{Connection, Unreadable};
 use crate::ident::Ident;
-use crate::rc::{self, Engine, QpMode};
+use crate::rc::{Engine, QpMode};
 use crate::stream::Stream;
 use crate::time::Instant;
 use alloc::vec::Vec;
@@ -265,22 +265,9 @@ impl SharedPair {
     /// `qps` QP pairs of `slots` slots over `link`, seeded.
     pub fn new(qps: usize, slots: usize, link: Link, seed: u64) -> Self {
         let node = |local, peer| {
-            let mut cfg = Config {
-                local_conn: local,
-                peer_conn: peer,
-                paths: 4,
-                mtu: 1024,
-                init_rto_ns: 2_000_000,
-                min_rto_ns: 500_000,
-                max_rto_ns: 50_000_000,
-                ack_delay_ns: 0,
-                pacing: false,
-                ..Config::default()
-            };
-            rc::retry_config(&mut cfg, 14, 7, 7);
             let mut n = SharedNode {
                 qps: Vec::new(),
-                conn: Connection::new(cfg),
+                conn: Connection::new(model_config(local, peer)),
                 rr: 0,
                 created: 0,
             };

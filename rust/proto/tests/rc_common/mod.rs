@@ -64,6 +64,11 @@ pub fn statuses(cq: &[Cqe]) -> Vec<(u64, WcStatus)> {
     cq.iter().map(|c| (c.wr_id, c.status)).collect()
 }
 
+/// The statuses alone, in order.
+pub fn codes(cq: &[Cqe]) -> Vec<WcStatus> {
+    cq.iter().map(|c| c.status).collect()
+}
+
 /// The same for a receive CQ (completions with their solicited flag).
 pub fn recv_statuses(cq: &[(Cqe, bool)]) -> Vec<(u64, WcStatus)> {
     cq.iter().map(|c| (c.0.wr_id, c.0.status)).collect()

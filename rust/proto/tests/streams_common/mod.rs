@@ -8,6 +8,7 @@ use metaroce_proto::conn::{
 };
 use metaroce_proto::ident::Ident;
 use metaroce_proto::stream::Stream;
+use metaroce_proto::testkit::rc::model_config;
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{Op, Reth};
 use std::collections::{BTreeMap, BTreeSet};
@@ -162,19 +163,13 @@ impl App for Mini {
     }
 }
 
+/// The model QPs' configuration ([`model_config`]) with `paths` paths and a first
+/// window of 1 MiB (no slow start in these hand-driven cases).
 pub fn cfg(local: u32, peer: u32, paths: u8) -> Config {
     Config {
-        local_conn: local,
-        peer_conn: peer,
         paths,
-        mtu: 1024,
-        init_rto_ns: 2_000_000,
-        min_rto_ns: 500_000,
-        max_rto_ns: 50_000_000,
-        ack_delay_ns: 0,
-        pacing: false,
         init_qwnd: 1 << 20,
-        ..Config::default()
+        ..model_config(local, peer)
     }
 }
 
