@@ -127,6 +127,33 @@ pub struct Link {
     pub b_gone: bool,
 }
 
+impl Link {
+    /// A datagram node `from` sends at `now`, impaired: queued on `wire` as (arrival,
+    /// sequence, destination node, bytes) zero, one or two times.
+    pub(super) fn carry(
+        &self,
+        rng: &mut Rng,
+        now: u64,
+        from: u8,
+        bytes: Vec<u8>,
+        seq: &mut u64,
+        wire: &mut Vec<(u64, u64, u8, Vec<u8>)>,
+    ) {
+        if (from == 1 && self.b_gone) || rng.ppm(self.loss_ppm) {
+            return;
+        }
+        let copies = if rng.ppm(self.dup_ppm) { 2 } else { 1 };
+        for _ in 0..copies {
+            let mut at = now + self.delay_ns;
+            if rng.ppm(self.reorder_ppm) {
+                at += 1 + rng.below(self.reorder_ns.max(1));
+            }
+            *seq += 1;
+            wire.push((at, *seq, 1 - from, bytes.clone()));
+        }
+    }
+}
+
 /// Two model QPs (`a` = node 0, `b` = node 1) over a seeded impaired link.
 pub struct Pair {
     /// Node 0.
@@ -197,19 +224,15 @@ impl Pair {
     }
 
     fn send(&mut self, from: u8, bytes: Vec<u8>) {
-        let l = self.link;
-        if (from == 1 && l.b_gone) || self.rng.ppm(l.loss_ppm) {
-            return;
-        }
-        let copies = if self.rng.ppm(l.dup_ppm) { 2 } else { 1 };
-        for _ in 0..copies {
-            let mut at = self.now + l.delay_ns;
-            if self.rng.ppm(l.reorder_ppm) {
-                at += 1 + self.rng.below(l.reorder_ns.max(1));
-            }
-            self.seq += 1;
-            self.wire.push((at, self.seq, 1 - from, bytes.clone()));
-        }
+        let (now, link) = (self.now, self.link);
+        link.carry(
+            &mut self.rng,
+            now,
+            from,
+            bytes,
+            &mut self.seq,
+            &mut self.wire,
+        );
     }
 
     /// Runs until both sides are quiet (nothing in flight, no deadline) or `budget_ns`

@@ -316,19 +316,15 @@ impl SharedPair {
     }
 
     fn send(&mut self, from: u8, bytes: Vec<u8>) {
-        let l = self.link;
-        if self.rng.ppm(l.loss_ppm) {
-            return;
-        }
-        let copies = if self.rng.ppm(l.dup_ppm) { 2 } else { 1 };
-        for _ in 0..copies {
-            let mut at = self.now + l.delay_ns;
-            if self.rng.ppm(l.reorder_ppm) {
-                at += 1 + self.rng.below(l.reorder_ns.max(1));
-            }
-            self.seq += 1;
-            self.wire.push((at, self.seq, 1 - from, bytes.clone()));
-        }
+        let (now, link) = (self.now, self.link);
+        link.carry(
+            &mut self.rng,
+            now,
+            from,
+            bytes,
+            &mut self.seq,
+            &mut self.wire,
+        );
     }
 
     /// Every node's doorbell: sends what it can.
