@@ -203,7 +203,7 @@ impl Ex {
             let wire = self.p.take_wire();
             if wire.is_empty() {
                 self.p.tick(10_000);
-                if self.p.wire.is_empty() {
+                if self.p.wire.queue.is_empty() {
                     return;
                 }
                 continue;

@@ -112,9 +112,13 @@ fn lost_during_wait(rnr_code: u8, paths: u8) -> u64 {
         .host
         .post_send(wqe(WrOpcode::Send, 0, vec![sge(a, 0, 500, A_MR)])));
     p.doorbell(0);
-    let before = p.wire.len();
-    p.wire.retain(|w| w.2 != 1);
-    assert_eq!(before - p.wire.len(), 1, "SEND 0's packet not dropped");
+    let before = p.wire.queue.len();
+    p.wire.queue.retain(|w| w.2 != 1);
+    assert_eq!(
+        before - p.wire.queue.len(),
+        1,
+        "SEND 0's packet not dropped"
+    );
     assert!(p
         .a
         .host

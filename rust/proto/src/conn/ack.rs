@@ -155,7 +155,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             return Ok(RxEvent::Ack);
         }
         let rnr_psn = (a.flags & AF_RNR != 0).then_some(a.rnr_psn);
-        let rnr_until = now.add_nanos(rnr_timer_ns(a.rnr_timer));
+        // When the refused packet may be resent (only an ACK with RNR has one).
+        let rnr_until =
+            rnr_psn.map_or(Instant::NEVER, |_| now.add_nanos(rnr_timer_ns(a.rnr_timer)));
         // The packet a NAK refused stays as it is (not lost: it arrived); the NAK fails
         // its stream below, which forgets it.
         let nak_psn = (a.flags & AF_NAK != 0).then_some(a.rnr_psn);

@@ -127,31 +127,65 @@ pub struct Link {
     pub b_gone: bool,
 }
 
-impl Link {
-    /// A datagram node `from` sends at `now`, impaired: queued on `wire` as (arrival,
-    /// sequence, destination node, bytes) zero, one or two times.
-    pub(super) fn carry(
-        &self,
-        rng: &mut Rng,
-        now: u64,
-        from: u8,
-        bytes: Vec<u8>,
-        seq: &mut u64,
-        wire: &mut Vec<(u64, u64, u8, Vec<u8>)>,
-    ) {
-        if (from == 1 && self.b_gone) || rng.ppm(self.loss_ppm) {
-            return;
-        }
-        let copies = if rng.ppm(self.dup_ppm) { 2 } else { 1 };
-        for _ in 0..copies {
-            let mut at = now + self.delay_ns;
-            if rng.ppm(self.reorder_ppm) {
-                at += 1 + rng.below(self.reorder_ns.max(1));
-            }
-            *seq += 1;
-            wire.push((at, *seq, 1 - from, bytes.clone()));
+/// The model link between node 0 and node 1: its impairments, their randomness and the
+/// datagrams in flight.
+pub struct Wire {
+    /// The impairments.
+    pub link: Link,
+    rng: Rng,
+    seq: u64,
+    /// Datagrams in flight: (arrival, sequence, destination node, bytes).
+    pub queue: Vec<(u64, u64, u8, Vec<u8>)>,
+}
+
+impl Wire {
+    /// An empty link with `link`'s impairments, seeded.
+    pub fn new(link: Link, seed: u64) -> Self {
+        Wire {
+            link,
+            rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+            seq: 0,
+            queue: Vec::new(),
         }
     }
+
+    /// A datagram node `from` sends at `now`: queued zero, one or two times, as the
+    /// impairments say.
+    pub fn send(&mut self, now: u64, from: u8, bytes: Vec<u8>) {
+        let l = self.link;
+        if (from == 1 && l.b_gone) || self.rng.ppm(l.loss_ppm) {
+            return;
+        }
+        let copies = if self.rng.ppm(l.dup_ppm) { 2 } else { 1 };
+        for _ in 0..copies {
+            let mut at = now + l.delay_ns;
+            if self.rng.ppm(l.reorder_ppm) {
+                at += 1 + self.rng.below(l.reorder_ns.max(1));
+            }
+            self.seq += 1;
+            self.queue.push((at, self.seq, 1 - from, bytes.clone()));
+        }
+    }
+
+    /// When the next datagram arrives.
+    pub fn next_arrival(&self) -> Option<u64> {
+        self.queue.iter().map(|w| w.0).min()
+    }
+
+    /// The earliest datagram arrived by `now` (ties in sending order): (destination
+    /// node, bytes).
+    pub fn take_due(&mut self, now: u64) -> Option<(u8, Vec<u8>)> {
+        let k = (0..self.queue.len())
+            .filter(|k| self.queue[*k].0 <= now)
+            .min_by_key(|k| (self.queue[*k].0, self.queue[*k].1))?;
+        let (_, _, to, bytes) = self.queue.swap_remove(k);
+        Some((to, bytes))
+    }
+}
+
+/// The earliest of a datagram's arrival and a deadline.
+pub(super) fn next_event(pkt: Option<u64>, timer: Option<u64>) -> Option<u64> {
+    pkt.into_iter().chain(timer).min()
 }
 
 /// Two model QPs (`a` = node 0, `b` = node 1) over a seeded impaired link.
@@ -160,15 +194,10 @@ pub struct Pair {
     pub a: Node,
     /// Node 1.
     pub b: Node,
-    /// The link.
-    pub link: Link,
-    /// Its randomness.
-    pub rng: Rng,
+    /// The link and what is in flight on it.
+    pub wire: Wire,
     /// Simulated time, ns.
     pub now: u64,
-    /// Datagrams in flight: (arrival, sequence, destination node, bytes).
-    pub wire: Vec<(u64, u64, u8, Vec<u8>)>,
-    seq: u64,
     /// Data packets each node sent (with retransmissions).
     pub data_sent: [u64; 2],
     /// Datagrams each node's connection dropped.
@@ -181,11 +210,8 @@ impl Pair {
         Pair {
             a: Node::new(1, 2, slots, false),
             b: Node::new(2, 1, slots, srq),
-            link,
-            rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+            wire: Wire::new(link, seed),
             now: 1_000_000,
-            wire: Vec::new(),
-            seq: 0,
             data_sent: [0; 2],
             rx_drops: [0; 2],
         }
@@ -219,20 +245,8 @@ impl Pair {
                 self.data_sent[usize::from(i)] += 1;
             }
             let bytes = buf.get(..t.len).unwrap_or(&[]).to_vec();
-            self.send(i, bytes);
+            self.wire.send(self.now, i, bytes);
         }
-    }
-
-    fn send(&mut self, from: u8, bytes: Vec<u8>) {
-        let (now, link) = (self.now, self.link);
-        link.carry(
-            &mut self.rng,
-            now,
-            from,
-            bytes,
-            &mut self.seq,
-            &mut self.wire,
-        );
     }
 
     /// Runs until both sides are quiet (nothing in flight, no deadline) or `budget_ns`
@@ -243,25 +257,17 @@ impl Pair {
         self.pump(1);
         loop {
             // The earliest of: a datagram's arrival, either connection's deadline.
-            let next_pkt = self.wire.iter().map(|w| (w.0, w.1)).min();
             let ta = self.a.conn.poll_timeout().map(|t| t.0);
             let tb = self.b.conn.poll_timeout().map(|t| t.0);
             let next_timer = ta.into_iter().chain(tb).min();
-            let at = match (next_pkt, next_timer) {
-                (None, None) => return true,
-                (Some(p), None) => p.0,
-                (None, Some(t)) => t,
-                (Some(p), Some(t)) => p.0.min(t),
+            let Some(at) = next_event(self.wire.next_arrival(), next_timer) else {
+                return true;
             };
             if at > end {
                 return false;
             }
             self.now = self.now.max(at);
-            if let Some(p) = next_pkt.filter(|p| p.0 <= self.now) {
-                let Some(k) = self.wire.iter().position(|w| (w.0, w.1) == p) else {
-                    continue;
-                };
-                let (_, _, to, bytes) = self.wire.swap_remove(k);
+            if let Some((to, bytes)) = self.wire.take_due(self.now) {
                 let now = Instant(self.now);
                 let n = self.node(to);
                 // As the kernel: a QP in the error state takes no packet, unless it
@@ -393,7 +399,7 @@ impl Pair {
 
     /// Datagrams the nodes sent and the link has not delivered yet, oldest first.
     pub fn take_wire(&mut self) -> Vec<(u8, Vec<u8>)> {
-        let mut w = core::mem::take(&mut self.wire);
+        let mut w = core::mem::take(&mut self.wire.queue);
         w.sort_by_key(|x| (x.0, x.1));
         w.into_iter().map(|x| (x.2, x.3)).collect()
     }

@@ -443,4 +443,4 @@ pub fn tables(slots: usize, srq_sge: Option<u32>) -> VecTables {
     }
 }
 
-pub use super::pair::{fuzz_engine, model_config, Conn, Link, Node, Pair, Rng};
+pub use super::pair::{fuzz_engine, model_config, Conn, Link, Node, Pair, Rng, Wire};

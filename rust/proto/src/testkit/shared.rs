@@ -4,7 +4,7 @@
 //! one QP's message causes fails that QP alone ([`Scope::Streams`]). The model of what
 //! the kernel's shared connections do; host only (uses `alloc`).
 
-use super::pair::{model_config, Conn, Link, Rng};
+use super::pair::{model_config, next_event, Conn, Link, Wire};
 use super::rc::{tables, Host, VecTables};
 use crate::conn::{App, ConnError, Event, MsgInfo, Placement, Refuse, Scope, TxKind};
 use crate::conn::{Connection, Unreadable};
@@ -246,13 +246,10 @@ impl SharedNode {
 pub struct SharedPair {
     /// The nodes.
     pub nodes: [SharedNode; 2],
-    /// The link.
-    pub link: Link,
-    rng: Rng,
+    /// The link and what is in flight on it.
+    pub wire: Wire,
     /// Simulated time, ns.
     pub now: u64,
-    wire: Vec<(u64, u64, u8, Vec<u8>)>,
-    seq: u64,
     /// Datagrams each node's connection dropped.
     pub rx_drops: [u64; 2],
     /// Drops the first transmission of DATA on these streams (a loss that hits one QP).
@@ -278,11 +275,8 @@ impl SharedPair {
         };
         SharedPair {
             nodes: [node(1, 2), node(2, 1)],
-            link,
-            rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+            wire: Wire::new(link, seed),
             now: 1_000_000,
-            wire: Vec::new(),
-            seq: 0,
             rx_drops: [0; 2],
             lose_first_on: Vec::new(),
             completions: Vec::new(),
@@ -311,20 +305,8 @@ impl SharedPair {
                     continue;
                 }
             }
-            self.send(i as u8, bytes);
+            self.wire.send(self.now, i as u8, bytes);
         }
-    }
-
-    fn send(&mut self, from: u8, bytes: Vec<u8>) {
-        let (now, link) = (self.now, self.link);
-        link.carry(
-            &mut self.rng,
-            now,
-            from,
-            bytes,
-            &mut self.seq,
-            &mut self.wire,
-        );
     }
 
     /// Every node's doorbell: sends what it can.
@@ -339,25 +321,17 @@ impl SharedPair {
         let end = self.now.saturating_add(budget_ns);
         self.doorbell();
         loop {
-            let next_pkt = self.wire.iter().map(|w| (w.0, w.1)).min();
             let timers = self.nodes.iter().filter_map(|n| n.conn.poll_timeout());
             let next_timer = timers.map(|t| t.0).min();
-            let at = match (next_pkt, next_timer) {
-                (None, None) => return true,
-                (Some(p), None) => p.0,
-                (None, Some(t)) => t,
-                (Some(p), Some(t)) => p.0.min(t),
+            let Some(at) = next_event(self.wire.next_arrival(), next_timer) else {
+                return true;
             };
             if at > end {
                 self.now = self.now.max(end);
                 return false;
             }
             self.now = self.now.max(at);
-            if let Some(p) = next_pkt.filter(|p| p.0 <= self.now) {
-                let Some(k) = self.wire.iter().position(|w| (w.0, w.1) == p) else {
-                    continue;
-                };
-                let (_, _, to, bytes) = self.wire.swap_remove(k);
+            if let Some((to, bytes)) = self.wire.take_due(self.now) {
                 let to = usize::from(to);
                 let before = self.recv_counts(to);
                 let now = Instant(self.now);
