@@ -121,7 +121,7 @@ fn unreadable_read_source_fails_the_peers_whole_connection() {
 /// own bad WRITE): node 1's QP 3 is the responder that refused, so it lingers and flushes
 /// its own WRITEs; node 1's whole connection must not fail for it.
 #[test]
-fn peer_requests_to_a_failed_qp_take_down_the_peer_connection() {
+fn peer_requests_to_a_failed_qp_leave_the_peer_connection_open() {
     let mut p = setup(4);
     let k = p.nodes[0]
         .qp(3)

@@ -342,7 +342,7 @@ fn stream_65535_is_never_carried() {
 /// The same NAK twice (the link duplicated it): the stream fails and closes once, and
 /// App::refused is called once (before: twice).
 #[test]
-fn a_duplicated_nak_fails_the_stream_twice() {
+fn a_duplicated_nak_fails_the_stream_once() {
     let (mut a, mut b) = pair(1, &[0, 2]);
     b.app.refuse.insert((2, 0), Refuse::Access);
     a.app.post(2, 3000, 2); // three packets
