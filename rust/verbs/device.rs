@@ -20,7 +20,7 @@ use super::shared::DevShared;
 use super::srq::Srq;
 use crate::ffi::mem::{MappedPages, Mem, PageList};
 use crate::ffi::rdma::{
-    device_cap, port_cap, AhCreated, Av, CounterDesc, CqCreated, CqEvents, Device, DeviceAttrs,
+    device_cap, port_cap, qp_mask, AhCreated, Av, CounterDesc, CqCreated, CqEvents, Device, DeviceAttrs,
     Driver, DriverId, MrCreated, MwCreated, NetDev, PdId, PortAttrs, QpAttr, QpCreated, QpEvents,
     QpHandle, QpInit, SrqAttr, SrqCreated, SrqEvents,
 };
@@ -266,8 +266,13 @@ impl Driver for Metaroce {
         Qp::create(dev, pd, init, scq, rcq, srq, uc, handle, events)
     }
 
-    fn modify_qp(_dev: &Device<Self>, qp: &Arc<Qp>, attr: &QpAttr) -> Result {
-        Qp::modify(qp, attr)
+    fn modify_qp(dev: &Device<Self>, qp: &Arc<Qp>, attr: &QpAttr) -> Result {
+        let active_mtu = if attr.mask & qp_mask::PATH_MTU != 0 {
+            dev.active_mtu()
+        } else {
+            0
+        };
+        Qp::modify(qp, attr, active_mtu)
     }
 
     fn query_qp(qp: &Arc<Qp>, attr: &mut QpAttr, init: &mut QpInit) {

@@ -37,6 +37,7 @@ static void m_pkey64(struct ibv_qp_attr *a) { a->pkey_index = 64; }
 static void m_mtu6(struct ibv_qp_attr *a) { a->path_mtu = 6; }
 static void m_mtu0(struct ibv_qp_attr *a) { a->path_mtu = 0; }
 static void m_mtu_big(struct ibv_qp_attr *a) { a->path_mtu = IBV_MTU_4096 + 1; }
+static void m_mtu_over_active(struct ibv_qp_attr *a) { a->path_mtu = pattr.active_mtu + 1; }
 static void m_av_port2(struct ibv_qp_attr *a) { a->ah_attr.port_num = 2; }
 static void m_av_sgid(struct ibv_qp_attr *a) { a->ah_attr.grh.sgid_index = 200; }
 static void m_av_sgid_big(struct ibv_qp_attr *a) { a->ah_attr.grh.sgid_index = 255; }
@@ -280,6 +281,12 @@ void invalid_qp_modify(struct ibv_pd *pd, struct ibv_cq *cq)
 		/* rxe_qp_chk_attr(): path_mtu > port max_mtu */
 		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_mtu6, 0, EINVAL, "path_mtu 6 (not an MTU)" },
 		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_mtu_big, 0, EINVAL, "path_mtu 4096+1 enum" },
+		/* QUIRK: rxe checks path_mtu against max_mtu (4096) only; above
+		 * the active MTU its datagrams do not fit the link (IP drops
+		 * them, DF set) and the QP ends in retry exceeded. metaroce
+		 * refuses it. */
+		{ IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, m_mtu_over_active, 0, 0, "path_mtu one above the port's active_mtu [rxe quirk]" },
+		{ IBV_QPT_UC, IBV_QPS_INIT, IBV_QPS_RTR, m_mtu_over_active, 0, 0, "path_mtu one above the port's active_mtu [rxe quirk]" },
 		/* QUIRK: path_mtu 0 is not an IBV_MTU value; rxe only checks
 		 * mtu > max_mtu, so 0 passes and qp->mtu becomes
 		 * ib_mtu_enum_to_int(0) = -1. */
@@ -316,6 +323,8 @@ void invalid_qp_modify(struct ibv_pd *pd, struct ibv_cq *cq)
 	for (int k = 0; k < (int)(sizeof(bm) / sizeof(bm[0])); k++) {
 		int s = -1;
 
+		if (bm[k].mut == m_mtu_over_active && pattr.active_mtu >= IBV_MTU_4096)
+			continue;	/* no MTU above the active one */
 		if (strict && strstr(bm[k].name, "[rxe quirk]"))
 			bm[k].want = EINVAL;
 

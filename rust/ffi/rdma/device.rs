@@ -148,6 +148,17 @@ impl<T: Driver> Device<T> {
         unsafe { (*self.as_ptr()).node_guid }
     }
 
+    /// The port's active MTU as an `enum ib_mtu` value (1 = 256 .. 5 = 4096):
+    /// the largest IBTA MTU whose datagrams, with the driver's
+    /// [`PortAttrs::wire_overhead`], fit the netdev's MTU now; `IB_MTU_256`
+    /// without a netdev. What `query_port` reports as `active_mtu`.
+    pub(crate) fn active_mtu(&self) -> u32 {
+        let overhead = T::port_attrs(self).wire_overhead;
+        self.netdev()
+            .and_then(|nd| ib_mtu_for(nd.mtu(), overhead))
+            .map_or(b::ib_mtu_IB_MTU_256, |(mtu, _)| mtu)
+    }
+
     /// The port's netdev through the RDMA core (`ib_device_get_netdev`),
     /// held for as long as the returned guard lives.
     pub(super) fn netdev(&self) -> Option<HeldNetDev> {
@@ -251,9 +262,7 @@ impl<T: Driver> Adapter<T> {
         };
         if let Some(nd) = dev.netdev() {
             out.phys_mtu = nd.mtu();
-            if let Some((mtu, _)) = ib_mtu_for(nd.mtu(), p.wire_overhead) {
-                out.active_mtu = mtu;
-            }
+            out.active_mtu = dev.active_mtu();
             if nd.is_up() {
                 out.state = b::ib_port_state_IB_PORT_ACTIVE;
                 out.phys_state = b::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8;

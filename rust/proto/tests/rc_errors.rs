@@ -284,3 +284,39 @@ fn receive_posted_after_len_error_flushes() {
         vec![(100, WcStatus::LocLenErr), (101, WcStatus::WrFlushErr)]
     );
 }
+
+/// IBTA 10.3.1 (the error state: no packet is sent): a responder moved to the error
+/// state sends no READ response any more, not even a retransmission of one it had sent
+/// before (its bytes would be read from memory the application may already reuse). The
+/// requester's READ then fails on its own retry count, as with rxe, whose responder in
+/// the error state answers nothing.
+#[test]
+fn a_responder_in_the_error_state_sends_no_read_response() {
+    let (mut p, a, b) = setup(8, false, clean(), 31);
+    p.a.set_retry(8, 2, 7);
+    let e = rdma(
+        wqe(WrOpcode::RdmaRead, 1, vec![sge(a, 0, 1000, A_MR)]),
+        b + B_READ as u64,
+        B_MR,
+    );
+    assert!(p.a.host.post_send(e));
+    p.doorbell(0);
+    // The request reaches the responder, which answers at once; the answer is lost.
+    let reqs = p.take_wire();
+    assert!(!reqs.is_empty() && reqs.iter().all(|(to, _)| *to == 1));
+    for (_, d) in &reqs {
+        p.inject(1, d);
+    }
+    let sent = p.data_sent[1];
+    assert!(sent > 0, "the responder answered");
+    let lost = p.take_wire();
+    assert!(lost.iter().any(|(to, _)| *to == 0));
+    p.b.modify_to_error();
+    p.run(10_000_000_000);
+    assert_eq!(p.data_sent[1], sent, "DATA sent after the error state");
+    assert_eq!(statuses(&p.a.host.send_cq), vec![(1, WcStatus::RetryExcErr)]);
+    assert!(p.a.host.mr(A_MR).unwrap().bytes[..1000]
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == pattern(i)));
+}

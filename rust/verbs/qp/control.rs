@@ -129,7 +129,16 @@ impl Qp {
     }
 
     /// `modify_qp`: validates like rxe (`rxe_qp_chk_attr`) and applies.
-    pub(crate) fn modify(this: &Arc<Self>, a: &QpAttr) -> Result {
+    /// `active_mtu` is the port's active MTU (`enum ib_mtu`) when the mask
+    /// carries `IB_QP_PATH_MTU`.
+    ///
+    /// One check rxe does not make: a `path_mtu` above the port's active MTU
+    /// is `EINVAL`. rxe accepts up to its `max_mtu` (4096) and then sends
+    /// datagrams the netdev cannot carry: IP drops them (DF set), and the QP
+    /// ends in retry exceeded with nothing said to the application
+    /// (`ibv_rc_pingpong -m 4096` over a 1500-byte link). rdma_cm and perftest
+    /// take the path MTU from the port's active MTU and never ask for more.
+    pub(crate) fn modify(this: &Arc<Self>, a: &QpAttr, active_mtu: u32) -> Result {
         let m = a.mask;
         // A move to RTR may need a connection: allocate it before taking the
         // QP lock (softirqs take that lock; an allocation may sleep).
@@ -168,7 +177,9 @@ impl Qp {
             if m & qp_mask::PKEY_INDEX != 0 && a.pkey_index != 0 {
                 return Err(EINVAL);
             }
-            if m & qp_mask::PATH_MTU != 0 && !(1..=5).contains(&a.path_mtu) {
+            if m & qp_mask::PATH_MTU != 0
+                && (!(1..=5).contains(&a.path_mtu) || a.path_mtu > active_mtu)
+            {
                 return Err(EINVAL);
             }
             let max_rd = this.dev.attrs.max_qp_rd_atom;

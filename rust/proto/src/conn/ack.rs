@@ -423,7 +423,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.fail(e, app);
             return None;
         };
-        if app.stream(s).is_none_or(|st| st.tx.closed) {
+        // A NAK for a stream gone or closed is stale: ignored.
+        let open = app.stream(s).map(|st| !st.tx.closed);
+        if open != Some(true) {
             return None;
         }
         app.refused(s, msn, e);

@@ -390,6 +390,12 @@ impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
     fn message(&mut self, stream: u16, msn: u32) -> Option<MsgInfo> {
         match stream {
             REQ => self.engine.next_request(self.env, msn),
+            // IBTA 10.3.1: a QP in the error state sends nothing, a response it owes
+            // (or had sent and must resend) included. The connection fails the
+            // stream; the requester's READ fails on its own retry count. Unless it
+            // lingers to deliver a refusal ([`Engine::lingers`]): the responses of
+            // the requests before the refused one still go out, ahead of the NAK.
+            RESP if self.env.mode() == QpMode::Err && !self.engine.lingers() => None,
             RESP => self.engine.response_message(msn),
             _ => None,
         }
