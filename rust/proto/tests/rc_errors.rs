@@ -314,7 +314,10 @@ fn a_responder_in_the_error_state_sends_no_read_response() {
     p.b.modify_to_error();
     p.run(10_000_000_000);
     assert_eq!(p.data_sent[1], sent, "DATA sent after the error state");
-    assert_eq!(statuses(&p.a.host.send_cq), vec![(1, WcStatus::RetryExcErr)]);
+    assert_eq!(
+        statuses(&p.a.host.send_cq),
+        vec![(1, WcStatus::RetryExcErr)]
+    );
     assert!(p.a.host.mr(A_MR).unwrap().bytes[..1000]
         .iter()
         .enumerate()
