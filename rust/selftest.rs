@@ -44,7 +44,8 @@ pub(crate) extern "C" fn metaroce_rust_proto_selftest() -> c_int {
     let payload = [0xa5u8, 0x5a, 0x01, 0x02];
     let h = DataHeader {
         path: 3,
-        dst_conn: 0x1234_5678,
+        inc: 0x5a17,
+        dst_conn: 0x12_3456,
         psn: u32::MAX,
         stamp: 0xdead_beef,
         stream: 2,

@@ -5,7 +5,7 @@
  * MetaRoCE device's port as fast as the host lets it, from many source ports,
  * and never sees the traffic it attacks:
  *
- *   blind      well-formed version-2 DATA / ACK / PROBE (and some DATAGRAM)
+ *   blind      well-formed version-3 DATA / ACK / PROBE (and some DATAGRAM)
  *              with guessed tokens, PSNs, floors, SSNs, cumulative PSNs, SACK
  *              bitmaps, rate hints and NAK/RNR flags, for the connection ids
  *              given with -c (the attacker knows the QPNs) and guessed ones;
@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VERSION 2
+#define VERSION 3
 #define NSOCK 16
 #define BATCH 32
 #define MAXLEN 1200
@@ -110,8 +110,11 @@ static size_t common(uint8_t *b, uint8_t type, uint32_t conn)
 	b[0] = VERSION;
 	b[1] = type;
 	b[2] = below(10) ? below(8) : below(256);
-	b[3] = 0;
-	be32(b + 4, conn);
+	/* The incarnation (a guess, nonzero) and the 24-bit destination QPN. */
+	be16(b + 3, (uint16_t)(rnd() | 1));
+	b[5] = conn >> 16;
+	b[6] = conn >> 8;
+	b[7] = conn;
 	be32(b + 8, seq());
 	be32(b + 12, (uint32_t)rnd());
 	be32(b + 16, (uint32_t)rnd()); /* the token: a guess */
@@ -195,6 +198,7 @@ static size_t datagram(uint8_t *b, uint32_t conn)
 
 	common(b, 4, below(2) ? 1 : conn);
 	b[2] = 0;
+	be16(b + 3, 0);
 	be32(b + 8, 0);
 	be32(b + 16, 0);
 	be32(b + 20, below(0x01000000));

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: GPL-2.0
 --
 -- Wireshark dissector for the MetaRoCE transport: RDMA over UDP/IP, wire
--- version 2. The normative wire format is Documentation/transport.rst; the
+-- version 3. The normative wire format is Documentation/transport.rst; the
 -- reference encoder/decoder is rust/proto/src/wire.rs. Documentation of this
 -- dissector (fields, expert infos, conversations): Documentation/wireshark.rst.
 --
@@ -19,7 +19,7 @@
 -- first check that fails, in the order of rust/proto/src/wire.rs.
 -- Well-formed datagrams carry no expert info.
 
-local VERSION = 2
+local VERSION = 3
 local DEFAULT_PORT = 4792
 local COMMON_LEN = 20
 local DATA_LEN = 48
@@ -100,8 +100,8 @@ local f = {
     version = ProtoField.uint8("metaroce.version", "Version", base.DEC),
     type = ProtoField.uint8("metaroce.type", "Type", base.DEC, type_names),
     path = ProtoField.uint8("metaroce.path", "Path index", base.DEC),
-    reserved = ProtoField.uint8("metaroce.reserved", "Reserved", base.HEX),
-    dst_conn = ProtoField.uint32("metaroce.dst_conn", "Destination connection (QPN)", base.HEX),
+    inc = ProtoField.uint16("metaroce.inc", "Incarnation", base.HEX),
+    dst_conn = ProtoField.uint24("metaroce.dst_conn", "Destination connection (QPN)", base.HEX),
     psn = ProtoField.uint32("metaroce.psn", "PSN", base.DEC),
     stamp = ProtoField.uint32("metaroce.stamp", "Stamp (ns, low 32 bits)", base.DEC),
     echo = ProtoField.uint32("metaroce.echo", "Echo (stamp of the newest DATA/PROBE)", base.DEC),
@@ -611,6 +611,7 @@ local function dissect_datagram(tvb, tree, n, problem)
     tree:add(f.payload_len, tvb(30, 2))
     tree:add(f.imm, tvb(32, 4))
     if tvb(2, 1):uint() ~= 0 then problem("bad_flags", tvb(2, 1), "a DATAGRAM's path must be 0") end
+    if tvb(3, 2):uint() ~= 0 then problem("bad_flags", tvb(3, 2), "a DATAGRAM's incarnation must be 0") end
     if tvb(8, 4):uint() ~= 0 then problem("bad_flags", tvb(8, 4), "a DATAGRAM's PSN must be 0") end
     if tvb(16, 4):uint() ~= 0 then problem("bad_flags", tvb(16, 4), "a DATAGRAM's token must be 0") end
     if band(flags, bnot(bor(GF_IMM, GF_SE))) ~= 0 then
@@ -664,14 +665,14 @@ local function dissect(tvb, pinfo, tree)
     local version = tvb(0, 1):uint()
     local t = tvb(1, 1):uint()
     local path = tvb(2, 1):uint()
-    local dst_conn = tvb(4, 4):uint()
+    local dst_conn = tvb(5, 3):uint()
     local token = tvb(16, 4):uint()
     tree = root
     tree:add(f.version, tvb(0, 1))
     tree:add(f.type, tvb(1, 1))
     tree:add(f.path, tvb(2, 1))
-    tree:add(f.reserved, tvb(3, 1))
-    tree:add(f.dst_conn, tvb(4, 4))
+    tree:add(f.inc, tvb(3, 2))
+    tree:add(f.dst_conn, tvb(5, 3))
     tree:add(f.psn, tvb(8, 4))
     if t == T_ACK then
         tree:add(f.echo, tvb(12, 4))
@@ -683,8 +684,10 @@ local function dissect(tvb, pinfo, tree)
         problem("bad_version", tvb(0, 1), string.format("version %d, not %d", version, VERSION))
         return finish(string.format("MetaRoCE version %d", version))
     end
-    if tvb(3, 1):uint() ~= 0 then
-        problem("bad_flags", tvb(3, 1), "reserved byte 3 not 0")
+    -- DATA, ACK, PROBE: incarnation 0 is no connection's (the first check after
+    -- the type, before any length).
+    if (t == T_DATA or t == T_ACK or t == T_PROBE) and tvb(3, 2):uint() == 0 then
+        problem("bad_flags", tvb(3, 2), "incarnation 0")
     end
 
     local body
@@ -733,12 +736,14 @@ function metaroce.dissector(tvb, pinfo, tree)
 end
 
 -- Heuristic: only datagrams the receiver would accept as far as their
--- headers go (version, type, reserved byte, lengths).
+-- headers go (version, type, incarnation, lengths).
 local function heuristic(tvb, pinfo, tree)
     local n = tvb:reported_len()
     if n < COMMON_LEN or tvb:len() < COMMON_LEN then return false end
-    if tvb(0, 1):uint() ~= VERSION or tvb(3, 1):uint() ~= 0 then return false end
+    if tvb(0, 1):uint() ~= VERSION then return false end
     local t = tvb(1, 1):uint()
+    -- A connection's datagrams carry a nonzero incarnation, a DATAGRAM zero.
+    if (tvb(3, 2):uint() == 0) ~= (t == T_DATAGRAM) then return false end
     if t == T_DATA then
         if n < DATA_LEN or tvb:len() < DATA_LEN then return false end
         local flags = tvb(23, 1):uint()

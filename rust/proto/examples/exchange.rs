@@ -14,6 +14,9 @@ use metaroce_proto::wire::{self, Op, Packet};
 use std::fmt::Write;
 
 const A_QPN: u32 = 0x0001_2345;
+/// A's and B's incarnations.
+const A_INC: u16 = 0x7a11;
+const B_INC: u16 = 0x3b0c;
 const B_QPN: u32 = 0x0006_789a;
 /// A's `sq_psn` (B's `rq_psn`) and B's `sq_psn` (A's `rq_psn`).
 const A_PSN: u32 = 0x00ab_cdef;
@@ -33,6 +36,8 @@ fn cfg(base: &Config, local: u32, peer: u32, tx: Ident, rx: Ident, port: u16) ->
     Config {
         local_conn: local,
         peer_conn: peer,
+        // Each end's own (a host draws them at random).
+        incarnation: if local == A_QPN { A_INC } else { B_INC },
         tx_ident: tx,
         rx_ident: rx,
         paths: 2,
@@ -77,8 +82,9 @@ fn describe(b: &[u8]) -> String {
     match wire::decode(b) {
         Ok(Packet::Data(h, payload)) => {
             let mut s = format!(
-                "DATA path {} psn {:#010x} stream {} op {} flags {} ssn {:#010x} msn {} \
-                 offset {} msg_len {} tag {} floor {:#010x}, {} payload bytes",
+                "DATA inc {:#06x} path {} psn {:#010x} stream {} op {} flags {} ssn {:#010x} \
+                 msn {} offset {} msg_len {} tag {} floor {:#010x}, {} payload bytes",
+                h.inc,
                 h.path,
                 h.psn,
                 h.stream,
@@ -118,7 +124,9 @@ fn describe(b: &[u8]) -> String {
                 .map(|i| format!("{:#010x}", a.cum.wrapping_add(1 + i)))
                 .collect();
             let mut s = format!(
-                "ACK path {} cum {:#010x} rate_hint {} ce {} acked {} flags {} sack [{}]",
+                "ACK inc {:#06x} path {} cum {:#010x} rate_hint {} ce {} acked {} flags {} \
+                 sack [{}]",
+                a.inc,
                 a.path,
                 a.cum,
                 a.rate_hint,
@@ -143,7 +151,10 @@ fn describe(b: &[u8]) -> String {
             }
             s
         }
-        Ok(Packet::Probe(p)) => format!("PROBE path {} psn {:#010x}", p.path, p.psn),
+        Ok(Packet::Probe(p)) => format!(
+            "PROBE inc {:#06x} path {} psn {:#010x}",
+            p.inc, p.path, p.psn
+        ),
         Err(e) => format!("undecodable: {}", e.name()),
     }
 }
@@ -294,6 +305,7 @@ fn main() {
          B                       GID ``::ffff:198.18.0.2``, QPN {B_QPN:#08x}, ``sq_psn`` {B_PSN:#08x}\n\
          Path MTU, paths         256 bytes; ``K`` = 2 on both ends\n\
          Source ports            A: 50000 + path; B: 60000 + path\n\
+         Incarnations            A: {A_INC:#06x}; B: {B_INC:#06x}\n\
          Memory                  A's MR lkey {A_MR:#x} at {a:#x}; B's MR rkey {B_MR:#x} at {b:#x}\n\
          Key A → B               ``{:#018x}`` (token ``{:#010x}``)\n\
          Key B → A               ``{:#018x}`` (token ``{:#010x}``)\n\

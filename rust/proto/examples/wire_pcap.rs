@@ -13,7 +13,7 @@
 //!    bitmaps that wrap the PSN space, PROBEs, DATAGRAMs;
 //! 3. malformed variants of those, one per check of the decoder;
 //! 4. a DATA datagram to another UDP port (the heuristic dissector's) and a
-//!    look-alike (version 2, type DATA, too short) to another port, which it must
+//!    look-alike (version 3, type DATA, too short) to another port, which it must
 //!    leave alone.
 //!
 //! Expected values come from the reference decoder (`wire::decode`,
@@ -107,8 +107,8 @@ fn common(e: &mut Vec<(String, String)>, b: &[u8]) {
     kv(e, "version", b[0]);
     kv(e, "type", b[1]);
     kv(e, "path", b[2]);
-    kv(e, "reserved", b[3]);
-    kv(e, "dst_conn", u32at(4));
+    kv(e, "inc", u16::from_be_bytes([b[3], b[4]]));
+    kv(e, "dst_conn", u32at(4) & 0x00ff_ffff);
     kv(e, "psn", u32at(8));
     kv(e, if b[1] == 2 { "echo" } else { "stamp" }, u32at(12));
     kv(e, "token", u32at(16));
@@ -405,6 +405,7 @@ fn exchange(frames: &mut Vec<Frame>, k: u8, loss_ppm: u32, start_ns: u64) -> [u6
 fn data(op: Op, flags: u8, payload: &[u8]) -> Vec<u8> {
     let h = DataHeader {
         path: 3,
+        inc: 0x5a17,
         dst_conn: 0x65_4321,
         psn: 0xffff_fffe,
         stamp: 0x1234_5678,
@@ -439,6 +440,7 @@ fn ack(flags: u8, cum: u32, sack_bits: &[u32]) -> Vec<u8> {
     }
     let h = AckHeader {
         path: 3,
+        inc: 0x5a17,
         dst_conn: 0x12_3456,
         echo: 0x1234_5678,
         token: 0x270e_e837,
@@ -461,6 +463,7 @@ fn ack(flags: u8, cum: u32, sack_bits: &[u32]) -> Vec<u8> {
 fn probe(path: u8) -> Vec<u8> {
     let h = ProbeHeader {
         path,
+        inc: 0x5a17,
         dst_conn: 0x65_4321,
         psn: 100,
         stamp: 0x0bad_cafe,
@@ -568,44 +571,47 @@ fn malformed() -> Vec<Vec<u8>> {
     se_mid[44..48].copy_from_slice(&20u32.to_be_bytes());
     se_mid[23] = DF_FIRST | DF_SE;
     vec![
-        cut(&send, 10),            // truncated: no common header
-        cut(&send, 30),            // truncated DATA header
-        cut(&write, 52),           // truncated RETH
-        cut(&ackp, 71),            // truncated ACK
-        cut(&probep, 23),          // truncated PROBE
-        cut(&dg, 30),              // truncated DATAGRAM
-        set(&send, 0, 1),          // bad_version
-        set(&send, 0, 3),          // bad_version
-        set(&send, 1, 0),          // unknown_type
-        set(&send, 1, 9),          // unknown_type
-        set(&send, 22, 11),        // unknown_op
-        set(&send, 3, 1),          // bad_flags: common reserved
-        set(&send, 23, fl | 0x80), // bad_flags: bit 0x80
-        set(&send, 23, DF_LAST),   // bad_flags: FIRST missing
-        set(&send, 23, DF_FIRST),  // bad_flags: LAST missing
+        cut(&send, 10),                 // truncated: no common header
+        cut(&send, 30),                 // truncated DATA header
+        cut(&write, 52),                // truncated RETH
+        cut(&ackp, 71),                 // truncated ACK
+        cut(&probep, 23),               // truncated PROBE
+        cut(&dg, 30),                   // truncated DATAGRAM
+        set(&send, 0, 2),               // bad_version (version 2)
+        set(&send, 0, 4),               // bad_version
+        set(&send, 1, 0),               // unknown_type
+        set(&send, 1, 9),               // unknown_type
+        set(&send, 22, 11),             // unknown_op
+        set(&set(&send, 3, 0), 4, 0),   // bad_flags: DATA incarnation 0
+        set(&set(&ackp, 3, 0), 4, 0),   // bad_flags: ACK incarnation 0
+        set(&set(&probep, 3, 0), 4, 0), // bad_flags: PROBE incarnation 0
+        set(&dg, 4, 1),                 // bad_flags: DATAGRAM incarnation
+        set(&send, 23, fl | 0x80),      // bad_flags: bit 0x80
+        set(&send, 23, DF_LAST),        // bad_flags: FIRST missing
+        set(&send, 23, DF_FIRST),       // bad_flags: LAST missing
         set(&data(Op::Send, fl, b"0123456789abcdef"), 23, fl | DF_RETH), // RETH on SEND
         set(&send, 22, Op::SendImm as u8), // bad_flags: SEND_IMM without IMM
-        se_mid,                    // bad_flags: SE not on LAST
-        set(&ackp, 32, 0x10),      // bad_flags: ACK flag bits
-        set(&ackp, 32, wire::AF_INV), // bad_flags: INV without NAK
-        set(&ackp, 32, wire::AF_MSG), // bad_flags: MSG without NAK
-        set(&ackp, 35, 1),         // bad_flags: NAK stream without MSG
-        set(&ackp, 11, 1),         // bad_flags: ACK PSN without MSG
-        set(&dg, 2, 1),            // bad_flags: DATAGRAM path
-        set(&dg, 11, 1),           // bad_flags: DATAGRAM PSN
-        set(&dg, 19, 1),           // bad_flags: DATAGRAM token
-        set(&dg, 28, DF_IMM | 0x01), // bad_flags: DATAGRAM flags
-        set(&dg, 29, 1),           // bad_flags: DATAGRAM reserved
-        set(&send, 25, 11),        // length_mismatch: payload_len
-        grow(&send),               // length_mismatch: extra byte
-        grow(&ackp),               // length_mismatch: ACK
-        grow(&probep),             // length_mismatch: PROBE
-        set(&dg, 31, 4),           // length_mismatch: DATAGRAM
-        past,                      // bad_offset: past msg_len
-        overflow,                  // bad_offset: overflow
-        empty,                     // bad_offset: empty packet
-        set(&send, 2, 64),         // bad_path: DATA
-        set(&probep, 2, 200),      // bad_path: PROBE
+        se_mid,                         // bad_flags: SE not on LAST
+        set(&ackp, 32, 0x10),           // bad_flags: ACK flag bits
+        set(&ackp, 32, wire::AF_INV),   // bad_flags: INV without NAK
+        set(&ackp, 32, wire::AF_MSG),   // bad_flags: MSG without NAK
+        set(&ackp, 35, 1),              // bad_flags: NAK stream without MSG
+        set(&ackp, 11, 1),              // bad_flags: ACK PSN without MSG
+        set(&dg, 2, 1),                 // bad_flags: DATAGRAM path
+        set(&dg, 11, 1),                // bad_flags: DATAGRAM PSN
+        set(&dg, 19, 1),                // bad_flags: DATAGRAM token
+        set(&dg, 28, DF_IMM | 0x01),    // bad_flags: DATAGRAM flags
+        set(&dg, 29, 1),                // bad_flags: DATAGRAM reserved
+        set(&send, 25, 11),             // length_mismatch: payload_len
+        grow(&send),                    // length_mismatch: extra byte
+        grow(&ackp),                    // length_mismatch: ACK
+        grow(&probep),                  // length_mismatch: PROBE
+        set(&dg, 31, 4),                // length_mismatch: DATAGRAM
+        past,                           // bad_offset: past msg_len
+        overflow,                       // bad_offset: overflow
+        empty,                          // bad_offset: empty packet
+        set(&send, 2, 64),              // bad_path: DATA
+        set(&probep, 2, 200),           // bad_path: PROBE
     ]
 }
 
@@ -693,8 +699,8 @@ fn main() -> std::io::Result<()> {
         sport: 50001,
         dport: 39999,
         ecn: 0,
-        // Version 2, type DATA, but 30 bytes: no MetaRoCE datagram.
-        payload: b"\x02\x01\x00\x00 this is not metaroce ".to_vec(),
+        // Version 3, type DATA, but 30 bytes: no MetaRoCE datagram.
+        payload: b"\x03\x01\x00\x01 this is not metaroce ".to_vec(),
         expect: vec![("proto".into(), "none".into())],
     });
 

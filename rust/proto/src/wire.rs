@@ -6,9 +6,11 @@
 use super::sack::{Sack, SACK_BYTES};
 
 /// Protocol version carried in byte 0.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 /// Default UDP destination port (a module parameter; deliberately not RoCEv2's 4791).
 pub const DEFAULT_UDP_PORT: u16 = 4792;
+/// The largest destination the common header carries (24 bits: a QPN).
+pub const MAX_DST: u32 = 0x00ff_ffff;
 /// Length of the common header.
 pub const COMMON_LEN: usize = field::common::TOKEN.end;
 /// Length of a data packet's headers without optional extensions.
@@ -186,7 +188,11 @@ pub struct Reth {
 pub struct DataHeader {
     /// Path index the packet was sent on.
     pub path: u8,
-    /// Destination connection id.
+    /// The sending connection's incarnation (Documentation/transport.rst,
+    /// "Incarnations").
+    pub inc: u16,
+    /// Destination: the receiver's connection id, a QPN (24 bits, at most
+    /// [`MAX_DST`]; encoding refuses more).
     pub dst_conn: u32,
     /// Per-path packet sequence number.
     pub psn: u32,
@@ -240,8 +246,16 @@ impl DataHeader {
         let n = self.header_len();
         use field::data::*;
         let b = out.get_mut(..n)?;
-        let (t, path, conn) = (PacketType::Data, self.path, self.dst_conn);
-        put_common(b, t, path, conn, self.psn, self.stamp, self.token)?;
+        let head = Head {
+            t: PacketType::Data,
+            path: self.path,
+            inc: self.inc,
+            conn: self.dst_conn,
+            psn: self.psn,
+            stamp: self.stamp,
+            token: self.token,
+        };
+        put_common(b, head)?;
         put(b, STREAM, self.stream.to_be_bytes())?;
         *b.get_mut(OP)? = self.op;
         *b.get_mut(FLAGS)? = self.flags;
@@ -271,7 +285,10 @@ impl DataHeader {
 pub struct AckHeader {
     /// Path being acknowledged.
     pub path: u8,
-    /// Destination connection id (the data sender's).
+    /// The incarnation of the connection whose data this acknowledges (the data
+    /// sender's, echoed).
+    pub inc: u16,
+    /// Destination: the data sender's connection id, a QPN (24 bits).
     pub dst_conn: u32,
     /// Echo of the stamp of the newest data/probe packet received on the path.
     pub echo: u32,
@@ -305,15 +322,16 @@ impl AckHeader {
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         use field::ack::*;
         let b = out.get_mut(..ACK_LEN)?;
-        put_common(
-            b,
-            PacketType::Ack,
-            self.path,
-            self.dst_conn,
-            self.nak_msn,
-            self.echo,
-            self.token,
-        )?;
+        let head = Head {
+            t: PacketType::Ack,
+            path: self.path,
+            inc: self.inc,
+            conn: self.dst_conn,
+            psn: self.nak_msn,
+            stamp: self.echo,
+            token: self.token,
+        };
+        put_common(b, head)?;
         put(b, CUM, self.cum.to_be_bytes())?;
         put(b, RATE_HINT, self.rate_hint.to_be_bytes())?;
         put(b, CE, self.ce.to_be_bytes())?;
@@ -334,7 +352,10 @@ impl AckHeader {
 pub struct ProbeHeader {
     /// Path being probed.
     pub path: u8,
-    /// Destination connection id.
+    /// The sending connection's incarnation.
+    pub inc: u16,
+    /// Destination: the receiver's connection id, a QPN (24 bits, at most
+    /// [`MAX_DST`]; encoding refuses more).
     pub dst_conn: u32,
     /// The path's next PSN (not consumed by the probe).
     pub psn: u32,
@@ -350,8 +371,16 @@ impl ProbeHeader {
     /// Writes the probe to the start of `out`; returns [`PROBE_LEN`] or `None`.
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         let b = out.get_mut(..PROBE_LEN)?;
-        let (t, path, conn) = (PacketType::Probe, self.path, self.dst_conn);
-        put_common(b, t, path, conn, self.psn, self.stamp, self.token)?;
+        let head = Head {
+            t: PacketType::Probe,
+            path: self.path,
+            inc: self.inc,
+            conn: self.dst_conn,
+            psn: self.psn,
+            stamp: self.stamp,
+            token: self.token,
+        };
+        put_common(b, head)?;
         put(b, field::probe::FLOOR, self.floor.to_be_bytes())?;
         Some(PROBE_LEN)
     }
@@ -374,13 +403,14 @@ pub fn peek_dst_conn(buf: &[u8]) -> Result<u32, DropReason> {
     if buf.len() < COMMON_LEN {
         return Err(DropReason::Truncated);
     }
-    get_u32(buf, field::common::DST_CONN)
+    get_u24(buf, field::common::DST_CONN)
 }
 
 /// The common header's fields.
 struct Common {
     t: u8,
     path: u8,
+    inc: u16,
     dst_conn: u32,
     psn: u32,
     stamp: u32,
@@ -397,13 +427,11 @@ fn common(buf: &[u8]) -> Result<Common, DropReason> {
     if get_u8(buf, VERSION)? != self::VERSION {
         return Err(DropReason::BadVersion);
     }
-    if get_u8(buf, RESERVED)? != 0 {
-        return Err(DropReason::BadFlags);
-    }
     Ok(Common {
         t: get_u8(buf, TYPE)?,
         path: get_u8(buf, PATH)?,
-        dst_conn: get_u32(buf, DST_CONN)?,
+        inc: get_u16(buf, INC)?,
+        dst_conn: get_u24(buf, DST_CONN)?,
         psn: get_u32(buf, PSN)?,
         stamp: get_u32(buf, STAMP)?,
         token: get_u32(buf, TOKEN)?,
@@ -438,6 +466,9 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
     if c.t != PacketType::Ack as u8 {
         return Err(DropReason::UnknownType);
     }
+    if c.inc == 0 {
+        return Err(DropReason::BadFlags);
+    }
     if buf.len() < ACK_LEN {
         return Err(DropReason::Truncated);
     }
@@ -456,6 +487,7 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
     }
     Ok(AckHeader {
         path: c.path,
+        inc: c.inc,
         dst_conn: c.dst_conn,
         echo: c.stamp,
         token: c.token,
@@ -479,6 +511,9 @@ pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
     if c.t != PacketType::Probe as u8 {
         return Err(DropReason::UnknownType);
     }
+    if c.inc == 0 {
+        return Err(DropReason::BadFlags);
+    }
     if buf.len() < PROBE_LEN {
         return Err(DropReason::Truncated);
     }
@@ -487,6 +522,7 @@ pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
     }
     Ok(ProbeHeader {
         path: c.path,
+        inc: c.inc,
         dst_conn: c.dst_conn,
         psn: c.psn,
         stamp: c.stamp,
@@ -497,6 +533,11 @@ pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
 
 #[inline]
 fn decode_data<'a>(buf: &'a [u8], c: &Common) -> Result<(DataHeader, &'a [u8]), DropReason> {
+    // Incarnation 0 is no connection's (checked right after the type, as for ACK and
+    // PROBE).
+    if c.inc == 0 {
+        return Err(DropReason::BadFlags);
+    }
     if buf.len() < DATA_LEN {
         return Err(DropReason::Truncated);
     }
@@ -509,6 +550,7 @@ fn decode_data<'a>(buf: &'a [u8], c: &Common) -> Result<(DataHeader, &'a [u8]), 
     }
     let mut h = DataHeader {
         path: c.path,
+        inc: c.inc,
         dst_conn: c.dst_conn,
         psn: c.psn,
         stamp: c.stamp,
@@ -573,21 +615,40 @@ fn decode_data<'a>(buf: &'a [u8], c: &Common) -> Result<(DataHeader, &'a [u8]), 
     Ok((h, payload))
 }
 
-fn put_common(
-    b: &mut [u8],
+/// The common header's fields, to be written ([`put_common`]).
+struct Head {
     t: PacketType,
     path: u8,
+    inc: u16,
     conn: u32,
     psn: u32,
     stamp: u32,
     token: u32,
-) -> Option<()> {
+}
+
+/// Writes the common header. The destination is 24 bits: a `conn` above that is not
+/// written (`None`), so no caller can put a value on the wire that the receiver would
+/// read back as another.
+fn put_common(b: &mut [u8], h: Head) -> Option<()> {
     use field::common::*;
+    let Head {
+        t,
+        path,
+        inc,
+        conn,
+        psn,
+        stamp,
+        token,
+    } = h;
+    if conn > MAX_DST {
+        return None;
+    }
     *b.get_mut(VERSION)? = self::VERSION;
     *b.get_mut(TYPE)? = t as u8;
     *b.get_mut(PATH)? = path;
-    *b.get_mut(RESERVED)? = 0;
-    put(b, DST_CONN, conn.to_be_bytes())?;
+    put(b, INC, inc.to_be_bytes())?;
+    let [_, d @ ..] = conn.to_be_bytes();
+    put(b, DST_CONN, d)?;
     put(b, PSN, psn.to_be_bytes())?;
     put(b, STAMP, stamp.to_be_bytes())?;
     put(b, TOKEN, token.to_be_bytes())
@@ -623,6 +684,10 @@ fn get_u16(b: &[u8], f: Field) -> Result<u16, DropReason> {
 #[inline]
 fn get_u32(b: &[u8], f: Field) -> Result<u32, DropReason> {
     get(b, f).map(u32::from_be_bytes)
+}
+#[inline]
+fn get_u24(b: &[u8], f: Field) -> Result<u32, DropReason> {
+    get::<3>(b, f).map(|[x, y, z]| u32::from_be_bytes([0, x, y, z]))
 }
 #[inline]
 fn get_u64(b: &[u8], f: Field) -> Result<u64, DropReason> {
@@ -661,7 +726,16 @@ impl DatagramHeader {
     pub fn encode(&self, out: &mut [u8]) -> Option<usize> {
         use field::datagram::*;
         let b = out.get_mut(..DATAGRAM_LEN)?;
-        put_common(b, PacketType::Datagram, 0, self.dst_qpn, 0, self.stamp, 0)?;
+        let head = Head {
+            t: PacketType::Datagram,
+            path: 0,
+            inc: 0,
+            conn: self.dst_qpn,
+            psn: 0,
+            stamp: self.stamp,
+            token: 0,
+        };
+        put_common(b, head)?;
         put(b, SRC_QPN, self.src_qpn.to_be_bytes())?;
         put(b, QKEY, self.qkey.to_be_bytes())?;
         *b.get_mut(FLAGS)? = self.flags;
@@ -684,6 +758,7 @@ pub fn decode_datagram(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), DropReason
     use field::datagram::*;
     let flags = get_u8(buf, FLAGS)?;
     if c.path != 0
+        || c.inc != 0
         || c.psn != 0
         || c.token != 0
         || flags & !(GF_IMM | GF_SE) != 0

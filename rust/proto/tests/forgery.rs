@@ -104,6 +104,7 @@ impl Forger {
                 let psn = self.rng.next() as u32;
                 let h = DataHeader {
                     path,
+                    inc: self.rng.next() as u16 | 1,
                     dst_conn: conn,
                     psn,
                     stamp: 1,
@@ -138,6 +139,7 @@ impl Forger {
                 let flags = [0, AF_RNR, AF_NAK, AF_NAK | AF_MSG][self.below(4) as usize];
                 let a = AckHeader {
                     path,
+                    inc: self.rng.next() as u16 | 1,
                     dst_conn: conn,
                     echo: self.rng.next() as u32,
                     token: blind,
@@ -167,6 +169,7 @@ impl Forger {
                 let psn = self.rng.next() as u32;
                 let p = ProbeHeader {
                     path,
+                    inc: self.rng.next() as u16 | 1,
                     dst_conn: conn,
                     psn,
                     stamp: 7,
@@ -363,6 +366,7 @@ fn far_ssn_with_known_token_is_dropped() {
     for path in 0..8u8 {
         let h = DataHeader {
             path,
+            inc: n.a.config().incarnation,
             dst_conn: QPN_B,
             psn: ab.isn(path),
             stamp: 1,

@@ -97,6 +97,7 @@ fn the_alternative_closes_after_the_first_packet() {
     let mut buf = [0u8; 128];
     let h = metaroce_proto::wire::ProbeHeader {
         path: 0,
+        inc: n.a.peer_incarnation(),
         dst_conn: QPN_A,
         psn: alt.isn(0),
         stamp: 1,

@@ -76,7 +76,7 @@ proptest! {
 
     #[test]
     fn data_header_roundtrip(
-        path in 0u8..64, conn: u32, psn: u32, stamp: u32, token: u32, stream: u16, op in 0u8..11,
+        path in 0u8..64, conn in 0u32..=0xff_ffff, inc in 1u16.., psn: u32, stamp: u32, token: u32, stream: u16, op in 0u8..11,
         floor_back in 0u32..256, ssn: u32, msn: u32, msg_len in 0u32..100_000, off_pick: u32,
         va: u64, rkey: u32, imm: u32, plen_pick: u16,
     ) {
@@ -91,7 +91,7 @@ proptest! {
         if opv.needs_reth() { flags |= DF_RETH; }
         if opv.has_imm() && last { flags |= DF_IMM; }
         let h = DataHeader {
-            path, dst_conn: conn, psn, stamp, token, stream, op, flags, payload_len: plen, tag: psn as u16,
+            path, inc, dst_conn: conn, psn, stamp, token, stream, op, flags, payload_len: plen, tag: psn as u16,
             floor: psn.wrapping_sub(floor_back), ssn, msn, offset, msg_len,
             reth: if flags & DF_RETH != 0 { Reth { va, rkey, len: msg_len } } else { Reth::default() },
             imm: if flags & DF_IMM != 0 { imm } else { 0 },
@@ -111,10 +111,10 @@ proptest! {
     }
 
     #[test]
-    fn ack_and_probe_roundtrip(path in 0u8..64, conn: u32, echo: u32, cum: u32, hint: u32, ce: u16,
+    fn ack_and_probe_roundtrip(path in 0u8..64, conn in 0u32..=0xff_ffff, inc in 1u16.., echo: u32, cum: u32, hint: u32, ce: u16,
                                acked: u16, flags in 0u8..16, t: u8, rp: u32, w in any::<[u64; 4]>(), floor: u32,
                                token: u32, ns: u16, nm: u32) {
-        let a = AckHeader { path, dst_conn: conn, echo, token, cum, rate_hint: hint, ce, acked,
+        let a = AckHeader { path, inc, dst_conn: conn, echo, token, cum, rate_hint: hint, ce, acked,
             flags, rnr_timer: t, rnr_psn: rp, nak_stream: ns, nak_msn: nm, sack: Sack::from_words(w) };
         let mut buf = [0u8; 128];
         let n = a.encode(&mut buf).unwrap();
@@ -126,7 +126,7 @@ proptest! {
         } else {
             prop_assert_eq!(decode(&buf[..n]), Ok(Packet::Ack(a)));
         }
-        let p = ProbeHeader { path, dst_conn: conn, psn: cum, stamp: echo, token, floor };
+        let p = ProbeHeader { path, inc, dst_conn: conn, psn: cum, stamp: echo, token, floor };
         let n = p.encode(&mut buf).unwrap();
         prop_assert_eq!(decode(&buf[..n]), Ok(Packet::Probe(p)));
     }

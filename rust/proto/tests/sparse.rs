@@ -155,7 +155,10 @@ fn unreadable_response_naks_the_peer() {
     let mut net = Net::new(96, 4, 0.0);
     net.a = Connection::new(kernel_config(1, 2));
     net.b = Connection::new(kernel_config(2, 1));
+    // The request first (as verbs has it: a response answers an accepted request;
+    // the NAK echoes the incarnation that request carried).
     net.app_a.msgs[0].push(1000);
+    net.run(net.now + 5_000_000_000);
     net.app_b.msgs[1].push(9000);
     net.app_b.unreadable = Some((1, 0, Unreadable::Remote));
     net.run(net.now + 5_000_000_000);

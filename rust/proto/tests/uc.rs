@@ -344,7 +344,7 @@ fn forged_and_misdirected_packets_change_nothing() {
     let p = &pk[1];
     cases.push((edit(p, 16, &[0, 0, 0, 1]), DropReason::BadToken));
     cases.push((
-        edit(p, 4, &(A_QPN).to_be_bytes()),
+        edit(p, 5, &A_QPN.to_be_bytes()[1..]),
         DropReason::WrongConnection,
     ));
     cases.push((edit(p, 2, &[1]), DropReason::BadPath));

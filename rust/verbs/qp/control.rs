@@ -323,6 +323,10 @@ impl Qp {
             peer_conn: t.dest_qpn,
             tx_ident,
             rx_ident,
+            // A new connection at every RTR: datagrams of an earlier one (this QP
+            // before a reset, or a QP that had its QPN) still in the network are
+            // stale to the peer (Documentation/transport.rst, "Incarnations").
+            incarnation: (crate::ffi::random::random_u32() as u16).max(1),
             paths: paths as u8,
             mtu,
             base_src_port: base_src_port(crate::ffi::random::random_u32(), paths),

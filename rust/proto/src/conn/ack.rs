@@ -52,6 +52,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if a.token != self.cfg.tx_ident.token() {
             return Err(DropReason::BadToken);
         }
+        if a.inc != self.cfg.incarnation {
+            return Err(DropReason::StaleIncarnation);
+        }
         if let ConnState::Error(_) = self.state {
             return Err(DropReason::Closed);
         }
@@ -506,6 +509,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let p = self.reports.ack_pending.trailing_zeros() as usize;
         self.reports.ack_pending &= !(1u64 << (p % 64));
         self.rx.get(p)?;
+        if self.peer_inc == 0 {
+            // Nothing accepted from the peer: no incarnation to echo, nothing to
+            // acknowledge (Documentation/transport.rst, "Incarnations").
+            self.reports.ack_pending = 0;
+            return None;
+        }
         // A NAK for this path goes first; an RNR report for it waits for the next ACK.
         let nak = self
             .reports
@@ -523,6 +532,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let rx = self.rx.get_mut(p)?;
         let h = AckHeader {
             path: p as u8,
+            inc: self.peer_inc,
             dst_conn: self.cfg.peer_conn,
             echo: rx.echo,
             token: self.cfg.rx_ident.token(),

@@ -25,6 +25,10 @@ pub struct Config {
     /// end's `sq_psn` (Documentation/transport.rst, "Identity and threat model").
     /// Key 0 ([`Ident::DEFAULT`]): none.
     pub rx_alt: Ident,
+    /// This connection's incarnation, nonzero (Documentation/transport.rst,
+    /// "Incarnations"): carried in its DATA and PROBE packets, and the ACKs it
+    /// accepts must echo it. The host draws it at random for every new connection.
+    pub incarnation: u16,
     /// Number of paths in use, 1..=P (and at most 64).
     pub paths: u8,
     /// Payload bytes per full packet.
@@ -94,6 +98,7 @@ impl Config {
             tx_ident: Ident::DEFAULT,
             rx_ident: Ident::DEFAULT,
             rx_alt: Ident::DEFAULT,
+            incarnation: 1,
             paths: 8,
             mtu: 4096,
             base_src_port: 49152,

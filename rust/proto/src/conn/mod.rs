@@ -229,6 +229,9 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     rr_path: u8,
     /// Streams with a message partly sent (its first packet out, its last not yet).
     partial: u16,
+    /// The peer's incarnation (Documentation/transport.rst, "Incarnations"): set by
+    /// the first DATA or PROBE that passes every check; 0 until then.
+    peer_inc: u16,
     stats: Stats,
 }
 
@@ -374,6 +377,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         retries: 0,
         rr_path: 0,
         partial: 0,
+        peer_inc: 0,
         stats: Stats::EMPTY,
     };
 
@@ -458,13 +462,32 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// Settles the receiving key on `id` (the first accepted DATA or PROBE carried
     /// it): if it is the alternative, the receive sequences start over from it
     /// (nothing was received under the other).
-    pub(super) fn settle_rx_key<A: App>(&mut self, id: Ident, app: &mut A) {
+    ///
+    /// The peer's incarnation settles with it: the first such packet's becomes the
+    /// connection's, and from then on a DATA or PROBE of another is stale
+    /// ([`Self::inc_check`]).
+    pub(super) fn settle_rx_key<A: App>(&mut self, id: Ident, inc: u16, app: &mut A) {
+        self.peer_inc = inc;
         if id != self.cfg.rx_ident {
             self.cfg.rx_ident = id;
             self.start_rx_seqs();
             app.restart_rx(id);
         }
         self.cfg.rx_alt = Ident::DEFAULT;
+    }
+
+    /// Whether a DATA or PROBE of incarnation `inc` is the peer's current one (any is,
+    /// before the first was accepted); changes nothing.
+    pub(super) fn inc_check(&self, inc: u16) -> Result<(), super::wire::DropReason> {
+        if self.peer_inc != 0 && inc != self.peer_inc {
+            return Err(super::wire::DropReason::StaleIncarnation);
+        }
+        Ok(())
+    }
+
+    /// The peer's incarnation (0: nothing accepted yet).
+    pub fn peer_incarnation(&self) -> u16 {
+        self.peer_inc
     }
 
     /// Sets the key of the direction this end sends in ([`Config::tx_ident`]), which

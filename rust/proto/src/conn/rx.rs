@@ -83,6 +83,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     ) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
         let key = self.rx_key_for(h.token).ok_or(DropReason::BadToken)?;
+        self.inc_check(h.inc)?;
         // A probe's PSN is its path's next one: within 256 of the floor.
         let fresh = PathRx {
             cum: key.isn(p as u8),
@@ -96,7 +97,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if !rx.admits(h.psn, h.floor) || h.psn.wrapping_sub(h.floor) > SACK_BITS {
             return Err(DropReason::PsnOutOfWindow);
         }
-        self.settle_rx_key(key, app);
+        self.settle_rx_key(key, h.inc, app);
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
@@ -157,6 +158,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if let Some(rx) = self.rx.get_mut(p) {
             rx.apply_floor(h.floor);
         }
+        // The report must reach the sender, which takes only its own incarnation.
+        self.peer_inc = h.inc;
         reason
     }
 
@@ -215,6 +218,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     ) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
         let key = self.rx_key_for(h.token).ok_or(DropReason::BadToken)?;
+        self.inc_check(h.inc)?;
         if h.payload_len > self.cfg.mtu {
             return Err(DropReason::BadOffset);
         }
@@ -237,7 +241,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             if fresh.rx.check(h.ssn) == RxVerdict::OutOfWindow {
                 return Err(DropReason::SsnOutOfWindow);
             }
-            self.settle_rx_key(key, app);
+            self.settle_rx_key(key, h.inc, app);
             srx = fresh.rx;
         }
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
@@ -282,7 +286,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
         let in_order = h.psn == rx.cum;
-        self.settle_rx_key(key, app);
+        self.settle_rx_key(key, h.inc, app);
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.mark(h.psn);
         rx.acked = rx.acked.saturating_add(1);

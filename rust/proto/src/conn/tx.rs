@@ -30,7 +30,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             if self.timers.is_armed(Timer::DelayedAck) && self.rx.iter().all(|r| r.acked == 0) {
                 self.timers.stop(Timer::DelayedAck);
             }
-            return self.send_ack(buf);
+            if let Some(t) = self.send_ack(buf) {
+                return Some(t);
+            }
         }
         if self.state != ConnState::Open {
             return None;
@@ -80,6 +82,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let stamp = now.wire_stamp();
         let h = ProbeHeader {
             path: p as u8,
+            inc: self.cfg.incarnation,
             dst_conn: self.cfg.peer_conn,
             psn: t.next_psn,
             stamp,
@@ -403,6 +406,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         let h = DataHeader {
             path: p as u8,
+            inc: self.cfg.incarnation,
             dst_conn: self.cfg.peer_conn,
             psn: t.next_psn,
             stamp: now.wire_stamp(),

@@ -228,6 +228,8 @@ impl<T: Tables> Engine<T> {
         };
         let h = DataHeader {
             path: 0,
+            // UC has no ACK to echo it and nothing stale to tell apart: a constant.
+            inc: 1,
             dst_conn: link.peer_conn,
             psn: link.tx_psn,
             stamp,

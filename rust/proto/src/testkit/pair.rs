@@ -73,6 +73,7 @@ pub fn model_config(local: u32, peer: u32) -> Config {
     let mut cfg = Config {
         local_conn: local,
         peer_conn: peer,
+        incarnation: incarnation_of(local),
         paths: 4,
         mtu: 1024,
         init_rto_ns: 2_000_000,
@@ -84,6 +85,12 @@ pub fn model_config(local: u32, peer: u32) -> Config {
     };
     rc::retry_config(&mut cfg, 14, 7, 7);
     cfg
+}
+
+/// The models' incarnation for the connection whose id is `local`: nonzero, and not
+/// the same at the two ends, so that every ACK's echo is checked against the right one.
+pub fn incarnation_of(local: u32) -> u16 {
+    (local as u16).wrapping_mul(0x9e37) | 1
 }
 
 /// Deterministic xorshift generator.

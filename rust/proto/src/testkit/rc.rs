@@ -443,4 +443,6 @@ pub fn tables(slots: usize, srq_sge: Option<u32>) -> VecTables {
     }
 }
 
-pub use super::pair::{fuzz_engine, model_config, Conn, Link, Node, Pair, Rng, Wire};
+pub use super::pair::{
+    fuzz_engine, incarnation_of, model_config, Conn, Link, Node, Pair, Rng, Wire,
+};

@@ -39,11 +39,15 @@ pub enum DropReason {
     /// The token is not the direction's (see `ident`): a forged or misdirected
     /// datagram.
     BadToken = 16,
+    /// The incarnation is not the connection's (DATA, PROBE: not the peer's current
+    /// one; ACK: not this end's): a datagram of an earlier connection still in the
+    /// network.
+    StaleIncarnation = 17,
 }
 
 impl DropReason {
     /// Number of drop reasons (size of a counter array).
-    pub const COUNT: usize = 17;
+    pub const COUNT: usize = 18;
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::Truncated,
@@ -63,6 +67,7 @@ impl DropReason {
         DropReason::ReceiverNotReady,
         DropReason::Refused,
         DropReason::BadToken,
+        DropReason::StaleIncarnation,
     ];
 
     /// Counter index of this reason.
@@ -90,6 +95,7 @@ impl DropReason {
             DropReason::ReceiverNotReady => "receiver_not_ready",
             DropReason::Refused => "refused",
             DropReason::BadToken => "bad_token",
+            DropReason::StaleIncarnation => "stale_incarnation",
         }
     }
 }

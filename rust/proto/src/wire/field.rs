@@ -11,9 +11,11 @@ pub(crate) mod common {
     pub(crate) const VERSION: usize = 0;
     pub(crate) const TYPE: usize = 1;
     pub(crate) const PATH: usize = 2;
-    /// Reserved, zero.
-    pub(crate) const RESERVED: usize = 3;
-    pub(crate) const DST_CONN: Field = 4..8;
+    /// The incarnation (version 3): DATA and PROBE, the sending connection's; ACK,
+    /// the acknowledged connection's; DATAGRAM, zero.
+    pub(crate) const INC: Field = 3..5;
+    /// The destination (24 bits): the receiver's QPN.
+    pub(crate) const DST_CONN: Field = 5..8;
     pub(crate) const PSN: Field = 8..12;
     pub(crate) const STAMP: Field = 12..16;
     /// The direction's token (`ident`): 0 in a DATAGRAM.

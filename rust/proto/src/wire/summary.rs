@@ -1,7 +1,7 @@
 //! The fields a packet trace shows of a datagram, read without validating it (a
 //! datagram the receiver drops is traced as well, with what it claims).
 
-use super::{field, get_u16, get_u32, get_u8, PacketType};
+use super::{field, get_u16, get_u24, get_u32, get_u8, PacketType};
 
 /// A datagram's trace fields. Absent fields (a short datagram, a type without them) are 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -10,6 +10,8 @@ pub struct Summary {
     pub ptype: u8,
     /// Path index.
     pub path: u8,
+    /// The incarnation (common header).
+    pub inc: u16,
     /// Destination connection id (a DATAGRAM's: the destination QPN).
     pub dst_conn: u32,
     /// DATA and PROBE: the PSN; ACK: the cumulative PSN (the next one expected).
@@ -32,7 +34,8 @@ impl Summary {
         let mut s = Summary {
             ptype,
             path: u8_at(field::common::PATH),
-            dst_conn: u32_at(field::common::DST_CONN),
+            inc: u16_at(field::common::INC),
+            dst_conn: get_u24(buf, field::common::DST_CONN).unwrap_or(0),
             psn: u32_at(field::common::PSN),
             ..Summary::default()
         };

@@ -290,6 +290,7 @@ pub fn kernel_like_config(local: u32, peer: u32) -> Config {
     Config {
         local_conn: local,
         peer_conn: peer,
+        incarnation: metaroce_proto::testkit::rc::incarnation_of(local),
         paths: 8,
         mtu: 1024,
         init_rto_ns: 20_000_000,
@@ -306,6 +307,7 @@ pub fn config(local: u32, peer: u32, paths: u8) -> Config {
     Config {
         local_conn: local,
         peer_conn: peer,
+        incarnation: metaroce_proto::testkit::rc::incarnation_of(local),
         paths,
         mtu: 1024,
         init_rto_ns: 200_000,
