@@ -431,7 +431,7 @@ fn common(buf: &[u8]) -> Result<Common, DropReason> {
         t: get_u8(buf, TYPE)?,
         path: get_u8(buf, PATH)?,
         inc: get_u16(buf, INC)?,
-        dst_conn: get_u24(buf, DST_CONN)?,
+        dst_conn: get_u32(buf, DST_CONN.start - 1..DST_CONN.end)? & MAX_DST,
         psn: get_u32(buf, PSN)?,
         stamp: get_u32(buf, STAMP)?,
         token: get_u32(buf, TOKEN)?,
@@ -646,9 +646,10 @@ fn put_common(b: &mut [u8], h: Head) -> Option<()> {
     *b.get_mut(VERSION)? = self::VERSION;
     *b.get_mut(TYPE)? = t as u8;
     *b.get_mut(PATH)? = path;
+    // The destination as 4 bytes from byte 4 (its top byte 0), then the incarnation
+    // over bytes 3-4: two stores.
+    put(b, DST_CONN.start - 1..DST_CONN.end, conn.to_be_bytes())?;
     put(b, INC, inc.to_be_bytes())?;
-    let [_, d @ ..] = conn.to_be_bytes();
-    put(b, DST_CONN, d)?;
     put(b, PSN, psn.to_be_bytes())?;
     put(b, STAMP, stamp.to_be_bytes())?;
     put(b, TOKEN, token.to_be_bytes())

@@ -49,9 +49,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
         let p = self.tx_path_check(a.dst_conn, a.path)?;
-        if a.token != self.cfg.tx_ident.token() {
-            return Err(DropReason::BadToken);
-        }
+        let member = self.ack_from(a.dst_conn, a.token, app)?;
         if a.inc != self.cfg.incarnation {
             return Err(DropReason::StaleIncarnation);
         }
@@ -89,9 +87,19 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         // A NAK naming a message: a stream of this connection, and a message sent on it
         // and not yet fully acknowledged.
-        let named = (a.flags & AF_MSG != 0).then_some((a.nak_stream, a.nak_msn));
+        let named = (a.flags & AF_MSG != 0).then(|| {
+            let s = match member {
+                Some(id) => app.stream_in(id, a.nak_stream).unwrap_or(NO_STREAM),
+                None => a.nak_stream,
+            };
+            (s, a.nak_msn)
+        });
         if let Some((s, msn)) = named {
-            let st = &app.stream(s).ok_or(DropReason::StreamOutOfRange)?.tx;
+            let st = &app
+                .stream(s)
+                .filter(|_| s != NO_STREAM)
+                .ok_or(DropReason::StreamOutOfRange)?
+                .tx;
             let sent = st
                 .tx_msn
                 .wrapping_sub(st.acked_msn)
@@ -505,7 +513,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         self.timers.set(Timer::Pacing, now.add_nanos(wait));
     }
 
-    pub(super) fn send_ack(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+    pub(super) fn send_ack<A: App>(&mut self, buf: &mut [u8], app: &mut A) -> Option<Transmit> {
         let p = self.reports.ack_pending.trailing_zeros() as usize;
         self.reports.ack_pending &= !(1u64 << (p % 64));
         self.rx.get(p)?;
@@ -529,13 +537,19 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let named = nak
             .filter(|n| n.stream != NO_STREAM)
             .map(|n| (n.stream, n.msn));
+        let (dst, token) = self.ack_to(p, named.map(|(s, _)| s), app)?;
+        // On the wire a shared connection's stream is its member's (0 or 1).
+        let named = match named {
+            Some((s, m)) if self.cfg.shared => Some((app.stream_out(s)?.1, m)),
+            x => x,
+        };
         let rx = self.rx.get_mut(p)?;
         let h = AckHeader {
             path: p as u8,
             inc: self.peer_inc,
-            dst_conn: self.cfg.peer_conn,
+            dst_conn: dst,
             echo: rx.echo,
-            token: self.cfg.rx_ident.token(),
+            token,
             cum: rx.cum,
             rate_hint: self.local_hint,
             ce: rx.ce,

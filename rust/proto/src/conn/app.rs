@@ -3,7 +3,8 @@
 
 use super::super::ident::Ident;
 use super::super::stream::Stream;
-use super::super::wire::{Op, Reth};
+use super::super::wire::{DropReason, Op, Reth};
+use super::members::{MemberOut, MemberRx};
 use super::Event;
 
 /// Description of a message the application (verbs layer) has queued on a stream.
@@ -201,4 +202,40 @@ pub trait App {
     fn error(&mut self, e: ConnError);
     /// Something a host may trace happened ([`Event`]); by default nothing is done.
     fn event(&mut self, _e: Event) {}
+
+    // Shared connections only ([`super::Config::shared`]; Documentation/transport.rst,
+    // "Shared connections"): the members, the QP pairs whose streams the connection
+    // carries. A connection of one pair never calls these.
+
+    /// Receiver: the member a DATA or PROBE addressed to `dst` (this end's QPN of the
+    /// pair) with `token` is for: [`DropReason::WrongConnection`] if `dst` is no member,
+    /// [`DropReason::BadToken`] if `token` is not the pair's receiving token.
+    fn member_rx(&mut self, _dst: u32, _token: u32) -> Result<MemberRx, DropReason> {
+        Err(DropReason::WrongConnection)
+    }
+    /// Receiver: a DATA or PROBE of member `id` passed every check (it is no longer
+    /// fresh, [`MemberRx::fresh`]).
+    fn member_accepted(&mut self, _id: u16) {}
+    /// Sender: the member an ACK addressed to `dst` is for, and the token of its
+    /// sending direction (the ACK must carry it).
+    fn member_tx(&mut self, _dst: u32) -> Option<(u16, u32)> {
+        None
+    }
+    /// Where member `id`'s datagrams go; `None` if it left. For an ACK of a member that
+    /// left, any member will do (the connection asks [`App::any_member`]).
+    fn member_out(&mut self, _id: u16) -> Option<MemberOut> {
+        None
+    }
+    /// Some member that is still there (for a PROBE, or an ACK whose member left).
+    fn any_member(&mut self) -> Option<u16> {
+        None
+    }
+    /// Receiver: the connection's stream of member `id`'s wire stream `wire`.
+    fn stream_in(&mut self, _id: u16, _wire: u16) -> Option<u16> {
+        None
+    }
+    /// Sender: the member and wire stream of the connection's stream `s`.
+    fn stream_out(&mut self, _s: u16) -> Option<(u16, u16)> {
+        None
+    }
 }

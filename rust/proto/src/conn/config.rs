@@ -29,6 +29,12 @@ pub struct Config {
     /// "Incarnations"): carried in its DATA and PROBE packets, and the ACKs it
     /// accepts must echo it. The host draws it at random for every new connection.
     pub incarnation: u16,
+    /// The connection carries several QP pairs' streams (Documentation/transport.rst,
+    /// "Shared connections"): datagrams are addressed to and keyed by the pairs the
+    /// application names ([`super::App::member_rx`] ...), not by `local_conn`,
+    /// `peer_conn` and the keys above (which then only seed the paths' first PSNs);
+    /// the receiver takes its paths' sequences from the sender's floors.
+    pub shared: bool,
     /// Number of paths in use, 1..=P (and at most 64).
     pub paths: u8,
     /// Payload bytes per full packet.
@@ -99,6 +105,7 @@ impl Config {
             rx_ident: Ident::DEFAULT,
             rx_alt: Ident::DEFAULT,
             incarnation: 1,
+            shared: false,
             paths: 8,
             mtu: 4096,
             base_src_port: 49152,

@@ -14,6 +14,7 @@ mod ack;
 mod app;
 mod config;
 mod event;
+mod members;
 mod reorder;
 mod rx;
 mod streams;
@@ -29,6 +30,7 @@ use timers::{Timer, TimerTable};
 pub use app::{rnr_timer_ns, App, ConnError, MsgInfo, Placement, Refuse, Rnr, Scope, Unreadable};
 pub use config::Config;
 pub use event::{Event, LossCause};
+pub use members::{MemberOut, MemberRx};
 
 /// Largest number of paths a connection may have.
 pub const MAX_PATHS: usize = 64;
@@ -113,6 +115,9 @@ pub struct Stats {
     pub sack_lost: u32,
     /// CE marks echoed to the sender in ACKs.
     pub ce_echoed: u32,
+    /// Shared connections: new peer incarnations taken (every receive path
+    /// resynchronised).
+    pub resyncs: u32,
 }
 
 /// One in-flight (or awaiting retransmission) data packet: enough to rebuild it with the
@@ -232,6 +237,12 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     /// The peer's incarnation (Documentation/transport.rst, "Incarnations"): set by
     /// the first DATA or PROBE that passes every check; 0 until then.
     peer_inc: u16,
+    /// Shared connections: receive paths not yet synchronised to the peer's current
+    /// incarnation (bit per path; [`members`]).
+    unsynced: u64,
+    /// Shared connections: the member of the newest packet accepted on each path,
+    /// whose pair the path's ACKs are addressed by.
+    ack_member: [u16; P],
     stats: Stats,
 }
 
@@ -378,6 +389,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         rr_path: 0,
         partial: 0,
         peer_inc: 0,
+        unsynced: u64::MAX,
+        ack_member: [0; P],
         stats: Stats::EMPTY,
     };
 
@@ -515,7 +528,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     pub fn ack_all(&mut self) {
         let id = self.cfg.rx_ident;
         for (p, rx) in self.rx.iter().enumerate().take(MAX_PATHS) {
-            if rx.cum != id.isn(p as u8) || !rx.sack.is_empty() {
+            let received = if self.cfg.shared {
+                self.unsynced & (1u64 << p) == 0
+            } else {
+                rx.cum != id.isn(p as u8) || !rx.sack.is_empty()
+            };
+            if received {
                 self.reports.ack_pending |= 1u64 << p;
             }
         }
@@ -739,6 +757,7 @@ impl Stats {
         dup_rx: 0,
         sack_lost: 0,
         ce_echoed: 0,
+        resyncs: 0,
     };
 }
 

@@ -66,7 +66,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     }
 
     fn path_check(&self, conn: u32, path: u8, paths: usize) -> Result<usize, DropReason> {
-        if conn != self.cfg.local_conn {
+        // A shared connection's datagrams name a member, which the application
+        // checks ([`super::members`]).
+        if !self.cfg.shared && conn != self.cfg.local_conn {
             return Err(DropReason::WrongConnection);
         }
         let p = usize::from(path);
@@ -82,6 +84,20 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
+        if self.cfg.shared {
+            let m = self.member_check(h.dst_conn, h.token, h.inc, app)?;
+            let admits = self.path_admits(p, h.inc, h.psn, h.floor);
+            if !admits.ok_or(DropReason::BadPath)? || h.psn.wrapping_sub(h.floor) > SACK_BITS {
+                return Err(DropReason::PsnOutOfWindow);
+            }
+            self.adopt(p, h.inc, h.floor);
+            self.took(p, m.id, app);
+            let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
+            rx.apply_floor(h.floor);
+            rx.echo = h.stamp;
+            self.reports.ack_pending |= 1u64 << p;
+            return Ok(RxEvent::Probe);
+        }
         let key = self.rx_key_for(h.token).ok_or(DropReason::BadToken)?;
         self.inc_check(h.inc)?;
         // A probe's PSN is its path's next one: within 256 of the floor.
@@ -115,7 +131,14 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// than 256 PSNs its ACKs, RNR reports included, fall behind the sender's floor and
     /// are dropped (`ack_out_of_range`): each refused packet then waited out a path
     /// timeout.
-    fn refused(&mut self, p: usize, h: &DataHeader, r: Refuse, next_msn: u32) -> DropReason {
+    fn refused(
+        &mut self,
+        p: usize,
+        h: &DataHeader,
+        s: u16,
+        r: Refuse,
+        next_msn: u32,
+    ) -> DropReason {
         let reason = match r {
             Refuse::Rnr(Rnr(t)) => {
                 self.reports.ack_pending |= 1u64 << p;
@@ -145,21 +168,22 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                     path: p as u8,
                     kind,
                     psn: h.psn,
-                    stream: h.stream,
+                    stream: s,
                     msn: next_msn,
                 });
                 DropReason::Refused
             }
             Refuse::Access | Refuse::Invalid | Refuse::Held => {
-                self.hold(p, h.psn, h.stream);
+                self.hold(p, h.psn, s);
                 DropReason::Refused
             }
         };
+        // The report must reach the sender, which takes only its own incarnation (a
+        // shared connection: the path synchronised on it, as for an accepted packet).
+        self.adopt(p, h.inc, h.floor);
         if let Some(rx) = self.rx.get_mut(p) {
             rx.apply_floor(h.floor);
         }
-        // The report must reach the sender, which takes only its own incarnation.
-        self.peer_inc = h.inc;
         reason
     }
 
@@ -217,17 +241,28 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
         let p = self.rx_path_check(h.dst_conn, h.path)?;
-        let key = self.rx_key_for(h.token).ok_or(DropReason::BadToken)?;
-        self.inc_check(h.inc)?;
+        // Who the packet is from: the connection's own peer under one of its keys, or
+        // (shared) a member, whose wire stream maps to one of the connection's.
+        let (key, member) = if self.cfg.shared {
+            let m = self.member_check(h.dst_conn, h.token, h.inc, app)?;
+            (self.cfg.rx_ident, Some(m.id))
+        } else {
+            let key = self.rx_key_for(h.token).ok_or(DropReason::BadToken)?;
+            self.inc_check(h.inc)?;
+            (key, None)
+        };
         if h.payload_len > self.cfg.mtu {
             return Err(DropReason::BadOffset);
         }
-        let s = h.stream;
+        let s = match member {
+            Some(id) => app.stream_in(id, h.stream).unwrap_or(NO_STREAM),
+            None => h.stream,
+        };
         let Some(st) = app.stream(s).filter(|_| s != NO_STREAM) else {
             return Err(DropReason::StreamOutOfRange);
         };
         let mut srx = st.rx;
-        if key != self.cfg.rx_ident {
+        if member.is_none() && key != self.cfg.rx_ident {
             // The alternative key (nothing received yet): the windows it starts.
             let fresh = PathRx {
                 cum: key.isn(p as u8),
@@ -244,8 +279,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.settle_rx_key(key, h.inc, app);
             srx = fresh.rx;
         }
-        let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
-        if !rx.admits(h.psn, h.floor) {
+        if !self
+            .path_admits(p, h.inc, h.psn, h.floor)
+            .ok_or(DropReason::BadPath)?
+        {
             return Err(DropReason::PsnOutOfWindow);
         }
         let verdict = srx.check(h.ssn);
@@ -256,7 +293,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let last = h.flags & DF_LAST != 0;
         let ev = if verdict == RxVerdict::New {
             let pl = Placement {
-                stream: h.stream,
+                stream: s,
                 msn: h.msn,
                 offset: h.offset,
                 msg_len: h.msg_len,
@@ -269,7 +306,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             };
             if let Err(r) = app.place(&pl) {
                 let next_msn = srx.next_msn;
-                return Err(self.refused(p, h, r, next_msn));
+                if let Some(id) = member {
+                    self.took(p, id, app);
+                }
+                return Err(self.refused(p, h, s, r, next_msn));
             }
             let done = srx.accept(h.ssn, last);
             if let Some(st) = app.stream(s) {
@@ -283,11 +323,17 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.stats.dup_rx = self.stats.dup_rx.wrapping_add(1);
             RxEvent::Duplicate
         };
+        match member {
+            Some(id) => {
+                self.adopt(p, h.inc, h.floor);
+                self.took(p, id, app);
+            }
+            None => self.settle_rx_key(key, h.inc, app),
+        }
+        let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
         let in_order = h.psn == rx.cum;
-        self.settle_rx_key(key, h.inc, app);
-        let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.mark(h.psn);
         rx.acked = rx.acked.saturating_add(1);
         if ce {

@@ -30,7 +30,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             if self.timers.is_armed(Timer::DelayedAck) && self.rx.iter().all(|r| r.acked == 0) {
                 self.timers.stop(Timer::DelayedAck);
             }
-            if let Some(t) = self.send_ack(buf) {
+            if let Some(t) = self.send_ack(buf, app) {
                 return Some(t);
             }
         }
@@ -45,7 +45,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                     .map(|t| t.state != PathState::Unused && t.probe_due)
                     .unwrap_or(false);
                 if due {
-                    return self.send_probe(now, p, buf);
+                    return self.send_probe(now, p, buf, app);
                 }
             }
         }
@@ -58,7 +58,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if r.is_none() && self.reports.ack_pending != 0 {
             // A failure while building data (an unreadable response) queued
             // a NAK: it goes out now, not at some later timer.
-            return self.send_ack(buf);
+            return self.send_ack(buf, app);
         }
         if let Some(t) = &r {
             if self.cfg.pacing && self.peer_hint != 0 {
@@ -71,22 +71,24 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         r
     }
 
-    pub(super) fn send_probe(
+    pub(super) fn send_probe<A: App>(
         &mut self,
         now: Instant,
         p: usize,
         buf: &mut [u8],
+        app: &mut A,
     ) -> Option<Transmit> {
         let rto = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
+        let (dst, token) = self.probe_to(app)?;
         let t = self.tx.get_mut(p)?;
         let stamp = now.wire_stamp();
         let h = ProbeHeader {
             path: p as u8,
             inc: self.cfg.incarnation,
-            dst_conn: self.cfg.peer_conn,
+            dst_conn: dst,
             psn: t.next_psn,
             stamp,
-            token: self.cfg.tx_ident.token(),
+            token,
             floor: t.base_psn,
         };
         let len = h.encode(buf)?;
@@ -373,6 +375,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         retransmit: bool,
         app: &mut A,
     ) -> Option<Transmit> {
+        let (dst, token, wire_stream) = self.data_to(stream, app)?;
         let t = self.tx.get(p)?;
         let end = offset.saturating_add(u32::from(len));
         let last = end >= info.len;
@@ -407,11 +410,11 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let h = DataHeader {
             path: p as u8,
             inc: self.cfg.incarnation,
-            dst_conn: self.cfg.peer_conn,
+            dst_conn: dst,
             psn: t.next_psn,
             stamp: now.wire_stamp(),
-            token: self.cfg.tx_ident.token(),
-            stream,
+            token,
+            stream: wire_stream,
             op: info.op as u8,
             flags,
             payload_len: len,

@@ -7,19 +7,31 @@
 use super::pair::{model_config, next_event, Conn, Link, Wire};
 use super::rc::{tables, Host, VecTables};
 use crate::conn::{App, ConnError, Event, MsgInfo, Placement, Refuse, Scope, TxKind};
-use crate::conn::{Connection, Unreadable};
+use crate::conn::{Config, Connection, MemberOut, MemberRx, Unreadable};
 use crate::ident::Ident;
 use crate::rc::{Engine, QpMode};
 use crate::stream::Stream;
 use crate::time::Instant;
+use crate::wire::DropReason;
 use alloc::vec::Vec;
 
-/// One QP: its verbs objects and RC engine.
+/// One QP: its verbs objects and RC engine, and what its pair is on the wire (it is a
+/// member of the shared connection: Documentation/transport.rst, "Shared connections").
 pub struct Qp {
     /// Verbs objects.
     pub host: Host,
     /// The RC engine (it holds the QP's two streams).
     pub engine: Engine<VecTables>,
+    /// Its QPN and its peer's.
+    pub qpn: u32,
+    /// The peer QP's QPN.
+    pub peer: u32,
+    /// The pair's keys: this end's sending direction, the peer's.
+    pub tx: Ident,
+    /// The peer's sending direction's key.
+    pub rx: Ident,
+    /// Nothing of the pair accepted yet.
+    pub fresh: bool,
 }
 
 impl Qp {
@@ -27,11 +39,19 @@ impl Qp {
     /// (`tx` this end's sending direction, `rx` the peer's): a new QP in a destroyed
     /// one's slot then starts its streams elsewhere in sequence space, and the old QP's
     /// packets still in the network fall outside its windows.
-    pub fn new(slots: usize, tx: Ident, rx: Ident) -> Self {
+    pub fn new(slots: usize, (qpn, peer): (u32, u32), tx: Ident, rx: Ident) -> Self {
         let host = Host::new(slots, false);
         let mut engine = Engine::new(tables(host.sq.len(), host.attrs.srq_sge));
         engine.start_streams(tx, rx);
-        Qp { host, engine }
+        Qp {
+            host,
+            engine,
+            qpn,
+            peer,
+            tx,
+            rx,
+            fresh: true,
+        }
     }
 }
 
@@ -67,6 +87,13 @@ impl Mux<'_> {
     fn qp(&mut self, s: u16) -> Option<(&mut Qp, u16)> {
         let (q, l) = split(s);
         Some((self.qps.get_mut(q)?.as_mut()?, l))
+    }
+
+    /// The member whose QPN is `qpn` (its slot is the QPN's low 12 bits).
+    fn by_qpn(&mut self, qpn: u32) -> Option<(u16, &mut Qp)> {
+        let q = (qpn & 0xfff) as usize;
+        let qp = self.qps.get_mut(q)?.as_mut().filter(|qp| qp.qpn == qpn)?;
+        Some((q as u16, qp))
     }
 }
 
@@ -158,6 +185,52 @@ impl App for Mux<'_> {
     }
 
     fn event(&mut self, _e: Event) {}
+
+    fn member_rx(&mut self, dst: u32, token: u32) -> Result<MemberRx, DropReason> {
+        let (id, qp) = self.by_qpn(dst).ok_or(DropReason::WrongConnection)?;
+        if token != qp.rx.token() {
+            return Err(DropReason::BadToken);
+        }
+        Ok(MemberRx {
+            id,
+            fresh: qp.fresh,
+        })
+    }
+
+    fn member_accepted(&mut self, id: u16) {
+        if let Some(Some(qp)) = self.qps.get_mut(usize::from(id)) {
+            qp.fresh = false;
+        }
+    }
+
+    fn member_tx(&mut self, dst: u32) -> Option<(u16, u32)> {
+        let (id, qp) = self.by_qpn(dst)?;
+        Some((id, qp.tx.token()))
+    }
+
+    fn member_out(&mut self, id: u16) -> Option<MemberOut> {
+        let qp = self.qps.get(usize::from(id))?.as_ref()?;
+        Some(MemberOut {
+            to: qp.peer,
+            tx_token: qp.tx.token(),
+            rx_token: qp.rx.token(),
+        })
+    }
+
+    fn any_member(&mut self) -> Option<u16> {
+        let q = self.qps.iter().position(|x| x.is_some())?;
+        Some(q as u16)
+    }
+
+    fn stream_in(&mut self, id: u16, wire: u16) -> Option<u16> {
+        (wire < 2).then(|| id.wrapping_mul(2).wrapping_add(wire))
+    }
+
+    fn stream_out(&mut self, s: u16) -> Option<(u16, u16)> {
+        let (q, l) = split(s);
+        self.qps.get(q)?.as_ref()?;
+        Some((q as u16, l))
+    }
 }
 
 /// One node: its QPs and the connection they share.
@@ -199,7 +272,7 @@ impl SharedNode {
         let (a, b) = (qpn(me, q, inc), qpn(peer, q, inc));
         let tx = Ident::derive(&gid(me), &gid(peer), a, b, 0);
         let rx = Ident::derive(&gid(peer), &gid(me), b, a, 0);
-        let qp = Some(Qp::new(slots, tx, rx));
+        let qp = Some(Qp::new(slots, (a, b), tx, rx));
         match self.qps.get_mut(q) {
             Some(slot) => *slot = qp,
             None => self.qps.push(qp),
@@ -235,6 +308,13 @@ impl SharedNode {
         }
     }
 
+    /// Hands datagram `bytes` to the connection at `now` (nothing is sent in answer
+    /// until the pair next runs): `Err` with the reason it was dropped.
+    pub fn deliver(&mut self, now: Instant, bytes: &[u8]) -> Result<(), DropReason> {
+        let (conn, mut mux) = self.mux();
+        conn.handle_packet(now, bytes, false, &mut mux).map(|_| ())
+    }
+
     /// QP `q` (panics if it was destroyed or never created: tests only).
     pub fn qp(&mut self, q: usize) -> &mut Qp {
         self.qps[q].as_mut().expect("a live QP")
@@ -264,7 +344,10 @@ impl SharedPair {
         let node = |local, peer| {
             let mut n = SharedNode {
                 qps: Vec::new(),
-                conn: Connection::new(model_config(local, peer)),
+                conn: Connection::new(Config {
+                    shared: true,
+                    ..model_config(local, peer)
+                }),
                 rr: 0,
                 created: 0,
             };

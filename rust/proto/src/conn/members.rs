@@ -1,0 +1,174 @@
+//! Shared connections (Documentation/transport.rst, "Shared connections"): one
+//! connection carries the streams of several QP pairs, its *members*. A datagram is
+//! addressed to one member (`dst_conn`: the receiver's QPN of the pair) and carries that
+//! pair's token, so every datagram proves knowledge of one pair's set-up, and no
+//! connection-wide key or stream numbering has to be agreed: a member's streams are 0
+//! (requests) and 1 (responses) on the wire, as in a connection of its own. The paths,
+//! their sequences and the congestion state are the connection's.
+//!
+//! The receiver takes its paths' sequences from the sender's floors: a path is
+//! *unsynchronised* until the first packet of the peer's current incarnation that passes
+//! every check on it, whose floor becomes its cumulative PSN. A DATA or PROBE of another
+//! incarnation is stale unless its member has had nothing accepted yet (a pair set up
+//! after the peer's connection was: the peer's connection is new), and then it starts
+//! the new incarnation: every path unsynchronised again.
+//!
+//! [`Config::shared`](super::Config::shared) turns this on; the application answers for
+//! its members ([`App::member_rx`] and the others below). Without it a connection is
+//! one QP pair's, addressed and keyed by its [`Config`](super::Config).
+
+use super::super::path::PathRx;
+use super::super::wire::DropReason;
+use super::{App, Connection};
+
+/// A DATA or PROBE's addressee, as the application knows it ([`App::member_rx`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberRx {
+    /// The member's index (the application's).
+    pub id: u16,
+    /// Nothing from this member was accepted yet ([`App::member_accepted`]).
+    pub fresh: bool,
+}
+
+/// Where a member's datagrams go: the peer's QPN of the pair and the tokens of the
+/// pair's two directions ([`App::member_out`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberOut {
+    /// The peer's QPN (`dst_conn` of what this end sends for the member).
+    pub to: u32,
+    /// The token of this end's sending direction (its DATA and PROBE).
+    pub tx_token: u32,
+    /// The token of the peer's sending direction (ACKs for the peer's data).
+    pub rx_token: u32,
+}
+
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
+    /// Receiver, shared connection: the addressee of a DATA or PROBE (`dst`, `token`)
+    /// and whether its incarnation `inc` is acceptable (changes nothing).
+    pub(super) fn member_check<A: App>(
+        &self,
+        dst: u32,
+        token: u32,
+        inc: u16,
+        app: &mut A,
+    ) -> Result<MemberRx, DropReason> {
+        let m = app.member_rx(dst, token)?;
+        if self.peer_inc != 0 && inc != self.peer_inc && !m.fresh {
+            return Err(DropReason::StaleIncarnation);
+        }
+        Ok(m)
+    }
+
+    /// Receiver: whether path `p`'s window admits a packet of incarnation `inc`, PSN
+    /// `psn`, floor `floor` ([`PathRx::admits`]): the window as it stands, or, if the
+    /// path is unsynchronised or the packet starts a new incarnation (a shared
+    /// connection), a fresh one at the floor. `None`: no such path.
+    pub(super) fn path_admits(&self, p: usize, inc: u16, psn: u32, floor: u32) -> Option<bool> {
+        if self.cfg.shared && (self.peer_inc != inc || self.unsynced & (1u64 << (p % 64)) != 0) {
+            let fresh = PathRx {
+                cum: floor,
+                ..PathRx::EMPTY
+            };
+            return Some(fresh.admits(psn, floor));
+        }
+        Some(self.rx.get(p)?.admits(psn, floor))
+    }
+
+    /// Receiver: a packet of incarnation `inc` on path `p`, floor `floor`, passed every
+    /// check: a new incarnation unsynchronises every path; path `p` takes the floor if
+    /// unsynchronised. (Not shared: the incarnation is just noted.)
+    pub(super) fn adopt(&mut self, p: usize, inc: u16, floor: u32) {
+        if !self.cfg.shared {
+            self.peer_inc = inc;
+            return;
+        }
+        if inc != self.peer_inc {
+            self.peer_inc = inc;
+            self.unsynced = u64::MAX;
+            self.stats.resyncs = self.stats.resyncs.wrapping_add(1);
+        }
+        let bit = 1u64 << (p % 64);
+        if self.unsynced & bit != 0 {
+            self.unsynced &= !bit;
+            if let Some(r) = self.rx.get_mut(p) {
+                *r = PathRx {
+                    cum: floor,
+                    ..PathRx::EMPTY
+                };
+            }
+        }
+    }
+}
+
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
+    /// Receiver: member `id`'s packet on path `p` passed every check: it is no longer
+    /// fresh, and the path's ACKs go to its pair.
+    pub(super) fn took<A: App>(&mut self, p: usize, id: u16, app: &mut A) {
+        app.member_accepted(id);
+        if let Some(m) = self.ack_member.get_mut(p) {
+            *m = id;
+        }
+    }
+
+    /// Where an ACK of path `p` goes, and with which token: the pair of the path's
+    /// newest accepted packet, or of the stream `named` (a NAK naming a message, which
+    /// must reach that pair), or any member left.
+    pub(super) fn ack_to<A: App>(
+        &self,
+        p: usize,
+        named: Option<u16>,
+        app: &mut A,
+    ) -> Option<(u32, u32)> {
+        if !self.cfg.shared {
+            return Some((self.cfg.peer_conn, self.cfg.rx_ident.token()));
+        }
+        let id = match named {
+            Some(s) => app.stream_out(s)?.0,
+            None => *self.ack_member.get(p)?,
+        };
+        let out = app
+            .member_out(id)
+            .or_else(|| app.any_member().and_then(|m| app.member_out(m)))?;
+        Some((out.to, out.rx_token))
+    }
+
+    /// Where a DATA of stream `s` goes: (`dst_conn`, token, wire stream).
+    pub(super) fn data_to<A: App>(&self, s: u16, app: &mut A) -> Option<(u32, u32, u16)> {
+        if !self.cfg.shared {
+            return Some((self.cfg.peer_conn, self.cfg.tx_ident.token(), s));
+        }
+        let (id, wire) = app.stream_out(s)?;
+        let out = app.member_out(id)?;
+        Some((out.to, out.tx_token, wire))
+    }
+
+    /// Where a PROBE goes: (`dst_conn`, token).
+    pub(super) fn probe_to<A: App>(&self, app: &mut A) -> Option<(u32, u32)> {
+        if !self.cfg.shared {
+            return Some((self.cfg.peer_conn, self.cfg.tx_ident.token()));
+        }
+        let out = app.any_member().and_then(|m| app.member_out(m))?;
+        Some((out.to, out.tx_token))
+    }
+
+    /// Sender: an ACK addressed to `dst` with `token`: the member it is for (`None`:
+    /// not shared), or why it is dropped.
+    pub(super) fn ack_from<A: App>(
+        &self,
+        dst: u32,
+        token: u32,
+        app: &mut A,
+    ) -> Result<Option<u16>, DropReason> {
+        if !self.cfg.shared {
+            if token != self.cfg.tx_ident.token() {
+                return Err(DropReason::BadToken);
+            }
+            return Ok(None);
+        }
+        let (id, tx_token) = app.member_tx(dst).ok_or(DropReason::WrongConnection)?;
+        if token != tx_token {
+            return Err(DropReason::BadToken);
+        }
+        Ok(Some(id))
+    }
+}
