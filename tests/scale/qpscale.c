@@ -30,11 +30,16 @@
  * reports the corrupt ones (a stale or misdirected slot names the QP and
  * round that it holds).
  *
- * -H HOOK: at four points both sides run `HOOK PHASE` (system(3)) and wait
+ * -H HOOK: at five points both sides run `HOOK PHASE` (system(3)) and wait
  * for it: "before" (PD, MR, CQs and the TCP connection exist, no QP yet),
- * "rts" (all QPs of both sides at RTS, no traffic yet), "traffic" (after the
- * last round), "destroyed" (both sides destroyed all QPs; the PD, MR, CQs
- * still exist). The guest test takes its memory snapshots there.
+ * "created" (all QPs of both sides created, in RESET), "rts" (all QPs of
+ * both sides at RTS, no traffic yet), "traffic" (after the last round),
+ * "destroyed" (both sides destroyed all QPs; the PD, MR, CQs still exist).
+ * The guest test takes its memory snapshots there; the hooks are outside
+ * the timed phases.
+ *
+ * With NQPS >= 8000, a "# N QPs created" / "# N QPs at RTR" line every 2000
+ * QPs says how far a run got that the OOM killer ended.
  *
  * Output: TAP ("ok N - ..." / "not ok N - ..."), "# " diagnostics and one
  * summary line
@@ -378,6 +383,14 @@ static void verbs_setup(const char *devname)
 	memcpy(me.gid, gid.raw, 16);
 }
 
+/* a line every PROGRESS QPs of a long phase: where it stood if it dies (OOM) */
+#define PROGRESS 2000
+static void progress(const char *what, uint32_t done, double t0)
+{
+	if (nqps >= 4 * PROGRESS && done % PROGRESS == 0 && done < nqps)
+		diag("%u QPs %s (%.1f s)", done, what, now() - t0);
+}
+
 static double create_all(void)
 {
 	struct ibv_qp_init_attr ia;
@@ -403,6 +416,7 @@ static double create_all(void)
 		}
 		mine[i].qpn = qps[i]->qp_num;
 		mine[i].psn = mix(seed + i) & 0xffffff;
+		progress("created", i + 1, t0);
 	}
 	return now() - t0;
 }
@@ -466,6 +480,7 @@ static double modify_all(double *t_init, double *t_rtr, double *t_rts)
 			errno = e;
 			die("QP %u (qpn %#x) to RTR (peer qpn %#x)", i, mine[i].qpn, theirs[i].qpn);
 		}
+		progress("at RTR", i + 1, t);
 	}
 	*t_rtr = now() - t;
 	t = now();
@@ -706,6 +721,9 @@ int main(int argc, char **argv)
 
 	t_create = create_all();
 	ok(1, "created %u RC QPs in %.2f s: %.0f QPs/s", nqps, t_create, rate(nqps, t_create));
+	barrier(10);
+	run_hook("created");
+	barrier(11);
 	exchange();
 	t_modify = modify_all(&t_init, &t_rtr, &t_rts);
 	rts = count_rts();
