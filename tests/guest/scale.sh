@@ -4,7 +4,7 @@
 # rates of creating, connecting (INIT+RTR+RTS) and destroying NQPS QPs
 # (default 1024), ROUNDS (default 3) rounds of one 64-byte RDMA WRITE on
 # every QP with every slot checked, and the kernel memory a QP costs.
-#   scale.sh DEV [NQPS [ROUNDS]]
+#   scale.sh DEV [NQPS [ROUNDS [QPSCALE-OPTIONS...]]]
 #   make -C tests/scale && qemu/vm-run -n 2 -t 1800 tests/guest/seq.sh scale.sh mr0 + scale.sh rxe0
 # Guest 1 serves, guest 2 drives (posts the WRITEs). Memory: at qpscale's
 # hooks ("before": PD, MR and CQs made, no QP; "created": all QPs in RESET;
@@ -22,6 +22,7 @@
 dev=${1:-mr0}
 nqps=${2:-1024}
 rounds=${3:-3}
+extra=("${@:4}")	# more qpscale options, both sides (-X: must fail)
 bin=$MR_REPO/out/qpscale
 if [[ -x $bin && ! $bin -ot $MR_REPO/tests/scale/qpscale.c ]]; then pass "out/qpscale built and up to date"
 else fail "out/qpscale missing or older than its source: run 'make -C tests/scale' on the host"; done_testing; fi
@@ -95,7 +96,7 @@ rm -f "$rcf"
 tlimit=$(slow $((600 + nqps / 5)))
 t0=$SECONDS
 fold_tap "$dev: " < <(timeout "$tlimit" "$bin" -d "$dev" -g "$gid" -n "$nqps" -r "$rounds" -p "$port" \
-  -H "$hook" "${peer[@]}" 2>&1 | tee "$out"; echo "${PIPESTATUS[0]}" >"$rcf")
+  -H "$hook" "${extra[@]}" "${peer[@]}" 2>&1 | tee "$out"; echo "${PIPESTATUS[0]}" >"$rcf")
 rc=$(cat "$rcf" 2>/dev/null) && [[ $rc =~ ^[0-9]+$ ]] || rc=255
 took=$((SECONDS - t0))
 if ((rc == 0)); then pass "$dev: qpscale $role -n $nqps -r $rounds exits 0 ($took s)"

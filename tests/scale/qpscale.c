@@ -7,7 +7,7 @@
  * rdma_cm).
  *
  *   qpscale -d DEV -g GIDIDX -n NQPS [-r ROUNDS] [-s SIZE] [-p TCPPORT]
- *           [-w OUTSTANDING] [-H HOOK] [PEER_IPV4]
+ *           [-w OUTSTANDING] [-H HOOK] [-X] [PEER_IPV4]
  *
  * Without PEER_IPV4 it serves (listens on TCPPORT, default 18600); with it, it
  * is the client. Both sides must be given the same -n, -s and -r.
@@ -37,6 +37,10 @@
  * "destroyed" (both sides destroyed all QPs; the PD, MR, CQs still exist).
  * The guest test takes its memory snapshots there; the hooks are outside
  * the timed phases.
+ *
+ * -X (self-check of the checker, client side): in the last round QP 0
+ * writes QP 1's pattern into slot 0; the server must report it and the run
+ * must fail.
  *
  * With NQPS >= 8000, a "# N QPs created" / "# N QPs at RTR" line every 2000
  * QPs says how far a run got that the OOM killer ended.
@@ -94,6 +98,7 @@ struct msg {
 static int is_server, sock = -1, tap_n, failed;
 static const char *hook;
 static uint32_t nqps, size = 64, rounds = 3, window = 256;
+static int inject;		/* -X: QP 0 writes QP 1's pattern in the last round */
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_mr *mr;
@@ -585,6 +590,10 @@ static uint32_t client_round(uint32_t r, uint8_t *done, struct tally *t)
 	memset(done, 0, nqps);
 	for (uint32_t i = 0; i < nqps; i++)
 		fill(buf + (size_t)i * size, i, r);
+	if (inject && r == rounds - 1) {
+		fill(buf, 1, r);
+		diag("-X: round %u: QP 0 writes QP 1's pattern (the server must find slot 0 corrupt)", r);
+	}
 	while (next < nqps || outstanding) {
 		struct ibv_cq *ev_cq;
 		void *ev_ctx;
@@ -675,7 +684,7 @@ static uint32_t server_check(uint32_t r)
 static void usage(void)
 {
 	fprintf(stderr, "usage: qpscale -d DEV -g GIDIDX -n NQPS [-r ROUNDS] [-s SIZE] [-p TCPPORT]\n"
-			"               [-w OUTSTANDING] [-H HOOK] [PEER_IPV4]\n");
+			"               [-w OUTSTANDING] [-H HOOK] [-X] [PEER_IPV4]\n");
 	exit(2);
 }
 
@@ -690,7 +699,7 @@ int main(int argc, char **argv)
 	struct msg m;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((o = getopt(argc, argv, "d:g:n:r:s:p:w:H:")) != -1) {
+	while ((o = getopt(argc, argv, "d:g:n:r:s:p:w:H:X")) != -1) {
 		switch (o) {
 		case 'd': devname = optarg; break;
 		case 'g': gidx = atoi(optarg); gset = 1; break;
@@ -700,6 +709,7 @@ int main(int argc, char **argv)
 		case 'p': port = atoi(optarg); break;
 		case 'w': window = strtoul(optarg, NULL, 0); break;
 		case 'H': hook = optarg; break;
+		case 'X': inject = 1; break;
 		default: usage();
 		}
 	}
