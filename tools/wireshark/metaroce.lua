@@ -74,8 +74,9 @@ local data_flag_names = {
     { DF_RETX, "RETX" }, { DF_ACKREQ, "ACKREQ" }, { DF_SE, "SE" },
 }
 -- ACK flags (byte 32).
-local AF_RNR, AF_NAK, AF_INV, AF_MSG = 0x01, 0x02, 0x04, 0x08
-local ack_flag_names = { { AF_RNR, "RNR" }, { AF_NAK, "NAK" }, { AF_INV, "INV" }, { AF_MSG, "MSG" } }
+local AF_RNR, AF_NAK, AF_INV, AF_MSG, AF_CLOSED = 0x01, 0x02, 0x04, 0x08, 0x10
+local ack_flag_names = { { AF_RNR, "RNR" }, { AF_NAK, "NAK" }, { AF_INV, "INV" }, { AF_MSG, "MSG" },
+    { AF_CLOSED, "CLOSED" } }
 -- DATAGRAM flags (byte 28).
 local GF_IMM, GF_SE = 0x08, 0x40
 local dgram_flag_names = { { GF_IMM, "IMM" }, { GF_SE, "SE" } }
@@ -149,7 +150,8 @@ local f = {
     ack_flags_nak = ProtoField.bool("metaroce.ack_flags.nak", "NAK (refused for good)", 8, nil, AF_NAK),
     ack_flags_inv = ProtoField.bool("metaroce.ack_flags.inv", "INV (invalid request)", 8, nil, AF_INV),
     ack_flags_msg = ProtoField.bool("metaroce.ack_flags.msg", "MSG (the NAK names the refused message)", 8, nil, AF_MSG),
-    ack_flags_rsvd = ProtoField.uint8("metaroce.ack_flags.reserved", "Reserved", base.HEX, nil, 0xf0),
+    ack_flags_closed = ProtoField.bool("metaroce.ack_flags.closed", "CLOSED (the named stream is closed)", 8, nil, AF_CLOSED),
+    ack_flags_rsvd = ProtoField.uint8("metaroce.ack_flags.reserved", "Reserved", base.HEX, nil, 0xe0),
     rnr_timer = ProtoField.uint8("metaroce.rnr_timer", "RNR timer", base.DEC, rnr_timer_names, 0x1f),
     nak_stream = ProtoField.uint16("metaroce.nak_stream", "NAK stream (refused message's)", base.DEC),
     nak_msn = ProtoField.uint32("metaroce.nak_msn", "NAK MSN (refused message's; in the PSN field)", base.DEC),
@@ -526,16 +528,20 @@ local function dissect_ack(tvb, tree, n, problem)
     fl:add(f.ack_flags_nak, tvb(32, 1))
     fl:add(f.ack_flags_inv, tvb(32, 1))
     fl:add(f.ack_flags_msg, tvb(32, 1))
+    fl:add(f.ack_flags_closed, tvb(32, 1))
     fl:add(f.ack_flags_rsvd, tvb(32, 1))
     tree:add(f.rnr_timer, tvb(33, 1))
     tree:add(f.nak_stream, tvb(34, 2))
     tree:add(f.nak_msn, tvb(8, 4))
     tree:add(f.rnr_psn, tvb(36, 4))
-    if band(flags, bnot(bor(AF_RNR, AF_NAK, AF_INV, AF_MSG))) ~= 0 then
+    if band(flags, bnot(bor(AF_RNR, AF_NAK, AF_INV, AF_MSG, AF_CLOSED))) ~= 0 then
         problem("bad_flags", tvb(32, 1), "reserved ACK flag bits set")
     end
     if band(flags, bor(AF_INV, AF_MSG)) ~= 0 and band(flags, AF_NAK) == 0 then
         problem("bad_flags", tvb(32, 1), "INV or MSG without NAK")
+    end
+    if band(flags, AF_CLOSED) ~= 0 and band(flags, bor(AF_NAK, AF_MSG, AF_INV)) ~= bor(AF_NAK, AF_MSG) then
+        problem("bad_flags", tvb(32, 1), "CLOSED without NAK and MSG, or with INV")
     end
     if band(flags, AF_MSG) == 0 then
         if tvb(34, 2):uint() ~= 0 then

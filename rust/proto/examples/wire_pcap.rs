@@ -209,6 +209,7 @@ fn expect(b: &[u8]) -> Vec<(String, String)> {
                     (wire::AF_NAK, "nak"),
                     (wire::AF_INV, "inv"),
                     (wire::AF_MSG, "msg"),
+                    (wire::AF_CLOSED, "closed"),
                 ],
             );
             kv(&mut e, "rnr_timer", h.rnr_timer & 0x1f);
@@ -522,6 +523,7 @@ fn handmade() -> Vec<Vec<u8>> {
         ack(wire::AF_NAK, 56, &[]),
         ack(wire::AF_NAK | wire::AF_INV, 57, &[]),
         ack(wire::AF_NAK | wire::AF_INV | wire::AF_MSG, 58, &[]),
+        ack(wire::AF_NAK | wire::AF_MSG | wire::AF_CLOSED, 59, &[]),
         probe(0),
         probe(63),
         datagram(0, b""),
@@ -595,6 +597,12 @@ fn malformed() -> Vec<Vec<u8>> {
         set(&ackp, 32, 0x10),           // bad_flags: ACK flag bits
         set(&ackp, 32, wire::AF_INV),   // bad_flags: INV without NAK
         set(&ackp, 32, wire::AF_MSG),   // bad_flags: MSG without NAK
+        set(&ackp, 32, wire::AF_NAK | wire::AF_CLOSED), // bad_flags: CLOSED without MSG
+        set(
+            &ackp,
+            32,
+            wire::AF_NAK | wire::AF_MSG | wire::AF_INV | wire::AF_CLOSED,
+        ), // bad_flags: CLOSED with INV
         set(&ackp, 35, 1),              // bad_flags: NAK stream without MSG
         set(&ackp, 11, 1),              // bad_flags: ACK PSN without MSG
         set(&dg, 2, 1),                 // bad_flags: DATAGRAM path

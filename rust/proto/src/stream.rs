@@ -11,6 +11,10 @@ use super::ident::Ident;
 /// Width of the per-stream SSN window in packets.
 pub const STREAM_WINDOW: u32 = 128;
 
+/// [`StreamTx::retries`]: the bit that holds the parity of the last local ACK timeout
+/// that counted the stream.
+pub const RETRY_TICK: u8 = 0x80;
+
 /// Sender half of a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamTx {
@@ -34,6 +38,12 @@ pub struct StreamTx {
     /// nothing, and a failure or a NAK naming it is not taken again. Cleared when the
     /// stream starts over ([`Stream::start`], [`Stream::restart_tx`]).
     pub closed: bool,
+    /// Shared connections: local ACK timeouts the stream went through with a packet
+    /// outstanding and none acknowledged (bits 0-6), and the parity of the last
+    /// timeout that counted it (bit 7); past the connection's `retry_cnt` the stream
+    /// fails alone with *retry exceeded* (Documentation/transport.rst, "Shared
+    /// connections"). Any acknowledged packet of the stream clears the count.
+    pub retries: u8,
     /// When the stream's packets refused with RNR may be resent (ns of the host's
     /// clock; 0: none waits): its own RNR timer, so a long one on another stream does
     /// not hold this one.
@@ -73,6 +83,8 @@ impl StreamTx {
     /// Records that `ssn` (with `last` if it ends its message) was acknowledged; returns
     /// the messages that became fully acknowledged, in order.
     pub fn on_acked(&mut self, ssn: u32, last: bool) -> Done {
+        // Progress: the retry count starts over (the tick parity stays).
+        self.retries &= RETRY_TICK;
         let d = ssn.wrapping_sub(self.acked_base);
         let first = self.acked_msn;
         if d >= STREAM_WINDOW {
@@ -297,6 +309,7 @@ impl StreamTx {
         acked_msn: 0,
         rnr_held: 0,
         closed: false,
+        retries: 0,
         rnr_until: 0,
         acked: Bits128::EMPTY,
         last: Bits128::EMPTY,

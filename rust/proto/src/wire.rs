@@ -171,6 +171,12 @@ pub const AF_INV: u8 = 0x04;
 /// that stream is complete at the receiver (IBTA 9.7.5.2.4: a NAK acknowledges every
 /// request before the one it refuses). Without it the NAK names no message.
 pub const AF_MSG: u8 = 0x08;
+/// ACK flag, only with [`AF_NAK`] and [`AF_MSG`] (not [`AF_INV`]): the named message's
+/// stream is closed at the receiver (its owner, a QP of a shared connection, takes no
+/// packet any more: it is in the error state). Unlike another NAK it says nothing of
+/// the stream's earlier messages; the sender fails that stream alone
+/// (Documentation/transport.rst, "Shared connections").
+pub const AF_CLOSED: u8 = 0x10;
 
 /// Remote buffer named by a RETH: virtual address, key and DMA length.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -479,8 +485,9 @@ pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
     let flags = get_u8(buf, FLAGS)?;
     let nak_stream = get_u16(buf, NAK_STREAM)?;
     let named = flags & AF_MSG != 0;
-    if flags & !(AF_RNR | AF_NAK | AF_INV | AF_MSG) != 0
+    if flags & !(AF_RNR | AF_NAK | AF_INV | AF_MSG | AF_CLOSED) != 0
         || (flags & (AF_INV | AF_MSG) != 0 && flags & AF_NAK == 0)
+        || (flags & AF_CLOSED != 0 && flags & (AF_NAK | AF_MSG | AF_INV) != AF_NAK | AF_MSG)
         || (!named && (nak_stream != 0 || c.psn != 0))
     {
         return Err(DropReason::BadFlags);

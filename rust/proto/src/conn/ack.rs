@@ -6,7 +6,7 @@
 use super::super::path::{PathState, Tlp};
 use super::super::sack::{seq_lt, SACK_BITS};
 use super::super::time::Instant;
-use super::super::wire::{AckHeader, DropReason, AF_INV, AF_MSG, AF_NAK, AF_RNR};
+use super::super::wire::{AckHeader, DropReason, AF_CLOSED, AF_INV, AF_MSG, AF_NAK, AF_RNR};
 use super::timers::Timer;
 use super::{
     charge, port_for, rnr_timer_ns, App, ConnError, ConnState, Connection, Event, LossCause,
@@ -425,7 +425,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if a.flags & AF_NAK == 0 || self.state != ConnState::Open {
             return None;
         }
-        let e = if a.flags & AF_INV != 0 {
+        let e = if a.flags & AF_CLOSED != 0 {
+            ConnError::RemoteClosed
+        } else if a.flags & AF_INV != 0 {
             ConnError::RemoteInvalid
         } else {
             ConnError::RemoteAccess
@@ -439,7 +441,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if open != Some(true) {
             return None;
         }
-        app.refused(s, msn, e);
+        // A closed stream refuses no message in particular: its owner just fails.
+        if e != ConnError::RemoteClosed {
+            app.refused(s, msn, e);
+        }
         Some((s, e))
     }
 
@@ -556,6 +561,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             acked: rx.acked,
             flags: match report.map(|r| r.kind) {
                 Some(RefusalKind::Invalid) => AF_NAK | AF_INV,
+                Some(RefusalKind::Closed) => AF_NAK | AF_CLOSED,
                 Some(RefusalKind::Access) => AF_NAK,
                 Some(RefusalKind::Rnr { .. }) => AF_RNR,
                 Some(RefusalKind::Held) | None => 0,

@@ -98,6 +98,12 @@ pub enum Refuse {
     /// with [`Refuse::Access`] or [`Refuse::Invalid`] once the earlier messages are
     /// complete, so that the NAK acknowledges them (IBTA 9.7.5.2.4).
     Held,
+    /// Never again: the stream's owner takes no packet any more (a QP of a shared
+    /// connection in the error state). Reported at once ([`AF_CLOSED`]); the sender
+    /// fails that stream alone with [`ConnError::RemoteClosed`].
+    ///
+    /// [`AF_CLOSED`]: super::super::wire::AF_CLOSED
+    Closed,
 }
 
 impl From<Rnr> for Refuse {
@@ -123,6 +129,8 @@ pub enum ConnError {
     LocalProtection,
     /// The application stopped the connection ([`super::Connection::abort`]).
     Aborted,
+    /// The peer closed the stream ([`Refuse::Closed`]: its QP is in the error state).
+    RemoteClosed,
 }
 
 /// What the failure of one stream takes down ([`App::stream_error`]).

@@ -18,8 +18,9 @@
 //! one QP pair's, addressed and keyed by its [`Config`](super::Config).
 
 use super::super::path::PathRx;
+use super::super::stream::RETRY_TICK;
 use super::super::wire::DropReason;
-use super::{App, Connection};
+use super::{App, ConnError, Connection, NO_STREAM};
 
 /// A DATA or PROBE's addressee, as the application knows it ([`App::member_rx`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,5 +171,74 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             return Err(DropReason::BadToken);
         }
         Ok(Some(id))
+    }
+}
+
+impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
+    /// Shared connections, a local ACK timeout: every stream with a packet outstanding
+    /// (not held by an RNR refusal, which has its own count) counts one retry, once;
+    /// a stream past `retry_cnt` retries without an acknowledged packet fails alone
+    /// with [`ConnError::RetryExceeded`] (its owner's QP, as IBTA 9.7.6.1.3 has it for
+    /// a QP of its own), while the others and the connection carry on.
+    pub(super) fn stream_retries<A: App>(&mut self, app: &mut A) {
+        let tick = if self.stats.ack_timeouts & 1 != 0 {
+            RETRY_TICK
+        } else {
+            0
+        };
+        let limit = self.cfg.retry_cnt;
+        let mut over = NO_STREAM;
+        for w in 0..W {
+            let mut busy = self.flight.busy.get(w).copied().unwrap_or(0);
+            while busy != 0 {
+                let i = busy.trailing_zeros() as usize;
+                busy &= busy - 1;
+                let Some(k) = self.flight.pool.get(w * 64 + i) else {
+                    continue;
+                };
+                let s = k.stream();
+                let Some(st) = app.stream(s) else {
+                    continue;
+                };
+                let tx = &mut st.tx;
+                if tx.closed || tx.rnr_held > 0 || tx.retries & RETRY_TICK == tick {
+                    continue;
+                }
+                let n = (tx.retries & !RETRY_TICK)
+                    .saturating_add(1)
+                    .min(!RETRY_TICK);
+                tx.retries = tick | n;
+                if n > limit && over == NO_STREAM {
+                    over = s;
+                }
+            }
+        }
+        // Fail the streams past the limit, one at a time (a failure closes streams
+        // and changes the records).
+        // At most one failure per record (an application whose scope leaves the
+        // stream open cannot make this spin).
+        let mut budget = N;
+        while over != NO_STREAM && budget > 0 && self.state == super::ConnState::Open {
+            budget -= 1;
+            self.fail_stream(over, ConnError::RetryExceeded, app);
+            over = NO_STREAM;
+            'find: for w in 0..W {
+                let mut busy = self.flight.busy.get(w).copied().unwrap_or(0);
+                while busy != 0 {
+                    let i = busy.trailing_zeros() as usize;
+                    busy &= busy - 1;
+                    let Some(s) = self.flight.pool.get(w * 64 + i).map(|k| k.stream()) else {
+                        continue;
+                    };
+                    let past = app
+                        .stream(s)
+                        .is_some_and(|st| !st.tx.closed && st.tx.retries & !RETRY_TICK > limit);
+                    if past {
+                        over = s;
+                        break 'find;
+                    }
+                }
+            }
+        }
     }
 }

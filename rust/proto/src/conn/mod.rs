@@ -309,6 +309,8 @@ enum RefusalKind {
     Access,
     /// NAK, invalid request ([`AF_INV`](super::wire::AF_INV)).
     Invalid,
+    /// NAK, the stream is closed ([`AF_CLOSED`](super::wire::AF_CLOSED)).
+    Closed,
     /// Not reported yet: the application refused the packet for good while an earlier
     /// message of its stream was incomplete ([`Refuse::Held`]). Kept in the NAK slot
     /// (never sent as such) until [`App::refusal`] says the NAK is due.
@@ -580,6 +582,18 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     pub(super) fn progress(&mut self, now: Instant, data: bool) {
         if data {
             self.stall = 0;
+        }
+        if self.cfg.shared {
+            // The timer ticks on while anything is outstanding: progress is each
+            // stream's ([`Self::stream_retries`]), not the connection's.
+            if !self.outstanding() {
+                self.retry_at = Instant::NEVER;
+            } else if self.retry_at == Instant::NEVER {
+                if let Some(t) = self.ack_timeout() {
+                    self.retry_at = now.add_nanos(t);
+                }
+            }
+            return;
         }
         self.retries = 0;
         self.retry_at = match self.ack_timeout() {

@@ -177,6 +177,21 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 self.hold(p, h.psn, s);
                 DropReason::Refused
             }
+            // Reported at once, naming the packet's own message (a NAK already due
+            // keeps its slot; the next packet of the stream reports it then).
+            Refuse::Closed => {
+                self.reports.ack_pending |= 1u64 << p;
+                if !matches!(self.reports.nak, Some(n) if n.kind != RefusalKind::Held) {
+                    self.reports.nak = Some(Refusal {
+                        path: p as u8,
+                        kind: RefusalKind::Closed,
+                        psn: h.psn,
+                        stream: s,
+                        msn: h.msn,
+                    });
+                }
+                DropReason::Refused
+            }
         };
         // The report must reach the sender, which takes only its own incarnation (a
         // shared connection: the path synchronised on it, as for an accepted packet).

@@ -277,8 +277,14 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.retry_at = Instant::NEVER;
             return;
         }
-        self.retries = self.retries.saturating_add(1);
         self.stats.ack_timeouts = self.stats.ack_timeouts.wrapping_add(1);
+        if self.cfg.shared {
+            // Each stream counts its own retries; the connection never fails for them.
+            self.retry_at = now.add_nanos(t);
+            self.stream_retries(app);
+            return;
+        }
+        self.retries = self.retries.saturating_add(1);
         if self.retries > self.cfg.retry_cnt {
             self.retry_at = Instant::NEVER;
             self.fail(ConnError::RetryExceeded, app);

@@ -466,7 +466,9 @@ impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
 /// be read carries its own status; an aborted connection just flushes).
 pub fn conn_error_status(e: ConnError) -> Option<WcStatus> {
     match e {
-        ConnError::RetryExceeded => Some(WcStatus::RetryExcErr),
+        // A peer QP in the error state answers nothing: a QP of its own connection
+        // ends in retry exceeded; on a shared one the peer says so (closed) sooner.
+        ConnError::RetryExceeded | ConnError::RemoteClosed => Some(WcStatus::RetryExcErr),
         ConnError::RnrRetryExceeded => Some(WcStatus::RnrRetryExcErr),
         ConnError::MessageVanished => Some(WcStatus::LocQpOpErr),
         ConnError::RemoteAccess => Some(WcStatus::RemAccessErr),

@@ -134,11 +134,11 @@ impl App for Mux<'_> {
 
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
         let (qp, l) = self.qp(p.stream).ok_or(Refuse::Invalid)?;
-        // As the single-QP host: a QP in the error state takes no packet unless it
-        // lingers after refusing a request (dropped unreported: see transport.rst,
-        // "Streams", on what the shared connection still lacks here).
+        // A QP in the error state takes no packet unless it lingers after refusing a
+        // request; on a shared connection it says so (closed), and the sender fails
+        // that QP's stream alone (transport.rst, "Shared connections").
         if qp.host.mode == QpMode::Err && !qp.engine.lingers() {
-            return Err(Refuse::Held);
+            return Err(Refuse::Closed);
         }
         qp.engine
             .bind(&mut qp.host)
