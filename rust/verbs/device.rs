@@ -20,9 +20,9 @@ use super::shared::DevShared;
 use super::srq::Srq;
 use crate::ffi::mem::{MappedPages, Mem, PageList};
 use crate::ffi::rdma::{
-    device_cap, port_cap, qp_mask, AhCreated, Av, CounterDesc, CqCreated, CqEvents, Device, DeviceAttrs,
-    Driver, DriverId, MrCreated, MwCreated, NetDev, PdId, PortAttrs, QpAttr, QpCreated, QpEvents,
-    QpHandle, QpInit, SrqAttr, SrqCreated, SrqEvents,
+    device_cap, port_cap, qp_mask, AhCreated, Av, CounterDesc, CqCreated, CqEvents, Device,
+    DeviceAttrs, Driver, DriverId, MrCreated, MwCreated, NetDev, PdId, PortAttrs, QpAttr,
+    QpCreated, QpEvents, QpHandle, QpInit, SrqAttr, SrqCreated, SrqEvents,
 };
 use crate::ffi::rxe_abi::{self, MmInfo, Wc};
 use crate::ffi::udata::UContext;

@@ -1,7 +1,6 @@
-//! Incarnations (Documentation/transport.rst, "Incarnations"): the first DATA or PROBE
-//! that passes every check settles the peer's incarnation; afterwards a DATA or PROBE
-//! of another, and any ACK that does not echo this end's own, is a datagram of an
-//! earlier connection: dropped as `stale_incarnation`, nothing changed.
+//! Incarnations (Documentation/transport.rst, "Incarnations") on a connection of one
+//! pair: DATA and PROBE carry the sender's, ACKs echo it, 0 is malformed; such a
+//! connection takes any (a shared one drops the past: `shared_members.rs`).
 mod rc_common;
 use metaroce_proto::rc::{WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::incarnation_of;
@@ -59,11 +58,13 @@ fn data_carries_the_senders_incarnation_and_acks_echo_it() {
     assert_eq!(statuses(&p.a.host.send_cq), vec![(1, WcStatus::Success)]);
 }
 
-/// Once settled, a DATA of another incarnation (an earlier connection's, still in the
-/// network) is dropped before it can change anything, even with the right token and
-/// in the windows; so is an ACK that does not echo the receiver's own incarnation.
+/// A connection of one pair carries the incarnation but takes any (it cannot tell a
+/// renewed peer from a stray of an earlier connection under the same keys:
+/// transport.rst, "Incarnations"; the threat model leaves freshness out). A stray of
+/// another incarnation that arrives first must not fix the peer's incarnation and
+/// starve the real one (a break-it trial's case: A ended in retry exceeded).
 #[test]
-fn datagrams_of_another_incarnation_are_stale() {
+fn a_connection_of_one_pair_takes_any_incarnation() {
     let (mut p, a, b) = setup(8, false, clean(), 42);
     let ia = p.a.conn.config().incarnation;
     for i in 0..2 {
@@ -76,45 +77,22 @@ fn datagrams_of_another_incarnation_are_stale() {
     p.doorbell(0);
     let data = p.take_wire();
     assert_eq!(data.len(), 2);
-    // The first settles the incarnation.
-    p.inject(1, &data[0].1);
-    assert_eq!(p.b.conn.peer_incarnation(), ia);
-    let acks = p.take_wire();
-    // The second, from an earlier incarnation: dropped, nothing changed.
-    let stale = with_inc(&data[1].1, ia ^ 0x0100);
-    let before = format!("{:?}", p.b.conn);
+    let stray = with_inc(&data[0].1, ia ^ 0x0100);
     let now = Instant(p.now);
     let r =
         p.b.conn
-            .handle_packet(now, &stale, false, &mut p.b.engine.bind(&mut p.b.host));
-    assert_eq!(r, Err(DropReason::StaleIncarnation));
-    assert_eq!(before, format!("{:?}", p.b.conn));
-    assert_eq!(p.b.host.recv_cq.len(), 1);
-    // An ACK that does not echo A's incarnation: dropped at A, nothing changed.
-    let ack = acks
-        .iter()
-        .find(|(to, _)| *to == 0)
-        .expect("an ACK")
-        .1
-        .clone();
-    let before = format!("{:?}", p.a.conn);
-    let r = p.a.conn.handle_packet(
-        now,
-        &with_inc(&ack, ia ^ 1),
-        false,
-        &mut p.a.engine.bind(&mut p.a.host),
-    );
-    assert_eq!(r, Err(DropReason::StaleIncarnation));
-    assert_eq!(before, format!("{:?}", p.a.conn));
-    // The genuine datagrams still do their work.
-    p.inject(1, &data[1].1);
-    p.inject(0, &ack);
+            .handle_packet(now, &stray, false, &mut p.b.engine.bind(&mut p.b.host));
+    assert!(r.is_ok(), "{r:?}");
+    for (_, d) in &data {
+        p.inject(1, d);
+    }
     assert!(p.run(1_000_000_000));
     assert_eq!(
         statuses(&p.a.host.send_cq),
         vec![(0, WcStatus::Success), (1, WcStatus::Success)]
     );
-    assert_eq!(p.b.host.recv_cq.len(), 2);
+    assert_eq!(p.b.conn.peer_incarnation(), ia, "the newest packet's");
+    assert_eq!(p.a.conn.state(), metaroce_proto::conn::ConnState::Open);
 }
 
 /// Incarnation 0 is no connection's: a DATA, ACK or PROBE carrying it is malformed.

@@ -216,3 +216,59 @@ fn a_renewed_peer_connection_resynchronises_the_receiver() {
     assert_eq!(before, format!("{:?}", p.nodes[1].conn));
     assert!(!written(&mut p, 1, 9000, 800));
 }
+
+/// A member that joined before the renewal and never had a packet accepted (its only
+/// WRITE of the old incarnation held in the network) is not proof of a renewal: that
+/// datagram, arriving after the receiver took the new incarnation, is stale and must
+/// not bring the old one back (a break-it trial's case: it did, the old WRITE was
+/// placed, and the new pair's WRITEs then failed as stale).
+#[test]
+fn an_old_members_first_datagram_does_not_revive_the_past() {
+    let mut p = SharedPair::new(2, 16, clean(), 63);
+    for q in 0..2 {
+        fill(&mut p, q);
+    }
+    for r in 0..3 {
+        write(&mut p, 0, r, r as usize * 1000, 1000);
+    }
+    assert!(p.run(1_000_000_000));
+    assert!(ok(&mut p, 0, &[0, 1, 2]));
+    write(&mut p, 1, 9, 9000, 800);
+    p.doorbell();
+    let old: Vec<Vec<u8>> = p.wire.queue.drain(..).map(|x| x.3).collect();
+    assert!(!old.is_empty());
+    assert!(p.nodes[1].qp(1).fresh, "node 1's QP 1 has accepted nothing");
+    p.nodes[0].destroy_qp(0);
+    p.nodes[0].destroy_qp(1);
+    p.nodes[1].destroy_qp(0);
+    let inc1 = incarnation_of(1) ^ 0x5555;
+    p.nodes[0].conn = Connection::new(Config {
+        shared: true,
+        incarnation: inc1,
+        ..model_config(1, 2)
+    });
+    assert_eq!(p.nodes[0].add_qp(16), 0);
+    assert_eq!(p.nodes[1].add_qp(16), 0);
+    fill(&mut p, 0);
+    write(&mut p, 0, 10, 20_000, 1000);
+    assert!(p.run(1_000_000_000));
+    assert!(ok(&mut p, 0, &[10]));
+    assert_eq!(p.nodes[1].conn.peer_incarnation(), inc1);
+    let now = Instant(p.now);
+    for d in &old {
+        assert_eq!(
+            p.nodes[1].deliver(now, d),
+            Err(DropReason::StaleIncarnation)
+        );
+    }
+    assert_eq!(p.nodes[1].conn.peer_incarnation(), inc1);
+    assert!(!written(&mut p, 1, 9000, 800), "the old WRITE placed");
+    for r in 0..3 {
+        write(&mut p, 0, 11 + r, 21_000 + r as usize * 1000, 1000);
+    }
+    assert!(p.run(5_000_000_000));
+    assert!(
+        ok(&mut p, 0, &[10, 11, 12, 13]),
+        "the new pair's later WRITEs"
+    );
+}

@@ -136,8 +136,9 @@ impl Qp {
     /// is `EINVAL`. rxe accepts up to its `max_mtu` (4096) and then sends
     /// datagrams the netdev cannot carry: IP drops them (DF set), and the QP
     /// ends in retry exceeded with nothing said to the application
-    /// (`ibv_rc_pingpong -m 4096` over a 1500-byte link). rdma_cm and perftest
-    /// take the path MTU from the port's active MTU and never ask for more.
+    /// (`ibv_rc_pingpong -m 4096` over a 1500-byte link). perftest clamps to the
+    /// active MTU; rdma_cm asks for more on a few netdev MTUs and between links of
+    /// different MTUs (Documentation/device.rst), which fail at `rdma_accept`.
     pub(crate) fn modify(this: &Arc<Self>, a: &QpAttr, active_mtu: u32) -> Result {
         let m = a.mask;
         // A move to RTR may need a connection: allocate it before taking the

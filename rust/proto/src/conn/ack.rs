@@ -50,7 +50,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     ) -> Result<RxEvent, DropReason> {
         let p = self.tx_path_check(a.dst_conn, a.path)?;
         let member = self.ack_from(a.dst_conn, a.token, app)?;
-        if a.inc != self.cfg.incarnation {
+        if self.cfg.shared && a.inc != self.cfg.incarnation {
             return Err(DropReason::StaleIncarnation);
         }
         if let ConnState::Error(_) = self.state {

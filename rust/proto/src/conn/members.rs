@@ -29,6 +29,8 @@ pub struct MemberRx {
     pub id: u16,
     /// Nothing from this member was accepted yet ([`App::member_accepted`]).
     pub fresh: bool,
+    /// The connection's [`Connection::epoch`] when the member joined.
+    pub joined: u32,
 }
 
 /// Where a member's datagrams go: the peer's QPN of the pair and the tokens of the
@@ -54,7 +56,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         app: &mut A,
     ) -> Result<MemberRx, DropReason> {
         let m = app.member_rx(dst, token)?;
-        if self.peer_inc != 0 && inc != self.peer_inc && !m.fresh {
+        // Only a member set up since the peer's current incarnation was taken, which
+        // has had nothing accepted, proves a renewal: an older one's datagram of
+        // another incarnation is of the past, even if nothing of it was accepted (its
+        // packets all lost or held), and must not bring the past back.
+        let renews = m.fresh && m.joined >= self.stats.resyncs;
+        if self.peer_inc != 0 && inc != self.peer_inc && !renews {
             return Err(DropReason::StaleIncarnation);
         }
         Ok(m)

@@ -494,7 +494,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// Whether a DATA or PROBE of incarnation `inc` is the peer's current one (any is,
     /// before the first was accepted); changes nothing.
     pub(super) fn inc_check(&self, inc: u16) -> Result<(), super::wire::DropReason> {
-        if self.peer_inc != 0 && inc != self.peer_inc {
+        // A connection of one pair takes any (Documentation/transport.rst,
+        // "Incarnations": it cannot tell a renewed peer from a stray).
+        if self.cfg.shared && self.peer_inc != 0 && inc != self.peer_inc {
             return Err(super::wire::DropReason::StaleIncarnation);
         }
         Ok(())
@@ -503,6 +505,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// The peer's incarnation (0: nothing accepted yet).
     pub fn peer_incarnation(&self) -> u16 {
         self.peer_inc
+    }
+
+    /// Shared connections: how many peer incarnations were taken so far. A member
+    /// records it when it joins ([`MemberRx::joined`]).
+    pub fn epoch(&self) -> u32 {
+        self.stats.resyncs
     }
 
     /// Sets the key of the direction this end sends in ([`Config::tx_ident`]), which

@@ -32,6 +32,8 @@ pub struct Qp {
     pub rx: Ident,
     /// Nothing of the pair accepted yet.
     pub fresh: bool,
+    /// The connection's epoch when it joined ([`crate::conn::Connection::epoch`]).
+    pub joined: u32,
 }
 
 impl Qp {
@@ -51,6 +53,7 @@ impl Qp {
             tx,
             rx,
             fresh: true,
+            joined: 0,
         }
     }
 }
@@ -194,6 +197,7 @@ impl App for Mux<'_> {
         Ok(MemberRx {
             id,
             fresh: qp.fresh,
+            joined: qp.joined,
         })
     }
 
@@ -272,7 +276,9 @@ impl SharedNode {
         let (a, b) = (qpn(me, q, inc), qpn(peer, q, inc));
         let tx = Ident::derive(&gid(me), &gid(peer), a, b, 0);
         let rx = Ident::derive(&gid(peer), &gid(me), b, a, 0);
-        let qp = Some(Qp::new(slots, (a, b), tx, rx));
+        let mut qp = Qp::new(slots, (a, b), tx, rx);
+        qp.joined = self.conn.epoch();
+        let qp = Some(qp);
         match self.qps.get_mut(q) {
             Some(slot) => *slot = qp,
             None => self.qps.push(qp),
