@@ -60,6 +60,25 @@ fn ok(p: &mut SharedPair, q: usize, ids: &[u64]) -> bool {
         .collect::<Vec<_>>()
 }
 
+/// Node 0 starts over: both its QPs destroyed and a new connection of another
+/// incarnation (returned); QP 0's pair replaced on both nodes, its region filled.
+/// Node 1's QP 1 stays, a zombie of the old pair.
+fn renew(p: &mut SharedPair) -> u16 {
+    p.nodes[0].destroy_qp(0);
+    p.nodes[0].destroy_qp(1);
+    p.nodes[1].destroy_qp(0);
+    let inc1 = incarnation_of(1) ^ 0x5555;
+    p.nodes[0].conn = Connection::new(Config {
+        shared: true,
+        incarnation: inc1,
+        ..model_config(1, 2)
+    });
+    assert_eq!(p.nodes[0].add_qp(16), 0);
+    assert_eq!(p.nodes[1].add_qp(16), 0);
+    fill(p, 0);
+    inc1
+}
+
 /// Every datagram on the wire names a QP of its receiver and carries that pair's token;
 /// DATA streams are 0 or 1. Checked on a lossy run of 8 QPs, which completes.
 #[test]
@@ -176,20 +195,7 @@ fn a_renewed_peer_connection_resynchronises_the_receiver() {
     assert!(!old.is_empty());
     let inc0 = p.nodes[0].conn.config().incarnation;
     assert_eq!(p.nodes[1].conn.peer_incarnation(), inc0);
-    // Node 0 starts over: both its QPs destroyed, a new connection, QP 0's pair
-    // replaced on both nodes (QP 1 of node 1 stays, a zombie of the old pair).
-    p.nodes[0].destroy_qp(0);
-    p.nodes[0].destroy_qp(1);
-    p.nodes[1].destroy_qp(0);
-    let inc1 = incarnation_of(1) ^ 0x5555;
-    p.nodes[0].conn = Connection::new(Config {
-        shared: true,
-        incarnation: inc1,
-        ..model_config(1, 2)
-    });
-    assert_eq!(p.nodes[0].add_qp(16), 0);
-    assert_eq!(p.nodes[1].add_qp(16), 0);
-    fill(&mut p, 0);
+    let inc1 = renew(&mut p);
     for r in 0..3 {
         write(&mut p, 0, 10 + r, 20_000 + r as usize * 1000, 1000);
     }
@@ -238,18 +244,7 @@ fn an_old_members_first_datagram_does_not_revive_the_past() {
     let old: Vec<Vec<u8>> = p.wire.queue.drain(..).map(|x| x.3).collect();
     assert!(!old.is_empty());
     assert!(p.nodes[1].qp(1).fresh, "node 1's QP 1 has accepted nothing");
-    p.nodes[0].destroy_qp(0);
-    p.nodes[0].destroy_qp(1);
-    p.nodes[1].destroy_qp(0);
-    let inc1 = incarnation_of(1) ^ 0x5555;
-    p.nodes[0].conn = Connection::new(Config {
-        shared: true,
-        incarnation: inc1,
-        ..model_config(1, 2)
-    });
-    assert_eq!(p.nodes[0].add_qp(16), 0);
-    assert_eq!(p.nodes[1].add_qp(16), 0);
-    fill(&mut p, 0);
+    let inc1 = renew(&mut p);
     write(&mut p, 0, 10, 20_000, 1000);
     assert!(p.run(1_000_000_000));
     assert!(ok(&mut p, 0, &[10]));
