@@ -63,6 +63,7 @@ unsigned int metaroce_num_possible_cpus(void);
 /* Module parameters, owned by the C shim (module_param is a C macro). */
 u16 metaroce_param_udp_port(void);
 u32 metaroce_param_paths(void);
+bool metaroce_param_shared(void);
 u32 metaroce_param_rx_mbps(void);
 u64 metaroce_tick_ns(void);
 struct sk_buff;

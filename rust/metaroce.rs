@@ -85,11 +85,12 @@ impl kernel::Module for Metaroce {
         let transport = Arc::new(net::Transport::new(port)?, GFP_KERNEL)?;
         let devices = ffi::rdma::Registration::new(module, transport)?;
         pr_info!(
-            "metaroce {} loaded: udp_port={} paths={} rx_mbps={}\n",
+            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={}\n",
             ffi::version(),
             port,
             paths,
-            ffi::params::rx_mbps()
+            ffi::params::rx_mbps(),
+            u8::from(ffi::params::shared())
         );
         Ok(Metaroce { devices })
     }

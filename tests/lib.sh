@@ -109,7 +109,15 @@ add_link() {
     # shellcheck disable=SC2086
     lsmod | grep -q '^metaroce ' ||
       check "insmod metaroce.ko ${MR_MODPARAMS//,/ }" insmod "$MR_REPO/metaroce.ko" ${MR_MODPARAMS//,/ }
+    # MR_SHARED=1: this device shares connections (the `shared` parameter,
+    # written through sysfs for this `rdma link add` alone, then restored).
+    local p=/sys/module/metaroce/parameters/shared was
+    was=$(cat "$p" 2>/dev/null)
+    [[ -n ${MR_SHARED:-} ]] && check "shared=1 through sysfs (was ${was:-?})" bash -c "echo 1 > $p"
     check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
+    [[ -n ${MR_SHARED:-} ]] && echo "${was:-N}" >"$p"
+    [[ -n ${MR_SHARED:-} ]] && check "$dev: added with shared connections (dmesg)" \
+      bash -c "dmesg | grep -E '$MR_IF: fair share .* shared connections' | tail -1 | grep -q ."
   fi
 }
 

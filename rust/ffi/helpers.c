@@ -65,6 +65,23 @@ u32 metaroce_param_paths(void)
 	return paths;
 }
 
+/*
+ * Whether the RC QPs of a device to one peer share a connection (1) or
+ * each own one (0). Writable: read when a device is added (rdma link add),
+ * so devices added after a change follow it. Both ends must agree
+ * (Documentation/device.rst, "Shared connections").
+ */
+static bool shared;
+module_param(shared, bool, 0644);
+MODULE_PARM_DESC(shared,
+		 "RC QPs to the same peer share one connection (default 0: "
+		 "one connection per QP; both ends must agree)");
+
+bool metaroce_param_shared(void)
+{
+	return READ_ONCE(shared);
+}
+
 static uint rx_mbps;
 module_param(rx_mbps, uint, 0444);
 MODULE_PARM_DESC(rx_mbps,

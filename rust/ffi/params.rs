@@ -20,6 +20,14 @@ pub(crate) fn paths() -> u32 {
     unsafe { bindings::metaroce_param_paths() }
 }
 
+/// The `shared` module parameter: whether RC QPs to one peer share a
+/// connection (Documentation/device.rst, "Shared connections").
+pub(crate) fn shared() -> bool {
+    // SAFETY: `metaroce_param_shared` takes no arguments and reads a `bool`
+    // module parameter with `READ_ONCE` (sysfs may write it at any time).
+    unsafe { bindings::metaroce_param_shared() }
+}
+
 /// The `rx_mbps` module parameter: a device's inbound capacity in Mb/s, 0 =
 /// the netdev's link speed.
 pub(crate) fn rx_mbps() -> u32 {

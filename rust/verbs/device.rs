@@ -15,7 +15,7 @@ use super::cq::Cq;
 use super::fair::DevFair;
 use super::mr::{Mr, MrTable};
 use super::mw::{Mw, MwTable};
-use super::qp::Qp;
+use super::qp::{PeerTable, Qp};
 use super::shared::DevShared;
 use super::srq::Srq;
 use crate::ffi::mem::{MappedPages, Mem, PageList};
@@ -96,15 +96,18 @@ impl Driver for Metaroce {
                 counters: [const { AtomicU64::new(0) }; NUM_COUNTERS],
                 fair <- fair,
                 timer_lag: AtomicU64::new(0),
+                shared: crate::ffi::params::shared(),
+                peers <- PeerTable::new(),
             }),
             GFP_KERNEL,
         )?;
         pr_info!(
-            "{}: fair share of {} Mb/s ({}), {} kB/s handed out\n",
+            "{}: fair share of {} Mb/s ({}), {} kB/s handed out, {} connections\n",
             netdev.name(),
             dev.fair.mbps,
             dev.fair.source,
-            dev.fair.capacity
+            dev.fair.capacity,
+            if dev.shared { "shared" } else { "per-QP" }
         );
         Ok(dev)
     }

@@ -17,10 +17,17 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+/// An endpoint kind whose instances a device groups: the QP, whose RC
+/// instances to one peer may share a connection (`Peers` holds them).
+pub(crate) trait Grouped: Endpoint {
+    /// The device's table of groups.
+    type Peers: Send + Sync;
+}
+
 /// What QPs, CQs and MRs of a device share: its limits, its MRs and the
 /// module's transport.
 #[pin_data]
-pub(crate) struct DevShared<P: Endpoint> {
+pub(crate) struct DevShared<P: Grouped> {
     pub(crate) attrs: DeviceAttrs,
     #[pin]
     pub(crate) mrs: MrTable,
@@ -41,9 +48,15 @@ pub(crate) struct DevShared<P: Endpoint> {
     /// How late the QP timers of the device fire, ns
     /// ([`crate::proto::time::timer_lag`]).
     pub(crate) timer_lag: AtomicU64,
+    /// RC QPs to one peer share a connection (the `shared` module parameter
+    /// when the device was added).
+    pub(crate) shared: bool,
+    /// The connections the device's QPs share, by peer.
+    #[pin]
+    pub(crate) peers: P::Peers,
 }
 
-impl<P: Endpoint> DevShared<P> {
+impl<P: Grouped> DevShared<P> {
     /// Adds `n` to counter `c` ([`super::counters`]).
     pub(crate) fn count(&self, c: usize, n: u64) {
         if let Some(x) = self.counters.get(c) {

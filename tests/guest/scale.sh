@@ -4,7 +4,9 @@
 # rates of creating, connecting (INIT+RTR+RTS) and destroying NQPS QPs
 # (default 1024), ROUNDS (default 3) rounds of one 64-byte RDMA WRITE on
 # every QP with every slot checked, and the kernel memory a QP costs.
-#   scale.sh DEV [NQPS [ROUNDS [QPSCALE-OPTIONS...]]]
+#   scale.sh [-S] DEV [NQPS [ROUNDS [QPSCALE-OPTIONS...]]]
+# -S: mr0 shares connections (the QPs to the peer are members of one:
+# Documentation/device.rst, "Shared connections").
 #   make -C tests/scale && qemu/vm-run -n 2 -t 1800 tests/guest/seq.sh scale.sh mr0 + scale.sh rxe0
 # Guest 1 serves, guest 2 drives (posts the WRITEs). Memory: at qpscale's
 # hooks ("before": PD, MR and CQs made, no QP; "created": all QPs in RESET;
@@ -19,6 +21,7 @@
 # The guests have 1 GiB (qemu/vm-run; MR_GUEST_MEM=2G on the host gives
 # them more): enough for 16000 QPs on rxe0, not on mr0 (about 63 KB a QP).
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
+if [[ ${1:-} == -S ]]; then export MR_SHARED=1; shift; fi
 dev=${1:-mr0}
 nqps=${2:-1024}
 rounds=${3:-3}

@@ -362,3 +362,34 @@ fn a_receiver_not_ready_on_one_qp_does_not_slow_the_others() {
         ready.0
     );
 }
+
+/// Each QP segments its messages at its own path MTU (a member of a shared connection
+/// keeps the MTU verbs gave it, IBTA 9.7.5.1.3), whatever the connection's: QP 0 at 256
+/// bytes, QP 1 at the connection's 1024, QP 2 at 512; every QP's work still arrives
+/// whole over a lossy link.
+#[test]
+fn each_qp_segments_at_its_own_path_mtu() {
+    let mut p = setup(3, lossy(10_000, 10_000, 50_000), 11);
+    for n in &mut p.nodes {
+        n.qp(0).mtu = 256;
+        n.qp(2).mtu = 512;
+    }
+    for q in 0..3 {
+        post_work(&mut p, q, 3);
+    }
+    assert!(p.run(5_000_000_000), "still busy");
+    for q in 0..3 {
+        check_work(&mut p, q, 3);
+    }
+    let largest = |node: u8, s: u16| {
+        p.largest
+            .iter()
+            .find(|e| (e.0, e.1) == (node, s))
+            .map(|e| e.2)
+    };
+    // Requests on node 0 (streams 0, 2, 4), READ responses on node 1 (1, 3, 5).
+    for (q, mtu) in [(0u16, 256), (1, 1024), (2, 512)] {
+        assert_eq!(largest(0, 2 * q), Some(mtu), "QP {q}: requests");
+        assert_eq!(largest(1, 2 * q + 1), Some(mtu), "QP {q}: READ responses");
+    }
+}

@@ -72,8 +72,11 @@ impl Qp {
         );
         let srq_sge = srq.map_or(0, |s| s.max_sge() as usize);
         let rc = Engine::new(env::tables(sq.slots() as usize, srq_sge)?);
+        // One datagram being built: an RC QP of a device that shares
+        // connections builds none (its connection does).
         let mut scratch = KVec::new();
-        scratch.extend_with(4096 + 256, 0u8, GFP_KERNEL)?;
+        let own = !(init.qp_type == QpType::Rc && dev.shared);
+        scratch.extend_with(if own { 4096 + 256 } else { 0 }, 0u8, GFP_KERNEL)?;
         let io = Io {
             attr: QpAttr {
                 port: 1,
@@ -110,7 +113,7 @@ impl Qp {
                     rcq: rcq.clone(),
                     srq: srq.cloned(),
                     timer <- Timer::new(),
-                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, uc: UcLink::default(), io, rc, scratch }, "metaroce_qp"),
+                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, link: None, uc: UcLink::default(), io, rc, scratch }, "metaroce_qp"),
                 }),
                 GFP_KERNEL,
             )
@@ -143,18 +146,26 @@ impl Qp {
         let m = a.mask;
         // A move to RTR may need a connection: allocate it before taking the
         // QP lock (softirqs take that lock; an allocation may sleep).
-        let mut spare =
-            if m & qp_mask::STATE != 0 && a.state == QpState::Rtr && this.qp_type == QpType::Rc {
-                // A copy of the blank connection, reset in place at RTR: the
-                // 9 KB connection is never on the stack.
-                Some(crate::ffi::boxed::copy_to_heap(&Conn::BLANK, GFP_KERNEL)?)
-            } else {
-                None
-            };
+        let to_rtr = m & qp_mask::STATE != 0 && a.state == QpState::Rtr;
+        let mut spare = if to_rtr && this.qp_type == QpType::Rc && !this.dev.shared {
+            // A copy of the blank connection, reset in place at RTR: the
+            // 9 KB connection is never on the stack.
+            Some(crate::ffi::boxed::copy_to_heap(&Conn::BLANK, GFP_KERNEL)?)
+        } else {
+            None
+        };
+        // What a member of a shared connection does once the QP lock is
+        // released (the connection's lock comes first).
+        let mut then = Then::Nothing;
         {
             let mut g = this.inner.lock();
             let Inner {
-                conn, io, rc, uc, ..
+                conn,
+                io,
+                rc,
+                uc,
+                link,
+                ..
             } = &mut *g;
             if io.dead {
                 return Err(EINVAL);
@@ -244,6 +255,9 @@ impl Qp {
                 match new {
                     QpState::Reset => {
                         *conn = None;
+                        if let Some(l) = link.take() {
+                            then = Then::Leave(l);
+                        }
                         uc.reset();
                         io.reset();
                         rc.reset();
@@ -254,6 +268,33 @@ impl Qp {
                         let t = &io.attr;
                         let (_, rx) = this.idents(t, t.rq_psn);
                         uc.open_rx(this.qpn, 128u16 << t.path_mtu.clamp(1, 5), rx);
+                    }
+                    QpState::Rtr
+                        if this.qp_type == QpType::Rc && this.dev.shared && link.is_none() =>
+                    {
+                        let t = &io.attr;
+                        // As a connection of one pair: both keys from
+                        // `rq_psn` until RTS (`config`).
+                        let (tx, rx) = this.idents(t, t.rq_psn);
+                        rc.start_streams(tx, rx);
+                        if let (Some(src), Some(dst)) = (io.src, io.dst) {
+                            let j = peer::Join {
+                                qpn: this.qpn,
+                                dest_qpn: t.dest_qpn,
+                                tx,
+                                rx,
+                                mtu: 128u16 << t.path_mtu.clamp(1, 5),
+                                retry: Self::retry_limits(t),
+                            };
+                            then = Then::Join(j, src, dst, cur);
+                        }
+                    }
+                    QpState::Rts if link.is_some() => {
+                        let t = &io.attr;
+                        let keys = (cur == QpState::Rtr).then(|| this.idents(t, t.sq_psn));
+                        if let Some(l) = link.clone() {
+                            then = Then::Rts(l, keys, Self::retry_limits(t));
+                        }
                     }
                     QpState::Rtr if this.qp_type == QpType::Rc && conn.is_none() => {
                         if let Some(mut c) = spare.take() {
@@ -305,6 +346,36 @@ impl Qp {
                 }
             }
         }
+        match then {
+            Then::Nothing => {}
+            Then::Leave(l) => Peer::leave(&this.dev, l),
+            Then::Rts(l, keys, retry) => {
+                if let Some((sq, rq)) = keys {
+                    l.peer.rts(l.id, sq, rq, retry);
+                } else {
+                    l.peer.raise_retry(retry);
+                }
+            }
+            Then::Join(j, src, dst, was) => {
+                let joined = Peer::join(this, &j, src, dst);
+                let mut g = this.inner.lock();
+                let ok = !g.io.dead && g.io.attr.state != QpState::Reset && g.link.is_none();
+                match joined {
+                    Ok(l) if ok => g.link = Some(l),
+                    Ok(l) => {
+                        drop(g);
+                        Peer::leave(&this.dev, l);
+                    }
+                    Err(e) => {
+                        // Not connected: the QP stays where it was.
+                        if g.io.attr.state == QpState::Rtr {
+                            g.io.attr.state = was;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
         Self::pump(this);
         Ok(())
     }
@@ -314,8 +385,6 @@ impl Qp {
     pub(super) fn config(&self, io: &Io) -> Config {
         let mtu = 128u16 << io.attr.path_mtu.clamp(1, 5);
         let t = &io.attr;
-        // Checked at load (1..=64).
-        let paths = crate::ffi::params::paths().clamp(1, MAX_PATHS as u32) as u16;
         // Until RTS names `sq_psn`, both keys come from `rq_psn`: a QP that
         // stays in RTR (a responder serving READs and atomics) still answers.
         let (tx_ident, rx_ident) = self.idents(t, t.rq_psn);
@@ -324,37 +393,19 @@ impl Qp {
             peer_conn: t.dest_qpn,
             tx_ident,
             rx_ident,
-            // A new connection at every RTR: datagrams of an earlier one (this QP
-            // before a reset, or a QP that had its QPN) still in the network are
-            // stale to the peer (Documentation/transport.rst, "Incarnations").
-            incarnation: (crate::ffi::random::random_u32() as u16).max(1),
-            paths: paths as u8,
             mtu,
-            base_src_port: base_src_port(crate::ffi::random::random_u32(), paths),
-            wire_overhead: 66,
-            // Before the first RTT sample: from the device's base RTT (16x,
-            // room for a loaded host), within [2 min_rto, 20 ms]; 20 ms until
-            // some connection of the device measured one.
-            init_rto_ns: self
-                .dev
-                .fair
-                .base_rtt()
-                .map_or(INIT_RTO_NS, |r| r.saturating_mul(16))
-                .clamp(2 * MIN_RTO_NS, INIT_RTO_NS),
-            // Above it, srtt + 4 rttvar (RFC 6298, per path, measured)
-            // decides.
-            min_rto_ns: MIN_RTO_NS,
-            max_rto_ns: 500_000_000,
-            ack_delay_ns: 0,
-            pacing: true,
-            // Twice how late the device's QP timers fire, and 20 µs more
-            // (the sender catches up on that much sending time after a late
-            // expiry); updated as the QP runs (`pump_locked`).
-            pacing_slack_us: self.dev.pacing_slack_us(),
-            ..Config::default()
+            ..transport_config(&self.dev)
         };
         rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);
         c
+    }
+
+    /// The verbs retry limits of the QP's attributes: (`retry_cnt`,
+    /// `rnr_retry`, local ACK timeout ns) as the connection takes them.
+    fn retry_limits(t: &QpAttr) -> (u8, u8, u64) {
+        let mut r = Config::default();
+        rc::retry_config(&mut r, t.timeout, t.retry_cnt, t.rnr_retry);
+        (r.retry_cnt, r.rnr_retry, r.ack_timeout_ns)
     }
 
     /// The keys of the two directions keyed by the starting PSN `psn`
@@ -388,13 +439,14 @@ impl Qp {
             this.dev.transport.remove(this.qpn)
         };
         this.timer.shutdown();
-        let (sq, rq, conn) = {
+        let (sq, rq, conn, link) = {
             let mut g = this.inner.lock();
             let Inner {
                 conn,
                 io,
                 rc,
                 scratch,
+                link,
                 ..
             } = &mut *g;
             // No asynchronous event from a QP being destroyed.
@@ -418,9 +470,63 @@ impl Qp {
                 this.fold_stats(c, env.io);
             }
             io.dead = true;
-            (io.sq.take(), io.rq.take(), conn.take())
+            (io.sq.take(), io.rq.take(), conn.take(), link.take())
         };
+        // A member leaves its connection (which repeats its ACKs).
+        if let Some(l) = link {
+            Peer::leave(&this.dev, l);
+        }
         drop((sq, rq, conn, table_ref));
+    }
+}
+
+/// What `modify_qp` does for a member of a shared connection after the QP
+/// lock is released.
+enum Then {
+    Nothing,
+    /// Join the connection to the peer (RTR), from state `.3`.
+    Join(peer::Join, IpAddr, IpAddr, QpState),
+    /// RTS: the keys of `sq_psn` (sending, receiving) on RTR -> RTS, and the
+    /// retry limits.
+    Rts(Link, Option<(Ident, Ident)>, (u8, u8, u64)),
+    /// RESET: leave the connection.
+    Leave(Link),
+}
+
+/// What every connection of device `dev` starts with, whether one QP's or
+/// shared (Documentation/device.rst, "Paths", "Pacing and fair share",
+/// "Retransmission timeouts"): a new incarnation, the `paths` module
+/// parameter's paths from a random base port, the RTO bounds, pacing.
+pub(super) fn transport_config(dev: &DevShared<Qp>) -> Config {
+    // Checked at load (1..=64).
+    let paths = crate::ffi::params::paths().clamp(1, MAX_PATHS as u32) as u16;
+    Config {
+        // A new connection at every RTR: datagrams of an earlier one (this QP
+        // before a reset, or a QP that had its QPN) still in the network are
+        // stale to the peer (Documentation/transport.rst, "Incarnations").
+        incarnation: (crate::ffi::random::random_u32() as u16).max(1),
+        paths: paths as u8,
+        base_src_port: base_src_port(crate::ffi::random::random_u32(), paths),
+        wire_overhead: 66,
+        // Before the first RTT sample: from the device's base RTT (16x,
+        // room for a loaded host), within [2 min_rto, 20 ms]; 20 ms until
+        // some connection of the device measured one.
+        init_rto_ns: dev
+            .fair
+            .base_rtt()
+            .map_or(INIT_RTO_NS, |r| r.saturating_mul(16))
+            .clamp(2 * MIN_RTO_NS, INIT_RTO_NS),
+        // Above it, srtt + 4 rttvar (RFC 6298, per path, measured)
+        // decides.
+        min_rto_ns: MIN_RTO_NS,
+        max_rto_ns: 500_000_000,
+        ack_delay_ns: 0,
+        pacing: true,
+        // Twice how late the device's QP timers fire, and 20 µs more
+        // (the sender catches up on that much sending time after a late
+        // expiry); updated as the QP runs (`pump_locked`).
+        pacing_slack_us: dev.pacing_slack_us(),
+        ..Config::default()
     }
 }
 

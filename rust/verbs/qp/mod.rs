@@ -8,15 +8,18 @@
 //! protocol connection ([`crate::proto::conn::Connection`], which segments,
 //! sprays, acknowledges and retransmits the engine's messages).
 //!
-//! An RC QP in RTR or RTS owns one connection and one engine; the engine is
-//! the connection's [`crate::proto::conn::App`] ([`crate::proto::rc::Bound`]) over [`Glue`],
-//! which implements the engine's traits on this QP's rings, the device's MR
-//! and MW tables, its CQs, SRQ and events (`env`).
+//! An RC QP in RTR or RTS has one engine and either owns one connection,
+//! whose [`crate::proto::conn::App`] the engine is ([`crate::proto::rc::Bound`]
+//! over [`Glue`], which implements the engine's traits on this QP's rings,
+//! the device's MR and MW tables, its CQs, SRQ and events: `env`), or, on a
+//! device that shares connections, is a member of the connection to its peer
+//! (`peer`), whose application multiplexes its members' engines.
 //!
 //! Files: `control` (create/modify/query/destroy), `post` (doorbell, kernel
 //! posts, transmission), `env` (the engine's traits on the kernel objects),
 //! `mem` (memory access: lkeys, rkeys and windows), `local` (BIND_MW,
-//! LOCAL_INV, REG_MR), `uc` (unreliable connected QPs), `ud` (datagram
+//! LOCAL_INV, REG_MR), `peer` (shared connections), `uc` (unreliable
+//! connected QPs), `ud` (datagram
 //! QPs), `observe` (trace events), `res` (the resource-dump view); this file
 //! holds the QP's state, its timer and its receive path.
 
@@ -25,6 +28,7 @@ mod env;
 mod local;
 mod mem;
 mod observe;
+mod peer;
 mod post;
 mod res;
 mod uc;
@@ -32,7 +36,7 @@ mod ud;
 
 use super::counters as counter;
 use super::cq::Cq;
-use super::shared::DevShared;
+use super::shared::{DevShared, Grouped};
 use super::srq::Srq;
 use crate::ffi::net::{IpAddr, RxMeta};
 use crate::ffi::rdma::{
@@ -50,7 +54,12 @@ use crate::proto::time::Instant;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+use control::transport_config;
 pub(super) use env::RcTables;
+use observe::conn_event;
+pub(crate) use peer::PeerTable;
+use peer::{Link, Peer};
+use post::{fold_stats, send_counted};
 
 /// The protocol connection of one RC QP: room for 64 paths (the `paths`
 /// module parameter says how many are used), 64 packets in flight. 8976
@@ -75,6 +84,9 @@ struct Io {
 
 struct Inner {
     conn: Option<KBox<Conn>>,
+    /// On a device that shares connections: this RC QP's membership (from
+    /// RTR until RESET or destroy).
+    link: Option<Link>,
     /// A UC QP's link (RTR opens its receiving half, RTS its sending half).
     uc: UcLink,
     io: Io,
@@ -108,6 +120,10 @@ pub(crate) struct Qp {
 
 impl_has_timer! { impl HasTimer for Qp { self.timer } }
 
+impl Grouped for Qp {
+    type Peers = PeerTable;
+}
+
 impl TimerCallback for Qp {
     fn fired(this: &Arc<Self>) {
         this.dev.note_timer(this.timer.deadline_ns(), now_ns());
@@ -125,6 +141,12 @@ impl TimerCallback for Qp {
             if matches!(g.io.attr.state, QpState::Rts | QpState::Sqd) {
                 Qp::uc_locked(this, &mut g);
             }
+            return;
+        }
+        if let Some(l) = g.link.clone() {
+            // What a kernel consumer posted with interrupts off.
+            drop(g);
+            Peer::pump(&l.peer, Some(l.id));
             return;
         }
         {
@@ -162,6 +184,16 @@ impl Endpoint for Qp {
             return;
         }
         let mut g = this.inner.lock();
+        if let Some(l) = g.link.clone() {
+            // In the error state too: the connection answers that the QP is
+            // closed (transport.rst, "Shared connections").
+            let ok = this.admits(&g.io, true, payload, meta);
+            drop(g);
+            if ok {
+                Peer::receive(&l.peer, this, l.id, payload, meta);
+            }
+            return;
+        }
         {
             let Inner { conn, io, rc, .. } = &mut *g;
             let Some(c) = conn else {

@@ -30,21 +30,6 @@ fn pkt(qpn: u32, bytes: &[u8], path: Option<u8>, sport: u16, retx: bool) -> trac
 }
 
 impl Qp {
-    /// `metaroce:tx` for datagram `bytes`, which the connection described in
-    /// `t`, if the event is enabled.
-    pub(super) fn trace_tx(&self, t: &Transmit, bytes: &[u8]) {
-        if trace::tx_enabled() {
-            let retx = matches!(
-                t.kind,
-                TxKind::Data {
-                    retransmit: true,
-                    ..
-                }
-            );
-            trace::tx(&pkt(self.qpn, bytes, Some(t.path), t.src_port, retx));
-        }
-    }
-
     /// `metaroce:tx` for a UD or UC datagram sent from `sport`.
     pub(super) fn trace_tx_datagram(&self, bytes: &[u8], sport: u16) {
         if trace::tx_enabled() {
@@ -67,47 +52,67 @@ impl Qp {
     }
 }
 
+/// `metaroce:tx` for datagram `bytes` of QP `qpn`, which the connection
+/// described in `t`, if the event is enabled.
+pub(super) fn trace_tx(qpn: u32, t: &Transmit, bytes: &[u8]) {
+    if trace::tx_enabled() {
+        let retx = matches!(
+            t.kind,
+            TxKind::Data {
+                retransmit: true,
+                ..
+            }
+        );
+        trace::tx(&pkt(qpn, bytes, Some(t.path), t.src_port, retx));
+    }
+}
+
 impl Observe for Glue<'_> {
     fn conn_event(&mut self, e: Event) {
-        let qpn = self.qp.qpn;
-        match e {
-            Event::Lost { path, psn, cause } => {
-                let cause = match cause {
-                    CoreCause::SackGap => LossCause::Sack,
-                    CoreCause::Timeout => {
-                        // The core keeps no counter of these (its `Stats`
-                        // stay small): the device counts its events.
-                        self.qp.dev.count(counter::RTO_LOSSES, 1);
-                        LossCause::Rto
-                    }
-                    CoreCause::TailProbe => {
-                        self.qp.dev.count(counter::TAIL_PROBES, 1);
-                        LossCause::Tlp
-                    }
-                };
-                trace::loss(qpn, path, psn, cause);
-            }
-            Event::Retransmit {
-                path,
-                psn,
-                from_path,
-                stream,
-                ssn,
-            } => trace::retransmit(qpn, path, psn, from_path, stream, ssn),
-            Event::PathState {
-                path,
-                from,
-                to,
-                old_port,
-                new_port,
-            } => trace::path_state(qpn, path, from as u8, to as u8, old_port, new_port),
-            Event::Timeout {
-                path,
-                rto_ns,
-                backoff,
-                timeouts,
-            } => trace::rto(qpn, path, rto_ns, backoff, timeouts),
-            Event::PeerHint { old, new } => trace::rate_hint(qpn, HintSide::Peer, old, new),
+        conn_event(&self.qp.dev, self.qp.qpn, e);
+    }
+}
+
+/// Counts and traces what the connection of QP `qpn` (on device `dev`)
+/// reports ([`Event`]).
+pub(super) fn conn_event(dev: &DevShared<Qp>, qpn: u32, e: Event) {
+    match e {
+        Event::Lost { path, psn, cause } => {
+            let cause = match cause {
+                CoreCause::SackGap => LossCause::Sack,
+                CoreCause::Timeout => {
+                    // The core keeps no counter of these (its `Stats`
+                    // stay small): the device counts its events.
+                    dev.count(counter::RTO_LOSSES, 1);
+                    LossCause::Rto
+                }
+                CoreCause::TailProbe => {
+                    dev.count(counter::TAIL_PROBES, 1);
+                    LossCause::Tlp
+                }
+            };
+            trace::loss(qpn, path, psn, cause);
         }
+        Event::Retransmit {
+            path,
+            psn,
+            from_path,
+            stream,
+            ssn,
+        } => trace::retransmit(qpn, path, psn, from_path, stream, ssn),
+        Event::PathState {
+            path,
+            from,
+            to,
+            old_port,
+            new_port,
+        } => trace::path_state(qpn, path, from as u8, to as u8, old_port, new_port),
+        Event::Timeout {
+            path,
+            rto_ns,
+            backoff,
+            timeouts,
+        } => trace::rto(qpn, path, rto_ns, backoff, timeouts),
+        Event::PeerHint { old, new } => trace::rate_hint(qpn, HintSide::Peer, old, new),
     }
 }

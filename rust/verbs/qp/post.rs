@@ -9,63 +9,15 @@ use crate::proto::conn::TxKind;
 
 impl Qp {
     /// Sends datagram `bytes` the core described in `t` from `src` to `dst`
-    /// through the device's netdev.
-    pub(super) fn transmit(
-        &self,
-        src: &IpAddr,
-        dst: &IpAddr,
-        t: &Transmit,
-        bytes: &[u8],
-    ) -> Result {
-        self.dev
-            .transport
-            .send(src, dst, self.dev.ifindex, t.src_port, t.ect, bytes)
-    }
-
-    /// [`Self::transmit`], counted (`tx_packets`, `tx_bytes`, `probes`) and
-    /// traced (`metaroce:tx`) if it went out.
+    /// through the device's netdev, counted and traced ([`send_counted`]).
     pub(super) fn send_counted(&self, src: &IpAddr, dst: &IpAddr, t: &Transmit, bytes: &[u8]) {
-        if self.transmit(src, dst, t, bytes).is_ok() {
-            self.trace_tx(t, bytes);
-            self.dev.count(counter::TX_PACKETS, 1);
-            self.dev.count(counter::TX_BYTES, bytes.len() as u64);
-            if t.kind == TxKind::Probe {
-                self.dev.count(counter::PROBES, 1);
-            }
-        }
+        send_counted(&self.dev, self.qpn, src, dst, t, bytes);
     }
 
     /// Adds what connection `c`'s counters gained since `io.last_stats` to
     /// the device's counters.
     pub(super) fn fold_stats(&self, c: &Conn, io: &mut Io) {
-        let st = *c.stats();
-        let last = core::mem::replace(&mut io.last_stats, st);
-        for (k, n) in [
-            (counter::RETRANSMITS, st.retx.wrapping_sub(last.retx)),
-            (
-                counter::TIMEOUTS,
-                u32::from(st.timeouts.wrapping_sub(last.timeouts)),
-            ),
-            (
-                counter::LOCAL_ACK_TIMEOUTS,
-                st.ack_timeouts.wrapping_sub(last.ack_timeouts),
-            ),
-            (
-                counter::PATH_MOVES,
-                u32::from(st.moves.wrapping_sub(last.moves)),
-            ),
-            (counter::DUPLICATES, st.dup_rx.wrapping_sub(last.dup_rx)),
-            (
-                counter::SACK_LOSSES,
-                st.sack_lost.wrapping_sub(last.sack_lost),
-            ),
-            (
-                counter::ECN_ECHOED,
-                st.ce_echoed.wrapping_sub(last.ce_echoed),
-            ),
-        ] {
-            self.dev.count(k, u64::from(n));
-        }
+        fold_stats(&self.dev, c.stats(), &mut io.last_stats);
     }
 
     /// The user doorbell: new WQEs are in the SQ ring.
@@ -170,7 +122,15 @@ impl Qp {
     /// caller just did and the datagrams it calls for (the ACK of data whose
     /// completion user space can already see) are one critical section: a
     /// `destroy_qp` racing the receive cannot discard that ACK.
+    ///
+    /// A member of a shared connection has the connection send (without
+    /// this lock: the connection's comes first).
     pub(super) fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, Inner>) {
+        if let Some(l) = g.link.clone() {
+            drop(g);
+            Peer::pump(&l.peer, Some(l.id));
+            return;
+        }
         let mut budget = 256;
         let slack = this.dev.pacing_slack_us();
         let next = loop {
@@ -210,5 +170,63 @@ impl Qp {
         if let Some(at) = next {
             Timer::arm(this, at.as_nanos());
         }
+    }
+}
+
+/// Sends datagram `bytes` the core described in `t` from `src` to `dst`
+/// through device `dev`'s netdev, counted (`tx_packets`, `tx_bytes`,
+/// `probes`) and traced (`metaroce:tx`, under QPN `qpn`) if it went out.
+pub(super) fn send_counted(
+    dev: &DevShared<Qp>,
+    qpn: u32,
+    src: &IpAddr,
+    dst: &IpAddr,
+    t: &Transmit,
+    bytes: &[u8],
+) {
+    if dev
+        .transport
+        .send(src, dst, dev.ifindex, t.src_port, t.ect, bytes)
+        .is_ok()
+    {
+        observe::trace_tx(qpn, t, bytes);
+        dev.count(counter::TX_PACKETS, 1);
+        dev.count(counter::TX_BYTES, bytes.len() as u64);
+        if t.kind == TxKind::Probe {
+            dev.count(counter::PROBES, 1);
+        }
+    }
+}
+
+/// Adds what a connection's counters `st` gained since `last` to device
+/// `dev`'s counters; `last` becomes `st`.
+pub(super) fn fold_stats(dev: &DevShared<Qp>, st: &Stats, last: &mut Stats) {
+    let st = *st;
+    let last = core::mem::replace(last, st);
+    for (k, n) in [
+        (counter::RETRANSMITS, st.retx.wrapping_sub(last.retx)),
+        (
+            counter::TIMEOUTS,
+            u32::from(st.timeouts.wrapping_sub(last.timeouts)),
+        ),
+        (
+            counter::LOCAL_ACK_TIMEOUTS,
+            st.ack_timeouts.wrapping_sub(last.ack_timeouts),
+        ),
+        (
+            counter::PATH_MOVES,
+            u32::from(st.moves.wrapping_sub(last.moves)),
+        ),
+        (counter::DUPLICATES, st.dup_rx.wrapping_sub(last.dup_rx)),
+        (
+            counter::SACK_LOSSES,
+            st.sack_lost.wrapping_sub(last.sack_lost),
+        ),
+        (
+            counter::ECN_ECHOED,
+            st.ce_echoed.wrapping_sub(last.ce_echoed),
+        ),
+    ] {
+        dev.count(k, u64::from(n));
     }
 }

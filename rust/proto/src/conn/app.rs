@@ -22,6 +22,11 @@ pub struct MsgInfo {
     pub tag: u16,
     /// Solicited event requested (`DF_SE` on the last packet).
     pub solicited: bool,
+    /// Largest payload per packet of this message, bytes; 0 (or more than
+    /// [`super::Config::mtu`]): the connection's. On a shared connection each member
+    /// QP has its own verbs path MTU (IBTA 9.7.5.1.3: a request packet carries at most
+    /// the PMTU), while the connection's `mtu` bounds what it accepts.
+    pub mtu: u16,
 }
 
 /// Where received bytes go; handed to [`App::place`].

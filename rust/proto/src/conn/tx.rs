@@ -274,7 +274,11 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         let (s, info, msn, off, ssn) = pick?;
         let rem = info.len.saturating_sub(off);
-        let len = rem.min(u32::from(self.cfg.mtu)) as u16;
+        let mtu = match info.mtu {
+            0 => self.cfg.mtu,
+            m => m.min(self.cfg.mtu),
+        };
+        let len = rem.min(u32::from(mtu)) as u16;
         let p = self.pick_path()?;
         let t = self.build_data(now, p, buf, s, msn, ssn, off, len, &info, false, app)?;
         let last = off.saturating_add(u32::from(len)) >= info.len;

@@ -143,6 +143,7 @@ impl<T: Tables> Engine<T> {
             },
             tag,
             solicited: w.send_flags & send_flags::SOLICITED != 0,
+            mtu: 0,
         };
         self.record(
             msn,

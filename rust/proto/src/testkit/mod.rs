@@ -55,6 +55,7 @@ impl BulkApp<'_> {
                 imm: 0,
                 tag: 0,
                 solicited: false,
+                mtu: 0,
             },
             streams,
             limit: u32::MAX,

@@ -34,6 +34,9 @@ pub struct Qp {
     pub fresh: bool,
     /// The connection's epoch when it joined ([`crate::conn::Connection::epoch`]).
     pub joined: u32,
+    /// Its path MTU (0: the connection's), which its messages carry
+    /// ([`MsgInfo::mtu`]).
+    pub mtu: u16,
 }
 
 impl Qp {
@@ -54,6 +57,7 @@ impl Qp {
             rx,
             fresh: true,
             joined: 0,
+            mtu: 0,
         }
     }
 }
@@ -115,6 +119,7 @@ impl App for Mux<'_> {
             };
             if let Some((l, m)) = qp.engine.bind(&mut qp.host).ready_stream() {
                 *self.rr = (q + 1) % n;
+                let m = MsgInfo { mtu: qp.mtu, ..m };
                 return Some(((q * 2) as u16 + l, m));
             }
         }
@@ -127,7 +132,8 @@ impl App for Mux<'_> {
 
     fn message(&mut self, s: u16, msn: u32) -> Option<MsgInfo> {
         let (qp, l) = self.qp(s)?;
-        qp.engine.bind(&mut qp.host).message(l, msn)
+        let m = qp.engine.bind(&mut qp.host).message(l, msn)?;
+        Some(MsgInfo { mtu: qp.mtu, ..m })
     }
 
     fn payload(&mut self, s: u16, msn: u32, off: u32, dst: &mut [u8]) -> Result<(), Unreadable> {
@@ -342,6 +348,8 @@ pub struct SharedPair {
     pub lose_first_on: Vec<u16>,
     /// (node, stream, MSN, time) of every receive completion of a request (in order).
     pub completions: Vec<(u8, u16, u32, u64)>,
+    /// The largest DATA payload each node sent on each stream: (node, stream, bytes).
+    pub largest: Vec<(u8, u16, u16)>,
 }
 
 impl SharedPair {
@@ -369,6 +377,7 @@ impl SharedPair {
             rx_drops: [0; 2],
             lose_first_on: Vec::new(),
             completions: Vec::new(),
+            largest: Vec::new(),
         }
     }
 
@@ -383,6 +392,13 @@ impl SharedPair {
                 break;
             };
             let bytes = buf.get(..t.len).unwrap_or(&[]).to_vec();
+            if let TxKind::Data { stream, len, .. } = t.kind {
+                let node = i as u8;
+                match self.largest.iter_mut().find(|e| (e.0, e.1) == (node, stream)) {
+                    Some(e) => e.2 = e.2.max(len),
+                    None => self.largest.push((node, stream, len)),
+                }
+            }
             if let TxKind::Data {
                 stream,
                 retransmit: false,

@@ -87,6 +87,7 @@ fn test_msg(msgs: &[Vec<u32>; 4], stream: u16, msn: u32) -> Option<MsgInfo> {
         imm: msn,
         tag: msn as u16,
         solicited: msn.is_multiple_of(3),
+        mtu: 0,
     })
 }
 

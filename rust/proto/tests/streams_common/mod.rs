@@ -65,6 +65,7 @@ impl Mini {
             imm: 0,
             tag: msn as u16,
             solicited: false,
+            mtu: 0,
         })
     }
 }

@@ -1,0 +1,927 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared connections (Documentation/device.rst, "Shared connections";
+//! the wire rules: Documentation/transport.rst, "Shared connections"): on a
+//! device added with the `shared` module parameter set, the RC QPs to one
+//! peer (the same local and remote IP address) are the *members* of one
+//! protocol connection, a [`Peer`]: one set of paths, one congestion
+//! controller, one fair share at the receiver, one ACK stream. Member `id`'s
+//! two streams (requests; READ/atomic responses) are the connection's
+//! streams `2 id` and `2 id + 1`.
+//!
+//! The RC engines stay in their QPs. The connection calls them through
+//! [`Mux`], which locks one member QP at a time under the connection's lock:
+//! the lock order is the device's peer table (a mutex, process context),
+//! then a connection, then a QP. Nothing holding a QP lock takes a
+//! connection lock: the QP paths (post, modify, destroy, receive) drop it
+//! first and then call in here.
+//!
+//! Membership changes only under the device's peer table: a QP joins at RTR
+//! ([`Peer::join`]) and leaves at RESET or destroy ([`Peer::leave`]); the
+//! last member to leave removes the connection. A QP in the error state stays
+//! a member whose streams are closed (its peer hears `CLOSED`).
+
+use super::*;
+use crate::ffi::rdma::QpState;
+use crate::ffi::sync::BhGuard;
+use crate::proto::conn::{
+    App, ConnError, Event, MemberOut, MemberRx, MsgInfo, Placement, Refuse, Scope, TxKind,
+    Unreadable,
+};
+use crate::proto::ident::Ident;
+use crate::proto::rc::Bound;
+use crate::proto::stream::Stream;
+use crate::proto::wire::DropReason;
+use kernel::alloc::KVVec;
+use kernel::sync::Mutex;
+
+/// The connection QPs to one peer share: room for 64 paths and 256 packets in
+/// flight (four times one QP's, for all its members together).
+type PeerConn = Connection<{ crate::proto::conn::MAX_PATHS }, 4, 256>;
+
+/// Most members of one connection: member `id`'s streams are `2 id` and
+/// `2 id + 1` of the connection's 16-bit stream space, where 65535 is none.
+const MAX_MEMBERS: usize = 32767;
+
+/// Members a connection has room for at first (doubled as needed).
+const FIRST_ROOM: usize = 16;
+
+/// The device's shared connections, by peer ([`super::super::shared::Grouped`]).
+#[pin_data]
+pub(crate) struct PeerTable {
+    /// The connections (`None`: a free entry; the kernel's `Vec` cannot
+    /// remove one).
+    #[pin]
+    list: Mutex<KVec<Option<Arc<Peer>>>>,
+}
+
+impl PeerTable {
+    /// An empty table.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(PeerTable {
+            list <- kernel::new_mutex!(KVec::new(), "metaroce_peers"),
+        })
+    }
+}
+
+/// A member's place in its connection, held by its QP.
+#[derive(Clone)]
+pub(super) struct Link {
+    pub(super) peer: Arc<Peer>,
+    pub(super) id: u16,
+}
+
+/// What a QP brings when it joins (at RTR).
+pub(super) struct Join {
+    /// Its QPN and its peer's.
+    pub(super) qpn: u32,
+    pub(super) dest_qpn: u32,
+    /// The pair's keys (sending, receiving), from `rq_psn` until RTS.
+    pub(super) tx: Ident,
+    pub(super) rx: Ident,
+    /// Its path MTU, bytes.
+    pub(super) mtu: u16,
+    /// Its retry limits (`retry_cnt`, `rnr_retry`, local ACK timeout ns).
+    pub(super) retry: (u8, u8, u64),
+}
+
+/// One member as the connection knows it.
+#[derive(Clone, Copy, Default)]
+struct Member {
+    qpn: u32,
+    peer: u32,
+    /// The pair's key of this end's sending direction.
+    tx: Ident,
+    /// The pair's key of the peer's sending direction.
+    rx: Ident,
+    /// The other receiving key the peer may use until something was accepted
+    /// (set at RTS: a peer that stays in RTR answers under its `rq_psn`'s key,
+    /// as in a connection of one pair, [`Config::rx_alt`]).
+    rx_alt: Ident,
+    /// The connection's epoch when the member joined.
+    joined: u32,
+    /// Path MTU, bytes.
+    mtu: u16,
+    /// Nothing of the member accepted yet.
+    fresh: bool,
+    /// Something was sent under its `tx` key (it stays).
+    sent: bool,
+    /// In the ready ring.
+    queued: bool,
+}
+
+/// Members that may have something to send, each at most once
+/// ([`Member::queued`]): the connection asks them in turn and drops those
+/// that have nothing, so an idle member costs nothing.
+struct Ready {
+    buf: KVVec<u16>,
+    head: usize,
+    len: usize,
+}
+
+impl Ready {
+    fn push(&mut self, members: &mut [Member], id: u16) {
+        let cap = self.buf.len();
+        let Some(m) = members.get_mut(usize::from(id)) else {
+            return;
+        };
+        if m.queued || self.len >= cap {
+            return;
+        }
+        if let Some(x) = self.buf.get_mut((self.head + self.len) % cap) {
+            *x = id;
+        }
+        self.len += 1;
+        m.queued = true;
+    }
+
+    fn front(&self) -> Option<u16> {
+        (self.len > 0).then(|| self.buf.get(self.head).copied())?
+    }
+
+    fn pop(&mut self, members: &mut [Member]) {
+        if let Some(id) = self.front() {
+            if let Some(m) = members.get_mut(usize::from(id)) {
+                m.queued = false;
+            }
+            self.head = (self.head + 1) % self.buf.len();
+            self.len -= 1;
+        }
+    }
+
+    /// The front member goes to the back (it sent; the others' turn).
+    fn rotate(&mut self) {
+        if let Some(id) = self.front() {
+            let cap = self.buf.len();
+            self.head = (self.head + 1) % cap;
+            if let Some(x) = self.buf.get_mut((self.head + self.len - 1) % cap) {
+                *x = id;
+            }
+        }
+    }
+}
+
+/// The member tables, by member id.
+struct Slots {
+    qps: KVVec<Option<Arc<Qp>>>,
+    members: KVVec<Member>,
+    ready: Ready,
+    /// Free ids: `free[..nfree]`.
+    free: KVVec<u16>,
+    nfree: usize,
+}
+
+impl Slots {
+    /// Tables for `room` members, all free (allocates: process context).
+    fn new(room: usize) -> Result<Self> {
+        let mut qps = KVVec::new();
+        qps.extend_with(room, None, GFP_KERNEL)?;
+        let mut members = KVVec::new();
+        members.extend_with(room, Member::default(), GFP_KERNEL)?;
+        let mut buf = KVVec::new();
+        buf.extend_with(room, 0u16, GFP_KERNEL)?;
+        let mut free = KVVec::new();
+        free.extend_with(room, 0u16, GFP_KERNEL)?;
+        // Lowest id first.
+        for (i, f) in free.iter_mut().enumerate() {
+            *f = (room - 1 - i) as u16;
+        }
+        Ok(Slots {
+            qps,
+            members,
+            ready: Ready {
+                buf,
+                head: 0,
+                len: 0,
+            },
+            free,
+            nfree: room,
+        })
+    }
+
+    fn room(&self) -> usize {
+        self.qps.len()
+    }
+
+    /// Moves every member into `bigger` (made by [`Slots::new`]), whose extra
+    /// ids stay free; `self` is left empty (drop it outside the lock).
+    fn grow_into(&mut self, bigger: &mut Slots) {
+        let old = self.room();
+        for (n, o) in bigger.qps.iter_mut().zip(self.qps.iter_mut()) {
+            *n = o.take();
+        }
+        for (n, o) in bigger.members.iter_mut().zip(self.members.iter()) {
+            *n = *o;
+        }
+        let cap = self.ready.buf.len();
+        for i in 0..self.ready.len {
+            let id = self.ready.buf.get((self.ready.head + i) % cap).copied();
+            if let (Some(x), Some(id)) = (bigger.ready.buf.get_mut(i), id) {
+                *x = id;
+            }
+        }
+        bigger.ready.head = 0;
+        bigger.ready.len = self.ready.len;
+        // Free: the old free ids, then the new ones (lowest first).
+        let new = bigger.room() - old;
+        let mut k = 0;
+        for i in (old..bigger.room()).rev() {
+            if let Some(f) = bigger.free.get_mut(k) {
+                *f = i as u16;
+            }
+            k += 1;
+        }
+        for i in 0..self.nfree {
+            if let (Some(f), Some(o)) = (bigger.free.get_mut(k), self.free.get(i)) {
+                *f = *o;
+            }
+            k += 1;
+        }
+        bigger.nfree = new + self.nfree;
+        core::mem::swap(self, bigger);
+    }
+}
+
+/// Members whose QP entered the error state while the connection ran, whose
+/// streams it closes once the call returns.
+#[derive(Default)]
+struct Closing {
+    ids: [u16; 8],
+    n: usize,
+    /// More than `ids` holds: every member is checked.
+    overflow: bool,
+}
+
+impl Closing {
+    fn push(&mut self, id: u16) {
+        if self.ids[..self.n].contains(&id) {
+            return;
+        }
+        match self.ids.get_mut(self.n) {
+            Some(x) => {
+                *x = id;
+                self.n += 1;
+            }
+            None => self.overflow = true,
+        }
+    }
+}
+
+struct PeerInner {
+    conn: KBox<PeerConn>,
+    slots: Slots,
+    count: usize,
+    /// Some member (the one probes are addressed to).
+    some: Option<u16>,
+    closing: Closing,
+    /// One datagram being built.
+    scratch: KVec<u8>,
+    /// The connection's counters when last added to the device's.
+    last_stats: Stats,
+    /// The most patient retry limits of its members so far.
+    retry: (u8, u8, u64),
+}
+
+/// The connection the RC QPs of a device to one peer share.
+#[pin_data]
+pub(crate) struct Peer {
+    src: IpAddr,
+    dst: IpAddr,
+    dev: Arc<DevShared<Qp>>,
+    #[pin]
+    timer: Timer<Peer>,
+    #[pin]
+    inner: crate::ffi::sync::BhLock<PeerInner>,
+}
+
+impl_has_timer! { impl HasTimer for Peer { self.timer } }
+
+impl TimerCallback for Peer {
+    fn fired(this: &Arc<Self>) {
+        this.dev.note_timer(this.timer.deadline_ns(), now_ns());
+        let mut g = this.inner.lock();
+        let now = Instant(now_ns());
+        g.run(&this.dev, None, |c, mux, _| c.handle_timeout(now, mux));
+        Peer::pump_locked(this, g);
+    }
+}
+
+/// Stream `s` of the connection: (member id, the member's stream).
+fn split(s: u16) -> (u16, u16) {
+    (s / 2, s % 2)
+}
+
+impl PeerInner {
+    /// Runs `f` on the connection with the members as its application
+    /// (`arrived`: the QPN and member id a received datagram was dispatched
+    /// to); then closes the streams of members that entered the error state.
+    fn run<R>(
+        &mut self,
+        dev: &DevShared<Qp>,
+        arrived: Option<(u32, u16)>,
+        f: impl FnOnce(&mut PeerConn, &mut Mux<'_>, &mut [u8]) -> R,
+    ) -> R {
+        let PeerInner {
+            conn,
+            slots,
+            closing,
+            scratch,
+            some,
+            ..
+        } = self;
+        let Slots {
+            qps,
+            members,
+            ready,
+            ..
+        } = slots;
+        let r = {
+            let mut mux = Mux {
+                dev,
+                qps,
+                members,
+                ready,
+                closing,
+                arrived,
+                some: *some,
+                held: None,
+            };
+            f(conn, &mut mux, scratch)
+        };
+        // Each close may find another member in error: a few rounds at most.
+        for _ in 0..4 {
+            if closing.n == 0 && !closing.overflow {
+                break;
+            }
+            let c = core::mem::take(closing);
+            let mut mux = Mux {
+                dev,
+                qps,
+                members,
+                ready,
+                closing,
+                arrived,
+                some: *some,
+                held: None,
+            };
+            for id in c.ids.iter().take(c.n) {
+                conn.close_streams(id * 2, 2, &mut mux);
+            }
+            if c.overflow {
+                for id in 0..mux.qps.len() as u16 {
+                    if mux.in_error_open(id) {
+                        conn.close_streams(id * 2, 2, &mut mux);
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    /// Member `id` joins as `j` describes, with QP `qp`; `None` if full.
+    fn add(&mut self, qp: Arc<Qp>, j: &Join) -> Option<u16> {
+        let s = &mut self.slots;
+        if s.nfree == 0 {
+            return None;
+        }
+        s.nfree -= 1;
+        let id = *s.free.get(s.nfree)?;
+        let m = s.members.get_mut(usize::from(id))?;
+        *m = Member {
+            qpn: j.qpn,
+            peer: j.dest_qpn,
+            tx: j.tx,
+            rx: j.rx,
+            rx_alt: Ident::DEFAULT,
+            joined: self.conn.epoch(),
+            mtu: j.mtu,
+            fresh: true,
+            sent: false,
+            // A stale entry of an earlier member may still be in the ring.
+            queued: m.queued,
+        };
+        *s.qps.get_mut(usize::from(id))? = Some(qp);
+        self.count += 1;
+        self.some.get_or_insert(id);
+        self.raise_retry(j.retry);
+        Some(id)
+    }
+
+    /// The connection takes the most patient retry limits of its members
+    /// (Documentation/device.rst, "Shared connections").
+    fn raise_retry(&mut self, (cnt, rnr, timeout): (u8, u8, u64)) {
+        let (c0, r0, t0) = self.retry;
+        // `rnr_retry` 7 is unlimited (the largest anyway); a timeout that
+        // never expires is `u64::MAX`.
+        let (cnt, rnr, timeout) = (c0.max(cnt), r0.max(rnr), t0.max(timeout));
+        self.retry = (cnt, rnr, timeout);
+        self.conn.set_retry_limits(cnt, rnr, timeout);
+    }
+
+    /// The QPN a datagram the connection sends is traced under: its member's.
+    fn trace_qpn(&self, t: &Transmit) -> u32 {
+        let id = match t.kind {
+            TxKind::Data { stream, .. } => Some(split(stream).0),
+            _ => self.some,
+        };
+        id.and_then(|i| self.slots.members.get(usize::from(i)))
+            .map_or(0, |m| m.qpn)
+    }
+}
+
+impl Peer {
+    /// `qp` joins the connection to the peer at `dst` from `src` (created if
+    /// none), as `j` describes. `ENOSPC` when the connection has
+    /// [`MAX_MEMBERS`].
+    pub(super) fn join(qp: &Arc<Qp>, j: &Join, src: IpAddr, dst: IpAddr) -> Result<Link> {
+        let dev = &qp.dev;
+        let mut list = dev.peers.list.lock();
+        let found = list
+            .iter()
+            .flatten()
+            .find(|p| p.src == src && p.dst == dst)
+            .cloned();
+        let peer = match found {
+            Some(p) => p,
+            None => {
+                let p = Peer::new(dev, src, dst)?;
+                match list.iter_mut().find(|e| e.is_none()) {
+                    Some(e) => *e = Some(p.clone()),
+                    None => list.push(Some(p.clone()), GFP_KERNEL)?,
+                }
+                p
+            }
+        };
+        // Room (allocated here, not under the connection's lock; membership
+        // changes only under `list`, so it is still there below).
+        let (count, room) = {
+            let g = peer.inner.lock();
+            (g.count, g.slots.room())
+        };
+        let mut old = None;
+        if count >= room {
+            if room >= MAX_MEMBERS {
+                return Err(ENOSPC);
+            }
+            let mut bigger = Slots::new((room * 2).min(MAX_MEMBERS))?;
+            peer.inner.lock().slots.grow_into(&mut bigger);
+            old = Some(bigger);
+        }
+        let id = peer.inner.lock().add(qp.clone(), j).ok_or(ENOSPC)?;
+        drop(list);
+        drop(old);
+        Ok(Link { peer, id })
+    }
+
+    /// A connection without members. It accepts packets of up to 4096 payload
+    /// bytes, the largest path MTU; each member sends at most its own.
+    fn new(dev: &Arc<DevShared<Qp>>, src: IpAddr, dst: IpAddr) -> Result<Arc<Peer>> {
+        let mut conn = crate::ffi::boxed::copy_to_heap(&PeerConn::BLANK, GFP_KERNEL)?;
+        let r = || u64::from(crate::ffi::random::random_u32());
+        let cfg = Config {
+            shared: true,
+            // Every path's first PSN: the peer takes them from the floors.
+            tx_ident: Ident(r() << 32 | r()),
+            mtu: 4096,
+            ..transport_config(dev)
+        };
+        conn.reset(cfg);
+        let slots = Slots::new(FIRST_ROOM)?;
+        let mut scratch = KVec::new();
+        scratch.extend_with(4096 + 256, 0u8, GFP_KERNEL)?;
+        let inner = PeerInner {
+            conn,
+            slots,
+            count: 0,
+            some: None,
+            closing: Closing::default(),
+            scratch,
+            last_stats: Stats::default(),
+            retry: (0, 0, 0),
+        };
+        Arc::pin_init(
+            pin_init!(Peer {
+                src,
+                dst,
+                dev: dev.clone(),
+                timer <- Timer::new(),
+                inner <- crate::ffi::sync::new_bh_lock!(inner, "metaroce_peer"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Member `link` leaves (its QP is reset or destroyed; the caller holds
+    /// no lock of it): its streams close, what the connection received is
+    /// acknowledged once more (the peer may still wait for the ACK of the
+    /// QP's last message), and the last member removes the connection.
+    pub(super) fn leave(dev: &DevShared<Qp>, link: Link) {
+        let Link { peer, id } = link;
+        let mut list = dev.peers.list.lock();
+        let (qp, empty) = {
+            let mut g = peer.inner.lock();
+            g.conn.ack_all();
+            g.run(dev, None, |c, mux, _| c.close_streams(id * 2, 2, mux));
+            let qp = g.slots.qps.get_mut(usize::from(id)).and_then(|q| q.take());
+            if qp.is_some() {
+                let s = &mut g.slots;
+                if let Some(f) = s.free.get_mut(s.nfree) {
+                    *f = id;
+                    s.nfree += 1;
+                }
+                g.count -= 1;
+                if g.some == Some(id) {
+                    g.some = g
+                        .slots
+                        .qps
+                        .iter()
+                        .position(|q| q.is_some())
+                        .map(|i| i as u16);
+                }
+            }
+            (qp, g.count == 0)
+        };
+        let gone = if empty {
+            list.iter_mut()
+                .find(|e| e.as_ref().is_some_and(|p| Arc::ptr_eq(p, &peer)))
+                .and_then(|e| e.take())
+        } else {
+            None
+        };
+        drop(list);
+        // The repeated ACKs go out (the last member's too).
+        Peer::pump(&peer, None);
+        if gone.is_some() {
+            peer.timer.shutdown();
+        }
+        drop((qp, gone));
+    }
+
+    /// Member `id` moved to RTS: its sending key becomes `tx` unless something
+    /// went out under the RTR one, the peer may answer under `rx_alt` while
+    /// nothing was accepted, and the retry limits are its own now.
+    pub(super) fn rts(&self, id: u16, tx: Ident, rx_alt: Ident, retry: (u8, u8, u64)) {
+        let mut g = self.inner.lock();
+        let PeerInner { slots, .. } = &mut *g;
+        if let (Some(m), Some(Some(qp))) = (
+            slots.members.get_mut(usize::from(id)),
+            slots.qps.get(usize::from(id)),
+        ) {
+            if !m.sent && m.tx != tx {
+                m.tx = tx;
+                qp.inner.lock().rc.restart_tx(tx);
+            }
+            if m.fresh && rx_alt != m.rx {
+                m.rx_alt = rx_alt;
+            }
+        }
+        g.raise_retry(retry);
+    }
+
+    /// A member's retry limits changed (RTS again): the connection keeps the
+    /// most patient.
+    pub(super) fn raise_retry(&self, retry: (u8, u8, u64)) {
+        self.inner.lock().raise_retry(retry);
+    }
+
+    /// A datagram the dispatch table gave member `id`'s QP `qp` (which
+    /// admitted it).
+    pub(super) fn receive(this: &Arc<Self>, qp: &Qp, id: u16, payload: &[u8], meta: &RxMeta) {
+        let mut g = this.inner.lock();
+        let now = Instant(now_ns());
+        let arrived = Some((qp.qpn, id));
+        let r = g.run(&this.dev, arrived, |c, mux, _| {
+            c.handle_packet(now, payload, meta.ce, mux)
+        });
+        match r {
+            Err(reason) => qp.drop_rx(payload, meta, counter::DROP_FIRST + reason as usize),
+            Ok(_) => qp.trace_rx(payload, meta, None),
+        }
+        if let Ok(RxEvent::Data | RxEvent::Duplicate) = r {
+            let c = &mut g.conn;
+            let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+            let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
+            if hint != c.rate_hint() {
+                this.dev.count(counter::HINT_CHANGES, 1);
+                qp.trace_local_hint(c.rate_hint(), hint);
+                c.set_rate_hint(hint);
+            }
+        }
+        Peer::pump_locked(this, g);
+    }
+
+    /// Sends what the connection has to send; `id`: a member that may have
+    /// something new (posted, or moved to the error state).
+    pub(super) fn pump(this: &Arc<Self>, id: Option<u16>) {
+        let mut g = this.inner.lock();
+        if let Some(id) = id {
+            let Slots { members, ready, .. } = &mut g.slots;
+            ready.push(members, id);
+        }
+        Peer::pump_locked(this, g);
+    }
+
+    /// [`Self::pump`] with the lock held (at most 256 datagrams), then arms
+    /// the timer for the connection's next deadline.
+    fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, PeerInner>) {
+        let dev = &*this.dev;
+        let slack = dev.pacing_slack_us();
+        let mut budget = 256;
+        let next = loop {
+            let now = Instant(now_ns());
+            g.conn.set_pacing_slack_us(slack);
+            let t = if budget > 0 {
+                g.run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux))
+            } else {
+                None
+            };
+            let Some(t) = t else {
+                let PeerInner {
+                    conn, last_stats, ..
+                } = &mut *g;
+                fold_stats(dev, conn.stats(), last_stats);
+                dev.fair.note_rtt(conn.min_rtt());
+                break conn.poll_timeout();
+            };
+            budget -= 1;
+            let qpn = g.trace_qpn(&t);
+            let len = t.len.min(g.scratch.len());
+            let bytes = g.scratch.get(..len).unwrap_or(&[]);
+            send_counted(dev, qpn, &this.src, &this.dst, &t, bytes);
+        };
+        drop(g);
+        if let Some(at) = next {
+            Timer::arm(this, at.as_nanos());
+        }
+    }
+
+    /// Adds the connection's state to a resource dump of member `qpn`
+    /// ([`Qp::fill_res`]), with `shared` 1 and `members`.
+    pub(super) fn fill_res(&self, out: &mut crate::ffi::rdma::res::ResAttrs) -> Result {
+        let g = self.inner.lock();
+        out.u32(format_args!("shared"), 1)?;
+        out.u32(format_args!("members"), g.count as u32)?;
+        super::res::fill_conn(&*g.conn, out)
+    }
+}
+
+/// The members of one connection as its application: stream `s` is member
+/// `s / 2`'s engine stream `s % 2`, reached by locking that member's QP
+/// (one at a time, held until another is needed or the call returns).
+struct Mux<'a> {
+    dev: &'a DevShared<Qp>,
+    qps: &'a [Option<Arc<Qp>>],
+    members: &'a mut [Member],
+    ready: &'a mut Ready,
+    closing: &'a mut Closing,
+    /// The QPN and member id a received datagram was dispatched to.
+    arrived: Option<(u32, u16)>,
+    some: Option<u16>,
+    held: Option<(u16, BhGuard<'a, Inner>)>,
+}
+
+impl Drop for Mux<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl<'a> Mux<'a> {
+    /// Unlocks the member held, noting it for [`Closing`] if it entered the
+    /// error state with its streams open (or lost a completion to a full CQ,
+    /// which puts it there: IBTA class G, the other members carry on).
+    fn release(&mut self) {
+        let Some((id, mut g)) = self.held.take() else {
+            return;
+        };
+        let Some(Some(qp)) = self.qps.get(usize::from(id)) else {
+            return;
+        };
+        let Inner { io, rc, .. } = &mut *g;
+        let lost = rc.settle(&mut Glue { qp, io });
+        let open = rc.stream(0).is_some_and(|s| !s.tx.closed);
+        if lost || (open && io.attr.state == QpState::Err) {
+            self.closing.push(id);
+        }
+    }
+
+    /// Member `id`'s QP and its locked state; it may have something to send
+    /// after this (it goes in the ready ring).
+    fn lock(&mut self, id: u16) -> Option<(&'a Qp, &mut Inner)> {
+        let qps = self.qps;
+        let qp: &'a Qp = qps.get(usize::from(id))?.as_ref()?;
+        if self.held.as_ref().map(|h| h.0) != Some(id) {
+            self.release();
+            self.held = Some((id, qp.inner.lock()));
+            self.ready.push(self.members, id);
+        }
+        let (_, g) = self.held.as_mut()?;
+        Some((qp, &mut **g))
+    }
+
+    /// `f` on the engine of stream `s`'s member, with the member's stream.
+    fn with<R>(
+        &mut self,
+        s: u16,
+        f: impl FnOnce(&mut Bound<'_, RcTables, Glue<'_>>, u16) -> R,
+    ) -> Option<R> {
+        let (id, l) = split(s);
+        let (qp, inner) = self.lock(id)?;
+        let Inner { io, rc, .. } = inner;
+        let mut env = Glue { qp, io };
+        Some(f(&mut rc.bind(&mut env), l))
+    }
+
+    /// Whether member `id` is in the error state with its streams open.
+    fn in_error_open(&mut self, id: u16) -> bool {
+        self.lock(id).is_some_and(|(_, i)| {
+            i.io.attr.state == QpState::Err && i.rc.stream(0).is_some_and(|s| !s.tx.closed)
+        })
+    }
+
+    fn member(&self, id: u16) -> Option<&Member> {
+        self.qps.get(usize::from(id))?.as_ref()?;
+        self.members.get(usize::from(id))
+    }
+
+    /// The member a datagram addressed to `dst` is for: the one it was
+    /// dispatched to (by its QPN).
+    fn addressee(&self, dst: u32) -> Option<u16> {
+        self.arrived.filter(|a| a.0 == dst).map(|a| a.1)
+    }
+
+    fn mtu_of(&self, s: u16, m: &mut MsgInfo) {
+        if let Some(x) = self.member(split(s).0) {
+            m.mtu = x.mtu;
+        }
+    }
+}
+
+impl App for Mux<'_> {
+    fn stream(&mut self, s: u16) -> Option<&mut Stream> {
+        let (id, l) = split(s);
+        self.lock(id)?.1.rc.stream(l)
+    }
+
+    /// The ready ring in turn: the front member's next message, if it has
+    /// one (then it goes to the back), else it leaves the ring.
+    fn ready_stream(&mut self) -> Option<(u16, MsgInfo)> {
+        let mut n = self.ready.len;
+        while n > 0 {
+            n -= 1;
+            let id = self.ready.front()?;
+            match self.with(id * 2, |b, _| b.ready_stream()).flatten() {
+                Some((l, mut m)) => {
+                    self.ready.rotate();
+                    let s = id * 2 + l;
+                    self.mtu_of(s, &mut m);
+                    return Some((s, m));
+                }
+                None => self.ready.pop(self.members),
+            }
+        }
+        None
+    }
+
+    /// Each member's streams start from its own pair's keys
+    /// ([`Self::member_rx`] switches them).
+    fn restart_rx(&mut self, _id: Ident) {}
+
+    fn message(&mut self, s: u16, msn: u32) -> Option<MsgInfo> {
+        let mut m = self.with(s, |b, l| b.message(l, msn))??;
+        self.mtu_of(s, &mut m);
+        Some(m)
+    }
+
+    fn payload(&mut self, s: u16, msn: u32, off: u32, dst: &mut [u8]) -> Result<(), Unreadable> {
+        self.with(s, |b, l| b.payload(l, msn, off, dst))
+            .unwrap_or(Err(Unreadable::Local))
+    }
+
+    /// A member QP takes packets in RTR, RTS and SQD, and in the error state
+    /// only while it lingers to deliver a refusal; otherwise it is closed
+    /// (transport.rst, "Shared connections").
+    fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
+        let (id, l) = split(p.stream);
+        let (qp, inner) = self.lock(id).ok_or(Refuse::Closed)?;
+        let Inner { io, rc, .. } = inner;
+        let open = match io.attr.state {
+            QpState::Rtr | QpState::Rts | QpState::Sqd => true,
+            QpState::Err => rc.lingers(),
+            _ => false,
+        };
+        if !open {
+            return Err(Refuse::Closed);
+        }
+        let mut env = Glue { qp, io };
+        rc.bind(&mut env).place(&Placement { stream: l, ..*p })
+    }
+
+    fn complete(&mut self, s: u16, msn: u32) {
+        self.with(s, |b, l| b.complete(l, msn));
+    }
+
+    fn acked(&mut self, s: u16, msn: u32) {
+        self.with(s, |b, l| b.acked(l, msn));
+    }
+
+    fn refusal(&mut self, s: u16, msn: u32) -> Option<Refuse> {
+        self.with(s, |b, l| b.refusal(l, msn))?
+    }
+
+    fn refused(&mut self, s: u16, msn: u32, e: ConnError) {
+        self.with(s, |b, l| b.refused(l, msn, e));
+    }
+
+    /// One member's failure: its QP enters the error state and its two
+    /// streams close; the connection and the other members carry on.
+    fn stream_error(&mut self, s: u16, e: ConnError) -> Scope {
+        self.with(s, |b, _| b.error(e));
+        Scope::Streams {
+            first: s & !1,
+            n: 2,
+        }
+    }
+
+    fn error(&mut self, e: ConnError) {
+        for id in 0..self.qps.len() as u16 {
+            self.with(id * 2, |b, _| b.error(e));
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        let id = match e {
+            Event::Retransmit { stream, .. } => Some(split(stream).0),
+            _ => self.arrived.map(|a| a.1).or(self.some),
+        };
+        let qpn = id.and_then(|i| self.member(i)).map_or(0, |m| m.qpn);
+        conn_event(self.dev, qpn, e);
+    }
+
+    fn member_rx(&mut self, dst: u32, token: u32) -> Result<MemberRx, DropReason> {
+        let id = self.addressee(dst).ok_or(DropReason::WrongConnection)?;
+        let m = *self.member(id).ok_or(DropReason::WrongConnection)?;
+        if token != m.rx.token() {
+            // The peer's other key, while nothing was accepted: the member's
+            // receiving halves start over from it.
+            let alt = m.rx_alt;
+            if !(m.fresh && alt != Ident::DEFAULT && token == alt.token()) {
+                return Err(DropReason::BadToken);
+            }
+            if let Some(x) = self.members.get_mut(usize::from(id)) {
+                x.rx = alt;
+                x.rx_alt = Ident::DEFAULT;
+            }
+            self.with(id * 2, |b, _| b.restart_rx(alt));
+        }
+        Ok(MemberRx {
+            id,
+            fresh: m.fresh,
+            joined: m.joined,
+        })
+    }
+
+    fn member_accepted(&mut self, id: u16) {
+        if let Some(m) = self.members.get_mut(usize::from(id)) {
+            m.fresh = false;
+            m.rx_alt = Ident::DEFAULT;
+        }
+    }
+
+    fn member_tx(&mut self, dst: u32) -> Option<(u16, u32)> {
+        let id = self.addressee(dst)?;
+        Some((id, self.member(id)?.tx.token()))
+    }
+
+    fn member_out(&mut self, id: u16) -> Option<MemberOut> {
+        let m = self.member(id)?;
+        Some(MemberOut {
+            to: m.peer,
+            tx_token: m.tx.token(),
+            rx_token: m.rx.token(),
+        })
+    }
+
+    /// A member for a PROBE (or an ACK whose member left): its sending key
+    /// is used, so it stays (`sent`).
+    fn any_member(&mut self) -> Option<u16> {
+        let id = self
+            .arrived
+            .map(|a| a.1)
+            .filter(|i| self.member(*i).is_some())
+            .or(self.some)?;
+        self.members.get_mut(usize::from(id))?.sent = true;
+        Some(id)
+    }
+
+    fn stream_in(&mut self, id: u16, wire: u16) -> Option<u16> {
+        (wire < 2).then(|| id * 2 + wire)
+    }
+
+    fn stream_out(&mut self, s: u16) -> Option<(u16, u16)> {
+        let (id, l) = split(s);
+        self.member(id)?;
+        self.members.get_mut(usize::from(id))?.sent = true;
+        Some((id, l))
+    }
+}
