@@ -25,7 +25,7 @@ if [[ ${1:-} == -S ]]; then export MR_SHARED=1; shift; fi
 dev=${1:-mr0}
 nqps=${2:-1024}
 rounds=${3:-3}
-extra=("${@:4}")	# more qpscale options, both sides (-X: must fail)
+extra=("${@:4}")	# more qpscale options, both sides (-X: must fail; -E: QP 0 fails alone)
 bin=$MR_REPO/out/qpscale
 if [[ -x $bin && ! $bin -ot $MR_REPO/tests/scale/qpscale.c ]]; then pass "out/qpscale built and up to date"
 else fail "out/qpscale missing or older than its source: run 'make -C tests/scale' on the host"; done_testing; fi

@@ -4,7 +4,9 @@
 # `shared` module parameter set (written through sysfs before `rdma link
 # add`, so it holds for this device alone), then NPAIRS (default 16) copies
 # of the integrity test (tests/integrity/integrity.c: every opcode, every
-# byte checked) run at once, each over its own QP pair, seeds 1..NPAIRS.
+# byte checked) run at once, each over its own QP pair, seeds 1..NPAIRS. The
+# clients start 0.25 s apart and pair i runs OPS + (13 i mod OPS) operations,
+# so QPs join the connection and leave it while the others carry traffic.
 #   shared.sh [NPAIRS [OPS [NETEM-ARGS...]]]
 #   make -C tests/integrity && qemu/vm-run -n 2 -t 1200 tests/guest/shared.sh 16 40 loss 1% delay 1ms reorder 25%
 # Checked: every pair exits 0 (0 corrupt, lost or duplicated); while they
@@ -54,7 +56,10 @@ mkdir -p "$out"
 pids=()
 for ((i = 1; i <= npairs; i++)); do
   args=(-d "$dev" -g "$gid" -p $((19900 + i)))
-  ((MR_ID == 1)) || args+=(-s "$i" -n "$ops" -M 65536)
+  if ((MR_ID != 1)); then
+    args+=(-s "$i" -n $((ops + 13 * i % ops)) -M 65536)
+    nap 0.25
+  fi
   # shellcheck disable=SC2086
   (timeout 900 "$MR_REPO/out/integrity" "${args[@]}" $role >"$out/$i.tap" 2>&1; echo $? >"$out/$i.rc") &
   pids+=($!)

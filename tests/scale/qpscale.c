@@ -7,7 +7,7 @@
  * rdma_cm).
  *
  *   qpscale -d DEV -g GIDIDX -n NQPS [-r ROUNDS] [-s SIZE] [-p TCPPORT]
- *           [-w OUTSTANDING] [-H HOOK] [-X] [PEER_IPV4]
+ *           [-w OUTSTANDING] [-H HOOK] [-X] [-E] [PEER_IPV4]
  *
  * Without PEER_IPV4 it serves (listens on TCPPORT, default 18600); with it, it
  * is the client. Both sides must be given the same -n, -s and -r.
@@ -41,6 +41,14 @@
  * -X (self-check of the checker, client side): in the last round QP 0
  * writes QP 1's pattern into slot 0; the server must report it and the run
  * must fail.
+ *
+ * -E (both sides; ROUNDS >= 2): one QP fails while the others run. In round
+ * 1 QP 0's WRITE carries a wrong rkey: its completion must be
+ * IBV_WC_REM_ACCESS_ERR (IBTA 9.7.5.2.4, class C: both ends of the pair
+ * enter the error state). From then on QP 0 is out (nothing posted, its slot
+ * not checked), every other QP's WRITEs must still succeed with their bytes
+ * checked, and after the last round QP 0 must be in the error state on both
+ * sides and every other QP at RTS.
  *
  * With NQPS >= 8000, a "# N QPs created" / "# N QPs at RTR" line every 2000
  * QPs says how far a run got that the OOM killer ended.
@@ -99,6 +107,13 @@ static int is_server, sock = -1, tap_n, failed;
 static const char *hook;
 static uint32_t nqps, size = 64, rounds = 3, window = 256;
 static int inject;		/* -X: QP 0 writes QP 1's pattern in the last round */
+static int fail_one;		/* -E: QP 0's WRITE of round FAIL_ROUND has a wrong rkey */
+#define FAIL_ROUND 1
+
+/* -E: QP i's WRITE of round r is the one that must fail */
+static int failing(uint32_t i, uint32_t r) { return fail_one && i == 0 && r == FAIL_ROUND; }
+/* -E: QP i is out in round r (it failed before) */
+static int gone(uint32_t i, uint32_t r) { return fail_one && i == 0 && r > FAIL_ROUND; }
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_mr *mr;
@@ -566,6 +581,20 @@ static uint32_t take(const struct ibv_wc *wc, int n, uint32_t r, uint8_t *done, 
 			continue;
 		}
 		done[i] = 1;
+		if (failing(i, r)) {
+			/* an error completion's opcode is undefined (IBTA 11.4.2.1) */
+			if (wc[k].status == IBV_WC_REM_ACCESS_ERR && wc[k].qp_num == mine[i].qpn) {
+				diag("-E: round %u QP %u (qpn %#x): %s, as it must", r, i, mine[i].qpn,
+				     ibv_wc_status_str(wc[k].status));
+				(*completed)++;
+			} else {
+				errs++;
+				diag("-E: round %u QP %u (qpn %#x): completion %s, qp_num %#x; wanted "
+				     "remote access error", r, i, mine[i].qpn,
+				     ibv_wc_status_str(wc[k].status), wc[k].qp_num);
+			}
+			continue;
+		}
 		if (wc[k].status != IBV_WC_SUCCESS || wc[k].opcode != IBV_WC_RDMA_WRITE ||
 		    wc[k].qp_num != mine[i].qpn) {
 			errs++;
@@ -600,6 +629,10 @@ static uint32_t client_round(uint32_t r, uint8_t *done, struct tally *t)
 		int n, e;
 
 		while (next < nqps && outstanding < window) {
+			if (gone(next, r)) {
+				done[next++] = 1;
+				continue;
+			}
 			struct ibv_sge sge = { .addr = (uintptr_t)(buf + (size_t)next * size),
 					       .length = size, .lkey = mr->lkey };
 			struct ibv_send_wr wr = { .wr_id = (uint64_t)r << 32 | next, .sg_list = &sge,
@@ -607,7 +640,7 @@ static uint32_t client_round(uint32_t r, uint8_t *done, struct tally *t)
 						  .send_flags = IBV_SEND_SIGNALED }, *badwr;
 
 			wr.wr.rdma.remote_addr = peer.addr + (uint64_t)next * size;
-			wr.wr.rdma.rkey = peer.rkey;
+			wr.wr.rdma.rkey = failing(next, r) ? peer.rkey + 0x100 : peer.rkey;
 			if ((e = ibv_post_send(qps[next], &wr, &badwr))) {
 				errno = e;
 				die("ibv_post_send round %u QP %u (qpn %#x)", r, next, mine[next].qpn);
@@ -672,6 +705,8 @@ static uint32_t server_check(uint32_t r)
 	uint32_t bad = 0, hi, hr;
 
 	for (uint32_t i = 0; i < nqps; i++) {
+		if (failing(i, r) || gone(i, r))
+			continue;
 		if (!bad_slot(buf + (size_t)i * size, i, r, &hi, &hr))
 			continue;
 		if (bad++ < 10)
@@ -684,7 +719,7 @@ static uint32_t server_check(uint32_t r)
 static void usage(void)
 {
 	fprintf(stderr, "usage: qpscale -d DEV -g GIDIDX -n NQPS [-r ROUNDS] [-s SIZE] [-p TCPPORT]\n"
-			"               [-w OUTSTANDING] [-H HOOK] [-X] [PEER_IPV4]\n");
+			"               [-w OUTSTANDING] [-H HOOK] [-X] [-E] [PEER_IPV4]\n");
 	exit(2);
 }
 
@@ -699,7 +734,7 @@ int main(int argc, char **argv)
 	struct msg m;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((o = getopt(argc, argv, "d:g:n:r:s:p:w:H:X")) != -1) {
+	while ((o = getopt(argc, argv, "d:g:n:r:s:p:w:H:XE")) != -1) {
 		switch (o) {
 		case 'd': devname = optarg; break;
 		case 'g': gidx = atoi(optarg); gset = 1; break;
@@ -710,12 +745,14 @@ int main(int argc, char **argv)
 		case 'w': window = strtoul(optarg, NULL, 0); break;
 		case 'H': hook = optarg; break;
 		case 'X': inject = 1; break;
+		case 'E': fail_one = 1; break;
 		default: usage();
 		}
 	}
 	if (optind < argc)
 		host = argv[optind++];
-	if (optind != argc || !devname || !gset || !nqps || !size || !window || nqps > (1u << 24))
+	if (optind != argc || !devname || !gset || !nqps || !size || !window || nqps > (1u << 24) ||
+	    (fail_one && (rounds <= FAIL_ROUND || nqps < 2)))
 		usage();
 	is_server = !host;
 	if (!(done = calloc(nqps, 1)))
@@ -775,6 +812,26 @@ int main(int argc, char **argv)
 			ok(!corrupt && !m.errors, "round %u: %u slots checked, %u corrupt (client: %u errors)",
 			   r, nqps, corrupt, m.errors);
 		}
+	}
+	if (fail_one) {
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+		uint32_t rts_others = 0;
+		int st0 = -1, e;
+
+		for (uint32_t i = 0; i < nqps; i++) {
+			if ((e = ibv_query_qp(qps[i], &a, IBV_QP_STATE, &ia))) {
+				errno = e;
+				die("ibv_query_qp QP %u", i);
+			}
+			if (i == 0)
+				st0 = a.qp_state;
+			else if (a.qp_state == IBV_QPS_RTS)
+				rts_others++;
+		}
+		ok(st0 == IBV_QPS_ERR && rts_others == nqps - 1,
+		   "-E: QP 0 in the error state (state %d), the other %u QPs at RTS: %u", st0,
+		   nqps - 1, rts_others);
 	}
 	t.errors = errs_total;
 	t.corrupt = corrupt_total;

@@ -52,8 +52,12 @@ pub const RESP: u16 = 1;
 /// READ/atomic requests a responder holds answers for at once (the `resps` table).
 pub const RESP_SLOTS: usize = 256;
 /// Messages the receiver tracks ahead of the oldest incomplete one (the `rx` and `taken`
-/// tables; `taken_sges` holds this many times the SRQ's SGEs).
-pub const RX_TRACK: usize = 256;
+/// tables; `taken_sges` holds this many times the SRQ's SGEs): the stream window. The
+/// oldest incomplete message has a packet at or above the stream's cumulative SSN, so
+/// message `rx_msn + k` starts at least `k` SSNs above it, and a packet within the
+/// window ([`crate::stream::STREAM_WINDOW`] SSNs) belongs to a message less than that
+/// many ahead.
+pub const RX_TRACK: usize = crate::stream::STREAM_WINDOW as usize;
 
 /// A send WQE turned into a message (one entry per SQ slot).
 #[derive(Clone, Copy, Debug, Default)]

@@ -394,7 +394,11 @@ impl SharedPair {
             let bytes = buf.get(..t.len).unwrap_or(&[]).to_vec();
             if let TxKind::Data { stream, len, .. } = t.kind {
                 let node = i as u8;
-                match self.largest.iter_mut().find(|e| (e.0, e.1) == (node, stream)) {
+                match self
+                    .largest
+                    .iter_mut()
+                    .find(|e| (e.0, e.1) == (node, stream))
+                {
                     Some(e) => e.2 = e.2.max(len),
                     None => self.largest.push((node, stream, len)),
                 }
