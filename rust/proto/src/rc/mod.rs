@@ -55,9 +55,9 @@ pub const RESP_SLOTS: usize = 256;
 /// tables; `taken_sges` holds this many times the SRQ's SGEs): the stream window. The
 /// oldest incomplete message has a packet at or above the stream's cumulative SSN, so
 /// message `rx_msn + k` starts at least `k` SSNs above it, and a packet within the
-/// window ([`crate::stream::STREAM_WINDOW`] SSNs) belongs to a message less than that
+/// window ([`super::stream::STREAM_WINDOW`] SSNs) belongs to a message less than that
 /// many ahead.
-pub const RX_TRACK: usize = crate::stream::STREAM_WINDOW as usize;
+pub const RX_TRACK: usize = super::stream::STREAM_WINDOW as usize;
 
 /// A send WQE turned into a message (one entry per SQ slot).
 #[derive(Clone, Copy, Debug, Default)]
