@@ -284,7 +284,6 @@ impl Qp {
                                 tx,
                                 rx,
                                 mtu: 128u16 << t.path_mtu.clamp(1, 5),
-                                retry: Self::retry_limits(t),
                             };
                             then = Then::Join(j, src, dst, cur);
                         }

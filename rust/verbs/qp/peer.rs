@@ -81,8 +81,6 @@ pub(super) struct Join {
     pub(super) rx: Ident,
     /// Its path MTU, bytes.
     pub(super) mtu: u16,
-    /// Its retry limits (`retry_cnt`, `rnr_retry`, local ACK timeout ns).
-    pub(super) retry: (u8, u8, u64),
 }
 
 /// One member as the connection knows it.
@@ -403,12 +401,13 @@ impl PeerInner {
         *s.qps.get_mut(usize::from(id))? = Some(qp);
         self.count += 1;
         self.some.get_or_insert(id);
-        self.raise_retry(j.retry);
         Some(id)
     }
 
-    /// The connection takes the most patient retry limits of its members
-    /// (Documentation/device.rst, "Shared connections").
+    /// The connection takes the most patient retry limits of its members at
+    /// RTS (Documentation/device.rst, "Shared connections"); a member in RTR
+    /// has none yet (verbs sets them at RTS, and `timeout` 0 would mean
+    /// never), and a responder that stays there needs none.
     fn raise_retry(&mut self, (cnt, rnr, timeout): (u8, u8, u64)) {
         let (c0, r0, t0) = self.retry;
         // `rnr_retry` 7 is unlimited (the largest anyway); a timeout that
@@ -512,15 +511,19 @@ impl Peer {
     }
 
     /// Member `link` leaves (its QP is reset or destroyed; the caller holds
-    /// no lock of it): its streams close, what the connection received is
-    /// acknowledged once more (the peer may still wait for the ACK of the
-    /// QP's last message), and the last member removes the connection.
+    /// no lock of it): what the connection received is acknowledged once
+    /// more while the member is still there to address it to (the peer may
+    /// still wait for the ACK of the QP's last message: verbs applications
+    /// often destroy right after their last completion, and the ACK of the
+    /// last member of a connection has no one else to go to), then its
+    /// streams close, and the last member removes the connection.
     pub(super) fn leave(dev: &DevShared<Qp>, link: Link) {
         let Link { peer, id } = link;
+        peer.inner.lock().conn.ack_all();
+        Peer::pump(&peer, None);
         let mut list = dev.peers.list.lock();
         let (qp, empty) = {
             let mut g = peer.inner.lock();
-            g.conn.ack_all();
             g.run(dev, None, |c, mux, _| c.close_streams(id * 2, 2, mux));
             let qp = g.slots.qps.get_mut(usize::from(id)).and_then(|q| q.take());
             if qp.is_some() {
@@ -549,7 +552,6 @@ impl Peer {
             None
         };
         drop(list);
-        // The repeated ACKs go out (the last member's too).
         Peer::pump(&peer, None);
         if gone.is_some() {
             peer.timer.shutdown();
