@@ -5,7 +5,7 @@
 //! QP not delaying the others, and QPs joining and leaving during traffic.
 mod rc_common;
 use metaroce_proto::conn::{Config, ConnState, Connection};
-use metaroce_proto::rc::{access, WcStatus, WrOpcode};
+use metaroce_proto::rc::{access, QpMode, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::Link;
 use metaroce_proto::testkit::shared::SharedPair;
 use rc_common::{clean, codes, lossy, pattern, rdma, sge, wqe, A_MR, B_MR, B_READ, MR_LEN};
@@ -392,4 +392,52 @@ fn each_qp_segments_at_its_own_path_mtu() {
         assert_eq!(largest(0, 2 * q), Some(mtu), "QP {q}: requests");
         assert_eq!(largest(1, 2 * q + 1), Some(mtu), "QP {q}: READ responses");
     }
+}
+
+/// A receive completion lost to a full CQ on one QP of a shared connection (IBTA
+/// 11.4.2.1 class G): that QP's responder enters the error state and its requester's
+/// SEND whose completion was lost fails (retry exceeded, never a success), the later
+/// one too; the SEND before completes; the other QPs' work completes and the connection
+/// stays open. (A connection of one pair stops acknowledging instead: rc.rs,
+/// `cq_overrun_moves_the_responder_to_error`.)
+#[test]
+fn a_lost_receive_completion_fails_its_send_and_that_qp_alone() {
+    let mut p = setup(4, lossy(5_000, 0, 20_000), 21);
+    p.nodes[1].qp(0).host.cq_cap = 1;
+    let (a, b) = (va(A_MR), va(B_MR));
+    for i in 0..3u64 {
+        let off = 64 * 1024 + 100 * i as usize;
+        assert!(p.nodes[1]
+            .qp(0)
+            .host
+            .post_recv(i, &[sge(b, off, 100, B_MR)]));
+        let w = wqe(WrOpcode::Send, 100 + i, vec![sge(a, 0, 10, A_MR)]);
+        assert!(p.nodes[0].qp(0).host.post_send(w));
+    }
+    for q in 1..4 {
+        post_work(&mut p, q, 2);
+    }
+    assert!(p.run(10_000_000_000), "still busy");
+    assert_eq!(p.nodes[1].qp(0).host.mode, QpMode::Err);
+    assert_eq!(p.nodes[1].qp(0).host.recv_cq.len(), 1);
+    let got: Vec<(u64, WcStatus)> = p.nodes[0]
+        .qp(0)
+        .host
+        .send_cq
+        .iter()
+        .map(|c| (c.wr_id, c.status))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (100, WcStatus::Success),
+            (101, WcStatus::RetryExcErr),
+            (102, WcStatus::WrFlushErr)
+        ],
+        "QP 0's SENDs"
+    );
+    for q in 1..4 {
+        check_work(&mut p, q, 2);
+    }
+    assert!(open(&p));
 }

@@ -823,6 +823,10 @@ impl App for Mux<'_> {
         self.with(s, |b, l| b.complete(l, msn));
     }
 
+    fn completion_lost(&mut self, s: u16) -> bool {
+        self.with(s, |b, l| b.completion_lost(l)).unwrap_or(false)
+    }
+
     fn acked(&mut self, s: u16, msn: u32) {
         self.with(s, |b, l| b.acked(l, msn));
     }

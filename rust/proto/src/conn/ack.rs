@@ -441,10 +441,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if open != Some(true) {
             return None;
         }
-        // A closed stream refuses no message in particular: its owner just fails.
-        if e != ConnError::RemoteClosed {
-            app.refused(s, msn, e);
-        }
+        // Every message before the named one is complete at the peer; the named one
+        // (a closed stream's next to complete, or one whose completion the peer lost)
+        // is not, whatever the ACK says of its packets.
+        app.refused(s, msn, e);
         Some((s, e))
     }
 

@@ -190,6 +190,15 @@ pub trait App {
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse>;
     /// Receiver: message `(stream, msn)` is whole and every earlier one is complete.
     fn complete(&mut self, stream: u16, msn: u32);
+    /// Receiver, shared connections: whether the completion [`App::complete`] just
+    /// reported on `stream` was lost (its QP's completion queue was full: IBTA 11.4.2.1
+    /// class G; the QP enters the error state). The message must then not count as
+    /// done at the sender: the connection NAKs it `CLOSED` instead of letting its ACK
+    /// stand for it (a connection of one pair stops acknowledging altogether,
+    /// [`super::Connection::abort`]). By default never.
+    fn completion_lost(&mut self, _stream: u16) -> bool {
+        false
+    }
     /// Sender: message `(stream, msn)` is fully acknowledged, in order per stream.
     fn acked(&mut self, stream: u16, msn: u32);
     /// Receiver: whether message `(stream, msn)`, the stream's next to complete, is

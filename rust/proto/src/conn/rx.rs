@@ -306,6 +306,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         let op = Op::from_u8(h.op).unwrap_or(Op::Send);
         let last = h.flags & DF_LAST != 0;
+        let mut lost = None;
         let ev = if verdict == RxVerdict::New {
             let pl = Placement {
                 stream: s,
@@ -332,6 +333,13 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             }
             for msn in done.msns() {
                 app.complete(s, msn);
+                // Shared: a completion the member's QP could not write is NAKed
+                // (closed), so that the sender fails that message and does not take
+                // this packet's ACK for it (Documentation/transport.rst, "Shared
+                // connections"). The first such message of the packet is named.
+                if self.cfg.shared && lost.is_none() && app.completion_lost(s) {
+                    lost = Some(msn);
+                }
             }
             RxEvent::Data
         } else {
@@ -362,7 +370,16 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             || !in_order
             || ev == RxEvent::Duplicate
             || h.flags & DF_ACKREQ != 0;
-        if urgent {
+        if let Some(msn) = lost {
+            self.reports.nak = Some(Refusal {
+                path: p as u8,
+                kind: RefusalKind::Closed,
+                psn: h.psn,
+                stream: s,
+                msn,
+            });
+        }
+        if urgent || lost.is_some() {
             self.reports.ack_pending |= 1u64 << p;
         } else if !self.timers.is_armed(Timer::DelayedAck) {
             let at = now.add_nanos(u64::from(self.cfg.ack_delay_ns));

@@ -450,6 +450,11 @@ impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
         self.engine.refusal_due(self.env, msn)
     }
 
+    /// A receive completion lost to a full CQ (only requests consume receives).
+    fn completion_lost(&mut self, stream: u16) -> bool {
+        stream == REQ && self.engine.cq_lost
+    }
+
     fn refused(&mut self, stream: u16, msn: u32, e: ConnError) {
         if stream == REQ {
             self.engine.request_refused(self.env, msn, e);

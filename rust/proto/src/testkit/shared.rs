@@ -160,6 +160,11 @@ impl App for Mux<'_> {
         }
     }
 
+    fn completion_lost(&mut self, s: u16) -> bool {
+        self.qp(s)
+            .is_some_and(|(qp, l)| qp.engine.bind(&mut qp.host).completion_lost(l))
+    }
+
     fn acked(&mut self, s: u16, msn: u32) {
         if let Some((qp, l)) = self.qp(s) {
             qp.engine.bind(&mut qp.host).acked(l, msn);
