@@ -333,35 +333,29 @@ impl PeerInner {
             ready,
             ..
         } = slots;
-        let r = {
-            let mut mux = Mux {
-                dev,
-                qps,
-                members,
-                ready,
-                closing,
-                arrived,
-                some: *some,
-                held: None,
+        // The members as the application, borrowing the tables afresh.
+        macro_rules! mux {
+            () => {
+                Mux {
+                    dev,
+                    qps,
+                    members,
+                    ready,
+                    closing,
+                    arrived,
+                    some: *some,
+                    held: None,
+                }
             };
-            f(conn, &mut mux, scratch)
-        };
+        }
+        let r = f(conn, &mut mux!(), scratch);
         // Each close may find another member in error: a few rounds at most.
         for _ in 0..4 {
             if closing.n == 0 && !closing.overflow {
                 break;
             }
             let c = core::mem::take(closing);
-            let mut mux = Mux {
-                dev,
-                qps,
-                members,
-                ready,
-                closing,
-                arrived,
-                some: *some,
-                held: None,
-            };
+            let mut mux = mux!();
             for id in c.ids.iter().take(c.n) {
                 conn.close_streams(id * 2, 2, &mut mux);
             }
