@@ -18,7 +18,8 @@
 //! Files: `control` (create/modify/query/destroy), `post` (doorbell, kernel
 //! posts, transmission), `env` (the engine's traits on the kernel objects),
 //! `mem` (memory access: lkeys, rkeys and windows), `local` (BIND_MW,
-//! LOCAL_INV, REG_MR), `peer` (shared connections), `uc` (unreliable
+//! LOCAL_INV, REG_MR), `peer` (shared connections) and `mux` (their
+//! members as the connection's application), `uc` (unreliable
 //! connected QPs), `ud` (datagram
 //! QPs), `observe` (trace events), `res` (the resource-dump view); this file
 //! holds the QP's state, its timer and its receive path.
@@ -27,6 +28,7 @@ mod control;
 mod env;
 mod local;
 mod mem;
+mod mux;
 mod observe;
 mod peer;
 mod post;
