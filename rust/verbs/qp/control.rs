@@ -313,10 +313,9 @@ impl Qp {
                     }
                     QpState::Rts => {
                         if let Some(c) = conn.as_mut() {
-                            let mut r = Config::default();
                             let t = &io.attr;
-                            rc::retry_config(&mut r, t.timeout, t.retry_cnt, t.rnr_retry);
-                            c.set_retry_limits(r.retry_cnt, r.rnr_retry, r.ack_timeout_ns);
+                            let (cnt, rnr, timeout) = Self::retry_limits(t);
+                            c.set_retry_limits(cnt, rnr, timeout);
                             // `sq_psn` is final now: the sending key (unless
                             // data went out under the RTR one), and the
                             // receiving key of a peer that stays in RTR. Only

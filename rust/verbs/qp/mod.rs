@@ -213,18 +213,7 @@ impl Endpoint for Qp {
                 Err(reason) => this.drop_rx(payload, meta, counter::DROP_FIRST + reason as usize),
                 Ok(_) => this.trace_rx(payload, meta, None),
             }
-            // The device's fair share for this sender, on its ACKs (which go
-            // out below): only data the connection accepted counts, so forged
-            // datagrams cannot skew anyone's share.
-            if let Ok(RxEvent::Data | RxEvent::Duplicate) = r {
-                let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-                let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
-                if hint != c.rate_hint() {
-                    this.dev.count(counter::HINT_CHANGES, 1);
-                    this.trace_local_hint(c.rate_hint(), hint);
-                    c.set_rate_hint(hint);
-                }
-            }
+            this.note_share(c, r, now, payload.len());
         }
         // The ACK goes out before the lock is released (see `pump_locked`).
         Qp::pump_locked(this, g);
@@ -238,12 +227,7 @@ impl Qp {
     /// `Engine::lingers`), and only from the peer set by `modify_qp`. A
     /// refused one is counted (`rx_drops` and its reason) and traced.
     fn admits(&self, io: &Io, lingers: bool, payload: &[u8], meta: &RxMeta) -> bool {
-        let state_ok = match io.attr.state {
-            QpState::Rtr | QpState::Rts | QpState::Sqd => true,
-            QpState::Err => lingers,
-            _ => false,
-        };
-        let reason = if !state_ok {
+        let reason = if !io.takes_packets(lingers) {
             counter::DROP_QP_STATE
         } else if io.dst != Some(meta.src) {
             counter::DROP_BAD_SOURCE
@@ -252,6 +236,28 @@ impl Qp {
         };
         self.drop_rx(payload, meta, reason);
         false
+    }
+
+    /// The device's fair share for the sender of a datagram of `len` bytes
+    /// that connection `c` took with result `r`, set as `c`'s hint (its ACKs,
+    /// sent next, carry it): only data the connection accepted counts, so
+    /// forged datagrams cannot skew anyone's share.
+    fn note_share<const P: usize, const W: usize, const N: usize>(
+        &self,
+        c: &mut Connection<P, W, N>,
+        r: Result<RxEvent, crate::proto::wire::DropReason>,
+        now: Instant,
+        len: usize,
+    ) {
+        if let Ok(RxEvent::Data | RxEvent::Duplicate) = r {
+            let bytes = u32::try_from(len).unwrap_or(u32::MAX);
+            let hint = self.dev.fair.note(now, c.fair_slot(), bytes);
+            if hint != c.rate_hint() {
+                self.dev.count(counter::HINT_CHANGES, 1);
+                self.trace_local_hint(c.rate_hint(), hint);
+                c.set_rate_hint(hint);
+            }
+        }
     }
 
     /// Counts datagram `payload` as dropped for device counter `reason`
@@ -272,6 +278,16 @@ fn sq_elem(caps: &QpCaps) -> usize {
 const MAX_INLINE: u32 = 512;
 
 impl Io {
+    /// Whether a connected QP in this state takes packets: in RTR, RTS or
+    /// SQD, and in the error state only if it `lingers` to deliver a refusal.
+    fn takes_packets(&self, lingers: bool) -> bool {
+        match self.attr.state {
+            QpState::Rtr | QpState::Rts | QpState::Sqd => true,
+            QpState::Err => lingers,
+            _ => false,
+        }
+    }
+
     fn reset(&mut self) {
         for q in [&self.sq, &self.rq].into_iter().flatten() {
             q.set_producer(0);

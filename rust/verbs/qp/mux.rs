@@ -120,6 +120,12 @@ impl Closing {
     }
 }
 
+/// Whether a member QP is in the error state with its streams still open
+/// (the connection has yet to close them).
+fn in_error_open(i: &mut Inner) -> bool {
+    i.io.attr.state == QpState::Err && i.rc.stream(0).is_some_and(|s| !s.tx.closed)
+}
+
 /// Stream `s` of the connection: (member id, the member's stream).
 pub(super) fn split(s: u16) -> (u16, u16) {
     (s / 2, s % 2)
@@ -159,8 +165,7 @@ impl<'a> Mux<'a> {
         };
         let Inner { io, rc, .. } = &mut *g;
         let lost = rc.settle(&mut Glue { qp, io });
-        let open = rc.stream(0).is_some_and(|s| !s.tx.closed);
-        if lost || (open && io.attr.state == QpState::Err) {
+        if lost || in_error_open(&mut g) {
             self.closing.push(id);
         }
     }
@@ -194,9 +199,7 @@ impl<'a> Mux<'a> {
 
     /// Whether member `id` is in the error state with its streams open.
     pub(super) fn in_error_open(&mut self, id: u16) -> bool {
-        self.lock(id).is_some_and(|(_, i)| {
-            i.io.attr.state == QpState::Err && i.rc.stream(0).is_some_and(|s| !s.tx.closed)
-        })
+        self.lock(id).is_some_and(|(_, i)| in_error_open(i))
     }
 
     fn member(&self, id: u16) -> Option<&Member> {
@@ -265,12 +268,7 @@ impl App for Mux<'_> {
         let (id, l) = split(p.stream);
         let (qp, inner) = self.lock(id).ok_or(Refuse::Closed)?;
         let Inner { io, rc, .. } = inner;
-        let open = match io.attr.state {
-            QpState::Rtr | QpState::Rts | QpState::Sqd => true,
-            QpState::Err => rc.lingers(),
-            _ => false,
-        };
-        if !open {
+        if !io.takes_packets(rc.lingers()) {
             return Err(Refuse::Closed);
         }
         let mut env = Glue { qp, io };

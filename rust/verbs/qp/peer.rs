@@ -119,8 +119,9 @@ impl Slots {
         self.qps.len()
     }
 
-    /// Moves every member into `bigger` (made by [`Slots::new`]), whose extra
-    /// ids stay free; `self` is left empty (drop it outside the lock).
+    /// Moves every member of these full tables (no id free) into `bigger`
+    /// (made by [`Slots::new`]), whose ids above ours stay free; `self` is
+    /// left empty (drop it outside the lock).
     fn grow_into(&mut self, bigger: &mut Slots) {
         let old = self.room();
         for (n, o) in bigger.qps.iter_mut().zip(self.qps.iter_mut()) {
@@ -138,22 +139,9 @@ impl Slots {
         }
         bigger.ready.head = 0;
         bigger.ready.len = self.ready.len;
-        // Free: the old free ids, then the new ones (lowest first).
-        let new = bigger.room() - old;
-        let mut k = 0;
-        for i in (old..bigger.room()).rev() {
-            if let Some(f) = bigger.free.get_mut(k) {
-                *f = i as u16;
-            }
-            k += 1;
-        }
-        for i in 0..self.nfree {
-            if let (Some(f), Some(o)) = (bigger.free.get_mut(k), self.free.get(i)) {
-                *f = *o;
-            }
-            k += 1;
-        }
-        bigger.nfree = new + self.nfree;
+        // `Slots::new` stacked every id, the lowest on top: its bottom
+        // entries are the ids above ours, so they alone stay free.
+        bigger.nfree = bigger.room() - old;
         core::mem::swap(self, bigger);
     }
 }
@@ -340,6 +328,7 @@ impl Peer {
             (g.count, g.slots.room())
         };
         let mut old = None;
+        // Full (no id free): grow.
         if count >= room {
             if room >= MAX_MEMBERS {
                 return Err(ENOSPC);
@@ -481,16 +470,7 @@ impl Peer {
             Err(reason) => qp.drop_rx(payload, meta, counter::DROP_FIRST + reason as usize),
             Ok(_) => qp.trace_rx(payload, meta, None),
         }
-        if let Ok(RxEvent::Data | RxEvent::Duplicate) = r {
-            let c = &mut g.conn;
-            let bytes = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-            let hint = this.dev.fair.note(now, c.fair_slot(), bytes);
-            if hint != c.rate_hint() {
-                this.dev.count(counter::HINT_CHANGES, 1);
-                qp.trace_local_hint(c.rate_hint(), hint);
-                c.set_rate_hint(hint);
-            }
-        }
+        qp.note_share(&mut *g.conn, r, now, payload.len());
         Peer::pump_locked(this, g);
     }
 
@@ -528,7 +508,12 @@ impl Peer {
                 break conn.poll_timeout();
             };
             budget -= 1;
-            let qpn = g.trace_qpn(&t);
+            // The member's QPN, for the trace event only.
+            let qpn = if crate::ffi::trace::tx_enabled() {
+                g.trace_qpn(&t)
+            } else {
+                0
+            };
             let len = t.len.min(g.scratch.len());
             let bytes = g.scratch.get(..len).unwrap_or(&[]);
             send_counted(dev, qpn, &this.src, &this.dst, &t, bytes);
