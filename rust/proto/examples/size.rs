@@ -22,6 +22,11 @@ fn main() {
         size_of::<Connection<64, 8, 512>>()
     );
     println!(
+        "Kernel: a QP's own Connection<64, 1, 64>: {} bytes; a shared Connection<64, 4, 256>: {} bytes",
+        size_of::<Connection<64, 1, 64>>(),
+        size_of::<Connection<64, 4, 256>>()
+    );
+    println!(
         "PathTx {} PathRx {} StreamTx {} StreamRx {} (a Stream, held by the application: {})",
         size_of::<PathTx>(),
         size_of::<PathRx>(),

@@ -134,6 +134,9 @@ pub struct PathTx {
     pub moves: u16,
     /// Retransmissions sent on this path (wrapping; in the struct's padding).
     pub retx: u16,
+    /// Packets the peer reported CE-marked on this path, as its ACKs echoed them
+    /// (wrapping).
+    pub ce: u32,
     /// Lowest unresolved PSN (the floor advertised to the receiver).
     pub base_psn: u32,
     /// Next PSN to assign.
@@ -273,6 +276,7 @@ impl PathTx {
         src_port: 0,
         moves: 0,
         retx: 0,
+        ce: 0,
         base_psn: 0,
         next_psn: 0,
         inflight: 0,

@@ -315,6 +315,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             t.base_psn = min_psn.unwrap_or(t.next_psn);
             let rtt = u64::from(t.srtt.max(1));
             t.cc.on_ack(&cfg.cc, now, rtt, acked_bytes, a.acked, a.ce, coupled);
+            t.ce = t.ce.wrapping_add(u32::from(a.ce));
             if lost_any {
                 t.cc.on_loss(&cfg.cc, now, rtt);
             }

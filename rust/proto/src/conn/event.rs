@@ -21,6 +21,9 @@ pub enum LossCause {
     /// on the fastest other path with room, and a marker follows the older packets on
     /// this one (Documentation/transport.rst, "Tail-loss probe").
     TailProbe = 2,
+    /// The path was retired ([`super::Connection::set_paths`] lowered the path count)
+    /// with the packet in flight on it: it is resent on the paths that remain.
+    Retired = 3,
 }
 
 /// One happening of a connection.

@@ -15,6 +15,7 @@ mod app;
 mod config;
 mod event;
 mod members;
+mod paths;
 mod reorder;
 mod rx;
 mod streams;
@@ -232,6 +233,10 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     retries: u8,
     /// Round-robin cursor: the next path to try.
     rr_path: u8,
+    /// The most paths this end has sent on ([`Config::paths`] at most times, more after
+    /// [`Connection::set_paths`] lowered it): ACKs are taken on the paths below it, so
+    /// a retired path's late answers still count.
+    sent_paths: u8,
     /// Streams with a message partly sent (its first packet out, its last not yet).
     partial: u16,
     /// The peer's incarnation (Documentation/transport.rst, "Incarnations"): set by
@@ -389,6 +394,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         retry_at: Instant::NEVER,
         retries: 0,
         rr_path: 0,
+        sent_paths: 0,
         partial: 0,
         peer_inc: 0,
         unsynced: u64::MAX,
@@ -419,6 +425,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         cfg.paths = cfg.paths.clamp(1, maxp);
         cfg.mtu = cfg.mtu.max(1);
         self.cfg = cfg;
+        self.sent_paths = cfg.paths;
         self.flight.ramp = cfg.init_qwnd;
         self.start_tx_seqs();
         self.start_rx_seqs();

@@ -60,9 +60,11 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         self.path_check(conn, path, P.min(MAX_PATHS))
     }
 
-    /// The path of an ACK: one this end sends on (`paths`).
+    /// The path of an ACK: one this end sends on (`paths`), or did before
+    /// [`Connection::set_paths`] retired it.
     pub(super) fn tx_path_check(&self, conn: u32, path: u8) -> Result<usize, DropReason> {
-        self.path_check(conn, path, usize::from(self.cfg.paths).min(P))
+        let sent = self.cfg.paths.max(self.sent_paths);
+        self.path_check(conn, path, usize::from(sent).min(P))
     }
 
     fn path_check(&self, conn: u32, path: u8, paths: usize) -> Result<usize, DropReason> {

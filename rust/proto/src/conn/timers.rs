@@ -259,7 +259,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     fn marker_overdue<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
         let Some(t) = self.tx.get(p) else { return };
         let rest = self.rto(t).saturating_sub(self.pto(t));
-        self.abandon_path(p, app);
+        self.abandon_path(p, LossCause::Timeout, app);
         if let Some(t) = self.tx.get_mut(p) {
             t.tlp = Tlp::Fired;
             t.rto_at = now.add_nanos(rest);
@@ -335,7 +335,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         self.stats.timeouts = self.stats.timeouts.wrapping_add(1);
         // The timeout that expired (its backoff grows below).
         let expired = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
-        self.abandon_path(p, app);
+        self.abandon_path(p, LossCause::Timeout, app);
         // Without a local ACK timer, path timeouts are the retries, but only while a
         // message is unacknowledged: an idle connection probes a dead path for as long
         // as it stays dead and never fails for it (verbs fails a QP only for work it
@@ -401,8 +401,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     }
 
     /// Moves every in-flight packet of path `p` to the retransmission queue (each one
-    /// reported [`Event::Lost`] to a timeout).
-    pub(super) fn abandon_path<A: App>(&mut self, p: usize, app: &mut A) {
+    /// reported [`Event::Lost`] with `cause`).
+    pub(super) fn abandon_path<A: App>(&mut self, p: usize, cause: LossCause, app: &mut A) {
         let Some(m) = self.flight.members.get_mut(p) else {
             return;
         };
@@ -422,7 +422,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                     app.event(Event::Lost {
                         path: p as u8,
                         psn,
-                        cause: LossCause::Timeout,
+                        cause,
                     });
                 }
             }
