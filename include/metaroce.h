@@ -123,6 +123,8 @@ enum metaroce_layout_probe {
 	METAROCE_PROBE_NOTIFIER_BLOCK,
 	METAROCE_PROBE_HRTIMER,
 	METAROCE_PROBE_SPINLOCK,
+	/* Not a size: the offset of metaroce_dev_head.ext (Rust: DeviceBox.ext). */
+	METAROCE_PROBE_DEV_HEAD_EXT,
 	METAROCE_PROBE_COUNT,
 };
 

@@ -26,3 +26,4 @@
 
 #include "metaroce.h"
 #include "metaroce_net.h"
+#include "metaroce_ext.h"

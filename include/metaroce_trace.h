@@ -123,7 +123,7 @@ TRACE_EVENT(loss,
 	TP_printk("qpn=%u path=%u psn=%u cause=%s", __entry->qpn,
 		  __entry->path, __entry->psn,
 		  __print_symbolic(__entry->cause, { 0, "sack" }, { 1, "rto" },
-				   { 2, "tlp" }))
+				   { 2, "tlp" }, { 3, "retired" }))
 );
 
 /* A lost data packet sent again: new path and PSN, same stream and SSN. */

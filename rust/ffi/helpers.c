@@ -20,6 +20,9 @@
 #include <linux/scatterlist.h>
 #include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
+#define UVERBS_MODULE_NAME metaroce_ib
+#include <rdma/uverbs_named_ioctl.h>
+#include <rdma/uverbs_std_types.h>
 #include <linux/hrtimer.h>
 #include <linux/jiffies.h>
 #include <net/ip.h>
@@ -32,6 +35,7 @@
 
 #include "metaroce.h"
 #include "metaroce_net.h"
+#include "metaroce_ext.h"
 
 /* The module's trace events are instantiated here, and only here. */
 #define CREATE_TRACE_POINTS
@@ -338,8 +342,122 @@ size_t metaroce_c_sizeof(enum metaroce_layout_probe probe)
 		return sizeof(struct hrtimer);
 	case METAROCE_PROBE_SPINLOCK:
 		return sizeof(spinlock_t);
+	case METAROCE_PROBE_DEV_HEAD_EXT:
+		return offsetof(struct metaroce_dev_head, ext);
 	default:				return 0;
 	}
+}
+
+/* --- The extension API's uverbs methods: rust/ffi/rdma/ext.rs --- */
+
+/* The extension ops of QP qp's device, if it is a metaroce device. */
+static const struct metaroce_ext_ops *metaroce_qp_ext(struct ib_qp *qp)
+{
+	if (qp->device->ops.owner != THIS_MODULE)
+		return NULL;
+	return container_of(qp->device, struct metaroce_dev_head, ib)->ext;
+}
+
+int metaroce_qp_query_paths(struct ib_qp *qp, struct metaroce_conn_info *info,
+			    struct metaroce_path_info *paths, u32 max_paths)
+{
+	const struct metaroce_ext_ops *ext = metaroce_qp_ext(qp);
+
+	if (!ext || !ext->qp_query_paths)
+		return -EOPNOTSUPP;
+	memset(info, 0, sizeof(*info));
+	return ext->qp_query_paths(qp, info, paths, max_paths);
+}
+EXPORT_SYMBOL_GPL(metaroce_qp_query_paths);
+
+int metaroce_qp_set_paths(struct ib_qp *qp, u32 paths)
+{
+	const struct metaroce_ext_ops *ext = metaroce_qp_ext(qp);
+
+	if (!ext || !ext->qp_set_paths)
+		return -EOPNOTSUPP;
+	return ext->qp_set_paths(qp, paths);
+}
+EXPORT_SYMBOL_GPL(metaroce_qp_set_paths);
+
+/* The reply: the fixed part and as many path records as user space has
+ * room for (at most METAROCE_MAX_PATHS). */
+static int UVERBS_HANDLER(METAROCE_IB_METHOD_QP_QUERY_PATHS)(
+	struct uverbs_attr_bundle *attrs)
+{
+	struct ib_qp *qp = uverbs_attr_get_obj(attrs,
+		METAROCE_IB_ATTR_QUERY_PATHS_QP_HANDLE);
+	int len = uverbs_attr_get_len(attrs, METAROCE_IB_ATTR_QUERY_PATHS_RESP);
+	struct metaroce_conn_info *info;
+	u32 room;
+	int n;
+
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	if (len < 0)
+		return len;
+	room = min_t(u32, (len - sizeof(*info)) / sizeof(struct metaroce_path_info),
+		     METAROCE_MAX_PATHS);
+	info = kzalloc(sizeof(*info) + room * sizeof(struct metaroce_path_info),
+		       GFP_KERNEL);
+	if (!info)
+		return -ENOMEM;
+	n = metaroce_qp_query_paths(qp, info,
+				    (struct metaroce_path_info *)(info + 1), room);
+	if (n >= 0) {
+		info->num_path_info = min_t(u32, n, room);
+		n = uverbs_copy_to(attrs, METAROCE_IB_ATTR_QUERY_PATHS_RESP, info,
+				   sizeof(*info) + info->num_path_info *
+				   sizeof(struct metaroce_path_info));
+	}
+	kfree(info);
+	return n;
+}
+
+static int UVERBS_HANDLER(METAROCE_IB_METHOD_QP_SET_PATHS)(
+	struct uverbs_attr_bundle *attrs)
+{
+	struct ib_qp *qp = uverbs_attr_get_obj(attrs,
+		METAROCE_IB_ATTR_SET_PATHS_QP_HANDLE);
+	u32 paths;
+	int ret;
+
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	ret = uverbs_copy_from(&paths, attrs, METAROCE_IB_ATTR_SET_PATHS_COUNT);
+	if (ret)
+		return ret;
+	ret = metaroce_qp_set_paths(qp, paths);
+	return ret < 0 ? ret : 0;
+}
+
+DECLARE_UVERBS_NAMED_METHOD(
+	METAROCE_IB_METHOD_QP_QUERY_PATHS,
+	UVERBS_ATTR_IDR(METAROCE_IB_ATTR_QUERY_PATHS_QP_HANDLE, UVERBS_OBJECT_QP,
+			UVERBS_ACCESS_READ, UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(METAROCE_IB_ATTR_QUERY_PATHS_RESP,
+			    UVERBS_ATTR_MIN_SIZE(sizeof(struct metaroce_conn_info)),
+			    UA_MANDATORY));
+
+DECLARE_UVERBS_NAMED_METHOD(
+	METAROCE_IB_METHOD_QP_SET_PATHS,
+	UVERBS_ATTR_IDR(METAROCE_IB_ATTR_SET_PATHS_QP_HANDLE, UVERBS_OBJECT_QP,
+			UVERBS_ACCESS_READ, UA_MANDATORY),
+	UVERBS_ATTR_PTR_IN(METAROCE_IB_ATTR_SET_PATHS_COUNT, UVERBS_ATTR_TYPE(u32),
+			   UA_MANDATORY));
+
+ADD_UVERBS_METHODS(metaroce_qp_methods, UVERBS_OBJECT_QP,
+		   &UVERBS_METHOD(METAROCE_IB_METHOD_QP_QUERY_PATHS),
+		   &UVERBS_METHOD(METAROCE_IB_METHOD_QP_SET_PATHS));
+
+const struct uapi_definition metaroce_uapi_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_QP, &metaroce_qp_methods),
+	{},
+};
+
+void metaroce_set_uapi(struct ib_device *dev)
+{
+	dev->driver_def = metaroce_uapi_defs;
 }
 
 /* --- UDP tunnel and timers: rust/ffi/net.rs, rust/ffi/timer.rs --- */

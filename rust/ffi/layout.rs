@@ -32,6 +32,9 @@ pub(crate) fn rust_sizeof(probe: b::metaroce_layout_probe) -> usize {
         b::metaroce_layout_probe_METAROCE_PROBE_NOTIFIER_BLOCK => size_of::<b::notifier_block>(),
         b::metaroce_layout_probe_METAROCE_PROBE_HRTIMER => size_of::<b::hrtimer>(),
         b::metaroce_layout_probe_METAROCE_PROBE_SPINLOCK => size_of::<b::spinlock_t>(),
+        b::metaroce_layout_probe_METAROCE_PROBE_DEV_HEAD_EXT => {
+            crate::ffi::rdma::device::EXT_OFFSET
+        }
         _ => 0,
     }
 }

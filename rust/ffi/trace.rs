@@ -55,7 +55,8 @@ pub(crate) fn rx(p: &Pkt, drop: Option<&CStr>) {
     unsafe { b::metaroce_trace_rx(p, drop) }
 }
 
-/// How [`loss`] found the packet lost (printed "sack" / "rto" / "tlp").
+/// How [`loss`] found the packet lost (printed "sack" / "rto" / "tlp" /
+/// "retired").
 #[derive(Clone, Copy)]
 #[repr(u8)]
 pub(crate) enum LossCause {
@@ -65,6 +66,8 @@ pub(crate) enum LossCause {
     Rto = 1,
     /// A tail-loss probe: the path's probe timeout, the packet its newest.
     Tlp = 2,
+    /// Its path was retired (the extension API lowered the path count).
+    Retired = 3,
 }
 
 /// `metaroce:loss`: QP `qpn` declared the data packet `psn` on `path` lost.

@@ -234,6 +234,14 @@ impl Driver for Metaroce {
         qp.fill_res(out)
     }
 
+    fn qp_query_paths(qp: &Arc<Qp>, out: &mut crate::ffi::rdma::ext::PathsOut<'_>) -> Result {
+        qp.query_paths(out)
+    }
+
+    fn qp_set_paths(qp: &Arc<Qp>, paths: u32) -> Result<u32> {
+        Qp::set_paths(qp, paths)
+    }
+
     fn fill_res_cq(cq: &Arc<Cq>, out: &mut crate::ffi::rdma::res::ResAttrs) -> Result {
         cq.fill_res(out)
     }

@@ -88,11 +88,18 @@ pub(crate) struct PortAttrs {
 #[repr(C)]
 pub(super) struct DeviceBox<D> {
     pub(super) ib: Opaque<b::ib_device>,
+    /// The extension ops (`struct metaroce_dev_head`'s `ext`, which the C
+    /// uverbs handlers read: [`super::ext`]); set before registration.
+    pub(super) ext: *const b::metaroce_ext_ops,
     /// The netdev of port 1, held (`dev_hold`) from `newlink` to
     /// `dealloc_driver`.
     pub(super) netdev: *mut b::net_device,
     pub(super) data: D,
 }
+
+/// Where [`DeviceBox`]'s `ext` lies: `offsetof(struct metaroce_dev_head,
+/// ext)` in C (the KUnit layout test compares them).
+pub(crate) const EXT_OFFSET: usize = core::mem::offset_of!(DeviceBox<u8>, ext);
 
 /// A device of driver `T`, borrowed from the RDMA core for a callback.
 ///

@@ -29,7 +29,7 @@
 //! Rooms: [`device`] (attributes, port, [`Device`]), [`registration`],
 //! [`netdev`], [`ops`], [`object`] (the core-allocated object wrapper),
 //! [`pd`], [`cq`], [`qp`], [`srq`], [`mr`], [`mw`], [`ah`], [`ucontext`],
-//! [`event`] (CQ/QP/SRQ events), [`counters`], [`flags`] (enums and flag
+//! [`event`] (CQ/QP/SRQ events), [`ext`] (the extension API's methods), [`counters`], [`flags`] (enums and flag
 //! sets from bindgen's constants).
 //!
 //! # Invariants
@@ -58,6 +58,7 @@ pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod event;
+pub(crate) mod ext;
 pub(crate) mod flags;
 pub(crate) mod mr;
 pub(crate) mod mw;
@@ -160,10 +161,11 @@ pub(crate) struct MwCreated<W> {
 /// `destroy_ah`); the SRQ verbs (`create_srq` … `post_srq_recv`); the MW
 /// verbs (`alloc_mw`, `dealloc_mw`); fast registration (`alloc_mr`,
 /// `map_mr`); `counters`; and resource attributes (`fill_res_qp`,
-/// `fill_res_cq`, `fill_res_mr`, each on its own). A
+/// `fill_res_cq`, `fill_res_mr`, each on its own); the extension API
+/// (`qp_query_paths`, `qp_set_paths`: [`ext`]). A
 /// group is enabled by implementing its first method (`HAS_CREATE_AH`,
 /// `HAS_CREATE_SRQ`, `HAS_ALLOC_MW`, `HAS_ALLOC_MR`, `HAS_COUNTERS`,
-/// `HAS_RESIZE_CQ`, `HAS_FILL_RES_*`); the others of the group
+/// `HAS_RESIZE_CQ`, `HAS_FILL_RES_*`, `HAS_QP_QUERY_PATHS`); the others of the group
 /// must then be implemented too (a missing one fails the build).
 #[vtable]
 pub(crate) trait Driver: 'static + Sized {
@@ -308,6 +310,20 @@ pub(crate) trait Driver: 'static + Sized {
     /// Driver attributes of MR `mr` of `dev` in a resource dump (`rdma
     /// resource show mr -dd`), as [`Self::fill_res_qp`].
     fn fill_res_mr(_dev: &Device<Self>, _mr: &Self::Mr, _out: &mut res::ResAttrs) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The extension API's query (`METAROCE_IB_METHOD_QP_QUERY_PATHS`,
+    /// `metaroce_qp_query_paths()`): QP `qp`'s connection and its paths into
+    /// `out`. `EINVAL`: the QP has no connection (before RTR, or UD).
+    fn qp_query_paths(_qp: &Self::Qp, _out: &mut ext::PathsOut<'_>) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+    /// The extension API's `METAROCE_IB_METHOD_QP_SET_PATHS`
+    /// (`metaroce_qp_set_paths()`): QP `qp`'s connection sends on `paths`
+    /// paths from now on; returns the count set. `EINVAL`: `paths` outside
+    /// `1..=max_paths`, or no connection.
+    fn qp_set_paths(_qp: &Self::Qp, _paths: u32) -> Result<u32> {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 

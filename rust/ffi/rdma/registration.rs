@@ -290,6 +290,8 @@ impl<T: Driver> Adapter<T> {
         unsafe { b::metaroce_dev_hold(netdev.as_ptr()) };
         // SAFETY: as for `data`.
         unsafe { ptr::write(ptr::addr_of_mut!((*dbox).netdev), netdev.as_ptr()) };
+        // SAFETY: as for `data`; the table is a `'static` constant.
+        unsafe { ptr::write(ptr::addr_of_mut!((*dbox).ext), &Self::EXT_OPS) };
         // SAFETY: as for `data`: the fresh device is ours alone.
         let dev = unsafe { &mut *ib };
         {
@@ -319,6 +321,11 @@ impl<T: Driver> Adapter<T> {
         };
         // SAFETY: as above.
         unsafe { b::ib_set_device_ops(ib, &owner) };
+        if T::HAS_QP_QUERY_PATHS {
+            // SAFETY: `ib` is valid and not yet registered; the method tree
+            // is a static of the C shim, whose handlers reach `EXT_OPS`.
+            unsafe { b::metaroce_set_uapi(ib) };
+        }
 
         // Check for a device on this netdev and take a slot in one critical
         // section: concurrent `rdma link add`s must not both succeed.

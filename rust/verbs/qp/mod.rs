@@ -21,11 +21,13 @@
 //! LOCAL_INV, REG_MR), `peer` (shared connections) and `mux` (their
 //! members as the connection's application), `uc` (unreliable
 //! connected QPs), `ud` (datagram
-//! QPs), `observe` (trace events), `res` (the resource-dump view); this file
+//! QPs), `observe` (trace events), `res` (the resource-dump view), `ext`
+//! (the extension API: paths queried and set); this file
 //! holds the QP's state, its timer and its receive path.
 
 mod control;
 mod env;
+mod ext;
 mod local;
 mod mem;
 mod mux;

@@ -90,6 +90,7 @@ pub(super) fn conn_event(dev: &DevShared<Qp>, qpn: u32, e: Event) {
                     dev.count(counter::TAIL_PROBES, 1);
                     LossCause::Tlp
                 }
+                CoreCause::Retired => LossCause::Retired,
             };
             trace::loss(qpn, path, psn, cause);
         }

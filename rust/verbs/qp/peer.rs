@@ -524,6 +524,23 @@ impl Peer {
         }
     }
 
+    /// The connection's state and paths for the extension API
+    /// ([`Qp::query_paths`] of a member).
+    pub(super) fn query_paths(&self, out: &mut crate::ffi::rdma::ext::PathsOut<'_>) -> Result {
+        let g = self.inner.lock();
+        super::ext::report(&*g.conn, g.count as u32, true, out);
+        Ok(())
+    }
+
+    /// The connection sends on `n` paths from now on ([`Qp::set_paths`] of
+    /// a member); returns the count set.
+    pub(super) fn set_paths(this: &Arc<Self>, n: u8) -> u8 {
+        let mut g = this.inner.lock();
+        let set = g.run(&this.dev, None, |c, mux, _| c.set_paths(n, mux));
+        Peer::pump_locked(this, g);
+        set
+    }
+
     /// Adds the connection's state to a resource dump of member `qpn`
     /// ([`Qp::fill_res`]), with `shared` 1 and `members`.
     pub(super) fn fill_res(&self, out: &mut crate::ffi::rdma::res::ResAttrs) -> Result {

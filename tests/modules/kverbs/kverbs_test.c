@@ -14,6 +14,13 @@
  * corrupt=N flips one expected byte of the N-th payload comparison: the run
  * must then report that test as not ok (the test's own self-check).
  *
+ * The extension API's kernel side (Documentation/extension.rst): with
+ * metaroce loaded, metaroce_qp_query_paths() and metaroce_qp_set_paths()
+ * (taken with symbol_get, so the module also runs where metaroce is not
+ * loaded) on A: the connection read, its path count changed with traffic
+ * carried on 2 paths, 0 and 65 paths refused (-EINVAL) and nothing changed;
+ * on another device's QP both answer -EOPNOTSUPP.
+ *
  * Error paths on QP pairs of their own (E/F, G/H): inline SEND_WITH_INV and
  * multi-SGE inline SEND, ib_alloc_mr with a huge max_num_sg (alloc_mr_sg=N
  * adds N to the values tried), CQ overrun of a kernel CQ by send and by
@@ -38,6 +45,7 @@
 #include <net/ipv6.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_cache.h>
+#include "metaroce-abi.h"
 
 static char *dev = "mr0";
 module_param(dev, charp, 0444);
@@ -2113,6 +2121,61 @@ static void teardown(void)
 		call;                                    \
 	} while (0)
 
+/* The extension API's exports (metaroce's include/metaroce_ext.h). */
+int metaroce_qp_query_paths(struct ib_qp *qp, struct metaroce_conn_info *info,
+			    struct metaroce_path_info *paths, u32 max_paths);
+int metaroce_qp_set_paths(struct ib_qp *qp, u32 paths);
+
+static void t_ext(void)
+{
+	typeof(&metaroce_qp_query_paths) query = symbol_get(metaroce_qp_query_paths);
+	typeof(&metaroce_qp_set_paths) set = symbol_get(metaroce_qp_set_paths);
+	static struct metaroce_path_info pi[METAROCE_MAX_PATHS];
+	struct metaroce_conn_info ci;
+	bool ours = !strncmp(t.ibdev->node_desc, "metaroce", 8);
+	int r, was;
+
+	if (!query || !set) {
+		pr_info("# extension API: metaroce not loaded, not tried\n");
+		goto out;
+	}
+	r = query(t.a.qp, &ci, pi, METAROCE_MAX_PATHS);
+	if (!ours) {
+		report(r == -EOPNOTSUPP && set(t.a.qp, 2) == -EOPNOTSUPP,
+		       "extension API on a QP of %s (not metaroce): -EOPNOTSUPP (query %d)",
+		       dev_name(&t.ibdev->dev), r);
+		goto out;
+	}
+	report(r >= 1 && r == ci.paths && ci.paths <= ci.max_paths && ci.max_paths == 64 &&
+	       ci.members >= 1,
+	       "metaroce_qp_query_paths(A): %d records, paths %u of %u, %u member(s), flags %#x",
+	       r, ci.paths, ci.max_paths, ci.members, ci.flags);
+	if (r < 1)
+		goto out;
+	was = ci.paths;
+	r = set(t.a.qp, 2);
+	report(r == 2 && query(t.a.qp, &ci, pi, METAROCE_MAX_PATHS) == 2 && ci.paths == 2,
+	       "metaroce_qp_set_paths(A, 2): %d, read back: paths %u", r, ci.paths);
+	t_send("SEND 66000 B on 2 paths", 66000, 1, 1, false, false);
+	r = query(t.a.qp, &ci, pi, METAROCE_MAX_PATHS);
+	report(r == 2 && pi[0].sent > 0 && pi[1].sent > 0,
+	       "... both paths sent packets (%u, %u)", r == 2 ? pi[0].sent : 0,
+	       r == 2 ? pi[1].sent : 0);
+	r = set(t.a.qp, 0);
+	report(r == -EINVAL, "metaroce_qp_set_paths(A, 0): -EINVAL (got %d)", r);
+	r = set(t.a.qp, 65);
+	report(r == -EINVAL, "metaroce_qp_set_paths(A, 65): -EINVAL (got %d)", r);
+	report(query(t.a.qp, &ci, pi, METAROCE_MAX_PATHS) == 2 && ci.paths == 2,
+	       "... refused sets changed nothing (paths %u)", ci.paths);
+	r = set(t.a.qp, was);
+	report(r == was, "metaroce_qp_set_paths(A, %d) back: %d", was, r);
+out:
+	if (query)
+		symbol_put(metaroce_qp_query_paths);
+	if (set)
+		symbol_put(metaroce_qp_set_paths);
+}
+
 static int __init kverbs_test_init(void)
 {
 	u32 inl;
@@ -2159,6 +2222,7 @@ static int __init kverbs_test_init(void)
 		      IB_WR_ATOMIC_FETCH_AND_ADD, 0x00000001ffffffffULL, 0x100000001ULL, 0,
 		      0x0000000300000000ULL));
 	STEP(t_unsignaled());
+	STEP(t_ext());
 	STEP(t_events());
 	STEP(t_errors());
 	STEP(t_fastreg());

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The extension API inside the module (Documentation/extension.rst): the
+ * uverbs methods of include/uapi/metaroce-abi.h are declared in C
+ * (helpers.c, with the RDMA core's method macros) and served by the Rust
+ * driver through struct metaroce_ext_ops, which every metaroce device
+ * carries right after its ib_device (struct metaroce_dev_head; Rust:
+ * DeviceBox in rust/ffi/rdma/device.rs, its offset checked by the KUnit
+ * layout test).
+ */
+#ifndef METAROCE_EXT_H
+#define METAROCE_EXT_H
+
+#include <rdma/ib_verbs.h>
+#include "uapi/metaroce-abi.h"
+
+struct metaroce_ext_ops {
+	/*
+	 * QP qp's connection: fills *info and up to max_paths records at
+	 * paths; returns how many records it wrote, or -errno (-EINVAL: the
+	 * QP has no connection, as before RTR or for UD).
+	 */
+	int (*qp_query_paths)(struct ib_qp *qp, struct metaroce_conn_info *info,
+			      struct metaroce_path_info *paths, u32 max_paths);
+	/*
+	 * Has QP qp's connection send on `paths` paths; returns the count set
+	 * or -errno (-EINVAL: out of 1..max_paths, or no connection).
+	 */
+	int (*qp_set_paths)(struct ib_qp *qp, u32 paths);
+};
+
+/* The start of every metaroce device. */
+struct metaroce_dev_head {
+	struct ib_device ib;
+	const struct metaroce_ext_ops *ext;
+};
+
+/* The uverbs method tree of the extension API (helpers.c). */
+extern const struct uapi_definition metaroce_uapi_defs[];
+/* Attaches it to a device being set up (ib_device.driver_def). */
+void metaroce_set_uapi(struct ib_device *dev);
+
+/* Kernel ULPs: the same two operations on a QP of any RDMA device; -EOPNOTSUPP
+ * if the QP is not a metaroce QP. */
+int metaroce_qp_query_paths(struct ib_qp *qp, struct metaroce_conn_info *info,
+			    struct metaroce_path_info *paths, u32 max_paths);
+int metaroce_qp_set_paths(struct ib_qp *qp, u32 paths);
+
+#endif /* METAROCE_EXT_H */

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * libmetaroce-dv: the extension API's uverbs methods (metaroce-abi.h),
+ * issued with RDMA_VERBS_IOCTL on the QP's context command fd. See
+ * metaroce_dv.h.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/rdma_user_ioctl.h>
+
+#include "metaroce_dv.h"
+
+/*
+ * Whether QP qp is on a metaroce device: its node description (sysfs
+ * node_desc, which metaroce sets and does not let be changed) starts with
+ * "metaroce". metaroce devices report rxe's driver id, so that rdma-core's
+ * rxe provider binds to them: the id cannot tell them apart.
+ */
+static int is_metaroce(struct ibv_qp *qp)
+{
+	char path[IBV_SYSFS_PATH_MAX + 16], desc[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/node_desc", qp->context->device->ibdev_path);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (!fgets(desc, sizeof(desc), f))
+		desc[0] = 0;
+	fclose(f);
+	return strncmp(desc, "metaroce", 8) == 0;
+}
+
+/* Runs method `method` of QP qp with `attr` as its second attribute (the
+ * first of both methods is the QP handle). */
+static int call(struct ibv_qp *qp, uint16_t method, struct ib_uverbs_attr attr)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[2];
+	} c;
+
+	if (!qp || !qp->context) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!is_metaroce(qp)) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	memset(&c, 0, sizeof(c));
+	c.hdr.length = sizeof(c);
+	c.hdr.object_id = UVERBS_OBJECT_QP;
+	c.hdr.method_id = method;
+	c.hdr.num_attrs = 2;
+	c.hdr.driver_id = RDMA_DRIVER_RXE;
+	c.attrs[0].attr_id = METAROCE_IB_ATTR_QUERY_PATHS_QP_HANDLE;
+	c.attrs[0].data = qp->handle;
+	c.attrs[1] = attr;
+	if (ioctl(qp->context->cmd_fd, RDMA_VERBS_IOCTL, &c))
+		return -1;
+	return 0;
+}
+
+int metaroce_dv_query_paths(struct ibv_qp *qp, struct metaroce_conn_info *conn,
+			    struct metaroce_path_info *paths, unsigned int max_paths)
+{
+	struct {
+		struct metaroce_conn_info conn;
+		struct metaroce_path_info paths[METAROCE_MAX_PATHS];
+	} reply;
+	struct ib_uverbs_attr out = {
+		.attr_id = METAROCE_IB_ATTR_QUERY_PATHS_RESP,
+		.len = sizeof(reply),
+		.data = (uintptr_t)&reply,
+	};
+	unsigned int n;
+
+	if (!conn || (max_paths && !paths)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&reply, 0, sizeof(reply));
+	if (call(qp, METAROCE_IB_METHOD_QP_QUERY_PATHS, out))
+		return -1;
+	n = reply.conn.num_path_info;
+	if (n > max_paths)
+		n = max_paths;
+	if (n > METAROCE_MAX_PATHS)
+		n = METAROCE_MAX_PATHS;
+	reply.conn.num_path_info = n;
+	*conn = reply.conn;
+	if (n)
+		memcpy(paths, reply.paths, n * sizeof(*paths));
+	return (int)n;
+}
+
+int metaroce_dv_set_paths(struct ibv_qp *qp, unsigned int paths)
+{
+	/* A __u32 is carried inline in the attribute. */
+	struct ib_uverbs_attr in = {
+		.attr_id = METAROCE_IB_ATTR_SET_PATHS_COUNT,
+		.len = sizeof(__u32),
+		.data = paths,
+	};
+
+	return call(qp, METAROCE_IB_METHOD_QP_SET_PATHS, in);
+}
+
+const char *metaroce_dv_path_state_str(unsigned int state)
+{
+	switch (state) {
+	case METAROCE_PATH_UNUSED:
+		return "unused";
+	case METAROCE_PATH_ACTIVE:
+		return "active";
+	case METAROCE_PATH_PROBING:
+		return "probing";
+	default:
+		return "?";
+	}
+}

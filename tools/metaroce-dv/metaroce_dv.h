@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * libmetaroce-dv: the MetaRoCE extension API for applications
+ * (Documentation/extension.rst), in the manner of mlx5dv and efadv: calls on
+ * the libibverbs objects an application already has, which plain verbs
+ * applications never need. On a QP of any other device each call fails with
+ * EOPNOTSUPP and changes nothing.
+ *
+ * Link with -lmetaroce-dv -libverbs (or build metaroce_dv.c in).
+ */
+#ifndef METAROCE_DV_H
+#define METAROCE_DV_H
+
+#include <infiniband/verbs.h>
+#include <linux/types.h>
+
+#include "metaroce-abi.h" /* struct metaroce_conn_info, metaroce_path_info */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Reads QP qp's connection into *conn and the state of its first paths into
+ * paths[0 .. max_paths-1] (paths may be NULL with max_paths 0). A QP that
+ * shares a connection with other QPs to the same peer (module parameter
+ * shared=1) reports that connection (conn->flags METAROCE_CONN_SHARED,
+ * conn->members).
+ *
+ * Returns the number of path records written (conn->num_path_info, at most
+ * conn->paths and max_paths), or -1 with errno: EOPNOTSUPP (not a metaroce
+ * QP), EINVAL (no connection: an RC QP before RTR, or a UC/UD QP), or what
+ * the kernel returned.
+ */
+int metaroce_dv_query_paths(struct ibv_qp *qp, struct metaroce_conn_info *conn,
+			    struct metaroce_path_info *paths, unsigned int max_paths);
+
+/*
+ * Has QP qp's connection send on `paths` paths (1 .. conn.max_paths, 64)
+ * from now on; packets in flight on paths taken away are resent on the
+ * others, nothing is lost, and no message fails for it. On a shared
+ * connection this changes the paths of every QP on it.
+ *
+ * Returns 0, or -1 with errno: EINVAL (out of range, or no connection),
+ * EOPNOTSUPP (not a metaroce QP).
+ */
+int metaroce_dv_set_paths(struct ibv_qp *qp, unsigned int paths);
+
+/* "unused", "active", "probing" or "?" for metaroce_path_info.state. */
+const char *metaroce_dv_path_state_str(unsigned int state);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* METAROCE_DV_H */
