@@ -60,7 +60,7 @@ if run_module "${modargs[@]}"; then
 fi
 
 # 2. Self-check: a corrupted comparison (the 3rd: SEND 4 KiB) must fail that test, only it.
-if run_module corrupt=3; then
+if run_module corrupt=3 "${modargs[@]}"; then
   bad=$(grep -E '^not ok' <<<"$klog")
   if ((fin == 1 && nf == 1)) && [[ $bad == *'SEND 4 KiB'* ]]; then
     pass "$dev kverbs corrupt=3: exactly the corrupted test fails (${bad#not }), the rest ($np) pass after a reconnect"

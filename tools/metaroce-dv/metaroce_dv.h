@@ -38,8 +38,10 @@ int metaroce_dv_query_paths(struct ibv_qp *qp, struct metaroce_conn_info *conn,
 /*
  * Has QP qp's connection send on `paths` paths (1 .. conn.max_paths, 64)
  * from now on; packets in flight on paths taken away are resent on the
- * others, nothing is lost, and no message fails for it. On a shared
- * connection this changes the paths of every QP on it.
+ * others, nothing is lost, and no message fails for it. On a connection
+ * shared by several QPs this is the QP's ask: the connection sends on the
+ * largest count its QPs ask for (each asks for the `paths` module parameter
+ * until it sets one), so metaroce_dv_query_paths() tells what it sends on.
  *
  * Returns 0, or -1 with errno: EINVAL (out of range, or no connection),
  * EOPNOTSUPP (not a metaroce QP).

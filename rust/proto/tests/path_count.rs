@@ -133,3 +133,42 @@ fn the_count_is_clamped_and_a_raised_path_resumes() {
     assert_eq!(n.app_b.completed[0], (0..16).collect::<Vec<u32>>());
     assert!(n.app_a.errors.is_empty() && n.app_b.errors.is_empty());
 }
+
+/// A shared connection sends on the largest count its members ask for: a member
+/// asking for fewer paths does not take them from the others; the count falls when
+/// the members that wanted more leave or ask for less.
+#[test]
+fn a_shared_connection_sends_on_the_largest_count_asked_for() {
+    use metaroce_proto::conn::PathWants;
+    let mut w = PathWants::new();
+    assert_eq!(w.effective(), None);
+    // Three members join with the default, 8.
+    for _ in 0..3 {
+        w.join(8);
+    }
+    assert_eq!(w.effective(), Some(8));
+    // One asks for 2: the others still want 8.
+    w.leave(8);
+    w.join(2);
+    assert_eq!(w.effective(), Some(8));
+    // One asks for 16: heard at once.
+    w.leave(8);
+    w.join(16);
+    assert_eq!(w.effective(), Some(16));
+    // The 16 leaves: back to the last default member's 8.
+    w.leave(16);
+    assert_eq!(w.effective(), Some(8));
+    // The last default member asks for 1: 2 is the largest left.
+    w.leave(8);
+    w.join(1);
+    assert_eq!(w.effective(), Some(2));
+    w.leave(2);
+    w.leave(1);
+    assert_eq!(w.effective(), None);
+    // Out-of-range asks are clamped, never out of bounds.
+    w.join(0);
+    w.join(200);
+    assert_eq!(w.effective(), Some(64));
+    w.leave(200);
+    assert_eq!(w.effective(), Some(1));
+}

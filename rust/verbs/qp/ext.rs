@@ -26,7 +26,10 @@ impl Qp {
 
     /// Has this QP's connection send on `paths` paths (1 to 64) from now on
     /// ([`Connection::set_paths`]: nothing in flight is lost), and sends at
-    /// once what the change allows. `EINVAL`: out of range, or no
+    /// once what the change allows; returns the count it sends on. A member
+    /// of a shared connection asks for `paths`: the connection sends on the
+    /// largest count its members ask for (each asks for the `paths` module
+    /// parameter until it sets one). `EINVAL`: out of range, or no
     /// connection (as [`Self::query_paths`]).
     pub(crate) fn set_paths(this: &Arc<Self>, paths: u32) -> Result<u32> {
         let n = u8::try_from(paths)
@@ -36,7 +39,7 @@ impl Qp {
         let mut g = this.inner.lock();
         if let Some(l) = g.link.clone() {
             drop(g);
-            return Ok(u32::from(Peer::set_paths(&l.peer, n)));
+            return Ok(u32::from(Peer::set_paths(&l.peer, l.id, n)));
         }
         let set = {
             let Inner { conn, io, rc, .. } = &mut *g;

@@ -42,6 +42,8 @@ pub(super) struct Member {
     pub(super) sent: bool,
     /// In the ready ring.
     pub(super) queued: bool,
+    /// The path count it asks for ([`crate::proto::conn::PathWants`]).
+    pub(super) paths: u8,
 }
 
 /// Members that may have something to send, each at most once

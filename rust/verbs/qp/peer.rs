@@ -24,7 +24,7 @@
 use super::mux::{split, Closing, Member, Mux, Ready};
 use super::*;
 use crate::ffi::sync::BhGuard;
-use crate::proto::conn::TxKind;
+use crate::proto::conn::{PathWants, TxKind};
 use crate::proto::ident::Ident;
 use kernel::alloc::KVVec;
 use kernel::sync::Mutex;
@@ -159,6 +159,10 @@ struct PeerInner {
     last_stats: Stats,
     /// The most patient retry limits of its members so far.
     retry: (u8, u8, u64),
+    /// The path counts its members ask for; it sends on the largest.
+    wants: PathWants,
+    /// What a member asks for until it sets a count: the device's `paths`.
+    default_paths: u8,
 }
 
 /// The connection the RC QPs of a device to one peer share.
@@ -267,11 +271,23 @@ impl PeerInner {
             sent: false,
             // A stale entry of an earlier member may still be in the ring.
             queued: m.queued,
+            paths: self.default_paths,
         };
+        self.wants.join(self.default_paths);
         *s.qps.get_mut(usize::from(id))? = Some(qp);
         self.count += 1;
         self.some.get_or_insert(id);
         Some(id)
+    }
+
+    /// Has the connection send on the largest path count its members ask
+    /// for (none left: unchanged); returns the count it sends on.
+    fn apply_paths(&mut self, dev: &DevShared<Qp>) -> u8 {
+        let now = self.conn.config().paths;
+        match self.wants.effective() {
+            Some(n) if n != now => self.run(dev, None, |c, mux, _| c.set_paths(n, mux)),
+            _ => now,
+        }
     }
 
     /// The connection takes the most patient retry limits of its members at
@@ -368,6 +384,8 @@ impl Peer {
             scratch,
             last_stats: Stats::default(),
             retry: (0, 0, 0),
+            wants: PathWants::new(),
+            default_paths: cfg.paths,
         };
         Arc::pin_init(
             pin_init!(Peer {
@@ -404,6 +422,9 @@ impl Peer {
                     s.nfree += 1;
                 }
                 g.count -= 1;
+                let asked = g.slots.members.get(usize::from(id)).map_or(0, |m| m.paths);
+                g.wants.leave(asked);
+                g.apply_paths(dev);
                 if g.some == Some(id) {
                     g.some = g
                         .slots
@@ -532,11 +553,18 @@ impl Peer {
         Ok(())
     }
 
-    /// The connection sends on `n` paths from now on ([`Qp::set_paths`] of
-    /// a member); returns the count set.
-    pub(super) fn set_paths(this: &Arc<Self>, n: u8) -> u8 {
+    /// Member `id` asks for `n` paths ([`Qp::set_paths`]); the connection
+    /// sends on the largest count its members ask for ([`PathWants`]: no QP
+    /// takes paths from another's traffic). Returns the count it sends on.
+    pub(super) fn set_paths(this: &Arc<Self>, id: u16, n: u8) -> u8 {
         let mut g = this.inner.lock();
-        let set = g.run(&this.dev, None, |c, mux, _| c.set_paths(n, mux));
+        let PeerInner { slots, wants, .. } = &mut *g;
+        if let Some(m) = slots.members.get_mut(usize::from(id)) {
+            wants.leave(m.paths);
+            wants.join(n);
+            m.paths = n;
+        }
+        let set = g.apply_paths(&this.dev);
         Peer::pump_locked(this, g);
         set
     }

@@ -2154,8 +2154,24 @@ static void t_ext(void)
 		goto out;
 	was = ci.paths;
 	r = set(t.a.qp, 2);
+	if (ci.flags & METAROCE_CONN_SHARED) {
+		/*
+		 * A and B (loopback: one local and remote address) are members
+		 * of one connection, which sends on the largest count its
+		 * members ask for: A's 2 lowers nothing while B asks for the
+		 * default; B's 2 too, and it is 2 if they are the only members.
+		 */
+		report(r == was, "shared, %u members: A asks for 2, the connection stays on %d (got %d)",
+		       ci.members, was, r);
+		r = set(t.b.qp, 2);
+		if (ci.members != 2) {
+			report(r == was, "... B asks for 2 too: %d, others still ask for %d", r, was);
+			goto restore;
+		}
+	}
 	report(r == 2 && query(t.a.qp, &ci, pi, METAROCE_MAX_PATHS) == 2 && ci.paths == 2,
-	       "metaroce_qp_set_paths(A, 2): %d, read back: paths %u", r, ci.paths);
+	       "metaroce_qp_set_paths(A%s, 2): %d, read back: paths %u",
+	       ci.flags & METAROCE_CONN_SHARED ? " and B" : "", r, ci.paths);
 	t_send("SEND 66000 B on 2 paths", 66000, 1, 1, false, false);
 	r = query(t.a.qp, &ci, pi, METAROCE_MAX_PATHS);
 	report(r == 2 && pi[0].sent > 0 && pi[1].sent > 0,
@@ -2167,6 +2183,9 @@ static void t_ext(void)
 	report(r == -EINVAL, "metaroce_qp_set_paths(A, 65): -EINVAL (got %d)", r);
 	report(query(t.a.qp, &ci, pi, METAROCE_MAX_PATHS) == 2 && ci.paths == 2,
 	       "... refused sets changed nothing (paths %u)", ci.paths);
+restore:
+	if (ci.flags & METAROCE_CONN_SHARED)
+		set(t.b.qp, was);
 	r = set(t.a.qp, was);
 	report(r == was, "metaroce_qp_set_paths(A, %d) back: %d", was, r);
 out:

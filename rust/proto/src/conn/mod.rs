@@ -32,6 +32,7 @@ pub use app::{rnr_timer_ns, App, ConnError, MsgInfo, Placement, Refuse, Rnr, Sco
 pub use config::Config;
 pub use event::{Event, LossCause};
 pub use members::{MemberOut, MemberRx};
+pub use paths::PathWants;
 
 /// Largest number of paths a connection may have.
 pub const MAX_PATHS: usize = 64;

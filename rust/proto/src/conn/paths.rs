@@ -4,6 +4,10 @@
 //! The count is the sender's alone: a receiver takes DATA and PROBE on any path index
 //! below its own limit (`P`), whatever the sender's count, so neither end tells the
 //! other. Two ends of the kernel module both have room for 64.
+//!
+//! On a shared connection each member QP asks for a count and the connection sends on
+//! the largest asked for ([`PathWants`]): one application cannot take paths away from
+//! another's traffic on the same connection.
 
 use super::super::cc::PathCc;
 use super::super::path::{PathState, Tlp};
@@ -91,5 +95,58 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.rr_path = 0;
         }
         n
+    }
+}
+
+/// The path counts the members of a shared connection ask for, and the one it sends
+/// on: the largest of them. A member asks for the host's default when it joins and
+/// for what it sets later, so no member can lower the paths another member's traffic
+/// has (more paths buy no larger share of a shared bottleneck: the congested paths'
+/// increase is coupled, Documentation/transport.rst, "Congestion control"), while
+/// every member raising is heard. 130 bytes; every operation costs at most 64 steps,
+/// whatever the number of members.
+#[derive(Clone, Copy, Debug)]
+pub struct PathWants {
+    /// Members asking for each count, by count (index 0 unused).
+    wants: [u16; MAX_PATHS + 1],
+}
+
+impl Default for PathWants {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PathWants {
+    /// No member.
+    pub const fn new() -> Self {
+        Self {
+            wants: [0; MAX_PATHS + 1],
+        }
+    }
+
+    fn slot(&mut self, n: u8) -> Option<&mut u16> {
+        self.wants.get_mut(usize::from(n.clamp(1, MAX_PATHS as u8)))
+    }
+
+    /// A member joins asking for `n` (clamped to `1..=64`).
+    pub fn join(&mut self, n: u8) {
+        if let Some(w) = self.slot(n) {
+            *w = w.saturating_add(1);
+        }
+    }
+
+    /// A member that asked for `n` leaves (or asks again: then [`Self::join`] with
+    /// its new count).
+    pub fn leave(&mut self, n: u8) {
+        if let Some(w) = self.slot(n) {
+            *w = w.saturating_sub(1);
+        }
+    }
+
+    /// The count the connection sends on: the largest asked for; `None` without
+    /// members.
+    pub fn effective(&self) -> Option<u8> {
+        self.wants.iter().rposition(|&w| w != 0).map(|n| n as u8)
     }
 }
