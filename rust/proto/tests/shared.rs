@@ -441,3 +441,48 @@ fn a_lost_receive_completion_fails_its_send_and_that_qp_alone() {
     }
     assert!(open(&p));
 }
+
+/// Each stream gives up on RNR by its own QP's `rnr_retry` (IBTA 9.7.5.2.8): QP 2
+/// asked for 1 while the connection allows any number (7). Its receiver never posts:
+/// its first WRITE_IMM ends with *RNR retry exceeded* and the rest are flushed, while
+/// QP 0 and QP 1, on the same connection and as starved of nothing, complete all
+/// theirs, and both connections stay open.
+#[test]
+fn a_stream_gives_up_on_rnr_by_its_own_qps_rnr_retry() {
+    let mut p = setup(3, lossy(2_000, 0, 0), 5);
+    p.nodes[0].qp(2).retry = Some((7, 1));
+    for q in 0..3 {
+        for r in 0..4u64 {
+            if q != 2 {
+                assert!(p.nodes[1].qp(q).host.post_recv(r, &[]));
+            }
+            let off = (r as usize) * 8192;
+            let mut e = rdma(
+                wqe(
+                    WrOpcode::RdmaWriteWithImm,
+                    r,
+                    vec![sge(va(A_MR), off, 4000, A_MR)],
+                ),
+                va(B_MR) + off as u64,
+                B_MR,
+            );
+            e.wqe.ex = 7;
+            assert!(p.nodes[0].qp(q).host.post_send(e));
+        }
+    }
+    assert!(p.run(10_000_000_000), "still busy");
+    for q in 0..2 {
+        let st = codes(&p.nodes[0].qp(q).host.send_cq);
+        assert!(
+            st.len() == 4 && st.iter().all(|s| *s == WcStatus::Success),
+            "QP {q}: {st:?}"
+        );
+    }
+    let st = codes(&p.nodes[0].qp(2).host.send_cq);
+    assert_eq!(st.first(), Some(&WcStatus::RnrRetryExcErr), "QP 2: {st:?}");
+    assert!(
+        st[1..].iter().all(|s| *s == WcStatus::WrFlushErr),
+        "QP 2: {st:?}"
+    );
+    assert!(open(&p));
+}

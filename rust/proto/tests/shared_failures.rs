@@ -378,3 +378,22 @@ fn a_stream_to_a_destroyed_peer_qp_fails_by_its_own_retry_count() {
         "failed after {t} ns"
     );
 }
+
+/// Each stream fails by its own QP's retry count: QP 2 asked for `retry_cnt` 1 while
+/// the connection's is 7, and its stream to a destroyed peer QP fails after 2 local
+/// ACK timeouts (the model's 268 ms each), not the connection's 8 (about 2.1 s);
+/// the others carry on as before.
+#[test]
+fn a_stream_fails_by_its_own_qps_retry_count() {
+    let (_, t) = stuck_stream(
+        |p| {
+            p.nodes[0].qp(2).retry = Some((1, 7));
+            p.nodes[1].destroy_qp(2);
+        },
+        30,
+    );
+    assert!(
+        (400_000_000..900_000_000).contains(&t),
+        "failed after {t} ns"
+    );
+}

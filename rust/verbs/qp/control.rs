@@ -351,7 +351,7 @@ impl Qp {
                 if let Some((sq, rq)) = keys {
                     l.peer.rts(l.id, sq, rq, retry);
                 } else {
-                    l.peer.raise_retry(retry);
+                    l.peer.retry_limits(l.id, retry);
                 }
             }
             Then::Join(j, src, dst, was) => {

@@ -44,6 +44,9 @@ pub(super) struct Member {
     pub(super) queued: bool,
     /// The path count it asks for ([`crate::proto::conn::PathWants`]).
     pub(super) paths: u8,
+    /// Its QP's `(retry_cnt, rnr_retry)` since RTS: its streams fail by
+    /// them ([`App::stream_retry_limits`]).
+    pub(super) limits: Option<(u8, u8)>,
 }
 
 /// Members that may have something to send, each at most once
@@ -283,6 +286,10 @@ impl App for Mux<'_> {
 
     fn completion_lost(&mut self, s: u16) -> bool {
         self.with(s, |b, l| b.completion_lost(l)).unwrap_or(false)
+    }
+
+    fn stream_retry_limits(&mut self, s: u16) -> Option<(u8, u8)> {
+        self.members.get(usize::from(split(s).0))?.limits
     }
 
     fn acked(&mut self, s: u16, msn: u32) {

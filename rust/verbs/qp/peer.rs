@@ -272,6 +272,7 @@ impl PeerInner {
             // A stale entry of an earlier member may still be in the ring.
             queued: m.queued,
             paths: self.default_paths,
+            limits: None,
         };
         self.wants.join(self.default_paths);
         *s.qps.get_mut(usize::from(id))? = Some(qp);
@@ -469,13 +470,19 @@ impl Peer {
                 m.rx_alt = rx_alt;
             }
         }
-        g.raise_retry(retry);
+        drop(g);
+        self.retry_limits(id, retry);
     }
 
-    /// A member's retry limits changed (RTS again): the connection keeps the
-    /// most patient.
-    pub(super) fn raise_retry(&self, retry: (u8, u8, u64)) {
-        self.inner.lock().raise_retry(retry);
+    /// Member `id`'s retry limits are `retry` (RTS, or RTS again with new
+    /// ones): its streams fail by its `retry_cnt` and `rnr_retry`; the
+    /// connection's local ACK timer runs at the most patient `timeout`.
+    pub(super) fn retry_limits(&self, id: u16, retry: (u8, u8, u64)) {
+        let mut g = self.inner.lock();
+        if let Some(m) = g.slots.members.get_mut(usize::from(id)) {
+            m.limits = Some((retry.0, retry.1));
+        }
+        g.raise_retry(retry);
     }
 
     /// A datagram the dispatch table gave member `id`'s QP `qp` (which

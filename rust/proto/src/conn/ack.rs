@@ -237,7 +237,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                     st.tx.rnr_until = st.tx.rnr_until.max(rnr_until.0);
                 }
                 k.bump_rnr();
-                if cfg.rnr_retry < 7 && k.rnr() > cfg.rnr_retry {
+                let rnr_retry = app
+                    .stream_retry_limits(k.stream())
+                    .map_or(cfg.rnr_retry, |(_, r)| r);
+                if rnr_retry < 7 && k.rnr() > rnr_retry {
                     rnr_fail = Some(k.stream());
                 }
                 rnr_any = true;

@@ -199,6 +199,15 @@ pub trait App {
     fn completion_lost(&mut self, _stream: u16) -> bool {
         false
     }
+    /// Sender, shared connections: the verbs retry limits of the QP that sends on
+    /// `stream`, `(retry_cnt, rnr_retry)` (IBTA 9.7.6.1.3, 9.7.5.2.8; `rnr_retry` 7:
+    /// unlimited), where they are its own: each stream fails by its own QP's counts.
+    /// `None` (the default): the connection's ([`super::Config::retry_cnt`],
+    /// [`super::Config::rnr_retry`]). The local ACK timer's period stays the
+    /// connection's.
+    fn stream_retry_limits(&mut self, _stream: u16) -> Option<(u8, u8)> {
+        None
+    }
     /// Sender: message `(stream, msn)` is fully acknowledged, in order per stream.
     fn acked(&mut self, stream: u16, msn: u32);
     /// Receiver: whether message `(stream, msn)`, the stream's next to complete, is

@@ -215,6 +215,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                     .saturating_add(1)
                     .min(!RETRY_TICK);
                 tx.retries = tick | n;
+                let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
                 if n > limit && over == NO_STREAM {
                     over = s;
                 }

@@ -37,6 +37,9 @@ pub struct Qp {
     /// Its path MTU (0: the connection's), which its messages carry
     /// ([`MsgInfo::mtu`]).
     pub mtu: u16,
+    /// Its own verbs retry limits, `(retry_cnt, rnr_retry)` (`None`: the
+    /// connection's; [`App::stream_retry_limits`]).
+    pub retry: Option<(u8, u8)>,
 }
 
 impl Qp {
@@ -58,6 +61,7 @@ impl Qp {
             fresh: true,
             joined: 0,
             mtu: 0,
+            retry: None,
         }
     }
 }
@@ -158,6 +162,10 @@ impl App for Mux<'_> {
         if let Some((qp, l)) = self.qp(s) {
             qp.engine.bind(&mut qp.host).complete(l, msn);
         }
+    }
+
+    fn stream_retry_limits(&mut self, s: u16) -> Option<(u8, u8)> {
+        self.qp(s)?.0.retry
     }
 
     fn completion_lost(&mut self, s: u16) -> bool {
