@@ -187,7 +187,7 @@ if [[ -n $qp && -n $cq && -n $mr && -n $pd ]]; then
   line=$(grep -m1 -E 'type RC .* drv_paths [0-9]+' <<<"$qp")
   diag "qp: $line"
   miss=$(has "$line" paths rate_hint peer_hint pacing_rate min_rtt_ns qwnd inflight data_tx retx timeouts \
-    moves local_ack_timeouts p0_sport p0_state p0_pwnd p0_srtt_ns p0_sent p0_retx p0_moves p0_timeouts)
+    moves local_ack_timeouts p0_sport p0_state p0_pwnd p0_srtt_ns p0_sent p0_retx p0_ce p0_moves p0_timeouts)
   np=$(grep -oE ' drv_paths [0-9]+' <<<"$line" | awk '{print $2}')
   [[ -z $miss && $np == "$paths" ]] &&
     pass "rdma resource show qp -dd: RC QP with paths $np, its connection's and per-path attributes" ||

@@ -9,8 +9,8 @@ use crate::proto::path::PathState;
 
 /// Paths shown per QP: the first ones. A QP's attributes must fit one dump
 /// message, which iproute2's 4 KiB receive buffer sizes (`NLMSG_GOODSIZE`,
-/// about 3.7 KB); an attribute takes about 24 bytes, so 8 paths of 8 plus
-/// the connection's 12 take about 1.8 KB. An entry that does not fit ends
+/// about 3.7 KB); an attribute takes about 24 bytes, so 8 paths of 9 plus
+/// the connection's 12 take about 2 KB. An entry that does not fit ends
 /// the dump (the core's `res_get_common_dumpit`).
 const RES_PATHS: usize = 8;
 
@@ -22,7 +22,8 @@ impl Qp {
     /// QP connected); then per path `pN_sport`, `pN_state` (0
     /// unused, 1 active, 2 probing), `pN_pwnd` (bytes), `pN_srtt_ns`,
     /// `pN_sent` (packets sent on the path, retransmissions included: its
-    /// next PSN less its first), `pN_retx` (retransmissions sent on it), `pN_moves`,
+    /// next PSN less its first), `pN_retx` (retransmissions sent on it),
+    /// `pN_ce` (packets the peer reported CE-marked), `pN_moves`,
     /// `pN_timeouts`. Nothing for other QPs.
     ///
     /// A member of a shared connection dumps that connection, with `shared`
@@ -72,6 +73,7 @@ pub(super) fn fill_conn<const P: usize, const W: usize, const N: usize>(
         out.u32(format_args!("p{i}_srtt_ns"), p.srtt)?;
         out.u32(format_args!("p{i}_sent"), c.path_sent(i))?;
         out.u32(format_args!("p{i}_retx"), u32::from(p.retx))?;
+        out.u32(format_args!("p{i}_ce"), p.ce)?;
         out.u32(format_args!("p{i}_moves"), u32::from(p.moves))?;
         out.u32(format_args!("p{i}_timeouts"), u32::from(p.timeouts))?;
     }
