@@ -27,6 +27,11 @@ struct metaroce_ext_ops {
 	 * or -errno (-EINVAL: out of 1..max_paths, or no connection).
 	 */
 	int (*qp_set_paths)(struct ib_qp *qp, u32 paths);
+	/*
+	 * Pins QP qp to stream class `cls`; 0 or -errno (-EINVAL: above
+	 * METAROCE_MAX_STREAM_CLASS, or the QP is past INIT).
+	 */
+	int (*qp_set_stream_class)(struct ib_qp *qp, u32 cls);
 };
 
 /* The start of every metaroce device. */
@@ -45,5 +50,6 @@ void metaroce_set_uapi(struct ib_device *dev);
 int metaroce_qp_query_paths(struct ib_qp *qp, struct metaroce_conn_info *info,
 			    struct metaroce_path_info *paths, u32 max_paths);
 int metaroce_qp_set_paths(struct ib_qp *qp, u32 paths);
+int metaroce_qp_set_stream_class(struct ib_qp *qp, u32 cls);
 
 #endif /* METAROCE_EXT_H */

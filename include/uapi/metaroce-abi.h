@@ -22,6 +22,8 @@ enum metaroce_ib_qp_methods {
 	METAROCE_IB_METHOD_QP_QUERY_PATHS = (1U << UVERBS_ID_NS_SHIFT),
 	/* Sets the number of paths the QP's connection sends on. */
 	METAROCE_IB_METHOD_QP_SET_PATHS,
+	/* Pins the QP to a stream class (before RTR). */
+	METAROCE_IB_METHOD_QP_SET_STREAM_CLASS,
 };
 
 enum metaroce_ib_query_paths_attrs {
@@ -35,6 +37,20 @@ enum metaroce_ib_set_paths_attrs {
 	/* PTR_IN __u32: 1 .. max_paths. */
 	METAROCE_IB_ATTR_SET_PATHS_COUNT,
 };
+
+enum metaroce_ib_set_stream_class_attrs {
+	METAROCE_IB_ATTR_SET_STREAM_CLASS_QP_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	/* PTR_IN __u32: 0 .. METAROCE_MAX_STREAM_CLASS. */
+	METAROCE_IB_ATTR_SET_STREAM_CLASS_CLASS,
+};
+
+/*
+ * Stream classes: on a device that shares connections, the RC QPs to one
+ * peer ride one connection per class (its own paths, congestion control and
+ * fair share); both ends of a QP pair must pin the same class. 0: the
+ * default.
+ */
+#define METAROCE_MAX_STREAM_CLASS 7
 
 /* metaroce_conn_info.flags */
 enum {
@@ -59,7 +75,7 @@ struct metaroce_conn_info {
 	__u8 paths;		/* paths it sends on */
 	__u8 max_paths;		/* the most it can send on */
 	__u8 num_path_info;	/* metaroce_path_info records that follow */
-	__u8 reserved0;
+	__u8 stream_class;	/* the QP's stream class */
 	__u32 qwnd;		/* connection window, bytes */
 	__u32 inflight;		/* bytes in flight */
 	__u32 rate_hint;	/* fair share this end hands out, 1000 B/s (0: none) */

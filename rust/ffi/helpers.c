@@ -380,6 +380,16 @@ int metaroce_qp_set_paths(struct ib_qp *qp, u32 paths)
 }
 EXPORT_SYMBOL_GPL(metaroce_qp_set_paths);
 
+int metaroce_qp_set_stream_class(struct ib_qp *qp, u32 cls)
+{
+	const struct metaroce_ext_ops *ext = metaroce_qp_ext(qp);
+
+	if (!ext || !ext->qp_set_stream_class)
+		return -EOPNOTSUPP;
+	return ext->qp_set_stream_class(qp, cls);
+}
+EXPORT_SYMBOL_GPL(metaroce_qp_set_stream_class);
+
 /* The reply: the fixed part and as many path records as user space has
  * room for (at most METAROCE_MAX_PATHS). */
 static int UVERBS_HANDLER(METAROCE_IB_METHOD_QP_QUERY_PATHS)(
@@ -431,6 +441,22 @@ static int UVERBS_HANDLER(METAROCE_IB_METHOD_QP_SET_PATHS)(
 	return ret < 0 ? ret : 0;
 }
 
+static int UVERBS_HANDLER(METAROCE_IB_METHOD_QP_SET_STREAM_CLASS)(
+	struct uverbs_attr_bundle *attrs)
+{
+	struct ib_qp *qp = uverbs_attr_get_obj(attrs,
+		METAROCE_IB_ATTR_SET_STREAM_CLASS_QP_HANDLE);
+	u32 cls;
+	int ret;
+
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	ret = uverbs_copy_from(&cls, attrs, METAROCE_IB_ATTR_SET_STREAM_CLASS_CLASS);
+	if (ret)
+		return ret;
+	return metaroce_qp_set_stream_class(qp, cls);
+}
+
 DECLARE_UVERBS_NAMED_METHOD(
 	METAROCE_IB_METHOD_QP_QUERY_PATHS,
 	UVERBS_ATTR_IDR(METAROCE_IB_ATTR_QUERY_PATHS_QP_HANDLE, UVERBS_OBJECT_QP,
@@ -446,9 +472,17 @@ DECLARE_UVERBS_NAMED_METHOD(
 	UVERBS_ATTR_PTR_IN(METAROCE_IB_ATTR_SET_PATHS_COUNT, UVERBS_ATTR_TYPE(u32),
 			   UA_MANDATORY));
 
+DECLARE_UVERBS_NAMED_METHOD(
+	METAROCE_IB_METHOD_QP_SET_STREAM_CLASS,
+	UVERBS_ATTR_IDR(METAROCE_IB_ATTR_SET_STREAM_CLASS_QP_HANDLE, UVERBS_OBJECT_QP,
+			UVERBS_ACCESS_READ, UA_MANDATORY),
+	UVERBS_ATTR_PTR_IN(METAROCE_IB_ATTR_SET_STREAM_CLASS_CLASS, UVERBS_ATTR_TYPE(u32),
+			   UA_MANDATORY));
+
 ADD_UVERBS_METHODS(metaroce_qp_methods, UVERBS_OBJECT_QP,
 		   &UVERBS_METHOD(METAROCE_IB_METHOD_QP_QUERY_PATHS),
-		   &UVERBS_METHOD(METAROCE_IB_METHOD_QP_SET_PATHS));
+		   &UVERBS_METHOD(METAROCE_IB_METHOD_QP_SET_PATHS),
+		   &UVERBS_METHOD(METAROCE_IB_METHOD_QP_SET_STREAM_CLASS));
 
 const struct uapi_definition metaroce_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_QP, &metaroce_qp_methods),

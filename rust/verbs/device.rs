@@ -242,6 +242,10 @@ impl Driver for Metaroce {
         Qp::set_paths(qp, paths)
     }
 
+    fn qp_set_stream_class(qp: &Arc<Qp>, class: u32) -> Result {
+        qp.set_stream_class(class)
+    }
+
     fn fill_res_cq(cq: &Arc<Cq>, out: &mut crate::ffi::rdma::res::ResAttrs) -> Result {
         cq.fill_res(out)
     }

@@ -12,9 +12,10 @@
 # next query (paths and records); the errors (query and set before RTR, 0 and
 # max_paths + 1 paths: EINVAL; refused sets change nothing); the per-path
 # values are real (a path with packets sent, an RTT sample and a window);
-# the 12 paths the 16-path step added carried data; with -S the connection
-# reports itself shared; on rxe0 the extension API answers EOPNOTSUPP
-# (metaroce-paths exits 3).
+# the 12 paths the 16-path step added carried data; with -S both ends pin
+# the QP to stream class 2 and the connection reports itself shared and of
+# class 2 (a class above 7, or set after RTS: EINVAL); on rxe0 the
+# extension API answers EOPNOTSUPP (metaroce-paths exits 3).
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 if [[ ${1:-} == -S ]]; then export MR_SHARED=1; shift; fi
 dev=${1:-mr0}
@@ -40,7 +41,10 @@ meet ready
 # The servers' port differs per run of a seq.sh boot (both guests step alike).
 port=$((18700 + (msgs % 100) + 100 * ${#netem[@]}))
 role=server args=()
-((MR_ID == 1)) || { role=client args=(-e -P 0.2:2,0.4:16,0.7:3 "$MR_PEER_IP4"); }
+# Shared: both ends pin the QP to stream class 2 (the tool checks the
+# connection reports it).
+[[ -n ${MR_SHARED:-} ]] && args=(-c 2)
+((MR_ID == 1)) || { role=client args+=(-e -P 0.2:2,0.4:16,0.7:3 "$MR_PEER_IP4"); }
 out=$MR_RUNDIR/paths.out.$MR_ID
 rcf=$MR_RUNDIR/paths.rc.$MR_ID
 rm -f "$rcf"

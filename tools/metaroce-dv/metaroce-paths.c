@@ -41,8 +41,11 @@ static const char usage_text[] =
 "                messages were posted, 16 at half, 4 at three quarters\n"
 "  -i N          print the connection and its paths every N completions\n"
 "                (default MSGS/4; 0: at the start and the end only)\n"
+"  -c CLASS      pin the QP to stream class CLASS (0-7) before it connects\n"
+"                (both sides must give the same; sharing devices keep one\n"
+"                connection per class)\n"
 "  -e            client: check the extension API's error answers too\n"
-"                (query before RTR, 0 and 65 paths: EINVAL)\n"
+"                (query before RTR, 0 and 65 paths, class 8: EINVAL)\n"
 "  -h            this help\n"
 "\n"
 "Output: '# conn ...' and '# path ...' lines (every field of\n"
@@ -116,10 +119,10 @@ static int show(struct ibv_qp *qp, const char *when, struct metaroce_conn_info *
 
 	if (n < 0)
 		return n;
-	printf("# conn %s: flags 0x%x members %u paths %u max_paths %u qwnd %u inflight %u "
+	printf("# conn %s: flags 0x%x members %u stream_class %u paths %u max_paths %u qwnd %u inflight %u "
 	       "rate_hint %u peer_hint %u min_rtt_ns %u pacing_rate %llu data_tx %u retx %u "
 	       "timeouts %u moves %u local_ack_timeouts %u\n",
-	       when, c->flags, c->members, c->paths, c->max_paths, c->qwnd, c->inflight,
+	       when, c->flags, c->members, c->stream_class, c->paths, c->max_paths, c->qwnd, c->inflight,
 	       c->rate_hint, c->peer_hint, c->min_rtt_ns, (unsigned long long)c->pacing_rate,
 	       c->data_tx, c->retx, c->timeouts, c->moves, c->local_ack_timeouts);
 	for (int i = 0; i < n; i++)
@@ -194,11 +197,11 @@ int main(int argc, char **argv)
 {
 	const char *devname = NULL, *port = "18700", *steps_arg = NULL;
 	unsigned long msgs = 4096, size = 16384, every = (unsigned long)-1;
-	int gidx = 1, errors_check = 0, opt;
+	int gidx = 1, errors_check = 0, opt, cls = -1;
 	struct step steps[16];
 	int nsteps = 0;
 
-	while ((opt = getopt(argc, argv, "d:g:p:n:s:P:i:eh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:n:s:P:i:c:eh")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
@@ -208,6 +211,7 @@ int main(int argc, char **argv)
 		case 'P': steps_arg = optarg; break;
 		case 'i': every = strtoul(optarg, NULL, 0); break;
 		case 'e': errors_check = 1; break;
+		case 'c': cls = atoi(optarg); break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
@@ -277,6 +281,12 @@ int main(int argc, char **argv)
 		r = metaroce_dv_set_paths(qp, 4);
 		check(r < 0 && errno == EINVAL, "set paths before RTR: EINVAL (got %d, %s)", r,
 		      r < 0 ? strerror(errno) : "success");
+		r = metaroce_dv_set_stream_class(qp, METAROCE_MAX_STREAM_CLASS + 1);
+		check(r < 0 && errno == EINVAL, "stream class %d: EINVAL", METAROCE_MAX_STREAM_CLASS + 1);
+	}
+	if (cls >= 0) {
+		r = metaroce_dv_set_stream_class(qp, cls);
+		check(r == 0, "stream class %d pinned (%s)", cls, r ? strerror(errno) : "ok");
 	}
 
 	struct ibv_port_attr pa;
@@ -319,6 +329,12 @@ int main(int argc, char **argv)
 
 	r = show(qp, "start", &ci, pi);
 	check(r >= 0, "%s: query at RTS (%s)", devname, r < 0 ? strerror(errno) : "ok");
+	if (r >= 0 && cls >= 0)
+		check(ci.stream_class == (unsigned)cls, "the connection is of stream class %u", ci.stream_class);
+	if (errors_check) {
+		r = metaroce_dv_set_stream_class(qp, 1);
+		check(r < 0 && errno == EINVAL, "stream class after RTS: EINVAL");
+	}
 	if (r >= 0)
 		check(ci.paths >= 1 && ci.paths <= ci.max_paths && (unsigned)r == ci.paths &&
 		      ci.members >= 1,

@@ -112,6 +112,17 @@ int metaroce_dv_set_paths(struct ibv_qp *qp, unsigned int paths)
 	return call(qp, METAROCE_IB_METHOD_QP_SET_PATHS, in);
 }
 
+int metaroce_dv_set_stream_class(struct ibv_qp *qp, unsigned int cls)
+{
+	struct ib_uverbs_attr in = {
+		.attr_id = METAROCE_IB_ATTR_SET_STREAM_CLASS_CLASS,
+		.len = sizeof(__u32),
+		.data = cls,
+	};
+
+	return call(qp, METAROCE_IB_METHOD_QP_SET_STREAM_CLASS, in);
+}
+
 const char *metaroce_dv_path_state_str(unsigned int state)
 {
 	switch (state) {

@@ -48,6 +48,18 @@ int metaroce_dv_query_paths(struct ibv_qp *qp, struct metaroce_conn_info *conn,
  */
 int metaroce_dv_set_paths(struct ibv_qp *qp, unsigned int paths);
 
+/*
+ * Pins QP qp to stream class `cls` (0 .. METAROCE_MAX_STREAM_CLASS, 7),
+ * before it connects (in RESET or INIT). On a device that shares
+ * connections the RC QPs to one peer ride one connection per class, each
+ * with its own paths, congestion control and fair share; both ends of a QP
+ * pair must pin the same class. 0 is every QP's class until pinned.
+ *
+ * Returns 0, or -1 with errno: EINVAL (above the limit, or the QP is past
+ * INIT), EOPNOTSUPP (not a metaroce QP).
+ */
+int metaroce_dv_set_stream_class(struct ibv_qp *qp, unsigned int cls);
+
 /* "unused", "active", "probing" or "?" for metaroce_path_info.state. */
 const char *metaroce_dv_path_state_str(unsigned int state);
 

@@ -29,6 +29,8 @@ pub(crate) struct ConnInfo {
     pub(crate) paths: u8,
     /// The most paths it can send on.
     pub(crate) max_paths: u8,
+    /// The QP's stream class.
+    pub(crate) stream_class: u8,
     /// Connection window and bytes in flight.
     pub(crate) qwnd: u32,
     /// Bytes in flight.
@@ -94,6 +96,7 @@ impl PathsOut<'_> {
             members: c.members,
             paths: c.paths,
             max_paths: c.max_paths,
+            stream_class: c.stream_class,
             qwnd: c.qwnd,
             inflight: c.inflight,
             rate_hint: c.rate_hint,
@@ -146,6 +149,11 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
+        qp_set_stream_class: if T::HAS_QP_QUERY_PATHS {
+            Some(Self::qp_set_stream_class)
+        } else {
+            None
+        },
     };
 
     /// `metaroce_ext_ops.qp_query_paths`: returns the path records written.
@@ -195,6 +203,20 @@ impl<T: Driver> Adapter<T> {
         let o = unsafe { QpObject::<T>::from_raw(ibqp) };
         match T::qp_set_paths(&o.data().qp, paths) {
             Ok(n) => n.min(i32::MAX as u32) as c_int,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// `metaroce_ext_ops.qp_set_stream_class`: 0 or `-errno`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::qp_query_paths`].
+    unsafe extern "C" fn qp_set_stream_class(ibqp: *mut b::ib_qp, class: u32) -> c_int {
+        // SAFETY: as in `qp_query_paths`.
+        let o = unsafe { QpObject::<T>::from_raw(ibqp) };
+        match T::qp_set_stream_class(&o.data().qp, class) {
+            Ok(()) => 0,
             Err(e) => e.to_errno(),
         }
     }

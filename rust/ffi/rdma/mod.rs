@@ -162,7 +162,7 @@ pub(crate) struct MwCreated<W> {
 /// verbs (`alloc_mw`, `dealloc_mw`); fast registration (`alloc_mr`,
 /// `map_mr`); `counters`; and resource attributes (`fill_res_qp`,
 /// `fill_res_cq`, `fill_res_mr`, each on its own); the extension API
-/// (`qp_query_paths`, `qp_set_paths`: [`ext`]). A
+/// (`qp_query_paths`, `qp_set_paths`, `qp_set_stream_class`: [`ext`]). A
 /// group is enabled by implementing its first method (`HAS_CREATE_AH`,
 /// `HAS_CREATE_SRQ`, `HAS_ALLOC_MW`, `HAS_ALLOC_MR`, `HAS_COUNTERS`,
 /// `HAS_RESIZE_CQ`, `HAS_FILL_RES_*`, `HAS_QP_QUERY_PATHS`); the others of the group
@@ -324,6 +324,13 @@ pub(crate) trait Driver: 'static + Sized {
     /// paths from now on; returns the count set. `EINVAL`: `paths` outside
     /// `1..=max_paths`, or no connection.
     fn qp_set_paths(_qp: &Self::Qp, _paths: u32) -> Result<u32> {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+    /// The extension API's `METAROCE_IB_METHOD_QP_SET_STREAM_CLASS`
+    /// (`metaroce_qp_set_stream_class()`): pins QP `qp` to stream `class`
+    /// before it connects. `EINVAL`: `class` above
+    /// `METAROCE_MAX_STREAM_CLASS`, or the QP is past INIT.
+    fn qp_set_stream_class(_qp: &Self::Qp, _class: u32) -> Result {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 

@@ -90,6 +90,7 @@ impl Qp {
             dst: None,
             last_stats: Stats::default(),
             dead: false,
+            class: 0,
         };
         let mut rc = Some(rc);
         let mut io = Some(io);
@@ -284,6 +285,7 @@ impl Qp {
                                 tx,
                                 rx,
                                 mtu: 128u16 << t.path_mtu.clamp(1, 5),
+                                class: io.class,
                             };
                             then = Then::Join(j, src, dst, cur);
                         }

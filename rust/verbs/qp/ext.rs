@@ -6,6 +6,7 @@
 //! both act on the connection the QP is a member of, so on every member.
 
 use super::*;
+use crate::ffi::bindings;
 use crate::ffi::rdma::ext::{ConnInfo, PathInfo, PathsOut};
 use crate::proto::path::PathState;
 
@@ -20,7 +21,29 @@ impl Qp {
             return l.peer.query_paths(out);
         }
         let c = g.conn.as_deref().ok_or(EINVAL)?;
-        report(c, 1, false, out);
+        report(c, 1, false, g.io.class, out);
+        Ok(())
+    }
+
+    /// Pins this QP to stream class `class` (0 to
+    /// `METAROCE_MAX_STREAM_CLASS`): on a device that shares connections,
+    /// the RC QPs to one peer ride one connection per class, each with its
+    /// own paths, congestion control and fair share, and both ends of a QP
+    /// pair must pin the same class (the grouping must be symmetric:
+    /// Documentation/transport.rst, "Shared connections"). A QP on a device
+    /// without sharing keeps its connection of its own whatever its class.
+    /// `EINVAL`: above the limit, or the QP is past INIT (it joins its
+    /// connection at RTR).
+    pub(crate) fn set_stream_class(&self, class: u32) -> Result {
+        let class = u8::try_from(class)
+            .ok()
+            .filter(|c| u32::from(*c) <= bindings::METAROCE_MAX_STREAM_CLASS)
+            .ok_or(EINVAL)?;
+        let mut g = self.inner.lock();
+        if !matches!(g.io.attr.state, QpState::Reset | QpState::Init) {
+            return Err(EINVAL);
+        }
+        g.io.class = class;
         Ok(())
     }
 
@@ -52,12 +75,13 @@ impl Qp {
     }
 }
 
-/// Writes connection `c` (`members` QPs on it, `shared` or not) and its
-/// paths to `out`.
+/// Writes connection `c` (`members` QPs on it, `shared` or not, of stream
+/// class `class`) and its paths to `out`.
 pub(super) fn report<const P: usize, const W: usize, const N: usize>(
     c: &Connection<P, W, N>,
     members: u32,
     shared: bool,
+    class: u8,
     out: &mut PathsOut<'_>,
 ) {
     let st = c.stats();
@@ -67,6 +91,7 @@ pub(super) fn report<const P: usize, const W: usize, const N: usize>(
         members,
         paths,
         max_paths: Connection::<P, W, N>::max_paths(),
+        stream_class: class,
         qwnd: c.qwnd(),
         inflight: c.inflight(),
         rate_hint: c.rate_hint(),

@@ -84,6 +84,9 @@ struct Io {
     /// The connection's counters when last added to the device's.
     last_stats: Stats,
     dead: bool,
+    /// Its stream class (the extension API; 0 unless pinned before RTR):
+    /// on a device that shares connections, part of the connection's key.
+    class: u8,
 }
 
 struct Inner {

@@ -75,6 +75,8 @@ pub(super) struct Join {
     pub(super) rx: Ident,
     /// Its path MTU, bytes.
     pub(super) mtu: u16,
+    /// Its stream class: a connection carries the QPs of one class.
+    pub(super) class: u8,
 }
 
 /// The member tables, by member id.
@@ -170,6 +172,8 @@ struct PeerInner {
 pub(crate) struct Peer {
     src: IpAddr,
     dst: IpAddr,
+    /// The stream class of its members.
+    class: u8,
     dev: Arc<DevShared<Qp>>,
     #[pin]
     timer: Timer<Peer>,
@@ -325,12 +329,12 @@ impl Peer {
         let found = list
             .iter()
             .flatten()
-            .find(|p| p.src == src && p.dst == dst)
+            .find(|p| p.src == src && p.dst == dst && p.class == j.class)
             .cloned();
         let peer = match found {
             Some(p) => p,
             None => {
-                let p = Peer::new(dev, src, dst)?;
+                let p = Peer::new(dev, src, dst, j.class)?;
                 match list.iter_mut().find(|e| e.is_none()) {
                     Some(e) => *e = Some(p.clone()),
                     None => list.push(Some(p.clone()), GFP_KERNEL)?,
@@ -362,7 +366,7 @@ impl Peer {
 
     /// A connection without members. It accepts packets of up to 4096 payload
     /// bytes, the largest path MTU; each member sends at most its own.
-    fn new(dev: &Arc<DevShared<Qp>>, src: IpAddr, dst: IpAddr) -> Result<Arc<Peer>> {
+    fn new(dev: &Arc<DevShared<Qp>>, src: IpAddr, dst: IpAddr, class: u8) -> Result<Arc<Peer>> {
         let mut conn = crate::ffi::boxed::copy_to_heap(&PeerConn::BLANK, GFP_KERNEL)?;
         let r = || u64::from(crate::ffi::random::random_u32());
         let cfg = Config {
@@ -392,6 +396,7 @@ impl Peer {
             pin_init!(Peer {
                 src,
                 dst,
+                class,
                 dev: dev.clone(),
                 timer <- Timer::new(),
                 inner <- crate::ffi::sync::new_bh_lock!(inner, "metaroce_peer"),
@@ -556,7 +561,7 @@ impl Peer {
     /// ([`Qp::query_paths`] of a member).
     pub(super) fn query_paths(&self, out: &mut crate::ffi::rdma::ext::PathsOut<'_>) -> Result {
         let g = self.inner.lock();
-        super::ext::report(&*g.conn, g.count as u32, true, out);
+        super::ext::report(&*g.conn, g.count as u32, true, self.class, out);
         Ok(())
     }
 

@@ -2125,17 +2125,68 @@ static void teardown(void)
 int metaroce_qp_query_paths(struct ib_qp *qp, struct metaroce_conn_info *info,
 			    struct metaroce_path_info *paths, u32 max_paths);
 int metaroce_qp_set_paths(struct ib_qp *qp, u32 paths);
+int metaroce_qp_set_stream_class(struct ib_qp *qp, u32 cls);
+
+static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap, struct ib_srq *srq,
+			     u32 inl);
+
+/*
+ * Stream classes on a shared device: X and Y (a loopback pair, like A and B)
+ * pinned to class 3 before RTR ride a connection of their own (2 members,
+ * class 3, its own source ports), apart from A and B's (class 0); past INIT
+ * and above 7 a class is -EINVAL.
+ */
+static void t_ext_class(typeof(&metaroce_qp_query_paths) query,
+			typeof(&metaroce_qp_set_stream_class) set_class)
+{
+	static struct metaroce_path_info pa[1], px[1];
+	struct metaroce_conn_info ca, cx;
+	struct side x = { .name = "X", .cq = t.a.cq, .sq_psn = 0x1234 },
+		    y = { .name = "Y", .cq = t.b.cq, .sq_psn = 0x4321 };
+	struct ib_qp_cap cap;
+	int r;
+
+	x.qp = make_qp(x.cq, &cap, NULL, 0);
+	y.qp = IS_ERR(x.qp) ? x.qp : make_qp(y.cq, &cap, NULL, 0);
+	if (IS_ERR(x.qp) || IS_ERR(y.qp)) {
+		report(false, "stream classes: ib_create_qp: %ld",
+		       PTR_ERR(IS_ERR(x.qp) ? x.qp : y.qp));
+		if (!IS_ERR(x.qp))
+			ib_destroy_qp(x.qp);
+		return;
+	}
+	r = set_class(x.qp, 8);
+	report(r == -EINVAL, "metaroce_qp_set_stream_class(X, 8): -EINVAL (got %d)", r);
+	r = set_class(x.qp, 3) ?: set_class(y.qp, 3);
+	r = r ?: to_init(x.qp) ?: to_init(y.qp) ?: to_rtr(&x, &y) ?: to_rtr(&y, &x) ?:
+	    to_rts_t(&x, 18, 7) ?: to_rts_t(&y, 18, 7);
+	if (!report(!r, "X, Y pinned to stream class 3 and connected: %d", r))
+		goto out;
+	r = set_class(x.qp, 1);
+	report(r == -EINVAL, "metaroce_qp_set_stream_class(X at RTS): -EINVAL (got %d)", r);
+	r = query(x.qp, &cx, px, 1);
+	report(r == 1 && query(t.a.qp, &ca, pa, 1) == 1 && cx.stream_class == 3 &&
+	       ca.stream_class == 0 && cx.members == 2 && px[0].src_port != pa[0].src_port,
+	       "X's connection: class %u, %u members, path 0 from port %u; A's: class %u, %u members, port %u",
+	       cx.stream_class, cx.members, px[0].src_port, ca.stream_class, ca.members,
+	       pa[0].src_port);
+out:
+	ib_destroy_qp(y.qp);
+	ib_destroy_qp(x.qp);
+}
 
 static void t_ext(void)
 {
 	typeof(&metaroce_qp_query_paths) query = symbol_get(metaroce_qp_query_paths);
 	typeof(&metaroce_qp_set_paths) set = symbol_get(metaroce_qp_set_paths);
+	typeof(&metaroce_qp_set_stream_class) set_class =
+		symbol_get(metaroce_qp_set_stream_class);
 	static struct metaroce_path_info pi[METAROCE_MAX_PATHS];
 	struct metaroce_conn_info ci;
 	bool ours = !strncmp(t.ibdev->node_desc, "metaroce", 8);
 	int r, was;
 
-	if (!query || !set) {
+	if (!query || !set || !set_class) {
 		pr_info("# extension API: metaroce not loaded, not tried\n");
 		goto out;
 	}
@@ -2188,11 +2239,15 @@ restore:
 		set(t.b.qp, was);
 	r = set(t.a.qp, was);
 	report(r == was, "metaroce_qp_set_paths(A, %d) back: %d", was, r);
+	if (ci.flags & METAROCE_CONN_SHARED)
+		t_ext_class(query, set_class);
 out:
 	if (query)
 		symbol_put(metaroce_qp_query_paths);
 	if (set)
 		symbol_put(metaroce_qp_set_paths);
+	if (set_class)
+		symbol_put(metaroce_qp_set_stream_class);
 }
 
 static int __init kverbs_test_init(void)
