@@ -89,8 +89,10 @@ struct Inner {
     /// On a device that shares connections: this RC QP's membership (from
     /// RTR until RESET or destroy).
     link: Option<Link>,
-    /// A UC QP's link (RTR opens its receiving half, RTS its sending half).
-    uc: UcLink,
+    /// A UC QP's link (RTR opens its receiving half, RTS its sending half);
+    /// `None` for every other type (boxed: it is 96 bytes, and keeps the QP
+    /// object within 1 KiB, Documentation/testing.rst, "Many QPs").
+    uc: Option<KBox<UcLink>>,
     io: Io,
     /// The RC engine (UD QPs use its ring heads and flush).
     rc: Engine<RcTables>,

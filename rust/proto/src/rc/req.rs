@@ -116,20 +116,23 @@ impl<T: Tables> Engine<T> {
         if needs_resp && self.tx_reads.wrapping_sub(self.reads_done) >= depth {
             return None;
         }
+        // The tag: a receive-consuming message's RSN, a READ's or atomic's response
+        // number (low 16 bits; Documentation/transport.rst, `tag`), so that the
+        // responder places either where it belongs however early it arrives.
         let tag = if consumes_recv(op) {
             let t = self.tx_rsn as u16;
             self.tx_rsn = self.tx_rsn.wrapping_add(1);
             t
-        } else {
-            0
-        };
-        if needs_resp {
+        } else if needs_resp {
             let k = self.tx_reads;
             self.tx_reads = k.wrapping_add(1);
             if let Some(r) = at(self.t.reads(), k) {
                 *r = msn;
             }
-        }
+            k as u16
+        } else {
+            0
+        };
         let info = MsgInfo {
             op,
             len,
