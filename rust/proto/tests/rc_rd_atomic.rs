@@ -382,3 +382,14 @@ fn sends_through_a_small_rq_over_a_lossy_link() {
     }
     assert_eq!(p.a.host.send_cq.len(), n as usize);
 }
+
+/// The per-QP table entries are the sizes Documentation/testing.rst ("Many QPs") counts:
+/// 64 bytes per SQ slot, 1 per tracked message, 12 per tracked receive, 40 per response.
+#[test]
+fn table_entry_sizes() {
+    use core::mem::size_of;
+    assert_eq!(size_of::<rc::SendMsg>(), 64);
+    assert_eq!(size_of::<rc::RxMsg>(), 1);
+    assert_eq!(size_of::<rc::RxRecv>(), 12);
+    assert_eq!(size_of::<rc::Resp>(), 40);
+}

@@ -75,12 +75,29 @@ pub fn resp_slots(max_dest_rd_atomic: u8) -> usize {
 /// many ahead.
 pub const RX_TRACK: usize = super::stream::STREAM_WINDOW as usize;
 
-/// A send WQE turned into a message (one entry per SQ slot).
+/// A send WQE turned into a message (one entry per SQ slot; 64 bytes): the fields of
+/// its WQE the engine reads again (a copy: the consumer may rewrite its ring), the tag
+/// its message carries, and its progress. [`SendMsg::wqe`] and [`SendMsg::info`] give
+/// the WQE and the message back.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SendMsg {
-    wqe: SendWqe,
-    info: MsgInfo,
+    wr_id: u64,
+    remote_addr: u64,
+    compare_add: u64,
+    swap: u64,
+    ex: u32,
+    /// `rkey`, or a CMP_SWAP's or FETCH_ADD's `atomic_rkey`: the key its message
+    /// carries.
+    rkey: u32,
+    length: u32,
+    num_sge: u32,
     slot: u32,
+    /// The message's tag (its RSN or response number, [`req`]).
+    tag: u16,
+    /// `opcode`; 255 for any larger value (no opcode is).
+    opcode: u8,
+    /// The [`send_flags`] bits of `send_flags` (FENCE, SIGNALED, SOLICITED, INLINE).
+    send_flags: u8,
     /// The request is acknowledged.
     acked: bool,
     /// A READ or atomic: completes only once its response is whole.
