@@ -124,6 +124,12 @@ pub(crate) struct Qp {
 
 impl_has_timer! { impl HasTimer for Qp { self.timer } }
 
+// The QP object with its `Arc` count fits a `kmalloc-1k` (Documentation/
+// testing.rst, "Many QPs"): a few bytes more would take a `kmalloc-2k`.
+// (Not with lockdep, whose locks are larger.)
+#[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
+const _: () = assert!(core::mem::size_of::<Qp>() + 8 <= 1024);
+
 impl Grouped for Qp {
     type Peers = PeerTable;
 }
