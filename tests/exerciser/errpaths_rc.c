@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * exerciser, section 5 (error paths): the RC transport -- CQ overrun, READs
- * past max_rd_atomic, QPs in the error state, invalid requests, SEND with
+ * past max_rd_atomic, QPs in the error state, invalid requests (a READ
+ * without responder resources among them), SEND with
  * invalidate of an unknown rkey, the RNR timer, retry_cnt 0.
  */
 #include "exerciser.h"
@@ -180,6 +181,36 @@ static int ext_fetch_add(struct ibv_qp *qp, uint64_t id, void *raddr, uint64_t a
 }
 
 /*
+ * Row 11(d): a READ to a responder without responder resources
+ * (max_dest_rd_atomic 0, IBTA 10.2.4): an invalid request NAK, the
+ * requester completes with IBV_WC_REM_INV_REQ_ERR and the responder enters
+ * the error state; nothing lands.
+ * rxe: check_resource() -> RESPST_ERR_TOO_MANY_RDMA_ATM_REQ -> class C.
+ */
+static void ep_no_rd_resources(void)
+{
+	struct conn_opts o = ep_default;
+	struct ibv_wc wc;
+	int n, st, sb = -1;
+
+	o.no_rd_res = 1;
+	if (ep_pair(&o, "READ without responder resources"))
+		return;
+	memset(E_LOC, 0x5a, 64);
+	memset(E_DST, 0x11, 64);
+	n = one_op(ep.a, ep.cq, IBV_WR_RDMA_READ, E_LOC, ep.mr->lkey, 64, (uintptr_t)E_DST,
+		   ep.mr->rkey, &wc);
+	st = n == 1 ? (int)wc.status : -1;
+	if (st == IBV_WC_REM_INV_REQ_ERR)
+		sb = state_within(ep.b, IBV_QPS_ERR, 5);
+	check(st == IBV_WC_REM_INV_REQ_ERR && sb == IBV_QPS_ERR && all_bytes(E_LOC, 0x5a, 64),
+	      "error paths: a READ to a responder with max_dest_rd_atomic 0 completes with "
+	      "IBV_WC_REM_INV_REQ_ERR, the responder in ERR, nothing landed (IBTA 10.2.4; rxe "
+	      "RESPST_ERR_TOO_MANY_RDMA_ATM_REQ) (%s; responder %s)",
+	      st >= 0 ? st_str(st) : "not completed", sb >= 0 ? qps_name(sb) : "not checked");
+}
+
+/*
  * Row 11(b): an atomic whose remote address is not 8-byte aligned is an
  * invalid request (IBTA 9.4.5): the requester completes with
  * IBV_WC_REM_INV_REQ_ERR and memory is untouched; an aligned one on a fresh
@@ -225,6 +256,7 @@ void ep_invalid_requests(void)
 	       "error paths: a zero-length WRITE_WITH_IMM to a QP without REMOTE_WRITE completes with "
 	       "IBV_WC_REM_INV_REQ_ERR, no receive succeeds (rxe check_qp_attr_access) (%s; receive %s)",
 	       wc_str(s), r ? wc_str(r) : "pending");
+	ep_no_rd_resources();
 }
 
 /*

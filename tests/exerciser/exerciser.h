@@ -168,6 +168,7 @@ struct conn_opts {
 	uint8_t retry_cnt;	/* RTS */
 	int depth;		/* max_send_wr at creation */
 	int ext;		/* ibv_create_qp_ex with the atomic send ops */
+	int no_rd_res;		/* RTR: max_dest_rd_atomic 0 (else 1) */
 };
 
 int connect_pair_opts(struct ibv_qp *a, struct ibv_qp *b, const struct conn_opts *o);

@@ -25,7 +25,7 @@ int connect_pair_opts(struct ibv_qp *a, struct ibv_qp *b, const struct conn_opts
 			return e;
 		m = req_attrs(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, &at);
 		at.dest_qp_num = q[1 - k]->qp_num;
-		at.max_dest_rd_atomic = 1;
+		at.max_dest_rd_atomic = o->no_rd_res ? 0 : 1;
 		at.min_rnr_timer = o->min_rnr_timer;
 		if ((e = rcerr(ibv_modify_qp(q[k], &at, m))))
 			return e;

@@ -17,7 +17,8 @@
 # QP: (rts - before) / NQPS of Slab, SUnreclaim, VmallocUsed, PageTables and
 # MemAvailable (a drop), split at "created", the slab caches and vmalloc
 # callers that grew most, and whether Slab + VmallocUsed came back to the
-# baseline after destroy (the tolerance is explained where it is checked).
+# baseline after destroy (the tolerance is explained where it is checked),
+# and on the debug kernel that kmemleak finds no unreferenced object.
 # The guests have 1 GiB (qemu/vm-run; MR_GUEST_MEM=2G on the host gives
 # them more): enough for 16000 QPs on rxe0, not on mr0 (about 63 KB a QP).
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
@@ -192,4 +193,6 @@ retry 60 qp_back
 q1=$(qp_count)
 if [[ ${q1:-x} == "${q0:-0}" ]]; then pass "$dev: rdma resource show: $q1 QPs after destroy, as before ($q0)"
 else fail "$dev: rdma resource show: $q1 QPs after destroy, $q0 before" "$(rdma resource show 2>&1)"; fi
+# Nothing the QPs allocated is left unreferenced (debug kernels, which have kmemleak).
+check_kmemleak
 [[ -n ${MR_NESTED:-} ]] || done_testing

@@ -71,7 +71,14 @@ impl Qp {
             rq.as_ref().map(|q| q.mminfo()).unwrap_or_default(),
         );
         let srq_sge = srq.map_or(0, |s| s.max_sge() as usize);
-        let rc = Engine::new(env::tables(sq.slots() as usize, srq_sge)?);
+        let rq_slots = rq.as_ref().map_or(0, |q| q.slots() as usize);
+        let tables = env::tables(init.qp_type, sq.slots() as usize, rq_slots, srq_sge)?;
+        let rc = Engine::new(tables);
+        let uc_link = if init.qp_type == QpType::Uc {
+            Some(KBox::new(UcLink::default(), GFP_KERNEL)?)
+        } else {
+            None
+        };
         // One datagram being built: an RC QP of a device that shares
         // connections builds none (its connection does).
         let mut scratch = KVec::new();
@@ -95,11 +102,13 @@ impl Qp {
         let mut rc = Some(rc);
         let mut io = Some(io);
         let mut scratch = Some(scratch);
+        let mut uc_link = Some(uc_link);
         let (qp_type, sq_sig_all) = (init.qp_type, init.sq_sig_all);
         let make = |qpn| {
             let io = io.take().ok_or(EINVAL)?;
             let rc = rc.take().ok_or(EINVAL)?;
             let scratch = scratch.take().ok_or(EINVAL)?;
+            let uc = uc_link.take().ok_or(EINVAL)?;
             Arc::pin_init(
                 pin_init!(Qp {
                     qpn,
@@ -114,7 +123,7 @@ impl Qp {
                     rcq: rcq.clone(),
                     srq: srq.cloned(),
                     timer <- Timer::new(),
-                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, link: None, uc: UcLink::default(), io, rc, scratch }, "metaroce_qp"),
+                    inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, link: None, uc, io, rc, scratch }, "metaroce_qp"),
                 }),
                 GFP_KERNEL,
             )
@@ -154,6 +163,18 @@ impl Qp {
             Some(crate::ffi::boxed::copy_to_heap(&Conn::BLANK, GFP_KERNEL)?)
         } else {
             None
+        };
+        // `max_dest_rd_atomic` sizes an RC QP's response table: the new one
+        // is allocated here (it replaces the old under the lock, and the old
+        // is freed when the lock is released).
+        let mut resps = match m & qp_mask::MAX_DEST_RD_ATOMIC {
+            0 => None,
+            _ if this.qp_type != QpType::Rc
+                || u32::from(a.max_dest_rd_atomic) > this.dev.attrs.max_qp_rd_atom =>
+            {
+                None
+            }
+            _ => Some(env::resp_table(a.max_dest_rd_atomic)?),
         };
         // What a member of a shared connection does once the QP lock is
         // released (the connection's lock comes first).
@@ -243,6 +264,14 @@ impl Qp {
             take!(qp_mask::RNR_RETRY, rnr_retry);
             take!(qp_mask::MAX_QP_RD_ATOMIC, max_rd_atomic);
             take!(qp_mask::MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+            // The requests and responses the responder holds move to the new
+            // table; if more are held than it has room for, the old one stays
+            // until the next change (Engine::move_resps).
+            if let Some(new) = resps.as_mut() {
+                if rc.move_resps(new.as_mut()) {
+                    core::mem::swap(&mut rc.tables_mut().resps, new);
+                }
+            }
             take!(qp_mask::EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
             if m & qp_mask::AV != 0 {
                 t.av = a.av;
@@ -259,7 +288,9 @@ impl Qp {
                         if let Some(l) = link.take() {
                             then = Then::Leave(l);
                         }
-                        uc.reset();
+                        if let Some(u) = uc {
+                            u.reset();
+                        }
                         io.reset();
                         rc.reset();
                     }
@@ -268,7 +299,9 @@ impl Qp {
                     QpState::Rtr if this.qp_type == QpType::Uc => {
                         let t = &io.attr;
                         let (_, rx) = this.idents(t, t.rq_psn);
-                        uc.open_rx(this.qpn, 128u16 << t.path_mtu.clamp(1, 5), rx);
+                        if let Some(u) = uc {
+                            u.open_rx(this.qpn, 128u16 << t.path_mtu.clamp(1, 5), rx);
+                        }
                     }
                     QpState::Rtr
                         if this.qp_type == QpType::Rc && this.dev.shared && link.is_none() =>
@@ -306,11 +339,11 @@ impl Qp {
                         }
                     }
                     QpState::Rts if this.qp_type == QpType::Uc => {
-                        if cur == QpState::Rtr {
+                        if let (QpState::Rtr, Some(u)) = (cur, uc) {
                             let t = &io.attr;
                             let (tx, _) = this.idents(t, t.sq_psn);
-                            uc.open_tx(t.dest_qpn, tx);
-                            uc.src_port = base_src_port(crate::ffi::random::random_u32(), 1);
+                            u.open_tx(t.dest_qpn, tx);
+                            u.src_port = base_src_port(crate::ffi::random::random_u32(), 1);
                         }
                     }
                     QpState::Rts => {

@@ -10,8 +10,8 @@ use super::*;
 use crate::ffi::bindings as b;
 use crate::ffi::rxe_abi::{send_flags, Sge, Wc};
 use crate::proto::rc::{
-    self, Attrs, Completions, Cqe, LocalOps, QpControl, QpMode, RecvQueue, Resp, RxMsg,
-    ScatterGather, SendMsg, SendQueue, Taken, WcOpcode, WcStatus, WrOpcode, RESP_SLOTS, RX_TRACK,
+    self, Attrs, Completions, Cqe, LocalOps, QpControl, QpMode, RecvQueue, Resp, RxMsg, RxRecv,
+    ScatterGather, SendMsg, SendQueue, Taken, WcOpcode, WcStatus, WrOpcode, RX_TRACK,
 };
 use kernel::alloc::KVVec;
 
@@ -91,6 +91,7 @@ pub(crate) type RcTables = rc::Storage<
     KSlice<SendMsg>,
     KSlice<u32>,
     KSlice<RxMsg>,
+    KSlice<RxRecv>,
     KSlice<Taken>,
     KSlice<Sge>,
     KSlice<Resp>,
@@ -114,19 +115,41 @@ fn table<T: Clone>(n: usize, v: T) -> Result<KSlice<T>> {
     Ok(KSlice(k))
 }
 
-/// The tables for an SQ of `sq_slots` slots and, with an SRQ, `srq_sge`
-/// SGEs per SRQ WQE (0: none).
-pub(super) fn tables(sq_slots: usize, srq_sge: usize) -> Result<RcTables> {
+/// The tables of a QP of type `t` with an SQ of `sq_slots` slots, an RQ of
+/// `rq_slots` (0: none) and, with an SRQ, `srq_sge` SGEs per SRQ WQE (0:
+/// none). The receive tracking (`rx`, 128 bytes; `recvs`, 12 bytes a
+/// receive the RQ holds, at most 128) is an RC QP's alone; the response
+/// table is allocated when `modify_qp` sets `max_dest_rd_atomic`
+/// ([`resp_table`]). Documentation/testing.rst, "Many QPs", has the sizes.
+pub(super) fn tables(
+    t: QpType,
+    sq_slots: usize,
+    rq_slots: usize,
+    srq_sge: usize,
+) -> Result<RcTables> {
     let srq = srq_sge != 0;
+    let rc = t == QpType::Rc;
+    let recvs = match (rc, srq) {
+        (false, _) => 0,
+        (true, true) => RX_TRACK,
+        (true, false) => rq_slots.min(RX_TRACK),
+    };
     Ok(rc::Storage {
         sends: table(sq_slots, SendMsg::default())?,
         reads: table(sq_slots, 0u32)?,
-        rx: table(RX_TRACK, RxMsg::default())?,
+        rx: table(if rc { RX_TRACK } else { 0 }, RxMsg::default())?,
+        recvs: table(recvs, RxRecv::default())?,
         taken: table(if srq { RX_TRACK } else { 0 }, Taken::default())?,
         taken_sges: table(RX_TRACK * srq_sge, Sge::default())?,
-        resps: table(RESP_SLOTS, Resp::default())?,
+        resps: table(0, Resp::default())?,
         sge: core::marker::PhantomData,
     })
+}
+
+/// An RC QP's response table for `max_dest_rd_atomic` responder resources
+/// ([`rc::resp_slots`]: 40 bytes per entry, twice the resources; none for 0).
+pub(super) fn resp_table(max_dest_rd_atomic: u8) -> Result<KSlice<Resp>> {
+    table(rc::resp_slots(max_dest_rd_atomic), Resp::default())
 }
 
 /// The engine carries the ring's SGEs as they are: only the rings' reader
@@ -253,6 +276,7 @@ impl QpControl for Glue<'_> {
             access: a.access,
             min_rnr_timer: a.min_rnr_timer,
             max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
             max_send_sge: c.max_send_sge,
             max_inline_data: c.max_inline_data,
             max_recv_sge: c.max_recv_sge,

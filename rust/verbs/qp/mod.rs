@@ -94,8 +94,10 @@ struct Inner {
     /// On a device that shares connections: this RC QP's membership (from
     /// RTR until RESET or destroy).
     link: Option<Link>,
-    /// A UC QP's link (RTR opens its receiving half, RTS its sending half).
-    uc: UcLink,
+    /// A UC QP's link (RTR opens its receiving half, RTS its sending half);
+    /// `None` for every other type (boxed: it is 96 bytes, and keeps the QP
+    /// object within 1 KiB, Documentation/testing.rst, "Many QPs").
+    uc: Option<KBox<UcLink>>,
     io: Io,
     /// The RC engine (UD QPs use its ring heads and flush).
     rc: Engine<RcTables>,
@@ -126,6 +128,12 @@ pub(crate) struct Qp {
 }
 
 impl_has_timer! { impl HasTimer for Qp { self.timer } }
+
+// The QP object with its `Arc` count fits a `kmalloc-1k` (Documentation/
+// testing.rst, "Many QPs"): a few bytes more would take a `kmalloc-2k`.
+// (Not with lockdep, whose locks are larger.)
+#[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
+const _: () = assert!(core::mem::size_of::<Qp>() + 8 <= 1024);
 
 impl Grouped for Qp {
     type Peers = PeerTable;

@@ -25,7 +25,7 @@ impl Qp {
             scratch,
             ..
         } = &mut **g;
-        let (Some(src), Some(dst)) = (io.src, io.dst) else {
+        let (Some(src), Some(dst), Some(uc)) = (io.src, io.dst, uc.as_deref_mut()) else {
             return;
         };
         let mut env = Glue { qp: this, io };
@@ -58,6 +58,9 @@ impl Qp {
     pub(super) fn uc_receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
         let mut g = this.inner.lock();
         let Inner { uc, io, rc, .. } = &mut *g;
+        let Some(uc) = uc.as_deref_mut() else {
+            return;
+        };
         if !this.admits(io, false, payload, meta) {
             return;
         }

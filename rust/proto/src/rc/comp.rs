@@ -37,7 +37,7 @@ impl<T: Tables> Engine<T> {
         let Some(m) = self.send_msg(self.sq_msn) else {
             return;
         };
-        self.send_cqe(env, &m.wqe, status);
+        self.send_cqe(env, &m.wqe(), status);
         self.sq_cons = env.sq_advance(self.sq_cons, 1);
         self.sq_msn = self.sq_msn.wrapping_add(1);
         env.sq_set_consumer(self.sq_cons);
@@ -271,11 +271,7 @@ impl<T: Tables> Engine<T> {
             self.complete_sends(env);
             return Ok(());
         }
-        let len = if p.op == Op::AtomicResp {
-            8
-        } else {
-            m.wqe.length
-        };
+        let len = if p.op == Op::AtomicResp { 8 } else { m.length };
         // An atomic's original value travels big-endian; the WQE's buffer gets it in
         // host order, as an 8-byte integer.
         let mut v = [0u8; 8];

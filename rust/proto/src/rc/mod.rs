@@ -18,8 +18,9 @@
 //! (gather/scatter), `datagram` (the ring and receive helpers UD QPs share), `uc`
 //! (unreliable connected QPs: the same rings and completions, no reliability).
 //!
-//! Storage: the per-QP tables are the caller's ([`Tables`]; sized by the SQ, [`RX_TRACK`]
-//! and [`RESP_SLOTS`]); the engine never allocates and never panics.
+//! Storage: the per-QP tables are the caller's ([`Tables`]; sized by the SQ, the RQ,
+//! [`RX_TRACK`] and the QP's responder resources, [`resp_slots`]); the engine never
+//! allocates and never panics.
 
 mod comp;
 mod datagram;
@@ -43,28 +44,60 @@ pub use uc::{UcLink, UcRx, UcStats};
 use super::conn::{App, Config, ConnError, Event, MsgInfo, Placement, Refuse, Unreadable};
 use super::ident::Ident;
 use super::stream::{Stream, StreamTable};
-use super::wire::{Op, Reth};
+use super::wire::Op;
 
 /// Stream of requests (the SQ's messages).
 pub const REQ: u16 = 0;
 /// Stream of READ and atomic responses.
 pub const RESP: u16 = 1;
-/// READ/atomic requests a responder holds answers for at once (the `resps` table).
-pub const RESP_SLOTS: usize = 256;
-/// Messages the receiver tracks ahead of the oldest incomplete one (the `rx` and `taken`
-/// tables; `taken_sges` holds this many times the SRQ's SGEs): the stream window. The
+/// The length of the responder's `resps` table for `max_dest_rd_atomic` responder
+/// resources (IBTA 9.7.5.1.4, 10.2.4: the READ and atomic requests this QP takes at once
+/// as a responder; 0: it takes none, and such a request is an invalid request): twice
+/// that, as a power of two. A response holds its slot from its request's placement until
+/// the requester acknowledges it, and a requester that keeps `max_rd_atomic` (at most this
+/// `max_dest_rd_atomic`, IBTA 10.2.4) READs in flight sends the next one as soon as a
+/// response is whole, before its ACK reaches the responder: the second half is room for
+/// those ACKs in flight. A request past the table waits (RNR,
+/// Documentation/transport.rst). At most 256 (`max_dest_rd_atomic` up to 128).
+pub fn resp_slots(max_dest_rd_atomic: u8) -> usize {
+    match max_dest_rd_atomic {
+        0 => 0,
+        d => (2 * usize::from(d)).next_power_of_two(),
+    }
+}
+/// Messages the receiver tracks ahead of the oldest incomplete one (the `rx` table, and
+/// with an SRQ the `recvs` and `taken` tables; `taken_sges` holds this many times the
+/// SRQ's SGEs; with an RQ, `recvs` needs no more than the RQ's slots): the stream
+/// window. The
 /// oldest incomplete message has a packet at or above the stream's cumulative SSN, so
 /// message `rx_msn + k` starts at least `k` SSNs above it, and a packet within the
 /// window ([`super::stream::STREAM_WINDOW`] SSNs) belongs to a message less than that
 /// many ahead.
 pub const RX_TRACK: usize = super::stream::STREAM_WINDOW as usize;
 
-/// A send WQE turned into a message (one entry per SQ slot).
+/// A send WQE turned into a message (one entry per SQ slot; 64 bytes): the fields of
+/// its WQE the engine reads again (a copy: the consumer may rewrite its ring), the tag
+/// its message carries, and its progress. [`SendMsg::wqe`] and [`SendMsg::info`] give
+/// the WQE and the message back.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SendMsg {
-    wqe: SendWqe,
-    info: MsgInfo,
+    wr_id: u64,
+    remote_addr: u64,
+    compare_add: u64,
+    swap: u64,
+    ex: u32,
+    /// `rkey`, or a CMP_SWAP's or FETCH_ADD's `atomic_rkey`: the key its message
+    /// carries.
+    rkey: u32,
+    length: u32,
+    num_sge: u32,
     slot: u32,
+    /// The message's tag (its RSN or response number, [`req`]).
+    tag: u16,
+    /// `opcode`; 255 for any larger value (no opcode is).
+    opcode: u8,
+    /// The [`send_flags`] bits of `send_flags` (FENCE, SIGNALED, SOLICITED, INLINE).
+    send_flags: u8,
     /// The request is acknowledged.
     acked: bool,
     /// A READ or atomic: completes only once its response is whole.
@@ -83,15 +116,25 @@ pub struct Taken {
     num_sge: u32,
 }
 
-/// A READ or atomic response the responder owes, in request order.
+/// A READ or atomic request the responder took and the response it owes, by response
+/// number (one entry per responder resource, [`resp_slots`]; 40 bytes). The request
+/// carries its number in its tag, so it is stored here as it is placed, out of order,
+/// and answered here when it completes.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Resp {
-    op: Op,
+    /// The remote buffer (a READ's source, an atomic's target).
     va: u64,
+    /// An atomic's operands as carried (swap or addend, then compare); once executed,
+    /// the original value in the first 8 bytes, big-endian as carried.
+    data: [u8; 16],
     rkey: u32,
+    /// Bytes to read (READ).
     len: u32,
-    /// Atomic: the original value, big-endian as carried.
-    data: [u8; 8],
+    /// The request's MSN.
+    msn: u32,
+    /// `None`: free. The request's op until it executes, then the response's
+    /// (`ReadResp`, `AtomicResp`).
+    op: Option<Op>,
     /// Not served ([`RESP_ACCESS`] in the message tag); 0: served.
     status: u16,
 }
@@ -101,17 +144,24 @@ pub struct Resp {
 /// requester completes the WQE with `IB_WC_REM_ACCESS_ERR`. 0: served.
 pub const RESP_ACCESS: u16 = 1;
 
-/// What the receiver knows of a message from its packets (one entry per tracked MSN).
+/// What the responder knows of a request-stream message once a packet of it was placed
+/// (one entry per tracked MSN; 1 byte): its op. What it completes with is kept by what
+/// it consumes: a receive's in [`RxRecv`] (by RSN), a READ's or atomic's in [`Resp`]
+/// (by response number).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RxMsg {
-    op: Op,
+    /// `None`: no packet of the message placed yet.
+    op: Option<Op>,
+}
+
+/// What a receive-consuming message will complete its receive with (one entry per
+/// tracked RSN; 12 bytes): its length, immediate data (or SEND_WITH_INV's rkey), and
+/// whether it asked for a solicited event.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RxRecv {
     len: u32,
     imm: u32,
     solicited: bool,
-    valid: bool,
-    /// READ/atomic requests: the remote buffer, and an atomic's operands.
-    reth: Reth,
-    operands: [u8; 16],
 }
 
 /// The engine's per-QP tables, in caller-provided storage.
@@ -124,24 +174,30 @@ pub trait Tables {
     fn reads(&mut self) -> &mut [u32];
     /// Received messages by MSN modulo the length ([`RX_TRACK`]).
     fn rx(&mut self) -> &mut [RxMsg];
+    /// Receive-consuming messages by RSN modulo the length (a power of two: [`RX_TRACK`]
+    /// with an SRQ; with an RQ, its slots if fewer).
+    fn recvs(&mut self) -> &mut [RxRecv];
     /// SRQ WQEs taken, by RSN modulo the length ([`RX_TRACK`]; may be empty without an
     /// SRQ).
     fn taken(&mut self) -> &mut [Taken];
     /// Their SGEs, `srq_sge` per entry of `taken`.
     fn taken_sges(&mut self) -> &mut [Self::Sge];
-    /// Responses owed by response number modulo the length ([`RESP_SLOTS`]).
+    /// READ/atomic requests and responses owed by response number modulo the length
+    /// ([`resp_slots`] of the QP's `max_dest_rd_atomic`; empty for 0).
     fn resps(&mut self) -> &mut [Resp];
 }
 
-/// [`Tables`] from six growable or fixed buffers (`Vec`, arrays, slices).
+/// [`Tables`] from seven growable or fixed buffers (`Vec`, arrays, slices).
 #[derive(Clone, Debug, Default)]
-pub struct Storage<S, R, X, T, G, P, Q = Sge> {
+pub struct Storage<S, R, X, V, T, G, P, Q = Sge> {
     /// See [`Tables::sends`].
     pub sends: S,
     /// See [`Tables::reads`].
     pub reads: R,
     /// See [`Tables::rx`].
     pub rx: X,
+    /// See [`Tables::recvs`].
+    pub recvs: V,
     /// See [`Tables::taken`].
     pub taken: T,
     /// See [`Tables::taken_sges`].
@@ -152,11 +208,12 @@ pub struct Storage<S, R, X, T, G, P, Q = Sge> {
     pub sge: core::marker::PhantomData<Q>,
 }
 
-impl<S, R, X, T, G, P, Q: ScatterGather> Tables for Storage<S, R, X, T, G, P, Q>
+impl<S, R, X, V, T, G, P, Q: ScatterGather> Tables for Storage<S, R, X, V, T, G, P, Q>
 where
     S: AsMut<[SendMsg]>,
     R: AsMut<[u32]>,
     X: AsMut<[RxMsg]>,
+    V: AsMut<[RxRecv]>,
     T: AsMut<[Taken]>,
     G: AsMut<[Q]>,
     P: AsMut<[Resp]>,
@@ -170,6 +227,9 @@ where
     }
     fn rx(&mut self) -> &mut [RxMsg] {
         self.rx.as_mut()
+    }
+    fn recvs(&mut self) -> &mut [RxRecv] {
+        self.recvs.as_mut()
     }
     fn taken(&mut self) -> &mut [Taken] {
         self.taken.as_mut()
@@ -211,7 +271,8 @@ pub struct Engine<T> {
     /// `tx_reads - reads_done` are outstanding, at most `max_rd_atomic`).
     tx_reads: u32,
     reads_done: u32,
-    /// Responder: responses owed (`resp_next - resp_acked` of them).
+    /// Responder: responses owed (`resp_next - resp_acked` of them); the requests
+    /// numbered from `resp_next` on are placed or still to come.
     resp_next: u32,
     resp_acked: u32,
     /// Responder: MSN of the next request-stream message to complete.
@@ -303,11 +364,52 @@ impl<T: Tables> Engine<T> {
         self.held = None;
         self.named_nak = false;
         for r in self.t.rx().iter_mut() {
-            r.valid = false;
+            r.op = None;
         }
         for t in self.t.taken().iter_mut() {
             t.valid = false;
         }
+        for r in self.t.resps().iter_mut() {
+            r.op = None;
+        }
+    }
+
+    /// The engine's tables, for a host that puts one of another size in place (the
+    /// responder's, after [`Self::move_resps`]); their entries stay opaque.
+    pub fn tables_mut(&mut self) -> &mut T {
+        &mut self.t
+    }
+
+    /// Responder: moves the READ/atomic requests and responses it holds (placed, or
+    /// owed and not yet acknowledged) into `to`, a table for a new
+    /// `max_dest_rd_atomic` ([`resp_slots`]; `modify_qp`, IBTA 10.2.4), every other
+    /// entry of `to` freed. The host then puts `to` in place of the `resps` table. False,
+    /// and nothing changed, if they do not fit `to` at their numbers (more are held than
+    /// `to` has entries): the host keeps the table it has until they are acknowledged
+    /// (new requests past `max_dest_rd_atomic` are the requester's error, IBTA 10.2.4).
+    pub fn move_resps(&mut self, to: &mut [Resp]) -> bool {
+        let base = self.resp_acked;
+        let from = self.t.resps();
+        // Entries are held only at numbers `base ..` (placement checks it): how far.
+        let mut held = 0;
+        for j in 0..from.len() as u32 {
+            if at(from, base.wrapping_add(j)).is_some_and(|r| r.op.is_some()) {
+                held = j + 1;
+            }
+        }
+        if held as usize > to.len() {
+            return false;
+        }
+        for r in to.iter_mut() {
+            *r = Resp::default();
+        }
+        for j in 0..held {
+            let k = base.wrapping_add(j);
+            if let (Some(r), Some(d)) = (at(from, k), at(to, k)) {
+                *d = *r;
+            }
+        }
+        true
     }
 
     /// The QP moved to SQD: with `notify`, raise `IB_EVENT_SQ_DRAINED` once no send WQE

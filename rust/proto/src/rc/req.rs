@@ -41,6 +41,73 @@ fn message_of(w: &SendWqe) -> Option<(Op, Reth, u32)> {
     })
 }
 
+impl SendMsg {
+    /// The record of WQE `w` at SQ `slot` as a message carrying `tag`.
+    fn new(w: &SendWqe, slot: u32, tag: u16) -> Self {
+        let atomic = matches!(
+            WrOpcode::from_raw(w.opcode),
+            Some(WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd)
+        );
+        let known =
+            send_flags::FENCE | send_flags::SIGNALED | send_flags::SOLICITED | send_flags::INLINE;
+        SendMsg {
+            wr_id: w.wr_id,
+            remote_addr: w.remote_addr,
+            compare_add: w.compare_add,
+            swap: w.swap,
+            ex: w.ex,
+            rkey: if atomic { w.atomic_rkey } else { w.rkey },
+            length: w.length,
+            num_sge: w.num_sge,
+            slot,
+            tag,
+            opcode: u8::try_from(w.opcode).unwrap_or(u8::MAX),
+            send_flags: (w.send_flags & known) as u8,
+            ..SendMsg::default()
+        }
+    }
+
+    /// The WQE as recorded (the key its message carries as both keys).
+    pub(super) fn wqe(&self) -> SendWqe {
+        SendWqe {
+            wr_id: self.wr_id,
+            opcode: u32::from(self.opcode),
+            send_flags: u32::from(self.send_flags),
+            ex: self.ex,
+            remote_addr: self.remote_addr,
+            rkey: self.rkey,
+            length: self.length,
+            num_sge: self.num_sge,
+            compare_add: self.compare_add,
+            swap: self.swap,
+            atomic_rkey: self.rkey,
+        }
+    }
+
+    /// The message (the connection's view of it; the default for a WQE that is none).
+    pub(super) fn info(&self) -> MsgInfo {
+        let w = self.wqe();
+        let Some((op, reth, len)) = message_of(&w) else {
+            return MsgInfo::default();
+        };
+        MsgInfo {
+            op,
+            len,
+            reth,
+            // Immediate data is stored in network order; SEND_WITH_INV's rkey in host
+            // order.
+            imm: if op == Op::SendInv {
+                w.ex
+            } else {
+                u32::from_be(w.ex)
+            },
+            tag: self.tag,
+            solicited: w.send_flags & send_flags::SOLICITED != 0,
+            mtu: 0,
+        }
+    }
+}
+
 impl<T: Tables> Engine<T> {
     /// The send message `msn` of the request stream: an in-flight one again, or the SQ's
     /// next WQE turned into a message, if one is posted and may start.
@@ -50,7 +117,7 @@ impl<T: Tables> Engine<T> {
         msn: u32,
     ) -> Option<MsgInfo> {
         if msn.wrapping_sub(self.sq_msn) < self.msns.wrapping_sub(self.sq_msn) {
-            return self.send_msg(msn).map(|m| m.info);
+            return self.send_msg(msn).map(|m| m.info());
         }
         if msn != self.msns || self.error.is_some() || env.mode() != QpMode::Rts {
             return None;
@@ -85,7 +152,7 @@ impl<T: Tables> Engine<T> {
                 return None;
             }
         };
-        let Some((op, reth, len)) = message_of(&w) else {
+        let Some((op, _, _)) = message_of(&w) else {
             return self.refuse(env, msn, w, slot, WcStatus::LocQpOpErr);
         };
         let a = env.attrs();
@@ -116,50 +183,31 @@ impl<T: Tables> Engine<T> {
         if needs_resp && self.tx_reads.wrapping_sub(self.reads_done) >= depth {
             return None;
         }
+        // The tag: a receive-consuming message's RSN, a READ's or atomic's response
+        // number (low 16 bits; Documentation/transport.rst, `tag`), so that the
+        // responder places either where it belongs however early it arrives.
         let tag = if consumes_recv(op) {
             let t = self.tx_rsn as u16;
             self.tx_rsn = self.tx_rsn.wrapping_add(1);
             t
-        } else {
-            0
-        };
-        if needs_resp {
+        } else if needs_resp {
             let k = self.tx_reads;
             self.tx_reads = k.wrapping_add(1);
             if let Some(r) = at(self.t.reads(), k) {
                 *r = msn;
             }
-        }
-        let info = MsgInfo {
-            op,
-            len,
-            reth,
-            // Immediate data is stored in network order; SEND_WITH_INV's rkey in host
-            // order.
-            imm: if op == Op::SendInv {
-                w.ex
-            } else {
-                u32::from_be(w.ex)
-            },
-            tag,
-            solicited: w.send_flags & send_flags::SOLICITED != 0,
-            mtu: 0,
+            k as u16
+        } else {
+            0
         };
-        self.record(
-            msn,
-            SendMsg {
-                wqe: w,
-                info,
-                slot,
-                acked: false,
-                needs_resp,
-                resp_done: false,
-                fail: None,
-            },
-        );
+        let m = SendMsg {
+            needs_resp,
+            ..SendMsg::new(&w, slot, tag)
+        };
+        self.record(msn, m);
         self.msns = self.msns.wrapping_add(1);
         self.scan = env.sq_advance(slot, 1);
-        Some(info)
+        Some(m.info())
     }
 
     /// A WQE that cannot be carried out: once every earlier WQE has completed
@@ -181,10 +229,8 @@ impl<T: Tables> Engine<T> {
         self.record(
             msn,
             SendMsg {
-                wqe: w,
-                slot,
                 fail: Some(status),
-                ..SendMsg::default()
+                ..SendMsg::new(&w, slot, 0)
             },
         );
         self.flush(env);
@@ -212,13 +258,14 @@ impl<T: Tables> Engine<T> {
         let Some(m) = self.send_msg(msn) else {
             return Err(Unreadable::Local);
         };
-        let res = match m.info.op {
-            Op::AtomicCmpSwap | Op::AtomicFetchAdd => {
+        let w = m.wqe();
+        let res = match WrOpcode::from_raw(w.opcode) {
+            Some(op @ (WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd)) => {
                 // Payload: swap (or addend), then compare, big-endian.
-                let (first, second) = if m.info.op == Op::AtomicCmpSwap {
-                    (m.wqe.swap, m.wqe.compare_add)
+                let (first, second) = if op == WrOpcode::AtomicCmpAndSwp {
+                    (w.swap, w.compare_add)
                 } else {
-                    (m.wqe.compare_add, 0)
+                    (w.compare_add, 0)
                 };
                 let mut b = [0u8; 16];
                 let (x, y) = b.split_at_mut(8);
@@ -231,7 +278,7 @@ impl<T: Tables> Engine<T> {
                 }
                 Ok(())
             }
-            _ => gather(env, &m.wqe, m.slot, offset, dst),
+            _ => gather(env, &w, m.slot, offset, dst),
         };
         if res.is_err() {
             // Its memory went away after the WQE was checked (deregistered while in

@@ -9,8 +9,7 @@ use super::env::{AtomicOp, Env};
 use super::sge::SgeError;
 use super::types::{access, wc_flags, Cqe, QpMode, WcOpcode, WcStatus};
 use super::{
-    at, atomic_len, consumes_recv, Engine, Held, Resp, RxMsg, Tables, Taken, RESP_ACCESS,
-    RESP_SLOTS,
+    at, atomic_len, consumes_recv, Engine, Held, Resp, RxRecv, Tables, Taken, RESP_ACCESS,
 };
 
 impl<T: Tables> Engine<T> {
@@ -109,70 +108,77 @@ impl<T: Tables> Engine<T> {
         at(self.t.resps(), k).copied()
     }
 
-    /// Responder: a READ or atomic request is complete (exactly once): queue its
-    /// response, executing an atomic now (IBTA 9.4.5, 9.7.5.1.4).
-    fn answer<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, r: &RxMsg) {
+    /// Responder: READ/atomic request `msn` is complete (exactly once): execute it and
+    /// queue its response, the next response number's (IBTA 9.4.5, 9.7.5.1.4). Its
+    /// request was stored under that number as it was placed; if it was not (a peer
+    /// numbering its requests wrongly), the QP enters the error state.
+    fn answer<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, msn: u32) {
         let k = self.resp_next;
-        let qp_access = env.attrs().access;
-        let mut resp = Resp {
-            op: Op::ReadResp,
-            va: r.reth.va,
-            rkey: r.reth.rkey,
-            len: r.reth.len,
-            data: [0; 8],
-            status: 0,
+        let Some(mut r) = self.resp(k).filter(|r| r.msn == msn) else {
+            self.flush(env);
+            return;
         };
-        if r.op == Op::ReadReq {
-            // Checked again now that it executes: the key may have been invalidated or
-            // the MR deregistered since the request arrived.
-            let ok = qp_access & access::REMOTE_READ != 0
-                && (r.reth.len == 0
-                    || env
-                        .remote_check(
-                            r.reth.rkey,
-                            r.reth.va,
-                            r.reth.len as usize,
-                            access::REMOTE_READ,
-                        )
-                        .is_ok());
-            if !ok {
-                resp.status = RESP_ACCESS;
+        let qp_access = env.attrs().access;
+        let mut served = false;
+        match r.op {
+            Some(Op::ReadReq) => {
+                r.op = Some(Op::ReadResp);
+                // Checked again now that it executes: the key may have been invalidated
+                // or the MR deregistered since the request arrived.
+                served = qp_access & access::REMOTE_READ != 0
+                    && (r.len == 0
+                        || env
+                            .remote_check(r.rkey, r.va, r.len as usize, access::REMOTE_READ)
+                            .is_ok());
             }
-        } else {
-            resp.op = Op::AtomicResp;
-            resp.len = 8;
-            let mut first = [0u8; 8];
-            let mut second = [0u8; 8];
-            let (a, b) = r.operands.split_at(8);
-            first.copy_from_slice(a);
-            second.copy_from_slice(b);
-            let first = u64::from_be_bytes(first);
-            // Payload: swap (or addend), then compare.
-            let op = if r.op == Op::AtomicCmpSwap {
-                AtomicOp::CmpSwap {
-                    compare: u64::from_be_bytes(second),
-                    swap: first,
+            Some(op @ (Op::AtomicCmpSwap | Op::AtomicFetchAdd)) => {
+                r.op = Some(Op::AtomicResp);
+                r.len = 8;
+                let mut first = [0u8; 8];
+                let mut second = [0u8; 8];
+                let (a, b) = r.data.split_at(8);
+                first.copy_from_slice(a);
+                second.copy_from_slice(b);
+                let first = u64::from_be_bytes(first);
+                // Payload: swap (or addend), then compare.
+                let aop = if op == Op::AtomicCmpSwap {
+                    AtomicOp::CmpSwap {
+                        compare: u64::from_be_bytes(second),
+                        swap: first,
+                    }
+                } else {
+                    AtomicOp::FetchAdd(first)
+                };
+                // Checked and executed under one hold of the region: it cannot go away
+                // between the check and the operation. Memory untouched on failure; the
+                // requester gets a remote access error, never a value that was not read.
+                if qp_access & access::REMOTE_ATOMIC != 0 {
+                    if let Ok(old) = env.remote_atomic(r.rkey, r.va, aop) {
+                        r.data = [0; 16];
+                        if let Some(d) = r.data.get_mut(..8) {
+                            d.copy_from_slice(&old.to_be_bytes());
+                        }
+                        served = true;
+                    }
                 }
-            } else {
-                AtomicOp::FetchAdd(first)
-            };
-            // Checked and executed under one hold of the region: it cannot go away
-            // between the check and the operation. Memory untouched on failure; the
-            // requester gets a remote access error, never a value that was not read.
-            let res = if qp_access & access::REMOTE_ATOMIC == 0 {
-                None
-            } else {
-                env.remote_atomic(r.reth.rkey, r.reth.va, op).ok()
-            };
-            match res {
-                Some(old) => resp.data = old.to_be_bytes(),
-                None => resp.status = RESP_ACCESS,
+            }
+            _ => {
+                self.flush(env);
+                return;
             }
         }
+        r.status = if served { 0 } else { RESP_ACCESS };
         if let Some(slot) = at(self.t.resps(), k) {
-            *slot = resp;
+            *slot = r;
         }
         self.resp_next = k.wrapping_add(1);
+    }
+
+    /// Responder: the full response number of a READ/atomic request whose tag carries
+    /// its low 16 bits (every number in use is at most 256 past `resp_acked`).
+    fn resp_number(&self, tag: u16) -> u32 {
+        let base = self.resp_acked;
+        base.wrapping_add(u32::from(tag.wrapping_sub(base as u16)))
     }
 
     /// Responder: response `msn` of the response stream, if owed (a refused request's
@@ -182,8 +188,10 @@ impl<T: Tables> Engine<T> {
             return None;
         }
         let r = self.resp(msn)?;
+        let op =
+            r.op.filter(|o| matches!(o, Op::ReadResp | Op::AtomicResp))?;
         Some(MsgInfo {
-            op: r.op,
+            op,
             len: if r.status != 0 { 0 } else { r.len },
             tag: r.status,
             ..MsgInfo::default()
@@ -205,8 +213,8 @@ impl<T: Tables> Engine<T> {
             // A refused request's zero-length answer: nothing to read.
             return Ok(());
         }
-        if r.op == Op::AtomicResp {
-            let src = r.data.get(offset as usize..).unwrap_or(&[]);
+        if r.op == Some(Op::AtomicResp) {
+            let src = r.data.get(offset as usize..8).unwrap_or(&[]);
             let n = dst.len().min(src.len());
             if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
                 d.copy_from_slice(s);
@@ -245,17 +253,34 @@ impl<T: Tables> Engine<T> {
         }
         let a = env.attrs();
         let min_rnr = a.min_rnr_timer;
-        if matches!(p.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
-            // Every response owed must have its own slot until acknowledged: those
-            // already queued, plus one for each request-stream message from the next to
-            // complete up to this one (each may be a READ or atomic, answered in order).
-            let owed = self.resp_next.wrapping_sub(self.resp_acked);
-            let ahead = p.msn.wrapping_sub(self.rx_msn);
-            let slots = self.t.resps().len().min(RESP_SLOTS);
-            if owed.saturating_add(ahead) as usize >= slots {
+        let answered = matches!(p.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd);
+        // A QP without responder resources takes no READ or atomic (ATOMIC_WRITE
+        // included, as rxe's `check_resource`): an invalid request (IBTA 9.7.5.2.4
+        // class C; rxe's RESPST_ERR_TOO_MANY_RDMA_ATM_REQ).
+        if (answered || p.op == Op::AtomicWrite) && a.max_dest_rd_atomic == 0 {
+            return Err(self.refuse_request(env, p.msn, Refuse::Invalid, None));
+        }
+        // A READ's or atomic's response number (its tag): its entry in `resps` until
+        // the requester has its response. Past the table it waits (RNR). A number
+        // that cannot be this request's (below the responses already queued, or more
+        // ahead of them than the request is of the next to complete, or another
+        // request's entry) is an invalid request.
+        let k = if answered {
+            let k = self.resp_number(p.tag);
+            if k.wrapping_sub(self.resp_acked) as usize >= self.t.resps().len() {
                 return Err(Rnr(min_rnr).into());
             }
-        }
+            let ahead = k.wrapping_sub(self.resp_next);
+            let taken = self
+                .resp(k)
+                .is_some_and(|r| r.op.is_some() && r.msn != p.msn);
+            if ahead > p.msn.wrapping_sub(self.rx_msn) || taken {
+                return Err(self.refuse_request(env, p.msn, Refuse::Invalid, None));
+            }
+            Some(k)
+        } else {
+            None
+        };
         // The QP's own access rights first (rxe's `check_qp_attr_access`): an operation
         // the QP does not take is an invalid request, whatever its length; then
         // alignment, then the key (IBTA 9.7.5.1.3, C9-88). Refusals are class C
@@ -303,53 +328,69 @@ impl<T: Tables> Engine<T> {
         if !key_ok {
             return Err(self.refuse_request(env, p.msn, Refuse::Access, None));
         }
-        if consumes_recv(p.op) {
-            self.place_into_receive(env, p, min_rnr)?;
-        }
-        // (Checked above: an atomic's payload is exactly its operands, at offset 0.)
-        let mut operands = [0u8; 16];
-        if matches!(p.op, Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
-            if let Some(d) = operands.get_mut(..p.payload.len()) {
-                d.copy_from_slice(p.payload);
-            }
-        }
-        if let Some(rx) = at(self.t.rx(), p.msn) {
-            if !rx.valid {
-                *rx = RxMsg {
-                    op: p.op,
+        let rsn = if consumes_recv(p.op) {
+            Some(self.place_into_receive(env, p, min_rnr)?)
+        } else {
+            None
+        };
+        let Some(rx) = at(self.t.rx(), p.msn) else {
+            return Ok(());
+        };
+        let first = rx.op.is_none();
+        rx.op = Some(p.op);
+        if let Some(v) = rsn.and_then(|rsn| at(self.t.recvs(), rsn)) {
+            if first {
+                *v = RxRecv {
                     len: p.msg_len,
                     imm: 0,
                     solicited: false,
-                    valid: true,
-                    reth: r,
-                    operands: [0; 16],
                 };
             }
             if let Some(i) = p.imm {
-                rx.imm = i;
+                v.imm = i;
             }
-            for (d, s) in rx.operands.iter_mut().zip(operands) {
-                *d |= s;
+            v.solicited |= p.solicited;
+        }
+        if let Some(e) = k.and_then(|k| at(self.t.resps(), k)) {
+            // (Checked above: an atomic's payload is exactly its operands, at offset 0;
+            // a READ or atomic is one packet.)
+            let mut data = [0u8; 16];
+            if let Some(d) = data.get_mut(..p.payload.len()) {
+                d.copy_from_slice(p.payload);
             }
-            rx.solicited |= p.solicited;
+            *e = Resp {
+                va: r.va,
+                data,
+                rkey: r.rkey,
+                len: r.len,
+                msn: p.msn,
+                op: Some(p.op),
+                status: 0,
+            };
         }
         Ok(())
     }
 
     /// A receive-consuming packet: the receive its RSN names (the RQ's, or an SRQ WQE
     /// taken for that RSN), RNR if not posted yet (IBTA 9.7.5.2.8), then its bytes.
+    /// Returns the RSN.
     fn place_into_receive<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
         p: &Placement<'_>,
         min_rnr: u8,
-    ) -> Result<(), Refuse> {
+    ) -> Result<u32, Refuse> {
         // The RSN's low 16 bits are in the tag; rebuild it against the oldest receive not
         // yet completed.
         let base = self.rx_rsn;
         let rsn = base.wrapping_add(u32::from(p.tag.wrapping_sub(base as u16)));
         let ahead = rsn.wrapping_sub(base);
         let scatters = p.op != Op::WriteImm;
+        // (Never with a table as the host sizes it: a message less than the stream
+        // window ahead consumes a receive less than that, and one posted, ahead.)
+        if ahead as usize >= self.t.recvs().len() {
+            return Err(Rnr(min_rnr).into());
+        }
         if let Some(ms) = env.attrs().srq_sge {
             let n = self.t.taken().len();
             if ahead as usize >= n {
@@ -393,29 +434,23 @@ impl<T: Tables> Engine<T> {
                 }
             }
         }
-        Ok(())
+        Ok(rsn)
     }
 
     /// Responder: request `msn` is whole and every earlier one is: execute a READ/atomic
     /// (queue its answer) or complete the receive it consumed (IBTA 9.7.5.1.6).
     pub(super) fn request_complete<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, msn: u32) {
         self.rx_msn = msn.wrapping_add(1);
-        let Some(r) = at(self.t.rx(), msn).map(|r| {
-            let v = *r;
-            r.valid = false;
-            v
-        }) else {
+        let Some(op) = at(self.t.rx(), msn).and_then(|r| r.op.take()) else {
             return;
         };
-        if !r.valid {
+        if matches!(op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
+            self.answer(env, msn);
             return;
         }
-        if matches!(r.op, Op::ReadReq | Op::AtomicCmpSwap | Op::AtomicFetchAdd) {
-            self.answer(env, &r);
-            return;
-        }
-        if consumes_recv(r.op) {
-            self.complete_receive(env, r.op, r.len, r.imm, r.solicited);
+        if consumes_recv(op) {
+            let v = at(self.t.recvs(), self.rx_rsn).copied().unwrap_or_default();
+            self.complete_receive(env, op, v.len, v.imm, v.solicited);
         }
     }
 
@@ -479,15 +514,20 @@ impl<T: Tables> Engine<T> {
         }
     }
 
-    /// Responder: the requester has response `msn`.
+    /// Responder: the requester has response `msn`: its entry is free.
     pub(super) fn response_acked<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, msn: u32) {
-        if msn == self.resp_acked {
-            self.resp_acked = self.resp_acked.wrapping_add(1);
+        if msn != self.resp_acked {
+            return;
         }
+        self.resp_acked = self.resp_acked.wrapping_add(1);
+        let refused = at(self.t.resps(), msn).is_some_and(|r| {
+            r.op = None;
+            r.status != 0
+        });
         // A request refused at execution is a class C responder error: once the
         // requester has its answer, this QP enters the error state (rxe's
         // `do_class_ac_error`).
-        if self.resp(msn).is_some_and(|r| r.status != 0) {
+        if refused {
             self.flush(env);
         }
     }

@@ -185,7 +185,7 @@ impl<T: Tables> Engine<T> {
         offset: u32,
         data: &[u8],
     ) -> Result<(), SgeError> {
-        let n = m.wqe.num_sge.min(env.attrs().max_send_sge);
+        let n = m.num_sge.min(env.attrs().max_send_sge);
         let slot = m.slot;
         let len = data.len();
         walk(

@@ -298,6 +298,11 @@ pub struct Attrs {
     pub min_rnr_timer: u8,
     /// `max_rd_atomic`: READs and atomics outstanding at once (0 counts as 1).
     pub max_rd_atomic: u8,
+    /// `max_dest_rd_atomic`: the responder resources (IBTA 10.2.4), READ and atomic
+    /// requests taken at once as a responder (the `resps` table has
+    /// [`super::resp_slots`] of it); 0: a READ, atomic or ATOMIC_WRITE request is an
+    /// invalid request (rxe's `RESPST_ERR_TOO_MANY_RDMA_ATM_REQ`).
+    pub max_dest_rd_atomic: u8,
     /// SGEs a send WQE may have.
     pub max_send_sge: u32,
     /// Inline bytes a send WQE may carry.

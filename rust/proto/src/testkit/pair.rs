@@ -52,6 +52,12 @@ impl Node {
             .set_retry_limits(c.retry_cnt, c.rnr_retry, c.ack_timeout_ns);
     }
 
+    /// Sets `max_dest_rd_atomic` as `modify_qp` does ([`super::rc::set_max_dest_rd_atomic`]):
+    /// whether the response table was replaced.
+    pub fn set_max_dest_rd_atomic(&mut self, d: u8) -> bool {
+        super::rc::set_max_dest_rd_atomic(&mut self.host, &mut self.engine, d)
+    }
+
     /// Moves the QP to the error state (flushing), as `modify_qp` does.
     pub fn modify_to_error(&mut self) {
         self.host.mode = QpMode::Err;

@@ -5,8 +5,8 @@
 
 use crate::rc::{
     self, access, AtomicOp, Attrs, Completions, Cqe, HostSge, LocalOps, MemError, Memory, Observe,
-    QpControl, QpMode, RecvQueue, RecvWqe, Resp, RxMsg, SendMsg, SendQueue, SendWqe, Sge, Storage,
-    Taken, WcStatus, WrOpcode,
+    QpControl, QpMode, RecvQueue, RecvWqe, Resp, RxMsg, RxRecv, SendMsg, SendQueue, SendWqe, Sge,
+    Storage, Taken, WcStatus, WrOpcode,
 };
 use alloc::collections::VecDeque;
 use alloc::vec;
@@ -125,7 +125,8 @@ pub struct Host {
 
 impl Host {
     /// A QP in RTS with `slots` SQ and RQ slots (a power of two), every remote access
-    /// allowed, `max_rd_atomic` 16, 4 SGEs, 64 inline bytes.
+    /// allowed, `max_rd_atomic` and `max_dest_rd_atomic` 16 ([`MAX_DEST_RD_ATOMIC`]),
+    /// 4 SGEs, 64 inline bytes.
     pub fn new(slots: usize, srq: bool) -> Self {
         let slots = slots.next_power_of_two().max(2);
         Host {
@@ -134,6 +135,7 @@ impl Host {
                 access: access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC,
                 min_rnr_timer: 1,
                 max_rd_atomic: 16,
+                max_dest_rd_atomic: MAX_DEST_RD_ATOMIC,
                 max_send_sge: 4,
                 max_inline_data: 64,
                 max_recv_sge: 4,
@@ -426,21 +428,49 @@ impl LocalOps for Host {
     }
 }
 
-/// The engine's tables in `Vec`s.
-pub type VecTables = Storage<Vec<SendMsg>, Vec<u32>, Vec<RxMsg>, Vec<Taken>, Vec<Sge>, Vec<Resp>>;
+/// The model QP's `max_dest_rd_atomic` until a test changes it
+/// ([`super::pair::Node::set_max_dest_rd_atomic`]).
+pub const MAX_DEST_RD_ATOMIC: u8 = 16;
 
-/// Tables for an SQ of `slots` slots and, with an SRQ, `srq_sge` SGEs per SRQ WQE.
+/// The engine's tables in `Vec`s.
+pub type VecTables =
+    Storage<Vec<SendMsg>, Vec<u32>, Vec<RxMsg>, Vec<RxRecv>, Vec<Taken>, Vec<Sge>, Vec<Resp>>;
+
+/// Tables for an SQ and RQ of `slots` slots (a power of two) and, with an SRQ,
+/// `srq_sge` SGEs per SRQ WQE, sized as the kernel sizes them; the response table for
+/// [`MAX_DEST_RD_ATOMIC`].
 pub fn tables(slots: usize, srq_sge: Option<u32>) -> VecTables {
     let srq = srq_sge.unwrap_or(0) as usize;
     Storage {
         sends: vec![SendMsg::default(); slots],
         reads: vec![0; slots],
         rx: vec![RxMsg::default(); rc::RX_TRACK],
+        recvs: vec![
+            RxRecv::default();
+            if srq > 0 {
+                rc::RX_TRACK
+            } else {
+                slots.min(rc::RX_TRACK)
+            }
+        ],
         taken: vec![Taken::default(); if srq > 0 { rc::RX_TRACK } else { 0 }],
         taken_sges: vec![Sge::default(); rc::RX_TRACK * srq],
-        resps: vec![Resp::default(); rc::RESP_SLOTS],
+        resps: vec![Resp::default(); rc::resp_slots(MAX_DEST_RD_ATOMIC)],
         sge: core::marker::PhantomData,
     }
+}
+
+/// Sets `max_dest_rd_atomic` of a model QP to `d` as `modify_qp` does: a response table
+/// of [`rc::resp_slots`]`(d)` in place of `engine`'s, holding what it held (kept as it is
+/// if they do not fit). Returns whether the table was replaced.
+pub fn set_max_dest_rd_atomic(host: &mut Host, engine: &mut rc::Engine<VecTables>, d: u8) -> bool {
+    host.attrs.max_dest_rd_atomic = d;
+    let mut to = vec![Resp::default(); rc::resp_slots(d)];
+    if !engine.move_resps(&mut to) {
+        return false;
+    }
+    engine.tables_mut().resps = to;
+    true
 }
 
 pub use super::pair::{
