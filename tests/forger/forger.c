@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VERSION 3
+#define VERSION 4
 #define NSOCK 16
 #define BATCH 32
 #define MAXLEN 1200

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: GPL-2.0
 --
 -- Wireshark dissector for the MetaRoCE transport: RDMA over UDP/IP, wire
--- version 3. The normative wire format is Documentation/transport.rst; the
+-- version 4. The normative wire format is Documentation/transport.rst; the
 -- reference encoder/decoder is rust/proto/src/wire.rs. Documentation of this
 -- dissector (fields, expert infos, conversations): Documentation/wireshark.rst.
 --
@@ -19,7 +19,7 @@
 -- first check that fails, in the order of rust/proto/src/wire.rs.
 -- Well-formed datagrams carry no expert info.
 
-local VERSION = 3
+local VERSION = 4
 local DEFAULT_PORT = 4792
 local COMMON_LEN = 20
 local DATA_LEN = 48

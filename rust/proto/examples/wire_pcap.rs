@@ -13,7 +13,7 @@
 //!    bitmaps that wrap the PSN space, PROBEs, DATAGRAMs;
 //! 3. malformed variants of those, one per check of the decoder;
 //! 4. a DATA datagram to another UDP port (the heuristic dissector's) and a
-//!    look-alike (version 3, type DATA, too short) to another port, which it must
+//!    look-alike (version 4, type DATA, too short) to another port, which it must
 //!    leave alone.
 //!
 //! Expected values come from the reference decoder (`wire::decode`,
@@ -579,8 +579,8 @@ fn malformed() -> Vec<Vec<u8>> {
         cut(&ackp, 71),                 // truncated ACK
         cut(&probep, 23),               // truncated PROBE
         cut(&dg, 30),                   // truncated DATAGRAM
-        set(&send, 0, 2),               // bad_version (version 2)
-        set(&send, 0, 4),               // bad_version
+        set(&send, 0, 3),               // bad_version (version 3)
+        set(&send, 0, 5),               // bad_version
         set(&send, 1, 0),               // unknown_type
         set(&send, 1, 9),               // unknown_type
         set(&send, 22, 11),             // unknown_op

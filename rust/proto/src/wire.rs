@@ -6,7 +6,7 @@
 use super::sack::{Sack, SACK_BYTES};
 
 /// Protocol version carried in byte 0.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 /// Default UDP destination port (a module parameter; deliberately not RoCEv2's 4791).
 pub const DEFAULT_UDP_PORT: u16 = 4792;
 /// The largest destination the common header carries (24 bits: a QPN).
