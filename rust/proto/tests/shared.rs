@@ -281,6 +281,23 @@ fn qps_join_and_leave_during_traffic() {
     }
 }
 
+/// Node 0's QP `q` posts WRITE_IMM `r` (immediate 7) of `len` bytes from slot `r` of
+/// its MR into slot `r` of node 1's (8 KiB slots); each consumes a receive there.
+fn post_write_imm(p: &mut SharedPair, q: usize, r: u64, len: usize) {
+    let off = (r as usize) * 8192;
+    let mut e = rdma(
+        wqe(
+            WrOpcode::RdmaWriteWithImm,
+            r,
+            vec![sge(va(A_MR), off, len, A_MR)],
+        ),
+        va(B_MR) + off as u64,
+        B_MR,
+    );
+    e.wqe.ex = 7;
+    assert!(p.nodes[0].qp(q).host.post_send(e));
+}
+
 /// Eight QPs carry WRITE_IMMs (each consumes a receive); QP 2's receiver posts only one
 /// receive, so its later messages are refused with RNR again and again. The other seven
 /// QPs' work completes as fast as with every receiver ready, and QP 2's completes once
@@ -295,18 +312,7 @@ fn a_receiver_not_ready_on_one_qp_does_not_slow_the_others() {
                 if !starve || q != 2 || r == 0 {
                     assert!(p.nodes[1].qp(q).host.post_recv(r, &[]));
                 }
-                let off = (r as usize) * 8192;
-                let mut e = rdma(
-                    wqe(
-                        WrOpcode::RdmaWriteWithImm,
-                        r,
-                        vec![sge(va(A_MR), off, 8000, A_MR)],
-                    ),
-                    va(B_MR) + off as u64,
-                    B_MR,
-                );
-                e.wqe.ex = 7;
-                assert!(p.nodes[0].qp(q).host.post_send(e));
+                post_write_imm(&mut p, q, r, 8000);
             }
         }
         let start = p.now;
@@ -456,18 +462,7 @@ fn a_stream_gives_up_on_rnr_by_its_own_qps_rnr_retry() {
             if q != 2 {
                 assert!(p.nodes[1].qp(q).host.post_recv(r, &[]));
             }
-            let off = (r as usize) * 8192;
-            let mut e = rdma(
-                wqe(
-                    WrOpcode::RdmaWriteWithImm,
-                    r,
-                    vec![sge(va(A_MR), off, 4000, A_MR)],
-                ),
-                va(B_MR) + off as u64,
-                B_MR,
-            );
-            e.wqe.ex = 7;
-            assert!(p.nodes[0].qp(q).host.post_send(e));
+            post_write_imm(&mut p, q, r, 4000);
         }
     }
     assert!(p.run(10_000_000_000), "still busy");
