@@ -122,7 +122,8 @@ measure() {
   p0=$(rxpkts "$d")
   out=$(perf "$to" "$port" "ib_$t" -d "$d" -x "${gid[$d]}" -s "$s" -n "$n" "${q[@]}" -F); rc=$?
   p1=$(rxpkts "$d")
-  [[ $p0 =~ ^[0-9]+$ && $p1 =~ ^[0-9]+$ ]] && pk=$(awk -v d=$((p1 - p0)) -v n="$n" 'BEGIN { printf "%.2f", d / n }')
+  # per message: with -q, ITERS per QP
+  [[ $p0 =~ ^[0-9]+$ && $p1 =~ ^[0-9]+$ ]] && pk=$(awk -v d=$((p1 - p0)) -v n=$((n * ${7:-1})) 'BEGIN { printf "%.2f", d / n }')
   if [[ $t == write_lat ]]; then
     # "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
     v=$(awk -v s="$s" '$1 == s && NF >= 6 { v = $6 } END { print v }' <<<"$out")
