@@ -4,8 +4,10 @@
 # each carries ib_write_bw and ib_send_bw (4 KiB, 64 KiB, 1 MiB) and
 # ib_write_lat (64 B) on a lossless link, then ib_write_bw and ib_send_bw at
 # 64 KiB under netem loss 0.1 %, 1 % and 10 % on both guests' egress, and
-# under netem reordering (delay 1ms reorder 25 %, no loss); iperf3 TCP over
-# the same link is the ceiling. Prints one table: rxe, metaroce and the ratio
+# under netem reordering (delay 1ms reorder 25 %, no loss), then ib_write_bw
+# and ib_send_bw at 64 KiB with 1 and with 16 QPs (-q 16) on rxe0, on mr0 and
+# on mr0 sharing one connection per peer (re-added with shared=1); iperf3 TCP
+# over the same link is the ceiling. Prints one table: rxe, metaroce and the ratio
 # metaroce/rxe, and for the loss and reordering rows each device's fraction of
 # its own lossless figure and the packets it received per message against its
 # lossless run's (above 1: spurious retransmissions), with the project's
@@ -34,7 +36,7 @@ if [[ ${1:-} == --fabric ]]; then
   [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "bench: REPS must be a number" >&2; exit 2; }
   [[ $rate =~ ^[0-9]+[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit" >&2; exit 2; }
 elif (($#)); then
-  sed -n '2,26p' "$0" >&2; exit 2
+  sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0" >&2; exit 2
 fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -145,6 +147,19 @@ sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="
       tgt(kind, x, (m == "fail" || m == "timeout") ? 0 : mf)
     bad(r); bad(m)
   }
+  # the multi-QP rows of TEST: 1 QP, 16 QPs, and 16/1 per device
+  function mqrow(label, r, m, s, kind, x) {
+    printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", label == "1" ? test_ : "", label, r, m, s, \
+      label == "16/1" ? "" : div(m, r), label == "16/1" ? "" : div(s, r), label == "16/1" ? "" : div(s, m), tgt(kind, x, s)
+  }
+  function mqrows(test,   q, r1, m1, s1, r16, m16, s16) {
+    test_ = test
+    r1 = get(test "_q1", 65536, 0, "rxe0"); m1 = get(test "_q1", 65536, 0, "mr0"); s1 = get(test "_q1", 65536, 0, "mr0s")
+    r16 = get(test "_q16", 65536, 0, "rxe0"); m16 = get(test "_q16", 65536, 0, "mr0"); s16 = get(test "_q16", 65536, 0, "mr0s")
+    mqrow("1", r1, m1, s1); mqrow("16", r16, m16, s16)
+    mqrow("16/1", div(r16, r1), div(m16, m1), div(s16, s1), "ge", 1)
+    bad(r1); bad(m1); bad(s1); bad(r16); bad(m16); bad(s16)
+  }
   { kv($0); l = ("loss" in f) ? f["loss"] : 0; val[f["test"], f["size"], l, f["dev"]] = f["value"]
     if ("pkmsg" in f) pkm[f["test"], f["size"], l, f["dev"]] = f["pkmsg"]
     if (l != 0 && !(l in seen)) { seen[l] = 1; losses[++nl] = l } }
@@ -167,11 +182,18 @@ sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="
     for (i = 1; i <= n; i++)
       for (k = 1; k <= nl; k++)
         lrow(tests[i], 65536, losses[k], losses[k] == 1 ? "ge" : losses[k] == 10 ? "ge" : "", losses[k] == 1 ? 0.95 : 0.6)
+    print "\nmultiple QPs, lossless, 64 KiB, 16 MiB per run (1 QP: 256 messages; 16 QPs: -q 16, 16 each), MiB/s;"
+    print "\"mr/QP\" = metaroce with a connection per QP (the default), \"mr/shared\" = metaroce with one connection"
+    print "per peer for all QPs (shared=1); the \"16/1\" rows: each device\047s 16-QP figure over its 1-QP one"
+    printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "test", "QPs", "rxe", "mr/QP", "mr/shared", "QP/rxe", "sh/rxe", "sh/QP", "target 16/1 (shared)"
+    printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "----", "---", "---", "-----", "---------", "------", "------", "-----", "--------------------"
+    for (i = 1; i <= n; i++) mqrows(tests[i])
     t = get("iperf3", 0, 0, "tcp")
     if (t == "na") print "\niperf3: not installed"
     else printf "\nceiling: iperf3 TCP guest 2 -> guest 1, same link: %s MiB/s\n", t
     print "targets: metaroce >= 1.5x rxe lossless bandwidth; write_lat (t_avg, usec) <= rxe;"
-    print "metaroce under loss >= 0.95 of its lossless bandwidth at 1 % loss and >= 0.6 at 10 %."
+    print "metaroce under loss >= 0.95 of its lossless bandwidth at 1 % loss and >= 0.6 at 10 %;"
+    print "16 QPs sharing one connection carry at least what one QP does (16/1 >= 1)."
     print "bandwidth in MiB/s (perftest\047s MB/sec), higher is better; write_lat lower is better."
     print "loss and reordering rows run 128 x 64 KiB, capped at 60 s; lossless 64 KiB rows run 256 x 64 KiB."
     print "guests run under TCG emulation: only the ratio within one run means anything."

@@ -4,7 +4,9 @@
 # ceiling, then perftest latency and bandwidth over each device on a lossless
 # link, then ib_write_bw and ib_send_bw at 64 KiB under netem loss (0.1 %,
 # 1 %, 10 %) on both guests' egress, then under netem reordering (delay 1ms
-# reorder 25%, no loss). Guest 1 serves, guest 2 connects. Every result
+# reorder 25%, no loss), then ib_write_bw and ib_send_bw at 64 KiB with 1 and
+# 16 QPs on rxe0, on mr0 and on mr0 sharing one connection per peer (labelled
+# mr0s, test=write_bw_q16 etc.). Guest 1 serves, guest 2 connects. Every result
 # becomes one machine-readable TAP comment,
 #   # BENCH side=server dev=mr0 test=write_bw size=65536 loss=0 value=4.31 unit=MiB/s pkmsg=64.25
 # (loss=r25 for the reordering rows; pkmsg: packets the device received
@@ -106,18 +108,22 @@ print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 8 / 2**20))' <<<"$
   else bench tcp iperf3 0 0 fail MiB/s; diag "iperf3: rc=$rc"; diag "$(tail -5 <<<"$out")"; fi
 fi
 
-# measure DEV TEST SIZE ITERS TIMEOUT LOSS: one perftest run on the next port;
-# prints its BENCH line; returns perf's exit status (124: timed out).
+# measure DEV TEST SIZE ITERS TIMEOUT LOSS [QPS LABEL]: one perftest run on the
+# next port; prints its BENCH line; returns perf's exit status (124: timed
+# out). With QPS: perftest's -q QPS (ITERS per QP), the BENCH line's test
+# TEST_qQPS and its dev LABEL (mr0s: mr0 sharing connections).
 port=18600
 measure() {
-  local d=$1 t=$2 s=$3 n=$4 to=$5 loss=$6 unit=MiB/s out rc v t0=$SECONDS p0 p1 pk=""
+  local d=$1 t=$2 s=$3 n=$4 to=$5 loss=$6 unit=MiB/s out rc v t0=$SECONDS p0 p1 pk="" q=() bt=$2 bd=$1
   [[ $t == write_lat ]] && unit=usec
+  [[ -n ${7:-} ]] && { q=(-q "$7"); bt=${t}_q$7 bd=${8:-$d}; }
   port=$((port + 1))
-  if [[ -z ${gid[$d]} ]]; then bench "$d" "$t" "$s" "$loss" fail "$unit"; return 1; fi
+  if [[ -z ${gid[$d]} ]]; then bench "$bd" "$bt" "$s" "$loss" fail "$unit"; return 1; fi
   p0=$(rxpkts "$d")
-  out=$(perf "$to" "$port" "ib_$t" -d "$d" -x "${gid[$d]}" -s "$s" -n "$n" -F); rc=$?
+  out=$(perf "$to" "$port" "ib_$t" -d "$d" -x "${gid[$d]}" -s "$s" -n "$n" "${q[@]}" -F); rc=$?
   p1=$(rxpkts "$d")
-  [[ $p0 =~ ^[0-9]+$ && $p1 =~ ^[0-9]+$ ]] && pk=$(awk -v d=$((p1 - p0)) -v n="$n" 'BEGIN { printf "%.2f", d / n }')
+  # per message: with -q, ITERS per QP
+  [[ $p0 =~ ^[0-9]+$ && $p1 =~ ^[0-9]+$ ]] && pk=$(awk -v d=$((p1 - p0)) -v n=$((n * ${7:-1})) 'BEGIN { printf "%.2f", d / n }')
   if [[ $t == write_lat ]]; then
     # "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
     v=$(awk -v s="$s" '$1 == s && NF >= 6 { v = $6 } END { print v }' <<<"$out")
@@ -125,10 +131,10 @@ measure() {
     # "#bytes #iterations BW_peak BW_average MsgRate": BW in MiB/s.
     v=$(awk -v s="$s" '$1 == s && NF >= 4 { v = $4 } END { print v }' <<<"$out")
   fi
-  if ((rc == 0)) && [[ -n $v ]]; then bench "$d" "$t" "$s" "$loss" "$v" "$unit" "$pk"; return 0; fi
+  if ((rc == 0)) && [[ -n $v ]]; then bench "$bd" "$bt" "$s" "$loss" "$v" "$unit" "$pk"; return 0; fi
   if ((rc == 124)); then v=timeout; else v=fail; fi
-  bench "$d" "$t" "$s" "$loss" "$v" "$unit"
-  diag "$d ib_$t -s $s -n $n, loss $loss%: rc=$rc after $((SECONDS - t0)) s"
+  bench "$bd" "$bt" "$s" "$loss" "$v" "$unit"
+  diag "$bd ib_$t -s $s -n $n ${q[*]}, loss $loss%: rc=$rc after $((SECONDS - t0)) s"
   [[ -n $out ]] && diag "$(tail -8 <<<"$out")"
   ((rc == 0)) && return 1
   return $rc
@@ -182,6 +188,34 @@ else
   done; done
   tc qdisc del dev "$MR_IF" root
 fi
+
+# Multiple QPs, lossless, 64 KiB: 1 QP (256 messages) and 16 QPs (-q 16, 16
+# messages each: the same 16 MiB) on rxe0 and on mr0 with a connection per
+# QP, then on mr0 re-added with the `shared` parameter set (all QPs to the
+# peer ride one connection: Documentation/device.rst, "Shared connections";
+# labelled mr0s). Both guests switch mr0 at the same point (a meet), since
+# both ends must run the same mode.
+mq_runs() { # DEV LABEL
+  local t
+  for t in write_bw send_bw; do
+    measure "$1" "$t" 65536 256 "$run_timeout" 0 1 "$2"
+    measure "$1" "$t" 65536 16 "$run_timeout" 0 16 "$2"
+  done
+}
+mq_runs rxe0 rxe0
+mq_runs mr0 mr0
+meet mq-shared
+sp=/sys/module/metaroce/parameters/shared
+if rdma link delete mr0 && echo 1 >"$sp" && rdma link add mr0 type metaroce netdev "$MR_IF"; then
+  echo 0 >"$sp"
+  diag "mr0 re-added: $(dmesg | grep -E "$MR_IF: fair share" | tail -1)"
+  gid[mr0]=$(retry 10 gid_index mr0 "$MR_IP4") || gid[mr0]=""
+else
+  echo 0 >"$sp"
+  diag "mr0: could not be re-added with shared=1"; gid[mr0]=""
+fi
+meet mq-shared-added
+mq_runs mr0 mr0s
 
 # No teardown: the guest is discarded, and unload is tests/guest/traffic.sh's job.
 pass "bench finished"

@@ -5,17 +5,22 @@
 # add`, so it holds for this device alone), then NPAIRS (default 16) copies
 # of the integrity test (tests/integrity/integrity.c: every opcode, every
 # byte checked) run at once, each over its own QP pair, seeds 1..NPAIRS. The
-# clients start 0.1 s apart and pair i runs OPS + (13 i mod OPS) operations,
-# so QPs join the connection and leave it while the others carry traffic.
+# clients start 0.1 s apart, the last NPAIRS/4 of them only once the
+# client's dumps (below) have twice seen members, and pair i runs OPS +
+# (13 i mod OPS) operations, so QPs join the connection and leave it while
+# the others carry traffic.
 #   shared.sh [NPAIRS [OPS [NETEM-ARGS...]]]
 #   make -C tests/integrity && qemu/vm-run -n 2 -t 1200 tests/guest/shared.sh 16 40 loss 1% delay 1ms reorder 25%
 # Checked: every pair exits 0 (0 corrupt, lost or duplicated); while they
 # run, every RC QP of mr0 that `rdma resource show qp -dd` shows with a
-# connection reports `shared 1` and the same path-0 source port (one
-# connection; `members` may differ within a dump, which is not atomic while
-# pairs finish), and a dump saw at least NPAIRS/4 members at once (how many
+# connection reports `shared 1` and, among those that report the same path-0
+# move count, the same path-0 source port (one connection; `members` and,
+# after a move, the port may differ within a dump, which is not atomic), a dump saw at least NPAIRS/4 members at once (how many
 # overlap depends on the guests' speed: on an idle host a lossless pair
-# takes about 5 s; 7 of 16 were seen once with a 0.25 s spacing).
+# takes about 5 s; 7 of 16 were seen once with a 0.25 s spacing), and QPs
+# joined and left the connection during traffic: between two consecutive
+# dumps in which some member stayed and the connection's data_tx grew, some
+# QPN appeared and some QPN went.
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 npairs=${1:-16}
 ops=${2:-40}
@@ -35,19 +40,42 @@ else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing
 meet ready
 
 # sample: one `rdma resource show qp -dd` of mr0's RC QPs with a connection:
-# "QPS MEMBERS-MIN MEMBERS-MAX SHARED-QPS DISTINCT-P0-SPORTS".
+# "QPS MEMBERS-MIN MEMBERS-MAX SHARED-QPS P0-SPORTS P0-SPORTS-PER-MOVES
+# DATA-TX QPNS": P0-SPORTS, the distinct path-0 source ports; the other,
+# the most distinct ones among QPs that report the same path-0 move count
+# (a path gets a new port only as its move count grows, and the dump is not
+# atomic: a move during it shows as two ports with two move counts; two
+# connections, as two ports whatever the counts); DATA-TX, the connection's
+# data packets sent, the most any QP shows; QPNS, the members' QPNs,
+# comma-separated, "-" for none.
 sample() {
   rdma resource show qp link "$dev" -dd 2>/dev/null | awk '
     / type RC / && / drv_paths / {
-      n++; sh = 0
+      n++; sh = 0; sp = mv = ""
       for (i = 1; i < NF; i++) {
         if ($i == "drv_shared") sh = $(i + 1)
         if ($i == "drv_members") { m = $(i + 1); if (lo == "" || m < lo) lo = m; if (m > hi) hi = m }
-        if ($i == "drv_p0_sport") ports[$(i + 1)] = 1
+        if ($i == "drv_p0_sport") sp = $(i + 1)
+        if ($i == "drv_p0_moves") mv = $(i + 1)
+        if ($i == "drv_data_tx" && $(i + 1) > tx) tx = $(i + 1)
+        if ($i == "lqpn") q = q (q == "" ? "" : ",") $(i + 1)
       }
       if (sh == 1) s++
+      if (!(sp in ports)) k++
+      ports[sp] = 1
+      if (!((mv, sp) in pair)) { pair[mv, sp] = 1; if (++per[mv] > kk) kk = per[mv] }
     }
-    END { k = 0; for (p in ports) k++; printf "%d %d %d %d %d\n", n, lo + 0, hi + 0, s + 0, k }'
+    END { printf "%d %d %d %d %d %d %d %s\n", n, lo + 0, hi + 0, s + 0, k + 0, kk + 0, tx + 0, q == "" ? "-" : q }'
+}
+# churn A B: of the QPNs in the lists A and B, "JOINED LEFT STAYED" (in B
+# only, in A only, in both).
+churn() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    na = split(a == "-" ? "" : a, A, ","); nb = split(b == "-" ? "" : b, B, ",")
+    for (i = 1; i <= na; i++) inA[A[i]] = 1
+    for (i = 1; i <= nb; i++) { inB[B[i]] = 1; if (B[i] in inA) s++; else j++ }
+    for (i = 1; i <= na; i++) if (!(A[i] in inB)) l++
+    print j + 0, l + 0, s + 0 }'
 }
 
 t0=$SECONDS
@@ -56,28 +84,51 @@ role=server
 out=$MR_RUNDIR/shared.$MR_ID
 mkdir -p "$out"
 pids=()
-for ((i = 1; i <= npairs; i++)); do
-  args=(-d "$dev" -g "$gid" -p $((19900 + i)))
+# start I: integrity pair I (the client 0.1 s after the previous one).
+start() {
+  local args=(-d "$dev" -g "$gid" -p $((19900 + $1)))
   if ((MR_ID != 1)); then
-    args+=(-s "$i" -n $((ops + 13 * i % ops)) -M 65536)
+    args+=(-s "$1" -n $((ops + 13 * $1 % ops)) -M 65536)
     nap 0.1
   fi
   # shellcheck disable=SC2086
-  (timeout 900 "$MR_REPO/out/integrity" "${args[@]}" $role >"$out/$i.tap" 2>&1; echo $? >"$out/$i.rc") &
+  (timeout 900 "$MR_REPO/out/integrity" "${args[@]}" $role >"$out/$1.tap" 2>&1; echo $? >"$out/$1.rc") &
   pids+=($!)
-done
-# Samples while they run (every 2 s; the first ones may see few QPs yet).
-best=0 bad=""
+}
+# The servers all start now; the clients of the last NPAIRS/4 pairs (at
+# least one, none of a single pair) only once the client's dumps have seen
+# members twice, or after 120 s: they join while the others carry traffic.
+late=$((npairs / 4 > 0 ? npairs / 4 : 1))
+((npairs > 1)) || late=0
+started=$((MR_ID == 1 ? npairs : npairs - late)) seen=0
+for ((i = 1; i <= started; i++)); do start "$i"; done
+# Samples while they run (every 1 s and the dump's time; the first ones may
+# see few QPs yet). Between two samples in which some member stayed and the
+# connection sent data, the QPs that appeared joined it, and those that went
+# left it, during traffic.
+best=0 bad="" pq="-" ptx=0 joined=0 left=0 churns=0 moved=0
 while :; do
   alive=0
   for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+  if ((started < npairs && (seen >= 2 || !alive || SECONDS - t0 > 120))); then
+    diag "$dev: clients of pairs $((started + 1))..$npairs start now ($seen dumps with members, $((SECONDS - t0)) s)"
+    for ((i = started + 1; i <= npairs; i++)); do start "$i"; done
+    started=$npairs alive=1
+  fi
   ((alive)) || break
-  read -r n lo hi s k <<<"$(sample)"
+  read -r n lo hi s k kk tx qpns <<<"$(sample)"
   if ((n > 0)); then
+    seen=$((seen + 1))
     ((hi > best)) && best=$hi
     # Every QP with a connection is a member of the one connection.
-    ((s == n && k == 1)) || bad+="$n QPs: shared $s, members $lo..$hi, $k path-0 ports; "
+    ((s == n && kk == 1)) || bad+="$n QPs: shared $s, members $lo..$hi, $k path-0 ports, $kk with one move count; "
+    ((k > 1)) && moved=$((moved + 1))
   fi
+  read -r j l st <<<"$(churn "$pq" "${qpns:--}")"
+  if ((st > 0 && tx > ptx && j + l > 0)); then
+    joined=$((joined + j)) left=$((left + l)) churns=$((churns + 1))
+  fi
+  pq=${qpns:--} ptx=${tx:-0}
   nap 1
 done
 wait
@@ -89,10 +140,13 @@ for ((i = 1; i <= npairs; i++)); do
 done
 ((ok == npairs)) && pass "$dev: $npairs integrity pairs at once, all exit 0 ($((SECONDS - t0)) s)"
 diag "$dev: pair 1: $(grep -E '^# integrity: ' "$out/1.tap")"
-if [[ -z $bad ]]; then pass "$dev: every sampled RC QP a member of one shared connection (most members seen at once: $best)"
+if [[ -z $bad ]]; then pass "$dev: every sampled RC QP a member of one shared connection (most members seen at once: $best; $moved dumps saw path 0 move)"
 else fail "$dev: every sampled RC QP a member of one shared connection" "$bad"; fi
 if ((best * 4 >= npairs)); then pass "$dev: at least $npairs/4 members at once ($best)"
 else fail "$dev: at least $npairs/4 members at once" "most seen: $best"; fi
+# QPs created and destroyed while the others carry traffic: seen in the dumps.
+what="QPs joined ($joined) and left ($left) the connection while other members stayed on and it sent data ($churns pairs of dumps)"
+if ((joined > 0 && left > 0)); then pass "$dev: $what"; else fail "$dev: $what"; fi
 stats=$(rdma statistic show link "$dev/1" 2>&1)
 diag "$dev counters: $(tr -s ' \n' ' ' <<<"$stats")"
 meet done
