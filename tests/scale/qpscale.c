@@ -110,6 +110,10 @@ static int inject;		/* -X: QP 0 writes QP 1's pattern in the last round */
 static int fail_one;		/* -E: QP 0's WRITE of round FAIL_ROUND has a wrong rkey */
 #define FAIL_ROUND 1
 
+#define PROG "qpscale"
+/* diag, die, ok, now, xfer, tcp_setup: TAP and the TCP side channel */
+#include "side.h"
+
 /* -E: QP i's WRITE of round r is the one that must fail */
 static int failing(uint32_t i, uint32_t r) { return fail_one && i == 0 && r == FAIL_ROUND; }
 /* -E: QP i is out in round r (it failed before) */
@@ -125,54 +129,6 @@ static uint8_t *buf;
 static size_t buf_size;
 static struct hello me, peer;
 static int gidx;
-
-static void diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	int e = errno;
-
-	printf("not ok %d - %s: ", ++tap_n, is_server ? "server" : "client");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf(" (errno %d %s)\n# qpscale: setup failed\n", e, strerror(e));
-	fflush(stdout);
-	exit(2);
-}
-
-static void ok(int good, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!good)
-		failed = 1;
-	printf("%sok %d - ", good ? "" : "not ", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static double rate(uint32_t n, double s) { return s > 0 ? n / s : 0; }
 
@@ -219,31 +175,6 @@ static int bad_slot(const uint8_t *p, uint32_t i, uint32_t r, uint32_t *hi, uint
 }
 
 /* ---- TCP side channel ---- */
-static void xfer(int wr, void *p, size_t n)
-{
-	uint8_t *b = p;
-
-	while (n) {
-		struct pollfd pf = { .fd = sock, .events = wr ? POLLOUT : POLLIN };
-		ssize_t r;
-
-		if (poll(&pf, 1, TCP_TIMEOUT_MS) <= 0) {
-			errno = ETIMEDOUT;
-			die("side channel %s timed out", wr ? "write" : "read");
-		}
-		r = wr ? write(sock, b, n) : read(sock, b, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r == 0)
-				errno = ECONNRESET;
-			die("side channel %s: peer gone", wr ? "write" : "read");
-		}
-		b += r;
-		n -= r;
-	}
-}
-
 static void send_msg(uint32_t type, uint32_t round, uint32_t corrupt, uint32_t errors)
 {
 	struct msg m = { .magic = MAGIC, .type = type, .round = round, .corrupt = corrupt,
@@ -272,56 +203,6 @@ static void barrier(uint32_t tag)
 		errno = EPROTO;
 		die("side channel: barrier %u met barrier %u", tag, m.round);
 	}
-}
-
-static void tcp_setup(const char *host, int port)
-{
-	int one = 1;
-
-	if (is_server) {
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-		int l = socket(AF_INET, SOCK_STREAM, 0);
-		struct pollfd pf = { .fd = l, .events = POLLIN };
-
-		if (l < 0)
-			die("TCP socket");
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(l, (void *)&a, sizeof(a)) || listen(l, 1))
-			die("listen on TCP port %d", port);
-		diag("server: waiting for the client on TCP port %d", port);
-		if (poll(&pf, 1, 600000) <= 0) {
-			errno = ETIMEDOUT;
-			die("no client within 600 s");
-		}
-		sock = accept(l, NULL, NULL);
-		close(l);
-		if (sock < 0)
-			die("accept");
-	} else {
-		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
-		char ps[16];
-		int i, e;
-
-		snprintf(ps, sizeof(ps), "%d", port);
-		if ((e = getaddrinfo(host, ps, &hints, &ai))) {
-			errno = EINVAL;
-			die("resolve %s: %s", host, gai_strerror(e));
-		}
-		for (i = 0; i < 1200; i++) {	/* the server may not be up yet: 600 s */
-			sock = socket(AF_INET, SOCK_STREAM, 0);
-			if (sock < 0)
-				die("TCP socket");
-			if (!connect(sock, ai->ai_addr, ai->ai_addrlen))
-				break;
-			close(sock);
-			sock = -1;
-			usleep(500000);
-		}
-		freeaddrinfo(ai);
-		if (sock < 0)
-			die("connect to %s:%d for 600 s", host, port);
-	}
-	setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 static void run_hook(const char *phase)

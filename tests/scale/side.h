@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * TAP output and the TCP side channel of tests/scale/rnriso.c (included
- * once; the program defines is_server, sock, tap_n, failed, the tag
- * printed in a setup failure, PROG, and TCP_TIMEOUT_MS).
+ * TAP output and the TCP side channel of tests/scale/qpscale.c and
+ * rnriso.c (included once; the program defines is_server, sock, tap_n,
+ * failed, the tag printed in a setup failure, PROG, and TCP_TIMEOUT_MS).
  *   diag(fmt, ...)     a "# " line
  *   die(fmt, ...)      "not ok" with errno's text, "# PROG: setup failed", exit 2
  *   chk(e, fmt, ...)   die unless e (a verbs call's errno-style return) is 0
@@ -105,6 +105,7 @@ static void tcp_setup(const char *host, int port)
 		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (bind(l, (void *)&a, sizeof(a)) || listen(l, 1))
 			die("listen on TCP port %d", port);
+		diag("server: waiting for the client on TCP port %d", port);
 		if (poll(&pf, 1, 600000) <= 0) {
 			errno = ETIMEDOUT;
 			die("no client within 600 s");
