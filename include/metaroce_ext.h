@@ -45,7 +45,7 @@ extern const struct uapi_definition metaroce_uapi_defs[];
 /* Attaches it to a device being set up (ib_device.driver_def). */
 void metaroce_set_uapi(struct ib_device *dev);
 
-/* Kernel ULPs: the same two operations on a QP of any RDMA device; -EOPNOTSUPP
+/* Kernel ULPs: the same three operations on a QP of any RDMA device; -EOPNOTSUPP
  * if the QP is not a metaroce QP. */
 int metaroce_qp_query_paths(struct ib_qp *qp, struct metaroce_conn_info *info,
 			    struct metaroce_path_info *paths, u32 max_paths);

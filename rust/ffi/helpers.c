@@ -451,6 +451,14 @@ static int UVERBS_HANDLER(METAROCE_IB_METHOD_QP_SET_STREAM_CLASS)(
 
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
+	/*
+	 * A class regroups the QP's connection, and both ends must agree: a
+	 * mismatch breaks the path sequences of every QP on the connections
+	 * involved, other users' too. So, from user space, an administrator's
+	 * choice (as a traffic class or a route is).
+	 */
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
 	ret = uverbs_copy_from(&cls, attrs, METAROCE_IB_ATTR_SET_STREAM_CLASS_CLASS);
 	if (ret)
 		return ret;

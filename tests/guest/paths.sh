@@ -14,7 +14,8 @@
 # values are real (a path with packets sent, an RTT sample and a window);
 # the 12 paths the 16-path step added carried data; with -S both ends pin
 # the QP to stream class 2 and the connection reports itself shared and of
-# class 2 (a class above 7, or set after RTS: EINVAL); on rxe0 the
+# class 2 (a class above 7, or set after RTS: EINVAL; as nobody, without
+# CAP_NET_ADMIN: EPERM); on rxe0 the
 # extension API answers EOPNOTSUPP (metaroce-paths exits 3).
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 if [[ ${1:-} == -S ]]; then export MR_SHARED=1; shift; fi
@@ -72,6 +73,15 @@ if ((MR_ID != 1)); then
   if [[ -n ${MR_SHARED:-} ]]; then
     if grep -q '^# conn start: flags 0x1 ' "$out"; then pass "$dev: the connection reports itself shared"
     else fail "$dev: the connection reports itself shared" "$(grep '^# conn start' "$out")"; fi
+    # A class is an administrator's choice: without CAP_NET_ADMIN, EPERM
+    # (the tool pins it before it connects, so no peer is needed).
+    np=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+      "$bin" -d "$dev" -g "$gid" -p 1 -n 1 -c 1 127.0.0.1 2>&1)
+    if grep -q 'stream class 1 pinned (Operation not permitted)' <<<"$np"; then
+      pass "$dev: a stream class without CAP_NET_ADMIN: EPERM"
+    elif grep -q 'ibv_open_device\|ibv_create_qp\|PD/MR/CQ' <<<"$np"; then
+      skip "$dev: a stream class without CAP_NET_ADMIN: EPERM" "an unprivileged user cannot open $dev here"
+    else fail "$dev: a stream class without CAP_NET_ADMIN: EPERM" "$np"; fi
   fi
   diag "$dev: $(grep -m1 '^# metaroce-paths:' "$out")"
   diag "$dev: $(grep -m1 '^# conn end' "$out")"

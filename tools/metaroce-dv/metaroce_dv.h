@@ -55,8 +55,11 @@ int metaroce_dv_set_paths(struct ibv_qp *qp, unsigned int paths);
  * with its own paths, congestion control and fair share; both ends of a QP
  * pair must pin the same class. 0 is every QP's class until pinned.
  *
+ * Needs CAP_NET_ADMIN: a class mismatch between the two ends breaks every
+ * QP on the connections involved, and the wire does not detect it.
+ *
  * Returns 0, or -1 with errno: EINVAL (above the limit, or the QP is past
- * INIT), EOPNOTSUPP (not a metaroce QP).
+ * INIT), EPERM (without CAP_NET_ADMIN), EOPNOTSUPP (not a metaroce QP).
  */
 int metaroce_dv_set_stream_class(struct ibv_qp *qp, unsigned int cls);
 
