@@ -142,7 +142,11 @@ done
 diag "$dev: pair 1: $(grep -E '^# integrity: ' "$out/1.tap")"
 if [[ -z $bad ]]; then pass "$dev: every sampled RC QP a member of one shared connection (most members seen at once: $best; $moved dumps saw path 0 move)"
 else fail "$dev: every sampled RC QP a member of one shared connection" "$bad"; fi
-if ((best * 4 >= npairs)); then pass "$dev: at least $npairs/4 members at once ($best)"
+# The most either guest's dumps saw (one guest's may miss a short run's
+# overlap: a 64-pair lossy run of 24 operations once saw fewer than 16 on one).
+pbest=$(swap "best-$npairs-$ops-${#netem[@]}" "$best")
+((${pbest:-0} > best)) && best=$pbest
+if ((best * 4 >= npairs)); then pass "$dev: at least $npairs/4 members at once (either guest: $best)"
 else fail "$dev: at least $npairs/4 members at once" "most seen: $best"; fi
 # QPs created and destroyed while the others carry traffic: seen in the dumps.
 what="QPs joined ($joined) and left ($left) the connection while other members stayed on and it sent data ($churns pairs of dumps)"
