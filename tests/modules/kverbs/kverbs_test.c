@@ -2127,9 +2127,6 @@ int metaroce_qp_query_paths(struct ib_qp *qp, struct metaroce_conn_info *info,
 int metaroce_qp_set_paths(struct ib_qp *qp, u32 paths);
 int metaroce_qp_set_stream_class(struct ib_qp *qp, u32 cls);
 
-static struct ib_qp *make_qp(struct ib_cq *cq, struct ib_qp_cap *cap, struct ib_srq *srq,
-			     u32 inl);
-
 /*
  * Stream classes on a shared device: X and Y (a loopback pair, like A and B)
  * pinned to class 3 before RTR ride a connection of their own (2 members,
