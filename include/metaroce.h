@@ -60,6 +60,17 @@ void metaroce_cq_event(struct ib_cq *cq);
 
 unsigned int metaroce_num_possible_cpus(void);
 
+/* A u32-keyed map read under RCU (rust/ffi/rcu_map.rs, helpers.c). */
+struct metaroce_map;
+struct metaroce_map *metaroce_map_new(void (*release)(const void *ptr));
+void metaroce_map_free(struct metaroce_map *m);
+const void *metaroce_map_lookup(struct metaroce_map *m, u32 key);
+int metaroce_map_insert(struct metaroce_map *m, u32 key, const void *ptr);
+bool metaroce_map_remove(struct metaroce_map *m, u32 key);
+void metaroce_map_drain(void);
+void metaroce_rcu_read_lock(void);
+void metaroce_rcu_read_unlock(void);
+
 /* Module parameters, owned by the C shim (module_param is a C macro). */
 u16 metaroce_param_udp_port(void);
 u32 metaroce_param_paths(void);
@@ -137,5 +148,6 @@ int metaroce_rust_check_param(u32 port);
 int metaroce_rust_check_paths(u32 paths);
 int metaroce_rust_proto_selftest(void);
 int metaroce_rust_rdma_selftest(void);
+int metaroce_rust_rcu_map_selftest(void);
 
 #endif /* METAROCE_H */

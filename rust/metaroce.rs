@@ -64,6 +64,9 @@ pub(crate) fn check_paths(paths: u32) -> Result {
 
 struct Metaroce {
     devices: ffi::rdma::Registration<verbs::device::Metaroce>,
+    /// Dropped after `devices`: waits for the QP references the QPN table
+    /// drops after a grace period (`ffi::rcu_map`).
+    _reaper: ffi::rcu_map::Reaper,
 }
 
 impl kernel::Module for Metaroce {
@@ -92,7 +95,10 @@ impl kernel::Module for Metaroce {
             ffi::params::rx_mbps(),
             u8::from(ffi::params::shared())
         );
-        Ok(Metaroce { devices })
+        Ok(Metaroce {
+            devices,
+            _reaper: ffi::rcu_map::Reaper::new(),
+        })
     }
 }
 

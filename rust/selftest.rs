@@ -480,3 +480,101 @@ pub(crate) extern "C" fn metaroce_rust_timer_selftest() -> c_int {
     }
     0
 }
+
+/// Values of the [`metaroce_rust_rcu_map_selftest`] map, counted when dropped.
+struct MapValue(u32);
+
+/// How many [`MapValue`]s were dropped.
+static MAP_DROPS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+impl Drop for MapValue {
+    fn drop(&mut self) {
+        MAP_DROPS.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The RCU map ([`crate::ffi::rcu_map`]): 2 000 keys spread over the 24-bit
+/// space (as QPNs are) are found with their values; a taken key is refused
+/// with `EEXIST` and its value dropped at once; a removed key is gone at
+/// once, its value dropped only after the reader's section and a grace
+/// period; a key can be stored again; dropping the map drops what it holds.
+/// Returns 0, or the failed check.
+#[no_mangle]
+pub(crate) extern "C" fn metaroce_rust_rcu_map_selftest() -> c_int {
+    use crate::ffi::rcu_map::{RcuGuard, RcuMap, Reaper};
+    use core::sync::atomic::Ordering::SeqCst;
+    use kernel::sync::Arc;
+    const N: u32 = 2000;
+    let key = |i: u32| i.wrapping_mul(2_654_435_761) & 0x00ff_ffff;
+
+    let drops0 = MAP_DROPS.load(SeqCst);
+    let dropped = || MAP_DROPS.load(SeqCst) - drops0;
+    let Ok(map) = RcuMap::<MapValue>::new() else {
+        return 1;
+    };
+    for i in 0..N {
+        let Ok(v) = Arc::new(MapValue(key(i)), GFP_KERNEL) else {
+            return 2;
+        };
+        if map.insert(key(i), v).is_err() {
+            return 3;
+        }
+    }
+    let Ok(dup) = Arc::new(MapValue(0), GFP_KERNEL) else {
+        return 2;
+    };
+    if map.insert(key(7), dup) != Err(EEXIST) || dropped() != 1 {
+        return 4;
+    }
+    {
+        let g = RcuGuard::new();
+        for i in 0..N {
+            if map.get(key(i), &g).map(|v| v.0) != Some(key(i)) {
+                return 5;
+            }
+        }
+        // Not a key: 2 654 435 761 is odd, so `key` is a bijection of the
+        // low 24 bits and these are the keys of N..2N.
+        if (N..2 * N).any(|i| map.get(key(i), &g).is_some()) {
+            return 6;
+        }
+    }
+    // Removed while a reader holds it: gone from the map at once, dropped
+    // only after the section.
+    {
+        let g = RcuGuard::new();
+        let Some(held) = map.get(key(0), &g) else {
+            return 7;
+        };
+        if !map.remove(key(0)) || map.remove(key(0)) || map.get(key(0), &g).is_some() {
+            return 8;
+        }
+        if held.0 != key(0) || dropped() != 1 {
+            return 9;
+        }
+    }
+    for i in 1..N / 2 {
+        if !map.remove(key(i)) {
+            return 10;
+        }
+    }
+    drop(Reaper::new());
+    if dropped() != 1 + N / 2 {
+        return 11;
+    }
+    // Stored again after removal; `with` lends it.
+    let Ok(v) = Arc::new(MapValue(5), GFP_KERNEL) else {
+        return 2;
+    };
+    if map.insert(key(0), v).is_err() || map.with(key(0), |v| v.0) != Some(5) {
+        return 12;
+    }
+    if map.with(key(1), |v| v.0).is_some() || map.with(key(N - 1), |v| v.0) != Some(key(N - 1)) {
+        return 13;
+    }
+    drop(map);
+    if dropped() != 2 + N {
+        return 14;
+    }
+    0
+}

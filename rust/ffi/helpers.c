@@ -32,6 +32,9 @@
 #include <net/sock.h>
 #include <linux/inetdevice.h>
 #include <net/addrconf.h>
+#include <linux/rhashtable.h>
+#include <linux/llist.h>
+#include <linux/workqueue.h>
 
 #include "metaroce.h"
 #include "metaroce_net.h"
@@ -502,6 +505,176 @@ void metaroce_set_uapi(struct ib_device *dev)
 	dev->driver_def = metaroce_uapi_defs;
 }
 
+/* --- A u32-keyed map read under RCU: rust/ffi/rcu_map.rs --- */
+
+/*
+ * An rhashtable of entries, each holding one reference (an opaque pointer,
+ * released by the map's release function). Lookups run under
+ * rcu_read_lock() and take no lock; inserts and removals take the
+ * rhashtable's bucket locks. A removed entry's reference is released after
+ * an RCU grace period (so a reader that found it may use it until its
+ * read-side section ends), in process context: the RCU callback only moves
+ * the entry to a module-wide list that one work item drains.
+ */
+struct metaroce_map {
+	struct rhashtable ht;
+	void (*release)(const void *ptr);
+};
+
+struct metaroce_map_entry {
+	struct rhash_head node;
+	u32 key;
+	const void *ptr;
+	void (*release)(const void *ptr);
+	union {
+		struct rcu_head rcu;
+		struct llist_node dead;
+	};
+};
+
+static const struct rhashtable_params metaroce_map_params = {
+	.key_len = sizeof(u32),
+	.key_offset = offsetof(struct metaroce_map_entry, key),
+	.head_offset = offsetof(struct metaroce_map_entry, node),
+	.automatic_shrinking = true,
+};
+
+/* Removed entries past their grace period, and how many are not yet released. */
+static LLIST_HEAD(metaroce_map_dead);
+static atomic_long_t metaroce_map_pending = ATOMIC_LONG_INIT(0);
+
+static void metaroce_map_reap(struct work_struct *w)
+{
+	struct llist_node *n = llist_del_all(&metaroce_map_dead);
+	struct metaroce_map_entry *e, *t;
+
+	llist_for_each_entry_safe(e, t, n, dead) {
+		const void *ptr = e->ptr;
+		void (*release)(const void *ptr) = e->release;
+
+		kfree(e);
+		release(ptr);
+		atomic_long_dec(&metaroce_map_pending);
+	}
+}
+
+static DECLARE_WORK(metaroce_map_reaper, metaroce_map_reap);
+
+static void metaroce_map_rcu(struct rcu_head *rcu)
+{
+	struct metaroce_map_entry *e =
+		container_of(rcu, struct metaroce_map_entry, rcu);
+
+	llist_add(&e->dead, &metaroce_map_dead);
+	schedule_work(&metaroce_map_reaper);
+}
+
+struct metaroce_map *metaroce_map_new(void (*release)(const void *ptr))
+{
+	struct metaroce_map *m = kzalloc(sizeof(*m), GFP_KERNEL);
+
+	if (!m)
+		return NULL;
+	m->release = release;
+	if (rhashtable_init(&m->ht, &metaroce_map_params)) {
+		kfree(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void metaroce_map_free_entry(void *obj, void *arg)
+{
+	struct metaroce_map_entry *e = obj;
+	const void *ptr = e->ptr;
+
+	kfree(e);
+	((struct metaroce_map *)arg)->release(ptr);
+}
+
+/*
+ * Frees the map; the references still in it are released now (process
+ * context, no reader left). Removed entries still waiting for their grace
+ * period are released by the reaper (metaroce_map_drain() waits for them).
+ */
+void metaroce_map_free(struct metaroce_map *m)
+{
+	rhashtable_free_and_destroy(&m->ht, metaroce_map_free_entry, m);
+	kfree(m);
+}
+
+/* The pointer stored under key, or NULL. Caller holds rcu_read_lock(). */
+const void *metaroce_map_lookup(struct metaroce_map *m, u32 key)
+{
+	struct metaroce_map_entry *e =
+		rhashtable_lookup(&m->ht, &key, metaroce_map_params);
+
+	return e ? e->ptr : NULL;
+}
+
+/*
+ * Stores ptr (a reference the map now owns) under key: 0, or -EEXIST (key
+ * taken) or -ENOMEM, and then the caller keeps its reference.
+ */
+int metaroce_map_insert(struct metaroce_map *m, u32 key, const void *ptr)
+{
+	struct metaroce_map_entry *e = kzalloc(sizeof(*e), GFP_KERNEL);
+	int err;
+
+	if (!e)
+		return -ENOMEM;
+	e->key = key;
+	e->ptr = ptr;
+	e->release = m->release;
+	err = rhashtable_lookup_insert_fast(&m->ht, &e->node,
+					    metaroce_map_params);
+	if (err)
+		kfree(e);
+	return err;
+}
+
+/*
+ * Removes key's entry: true if this call removed it. Its reference is
+ * released after a grace period, in process context.
+ */
+bool metaroce_map_remove(struct metaroce_map *m, u32 key)
+{
+	struct metaroce_map_entry *e;
+	bool removed = false;
+
+	rcu_read_lock();
+	e = rhashtable_lookup(&m->ht, &key, metaroce_map_params);
+	if (e && !rhashtable_remove_fast(&m->ht, &e->node, metaroce_map_params)) {
+		atomic_long_inc(&metaroce_map_pending);
+		call_rcu(&e->rcu, metaroce_map_rcu);
+		removed = true;
+	}
+	rcu_read_unlock();
+	return removed;
+}
+
+/*
+ * Waits until every removed entry's reference is released (before the
+ * module's code goes away). Process context.
+ */
+void metaroce_map_drain(void)
+{
+	do {
+		rcu_barrier();
+		flush_work(&metaroce_map_reaper);
+	} while (atomic_long_read(&metaroce_map_pending));
+}
+
+void metaroce_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void metaroce_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
+
 /* --- UDP tunnel and timers: rust/ffi/net.rs, rust/ffi/timer.rs --- */
 
 int metaroce_udp_tunnel_open(bool ipv6, __be16 port, metaroce_encap_rcv_t rcv,
@@ -769,6 +942,12 @@ static void metaroce_test_timer(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, metaroce_rust_timer_selftest(), 0);
 }
 
+/* RCU map: lookups, EEXIST, removal deferred past readers, drop. */
+static void metaroce_test_rcu_map(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_rcu_map_selftest(), 0);
+}
+
 static struct kunit_case metaroce_test_cases[] = {
 	KUNIT_CASE(metaroce_test_layout),
 	KUNIT_CASE(metaroce_test_param),
@@ -777,6 +956,7 @@ static struct kunit_case metaroce_test_cases[] = {
 	KUNIT_CASE(metaroce_test_udp_loopback),
 	KUNIT_CASE(metaroce_test_udp_port_busy),
 	KUNIT_CASE(metaroce_test_timer),
+	KUNIT_CASE(metaroce_test_rcu_map),
 	{}
 };
 

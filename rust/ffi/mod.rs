@@ -25,7 +25,7 @@
 //!   the data path copies through; [`racy`]: copies of memory others may
 //!   write concurrently.
 //! - [`net`]: the UDP tunnel; [`random`]: the kernel CRNG; [`timer`], [`sync`]: timers and the
-//!   softirq-safe lock; [`errno`], [`params`], [`layout`], [`boxed`]: small
+//!   softirq-safe lock; [`rcu_map`]: a `u32 → Arc` map read under RCU; [`errno`], [`params`], [`layout`], [`boxed`]: small
 //!   helpers ([`boxed`]: a large value copied to the heap without a stack
 //!   temporary).
 //! - [`trace`]: the module's trace events (`metaroce:*`), through the shim.
@@ -63,6 +63,7 @@ pub(crate) mod net;
 pub(crate) mod params;
 pub(crate) mod racy;
 pub(crate) mod random;
+pub(crate) mod rcu_map;
 pub(crate) mod rdma;
 pub(crate) mod rxe_abi;
 pub(crate) mod sync;

@@ -8,10 +8,10 @@
 //! addresses but nothing of verbs objects.
 
 use crate::ffi::net::{IpAddr, RxMeta, UdpReceiver, UdpTunnel};
+use crate::ffi::rcu_map::RcuMap;
 use crate::proto::wire::peek_dst_conn;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
-use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::Arc;
 
 /// Something that takes the packets of one connection.
@@ -27,16 +27,15 @@ pub(crate) const GSI_QPN: u32 = 1;
 /// QPNs are 24 bits.
 const QPN_MASK: u32 = 0x00ff_ffff;
 
-/// The QPN → endpoint table, and the tunnel's receive hook.
-#[pin_data]
+/// The QPN → endpoint table, and the tunnel's receive hook. Lookups take
+/// no lock (RCU), so receiving CPUs do not contend on the table; inserts and
+/// removals take its bucket locks.
 pub(crate) struct Dispatch<P: Endpoint> {
-    #[pin]
-    table: crate::ffi::sync::BhLock<RBTree<u32, Arc<P>>>,
+    table: RcuMap<P>,
     /// The GSI QP (QPN 1) of each device, by the ifindex of its netdev: a
     /// datagram for QPN 1 goes to the device that owns its destination
     /// address.
-    #[pin]
-    gsi: crate::ffi::sync::BhLock<RBTree<i32, Arc<P>>>,
+    gsi: RcuMap<P>,
     /// Datagrams too short to name a connection, or for no known one.
     pub(crate) unknown: AtomicU64,
 }
@@ -47,18 +46,16 @@ impl<P: Endpoint> UdpReceiver for Dispatch<P> {
             self.unknown.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        let ep = if qpn == GSI_QPN {
+        let receive = |ep: &Arc<P>| P::receive(ep, payload, meta);
+        let found = if qpn == GSI_QPN {
             meta.dst
                 .local_ifindex()
-                .and_then(|i| self.gsi.lock().get(&i).cloned())
+                .and_then(|i| self.gsi.with(i as u32, receive))
         } else {
-            self.table.lock().get(&qpn).cloned()
+            self.table.with(qpn, receive)
         };
-        match ep {
-            Some(ep) => P::receive(&ep, payload, meta),
-            None => {
-                self.unknown.fetch_add(1, Ordering::Relaxed);
-            }
+        if found.is_none() {
+            self.unknown.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -73,12 +70,12 @@ pub(crate) struct Transport<P: Endpoint> {
 impl<P: Endpoint> Transport<P> {
     /// Opens the tunnel sockets on `port`.
     pub(crate) fn new(port: u16) -> Result<Self> {
-        let dispatch = Arc::pin_init(
-            pin_init!(Dispatch {
-                table <- crate::ffi::sync::new_bh_lock!(RBTree::new(), "metaroce_qps"),
-                gsi <- crate::ffi::sync::new_bh_lock!(RBTree::new(), "metaroce_gsi"),
+        let dispatch = Arc::new(
+            Dispatch {
+                table: RcuMap::new()?,
+                gsi: RcuMap::new()?,
                 unknown: AtomicU64::new(0),
-            }),
+            },
             GFP_KERNEL,
         )?;
         let tunnel = UdpTunnel::new(port, dispatch.clone())?;
@@ -98,7 +95,7 @@ impl<P: Endpoint> Transport<P> {
         let mut q = crate::ffi::random::random_u32() & QPN_MASK;
         let mut tries = 0u32;
         let qpn = loop {
-            if q >= FIRST_QPN && self.dispatch.table.lock().get(&q).is_none() {
+            if q >= FIRST_QPN && !self.dispatch.table.contains(q) {
                 break q;
             }
             tries += 1;
@@ -108,12 +105,12 @@ impl<P: Endpoint> Transport<P> {
             q = q.wrapping_add(1) & QPN_MASK;
         };
         let ep = make(qpn)?;
-        let node = RBTreeNode::new(qpn, ep.clone(), GFP_KERNEL)?;
-        let mut t = self.dispatch.table.lock();
-        if t.get(&qpn).is_some() {
-            return Err(EBUSY);
-        }
-        t.insert(node);
+        // Taken since the check above (by a racing create): as if every
+        // number were taken, rather than a second draw.
+        self.dispatch
+            .table
+            .insert(qpn, ep.clone())
+            .map_err(|e| if e == EEXIST { EBUSY } else { e })?;
         Ok((qpn, ep))
     }
 
@@ -124,29 +121,29 @@ impl<P: Endpoint> Transport<P> {
         ifindex: i32,
         make: impl FnOnce(u32) -> Result<Arc<P>>,
     ) -> Result<(u32, Arc<P>)> {
-        if self.dispatch.gsi.lock().get(&ifindex).is_some() {
+        let key = ifindex as u32;
+        if self.dispatch.gsi.contains(key) {
             return Err(EBUSY);
         }
         let ep = make(GSI_QPN)?;
-        let node = RBTreeNode::new(ifindex, ep.clone(), GFP_KERNEL)?;
-        let mut t = self.dispatch.gsi.lock();
-        if t.get(&ifindex).is_some() {
-            return Err(EBUSY);
-        }
-        t.insert(node);
+        self.dispatch
+            .gsi
+            .insert(key, ep.clone())
+            .map_err(|e| if e == EEXIST { EBUSY } else { e })?;
         Ok((GSI_QPN, ep))
     }
 
     /// Removes the GSI QP of the device on `ifindex` (see [`Self::remove`]).
-    pub(crate) fn remove_gsi(&self, ifindex: i32) -> Option<Arc<P>> {
-        self.dispatch.gsi.lock().remove(&ifindex)
+    pub(crate) fn remove_gsi(&self, ifindex: i32) -> bool {
+        self.dispatch.gsi.remove(ifindex as u32)
     }
 
-    /// Removes an endpoint; returns the table's reference (drop it outside
-    /// any lock of the endpoint).
-    pub(crate) fn remove(&self, qpn: u32) -> Option<Arc<P>> {
-        let mut t = self.dispatch.table.lock();
-        t.remove(&qpn)
+    /// Removes an endpoint: no datagram reaches it once this returns
+    /// (receives already running may still finish). True if it was listed.
+    /// The table's reference is dropped an RCU grace period later, in
+    /// process context.
+    pub(crate) fn remove(&self, qpn: u32) -> bool {
+        self.dispatch.table.remove(qpn)
     }
 
     /// Datagrams dropped before reaching a QP: too short, or for no QP

@@ -466,11 +466,13 @@ impl Qp {
     /// releases its rings (in process context, before the user context can
     /// go away).
     pub(crate) fn destroy(this: &Arc<Self>) {
-        let table_ref = if this.qp_type == QpType::Gsi {
-            this.dev.transport.remove_gsi(this.dev.ifindex)
+        // No new datagram reaches the QP; the table's reference goes an RCU
+        // grace period later.
+        if this.qp_type == QpType::Gsi {
+            this.dev.transport.remove_gsi(this.dev.ifindex);
         } else {
-            this.dev.transport.remove(this.qpn)
-        };
+            this.dev.transport.remove(this.qpn);
+        }
         this.timer.shutdown();
         let (sq, rq, conn, link) = {
             let mut g = this.inner.lock();
@@ -509,7 +511,7 @@ impl Qp {
         if let Some(l) = link {
             Peer::leave(&this.dev, l);
         }
-        drop((sq, rq, conn, table_ref));
+        drop((sq, rq, conn));
     }
 }
 
