@@ -121,6 +121,22 @@ add_link() {
   fi
 }
 
+# link_ready DEV [NETEM-ARGS...]: after add_link DEV, the set-up the two-guest
+# tests share: the peer answers a ping over $MR_IF, netem with NETEM-ARGS (if
+# any) shapes this guest's egress on it, and gid is set to DEV's RoCE v2 GID
+# index for $MR_IP4; each checked, and without a GID the test stops there.
+link_ready() {
+  local dev=$1; shift
+  check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
+  if (($#)); then
+    load_kmod sch_netem >/dev/null 2>&1
+    check "netem on $MR_IF: $*" tc qdisc add dev "$MR_IF" root netem "$@"
+  fi
+  gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
+  if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
+  else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
+}
+
 # GID index of DEV port 1 whose GID carries ADDR (v4: ::ffff:a.b.c.d) with RoCE v2 type.
 gid_index() {
   local dev=$1 addr=$2 want g i t

@@ -32,10 +32,7 @@ sections=${MR_ABUSE_SECTIONS:-uc sizes kill mtu}
 want() { [[ " $sections " == *" $1 "* ]]; }
 t_start=$SECONDS
 add_link "$dev"
-check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
-if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
-else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
+link_ready "$dev"
 mtu_enum() { ibv_devinfo -d "$dev" 2>/dev/null | awk '/active_mtu:/ { print $2; exit }'; }
 pmtu=$(mtu_enum)
 maxmsg=$(ibv_devinfo -v -d "$dev" 2>/dev/null | awk '/max_msg_sz:/ { print $2; exit }')

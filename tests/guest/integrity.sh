@@ -19,14 +19,7 @@ while [[ ${1:-} == -[snM] && $# -ge 2 ]]; do args+=("$1" "$2"); shift 2; done
 integrity_built
 
 add_link "$dev"
-check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-if (($# > 0)); then
-  load_kmod sch_netem >/dev/null 2>&1
-  check "netem on $MR_IF: $*" tc qdisc add dev "$MR_IF" root netem "$@"
-fi
-gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
-if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
-else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
+link_ready "$dev" "$@"
 
 run_integrity "$dev" "$gid" "${deep[@]}" -- "${args[@]}"
 done_testing

@@ -29,14 +29,7 @@ if [[ -x $bin && ! $bin -ot $src/metaroce-paths.c && ! $bin -ot $src/metaroce_dv
 else fail "out/metaroce-paths missing or older than its sources: run 'make -C tools/metaroce-dv' on the host"; done_testing; fi
 
 add_link "$dev"
-check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-if ((${#netem[@]})); then
-  load_kmod sch_netem >/dev/null 2>&1
-  check "netem on $MR_IF: ${netem[*]}" tc qdisc add dev "$MR_IF" root netem "${netem[@]}"
-fi
-gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
-if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
-else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
+link_ready "$dev" "${netem[@]}"
 meet ready
 
 # The servers' port differs per run of a seq.sh boot (both guests step alike).

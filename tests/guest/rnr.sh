@@ -28,10 +28,7 @@ if [[ -x $bin && ! $bin -ot $MR_REPO/tests/scale/rnriso.c && ! $bin -ot $MR_REPO
 else fail "out/rnriso missing or older than its source: run 'make -C tests/scale' on the host"; done_testing; fi
 
 add_link "$dev"
-check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
-if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
-else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
+link_ready "$dev"
 meet ready
 
 rnrc=rx_drop_receiver_not_ready

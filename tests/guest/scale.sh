@@ -33,10 +33,7 @@ if [[ -x $bin && ! $bin -ot $MR_REPO/tests/scale/qpscale.c ]]; then pass "out/qp
 else fail "out/qpscale missing or older than its source: run 'make -C tests/scale' on the host"; done_testing; fi
 
 add_link "$dev"
-check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
-if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
-else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
+link_ready "$dev"
 diag "$dev: $(ibv_devinfo -v -d "$dev" 2>&1 | grep -E -w 'max_qp:|max_cq:|max_mr:' | tr -s ' \t' ' ' | tr '\n' ';')"
 diag "guest: $(grep -E 'MemTotal' /proc/meminfo | tr -s ' '), $(nproc) CPU, vm.max_map_count $(sysctl -n vm.max_map_count)"
 # Each QP's SQ and RQ are mapped into the process (rdma-core's rxe provider,

@@ -29,14 +29,7 @@ dev=mr0
 integrity_built
 
 MR_SHARED=1 add_link "$dev"
-check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
-if ((${#netem[@]})); then
-  load_kmod sch_netem >/dev/null 2>&1
-  check "netem on $MR_IF: ${netem[*]}" tc qdisc add dev "$MR_IF" root netem "${netem[@]}"
-fi
-gid=$(retry 10 gid_index "$dev" "$MR_IP4") || gid=""
-if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $MR_IP4 at index $gid"
-else fail "$dev: RoCE v2 GID for $MR_IP4" "$(rdma link show 2>&1)"; done_testing; fi
+link_ready "$dev" "${netem[@]}"
 meet ready
 
 # sample: one `rdma resource show qp -dd` of mr0's RC QPs with a connection:

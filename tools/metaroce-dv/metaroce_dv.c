@@ -5,6 +5,7 @@
  * metaroce_dv.h.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,17 +17,18 @@
 #include "metaroce_dv.h"
 
 /*
- * Whether QP qp is on a metaroce device: its node description (sysfs
- * node_desc, which metaroce sets and does not let be changed) starts with
- * "metaroce". metaroce devices report rxe's driver id, so that rdma-core's
- * rxe provider binds to them: the id cannot tell them apart.
+ * Whether the device at sysfs path ibdev_path is metaroce: its node
+ * description (sysfs node_desc, which metaroce sets and does not let be
+ * changed) starts with "metaroce". metaroce devices report rxe's driver id,
+ * so that rdma-core's rxe provider binds to them: the id cannot tell them
+ * apart.
  */
-static int is_metaroce(struct ibv_qp *qp)
+static int node_desc_is_metaroce(const char *ibdev_path)
 {
 	char path[IBV_SYSFS_PATH_MAX + 16], desc[64] = "";
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/node_desc", qp->context->device->ibdev_path);
+	snprintf(path, sizeof(path), "%s/node_desc", ibdev_path);
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
@@ -34,6 +36,85 @@ static int is_metaroce(struct ibv_qp *qp)
 		desc[0] = 0;
 	fclose(f);
 	return strncmp(desc, "metaroce", 8) == 0;
+}
+
+/*
+ * The devices found to be metaroce, by sysfs path (ibdev_path), so that a
+ * call reads node_desc once per device rather than every time.
+ *
+ * Not keyed by context pointer: a context closed and another opened may get
+ * the same address (and command fd) on another device, and nothing tells
+ * this library of the close. A device's path outlives its contexts, but a
+ * device deleted and another added under the same name share it too
+ * (`rdma link delete mr0; rdma link add mr0 type rxe ...`). Hence:
+ *  - only "metaroce" is cached, never "not metaroce": a stale "no" would
+ *    refuse a metaroce device with nothing to correct it, and a call on
+ *    another device is the error path anyway (it reads node_desc each time);
+ *  - a stale "metaroce" is harmless and does not last: the method is then
+ *    issued to a device that does not have it, and the kernel refuses it
+ *    before anything is done (another driver id: EINVAL; rxe's: the method
+ *    is unknown, EPROTONOSUPPORT). call() re-reads node_desc after any
+ *    failed ioctl and, if the device is not metaroce (any more), drops the
+ *    entry and fails with EOPNOTSUPP, as an uncached call would.
+ * A fixed table: when full, a new device replaces the entries in turn (an
+ * evicted device costs one node_desc read on its next call). The lock
+ * makes the library safe to call from several threads.
+ */
+#define MR_DEV_CACHE 8
+static struct {
+	pthread_mutex_t lock;
+	char path[MR_DEV_CACHE][IBV_SYSFS_PATH_MAX];
+	unsigned int next;
+} known = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The slot of ibdev_path in known.path, or -1; with known.lock held. */
+static int known_slot(const char *ibdev_path)
+{
+	int i;
+
+	for (i = 0; i < MR_DEV_CACHE; i++)
+		if (known.path[i][0] && !strcmp(known.path[i], ibdev_path))
+			return i;
+	return -1;
+}
+
+/* Whether context ctx's device is metaroce (cached, see above). */
+static int is_metaroce(struct ibv_context *ctx)
+{
+	const char *p = ctx->device->ibdev_path;
+	int hit;
+
+	pthread_mutex_lock(&known.lock);
+	hit = known_slot(p) >= 0;
+	pthread_mutex_unlock(&known.lock);
+	if (hit)
+		return 1;
+	if (!node_desc_is_metaroce(p))
+		return 0;
+	pthread_mutex_lock(&known.lock);
+	if (known_slot(p) < 0 && strlen(p) < IBV_SYSFS_PATH_MAX) {
+		strcpy(known.path[known.next], p);
+		known.next = (known.next + 1) % MR_DEV_CACHE;
+	}
+	pthread_mutex_unlock(&known.lock);
+	return 1;
+}
+
+/* Forgets ctx's device if it is no longer metaroce (after a failed call):
+ * whether it is. */
+static int recheck_metaroce(struct ibv_context *ctx)
+{
+	const char *p = ctx->device->ibdev_path;
+	int i;
+
+	if (node_desc_is_metaroce(p))
+		return 1;
+	pthread_mutex_lock(&known.lock);
+	i = known_slot(p);
+	if (i >= 0)
+		known.path[i][0] = 0;
+	pthread_mutex_unlock(&known.lock);
+	return 0;
 }
 
 /* Runs method `method` of QP qp with `attr` as its second attribute (the
@@ -49,7 +130,7 @@ static int call(struct ibv_qp *qp, uint16_t method, struct ib_uverbs_attr attr)
 		errno = EINVAL;
 		return -1;
 	}
-	if (!is_metaroce(qp)) {
+	if (!is_metaroce(qp->context)) {
 		errno = EOPNOTSUPP;
 		return -1;
 	}
@@ -62,8 +143,13 @@ static int call(struct ibv_qp *qp, uint16_t method, struct ib_uverbs_attr attr)
 	c.attrs[0].attr_id = METAROCE_IB_ATTR_QUERY_PATHS_QP_HANDLE;
 	c.attrs[0].data = qp->handle;
 	c.attrs[1] = attr;
-	if (ioctl(qp->context->cmd_fd, RDMA_VERBS_IOCTL, &c))
+	if (ioctl(qp->context->cmd_fd, RDMA_VERBS_IOCTL, &c)) {
+		/* A cached "metaroce" may be stale (see known): check again. */
+		int err = errno;
+
+		errno = recheck_metaroce(qp->context) ? err : EOPNOTSUPP;
 		return -1;
+	}
 	return 0;
 }
 
