@@ -25,6 +25,7 @@ pub mod conn;
 pub mod fair;
 pub mod ident;
 pub mod path;
+pub mod plane;
 pub mod rc;
 pub mod sack;
 pub mod stream;

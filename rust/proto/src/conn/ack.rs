@@ -598,6 +598,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 Some(t) if p < usize::from(self.cfg.paths) => t.src_port,
                 _ => port_for(&self.cfg, p as u8, 0),
             },
+            plane: self.ack_plane_of(p),
             ect: false,
             kind: TxKind::Ack,
         })

@@ -16,6 +16,7 @@ mod config;
 mod event;
 mod members;
 mod paths;
+mod planes;
 mod reorder;
 mod rx;
 mod streams;
@@ -70,6 +71,10 @@ pub struct Transmit {
     pub path: u8,
     /// UDP source port to use (ECMP entropy of the path).
     pub src_port: u16,
+    /// The plane it goes out on, `0..planes` ([`Connection::set_planes`]; 0 with one
+    /// plane): DATA and PROBE by [`super::plane::plane_of`] from the path and its moves,
+    /// an ACK on the plane its path's newest DATA or PROBE came in on.
+    pub plane: u8,
     /// Whether to mark the IP header ECT(0) (all data and probes).
     pub ect: bool,
     /// What it is.
@@ -249,6 +254,13 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     /// Shared connections: the member of the newest packet accepted on each path,
     /// whose pair the path's ACKs are addressed by.
     ack_member: [u16; P],
+    /// Planes ([`Connection::set_planes`]): how many, which work (bit per plane), the
+    /// plane of the datagram being handled, and the plane each path's newest DATA or
+    /// PROBE came in on (its ACKs go back on it).
+    planes: u8,
+    planes_up: u8,
+    ingress: u8,
+    ack_plane: [u8; P],
     stats: Stats,
 }
 
@@ -400,6 +412,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         peer_inc: 0,
         unsynced: u64::MAX,
         ack_member: [0; P],
+        planes: 1,
+        planes_up: u8::MAX,
+        ingress: 0,
+        ack_plane: [0; P],
         stats: Stats::EMPTY,
     };
 

@@ -94,6 +94,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             }
             self.adopt(p, h.inc, h.floor);
             self.took(p, m.id, app);
+            self.note_ingress(p);
             let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
             rx.apply_floor(h.floor);
             rx.echo = h.stamp;
@@ -116,6 +117,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             return Err(DropReason::PsnOutOfWindow);
         }
         self.settle_rx_key(key, h.inc, app);
+        self.note_ingress(p);
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;
@@ -355,6 +357,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             }
             None => self.settle_rx_key(key, h.inc, app),
         }
+        self.note_ingress(p);
         let rx = self.rx.get_mut(p).ok_or(DropReason::BadPath)?;
         rx.apply_floor(h.floor);
         rx.echo = h.stamp;

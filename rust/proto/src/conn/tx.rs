@@ -3,6 +3,7 @@
 //! data packets are built around the application's bytes ([`App::payload`]).
 
 use super::super::path::PathState;
+use super::super::plane::plane_of;
 use super::super::time::Instant;
 use super::super::wire::{
     DataHeader, ProbeHeader, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX, DF_SE,
@@ -108,6 +109,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             len,
             path: p as u8,
             src_port: t.src_port,
+            plane: plane_of(p as u8, t.moves, self.planes, self.planes_up),
             ect: true,
             kind: TxKind::Probe,
         })
@@ -454,7 +456,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.fail_stream(stream, ConnError::LocalProtection, app);
             return None;
         }
-        let src_port = t.src_port;
+        let (src_port, moves) = (t.src_port, t.moves);
         let psn = t.next_psn;
         if let Some(t) = self.tx.get_mut(p) {
             t.next_psn = t.next_psn.wrapping_add(1);
@@ -463,6 +465,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             len: hl + usize::from(len),
             path: p as u8,
             src_port,
+            plane: plane_of(p as u8, moves, self.planes, self.planes_up),
             ect: true,
             kind: TxKind::Data {
                 stream,

@@ -220,8 +220,8 @@ pub struct Net {
     pub app_a: TestApp,
     pub app_b: TestApp,
     pub now: u64,
-    /// (deliver_at, seq) -> (to_b, bytes, CE-marked on its route)
-    pub q: BTreeMap<(u64, u64), (bool, Vec<u8>, bool)>,
+    /// (deliver_at, seq) -> (to_b, bytes, CE-marked on its route, plane)
+    pub q: BTreeMap<(u64, u64), (bool, Vec<u8>, bool, u8)>,
     pub seq: u64,
     pub rng: Rng,
     pub loss: f64,
@@ -434,11 +434,11 @@ impl Net {
             let bytes = buf[..t.len].to_vec();
             self.seq += 1;
             self.q
-                .insert((at, self.seq), (from_a, bytes.clone(), marked));
+                .insert((at, self.seq), (from_a, bytes.clone(), marked, t.plane));
             if self.rng.chance(self.dup) {
                 self.seq += 1;
                 self.q
-                    .insert((at + 50_000, self.seq), (from_a, bytes, marked));
+                    .insert((at + 50_000, self.seq), (from_a, bytes, marked, t.plane));
             }
         }
     }
@@ -470,7 +470,7 @@ impl Net {
             let now = Instant(self.now);
             if let Some(((at, s), _)) = self.q.iter().next().map(|(k, v)| (*k, v.clone())) {
                 if at <= self.now {
-                    let (to_b, bytes, marked) = self.q.remove(&(at, s)).unwrap();
+                    let (to_b, bytes, marked, plane) = self.q.remove(&(at, s)).unwrap();
                     if let Some(f) = self.forger.as_mut() {
                         for fake in f(to_b, &bytes) {
                             self.forged += 1;
@@ -487,9 +487,11 @@ impl Net {
                     }
                     let ce = marked || self.rng.chance(self.ce_prob);
                     let r = if to_b {
-                        self.b.handle_packet(now, &bytes, ce, &mut self.app_b)
+                        self.b
+                            .handle_packet_on(now, &bytes, ce, plane, &mut self.app_b)
                     } else {
-                        self.a.handle_packet(now, &bytes, ce, &mut self.app_a)
+                        self.a
+                            .handle_packet_on(now, &bytes, ce, plane, &mut self.app_a)
                     };
                     if r.is_err() {
                         self.dropped += 1;
