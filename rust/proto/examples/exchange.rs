@@ -1,16 +1,17 @@
 //! Worked examples of the wire (Documentation/transport-examples.rst): two RC QPs set
 //! up as the kernel sets them up (keys derived from GIDs, QPNs and PSNs; two paths,
-//! path MTU 256), one exchange per kind of operation, every datagram in hex with its
-//! decoded fields. Generated, not written: `tests/host.sh` checks that the document is
-//! this program's output.
+//! path MTU 256), one exchange per kind of operation (every op, segmentation, RNR, a
+//! loss recovered through SACK, both kinds of NAK) and a UD datagram, every datagram in
+//! hex with its decoded fields. Generated, not written: `tests/host.sh` checks that the
+//! document is this program's output.
 //!
 //!     cargo run -p metaroce-proto --example exchange > Documentation/transport-examples.rst
 
 use metaroce_proto::conn::Config;
 use metaroce_proto::ident::Ident;
-use metaroce_proto::rc::{access, WrOpcode};
+use metaroce_proto::rc::{access, send_flags, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::{sge, Link, Pair, SqEntry};
-use metaroce_proto::wire::{self, Op, Packet};
+use metaroce_proto::wire::{self, DatagramHeader, Op, Packet, PacketType};
 use std::fmt::Write;
 
 const A_QPN: u32 = 0x0001_2345;
@@ -23,6 +24,8 @@ const A_PSN: u32 = 0x00ab_cdef;
 const B_PSN: u32 = 0x0012_3456;
 const A_MR: u32 = 0x0000_1a01;
 const B_MR: u32 = 0x0000_2b02;
+/// B's region that A's SEND_WITH_INV invalidates.
+const B_INV_MR: u32 = 0x0000_2b04;
 
 fn gid(last: u8) -> [u8; 16] {
     let mut g = [0u8; 16];
@@ -79,6 +82,27 @@ fn flags(v: u8, names: &[(u8, &str)]) -> String {
 
 /// One line of decoded fields.
 fn describe(b: &[u8]) -> String {
+    if wire::peek_type(b) == Some(PacketType::Datagram) {
+        return match wire::decode_datagram(b) {
+            Ok((h, payload)) => {
+                let mut s = format!(
+                    "DATAGRAM dst_qpn {:#08x} src_qpn {:#08x} qkey {:#010x} flags {} \
+                     stamp {:#x}, {} payload bytes",
+                    h.dst_qpn,
+                    h.src_qpn,
+                    h.qkey,
+                    flags(h.flags, &[(wire::GF_IMM, "IMM"), (wire::GF_SE, "SE")]),
+                    h.stamp,
+                    payload.len()
+                );
+                if h.flags & wire::GF_IMM != 0 {
+                    let _ = write!(s, "; imm {:#010x}", h.imm);
+                }
+                s
+            }
+            Err(e) => format!("undecodable: {}", e.name()),
+        };
+    }
     match wire::decode(b) {
         Ok(Packet::Data(h, payload)) => {
             let mut s = format!(
@@ -116,6 +140,9 @@ fn describe(b: &[u8]) -> String {
                     h.reth.va, h.reth.rkey, h.reth.len
                 );
             }
+            if h.flags & wire::DF_IMM != 0 {
+                let _ = write!(s, "; IMM {:#010x}", h.imm);
+            }
             s
         }
         Ok(Packet::Ack(a)) => {
@@ -139,6 +166,7 @@ fn describe(b: &[u8]) -> String {
                         (wire::AF_NAK, "NAK"),
                         (wire::AF_INV, "INV"),
                         (wire::AF_MSG, "MSG"),
+                        (wire::AF_CLOSED, "CLOSED"),
                     ]
                 ),
                 sacked.join(" ")
@@ -152,8 +180,8 @@ fn describe(b: &[u8]) -> String {
             s
         }
         Ok(Packet::Probe(p)) => format!(
-            "PROBE inc {:#06x} path {} psn {:#010x}",
-            p.inc, p.path, p.psn
+            "PROBE inc {:#06x} path {} psn {:#010x} floor {:#010x}",
+            p.inc, p.path, p.psn, p.floor
         ),
         Err(e) => format!("undecodable: {}", e.name()),
     }
@@ -163,6 +191,7 @@ fn describe(b: &[u8]) -> String {
 fn hex(b: &[u8]) -> String {
     let header = match wire::decode(b) {
         Ok(Packet::Data(_, payload)) => b.len() - payload.len(),
+        _ if wire::peek_type(b) == Some(PacketType::Datagram) => wire::DATAGRAM_LEN,
         _ => b.len(),
     };
     let shown = b.len().min(header + 16);
@@ -199,6 +228,8 @@ struct Ex {
     p: Pair,
     out: String,
     n: usize,
+    /// Numbers (within the section) of datagrams the network loses.
+    lose: Vec<usize>,
 }
 
 impl Ex {
@@ -223,10 +254,20 @@ impl Ex {
             for (to, b) in wire {
                 self.n += 1;
                 let (from, dst) = if to == 1 { ("A", "B") } else { ("B", "A") };
-                let line = format!("{}. {from} → {dst}: {}", self.n, describe(&b));
-                let _ = writeln!(self.out, "{}\n", wrap(&line, "   "));
-                let _ = writeln!(self.out, "   ::\n\n{}", hex(&b));
-                self.p.inject(to, &b);
+                let lost = self.lose.contains(&self.n);
+                let line = format!(
+                    "{}. {from} → {dst}: {}{}",
+                    self.n,
+                    describe(&b),
+                    if lost { " — lost in the network" } else { "" }
+                );
+                // The item's body is indented as far as its text starts.
+                let indent = " ".repeat(self.n.to_string().len() + 2);
+                let _ = writeln!(self.out, "{}\n", wrap(&line, &indent));
+                let _ = writeln!(self.out, "{indent}::\n\n{}", hex(&b));
+                if !lost {
+                    self.p.inject(to, &b);
+                }
             }
         }
     }
@@ -243,6 +284,7 @@ impl Ex {
             wrap(text, "")
         );
         self.n = 0;
+        self.lose.clear();
     }
 
     fn post(&mut self, e: SqEntry) {
@@ -252,7 +294,10 @@ impl Ex {
     }
 }
 
-fn main() {
+/// The two QPs connected as the set-up table says, B's memory open to every remote
+/// operation (and a second region for SEND_WITH_INV to invalidate), both regions
+/// filled with patterns. Returns the pair and A's and B's region addresses.
+fn connected_pair() -> (Pair, u64, u64) {
     let link = Link {
         loss_ppm: 0,
         dup_ppm: 0,
@@ -262,9 +307,7 @@ fn main() {
         b_gone: false,
     };
     let mut p = Pair::new(16, false, link, 1);
-    let (ga, gb) = (gid(1), gid(2));
-    let a_tx = Ident::derive(&ga, &gb, A_QPN, B_QPN, A_PSN);
-    let b_tx = Ident::derive(&gb, &ga, B_QPN, A_QPN, B_PSN);
+    let (a_tx, b_tx) = keys();
     let base = *p.a.conn.config();
     p.a.connect(cfg(&base, A_QPN, B_QPN, a_tx, b_tx, 50000));
     p.b.connect(cfg(&base, B_QPN, A_QPN, b_tx, a_tx, 60000));
@@ -272,16 +315,42 @@ fn main() {
         access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
     let a = p.a.host.reg_mr(A_MR, 4096, access::LOCAL_WRITE);
     let b = p.b.host.reg_mr(B_MR, 4096, all);
+    p.b.host.reg_mr(B_INV_MR, 64, 0);
     for (i, x) in p.a.host.mr_mut(A_MR).unwrap().bytes.iter_mut().enumerate() {
         *x = i as u8;
     }
     for (i, x) in p.b.host.mr_mut(B_MR).unwrap().bytes.iter_mut().enumerate() {
         *x = (i as u8) ^ 0x80;
     }
+    (p, a, b)
+}
+
+/// The keys of A's and B's sending directions.
+fn keys() -> (Ident, Ident) {
+    let (ga, gb) = (gid(1), gid(2));
+    (
+        Ident::derive(&ga, &gb, A_QPN, B_QPN, A_PSN),
+        Ident::derive(&gb, &ga, B_QPN, A_QPN, B_PSN),
+    )
+}
+
+/// A's send completions so far, as `wr_id status`.
+fn send_cq(p: &Pair) -> Vec<String> {
+    p.a.host
+        .send_cq
+        .iter()
+        .map(|c| format!("{} {:?}", c.wr_id, c.status))
+        .collect()
+}
+
+fn main() {
+    let (p, a, b) = connected_pair();
+    let (a_tx, b_tx) = keys();
     let mut ex = Ex {
         p,
         out: String::new(),
         n: 0,
+        lose: Vec::new(),
     };
     let mut head = String::new();
     let _ = write!(
@@ -293,12 +362,13 @@ fn main() {
          ==========================================\n\n\
          Every datagram (the UDP payload) of one exchange per kind of operation between two\n\
          RC queue pairs, A (requester) and B (responder), set up as\n\
-         ``Documentation/transport.rst`` says (\"RC queue pairs: what both ends agree on\"),\n\
-         as the reference produces and checks them: ``rust/proto/examples/exchange.rs``\n\
+         ``Documentation/transport.rst`` says (\"Connection set-up\"), as the reference\n\
+         produces and checks them, and one UD datagram: ``rust/proto/examples/exchange.rs``\n\
          drives the reference protocol core and RC engine and prints this document, and\n\
          ``tests/host.sh`` fails if it and the program disagree. Payload bytes after the\n\
          first 16 of a DATA packet are elided. Time stands still while a datagram is\n\
-         answered and moves on only for timers (the RNR wait), so most stamps are equal.\n\n\
+         answered and moves on only for timers (the RNR wait), so most stamps are equal\n\
+         (and no ACK gives an RTT sample).\n\n\
          Set-up\n------\n\n\
          ======================= =================================================\n\
          A                       GID ``::ffff:198.18.0.1``, QPN {A_QPN:#08x}, ``sq_psn`` {A_PSN:#08x}\n\
@@ -313,7 +383,11 @@ fn main() {
          A → B first SSNs        stream 0 ``{:#010x}``, stream 1 ``{:#010x}``\n\
          B → A first PSNs        path 0 ``{:#010x}``, path 1 ``{:#010x}``\n\
          B → A first SSNs        stream 0 ``{:#010x}``, stream 1 ``{:#010x}``\n\
-         ======================= =================================================\n\n",
+         ======================= =================================================\n\n\
+         In the decoded lines ``tag`` is the message tag (``Documentation/transport.rst``,\n\
+         C12 and C13): the receive sequence number of a SEND, SEND_IMM, SEND_INV or\n\
+         WRITE_IMM (B takes its receives in that order), the response number of a READ or\n\
+         atomic request (the response's MSN on B's stream 1), 0 otherwise.\n\n",
         a_tx.0,
         a_tx.token(),
         b_tx.0,
@@ -330,9 +404,11 @@ fn main() {
 
     ex.section(
         "SEND before a receive is posted: RNR, then SEND of 300 bytes",
-        "B has no receive posted: it refuses the first packet with RNR (its \
+        "B has no receive posted: it refuses both packets of the SEND with RNR (its \
          ``min_rnr_timer`` in the report: code 1, 10 µs). B posts a receive; A resends \
-         both packets after the RNR timer with new PSNs (RETX), and B acknowledges them.",
+         both packets after the RNR timer with new PSNs (RETX), each on the other path \
+         (as a retransmission), and B acknowledges them. \
+         The RNR reports echo no stamp: B has accepted nothing on either path yet.",
     );
     let send = SqEntry::signaled(WrOpcode::Send, 1, vec![sge(a, 0, 300, A_MR)]);
     assert!(ex.p.a.host.post_send(send));
@@ -352,8 +428,8 @@ fn main() {
 
     ex.section(
         "RDMA READ of 16 bytes",
-        "A zero-length READ_REQ on A's stream 0; B's READ_RESP on its stream 1 (response \
-         MSN 0: the first READ/atomic request), each acknowledged.",
+        "A zero-length READ_REQ on A's stream 0, tag 0: the first READ/atomic request; \
+         B's READ_RESP on its stream 1 with MSN 0, each acknowledged.",
     );
     ex.post(
         SqEntry::signaled(WrOpcode::RdmaRead, 3, vec![sge(a, 1024, 16, A_MR)]).at(b + 2048, B_MR),
@@ -361,8 +437,8 @@ fn main() {
 
     ex.section(
         "ATOMIC FETCH_ADD",
-        "The addend (5) big-endian in 8 payload bytes; B's ATOMIC_RESP carries the original \
-         value big-endian (response MSN 1).",
+        "The addend (5) big-endian in 8 payload bytes, tag 1 (the second READ/atomic \
+         request); B's ATOMIC_RESP, MSN 1, carries the original value big-endian.",
     );
     let mut fa = SqEntry::signaled(WrOpcode::AtomicFetchAndAdd, 4, vec![sge(a, 1536, 8, A_MR)])
         .at(b + 3072, B_MR);
@@ -371,8 +447,8 @@ fn main() {
 
     ex.section(
         "ATOMIC CMP_SWAP",
-        "Swap value then compare value, big-endian, 16 payload bytes; the compare value is \
-         what the FETCH_ADD left, so B swaps and returns it (response MSN 2).",
+        "Swap value then compare value, big-endian, 16 payload bytes, tag 2; the compare \
+         value is what the FETCH_ADD left, so B swaps and returns it (response MSN 2).",
     );
     let mut cs = SqEntry::signaled(WrOpcode::AtomicCmpAndSwp, 5, vec![sge(a, 1544, 8, A_MR)])
         .at(b + 3072, B_MR);
@@ -389,33 +465,194 @@ fn main() {
     );
 
     ex.section(
+        "SEND with immediate data and a solicited event",
+        "16 bytes, tag 1: the second receive-consuming message, so B places it into its \
+         second posted receive. The last (here the only) packet carries IMM (the \
+         immediate data, big-endian) and SE.",
+    );
+    assert!(ex.p.b.host.post_recv(11, &[sge(b, 512, 64, B_MR)]));
+    let mut si = SqEntry::signaled(WrOpcode::SendWithImm, 6, vec![sge(a, 2048, 16, A_MR)]);
+    si.wqe.ex = 0xcafe_f00du32.to_be();
+    si.wqe.send_flags |= send_flags::SOLICITED;
+    ex.post(si);
+
+    ex.section(
+        "RDMA WRITE with immediate data",
+        "16 bytes placed at the RETH address; it also consumes a receive (tag 2, B's third) \
+         to deliver the immediate data.",
+    );
+    assert!(ex.p.b.host.post_recv(12, &[sge(b, 576, 64, B_MR)]));
+    let mut wi = SqEntry::signaled(WrOpcode::RdmaWriteWithImm, 7, vec![sge(a, 2064, 16, A_MR)])
+        .at(b + 1536, B_MR);
+    wi.wqe.ex = 0x0000_0abcu32.to_be();
+    ex.post(wi);
+
+    ex.section(
+        "SEND with invalidate",
+        "16 bytes into B's fourth receive (tag 3); the IMM field carries the R_Key B \
+         invalidates when the receive completes (here its region 0x2b04).",
+    );
+    assert!(ex.p.b.host.post_recv(13, &[sge(b, 640, 64, B_MR)]));
+    let mut sv = SqEntry::signaled(WrOpcode::SendWithInv, 8, vec![sge(a, 2080, 16, A_MR)]);
+    sv.wqe.ex = B_INV_MR;
+    ex.post(sv);
+    assert!(
+        !ex.p.b.host.mr(B_INV_MR).unwrap().valid,
+        "the SEND_WITH_INV invalidated B's region"
+    );
+
+    ex.section(
+        "ATOMIC WRITE",
+        "8 bytes stored at the RETH address as they arrive, as one 8-byte write; tag 0 \
+         and no response: B acknowledges it as a WRITE.",
+    );
+    let mut aw = SqEntry::signaled(WrOpcode::AtomicWrite, 9, vec![]).at(b + 3080, B_MR);
+    aw.wqe.length = 8;
+    aw.inline = vec![0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef];
+    ex.post(aw);
+    assert_eq!(
+        ex.p.b.host.mr(B_MR).unwrap().bytes[3080..3088],
+        [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef],
+        "the ATOMIC_WRITE stored its bytes"
+    );
+
+    ex.section(
+        "RDMA READ of 600 bytes: a response in three packets",
+        "The READ_REQ (tag 3, the fourth READ/atomic request) asks for 600 bytes; B's \
+         READ_RESP, MSN 3, is cut at the path MTU into 256 + 256 + 88 bytes, sprayed over \
+         both paths, and placed by offset.",
+    );
+    ex.post(
+        SqEntry::signaled(WrOpcode::RdmaRead, 10, vec![sge(a, 2560, 600, A_MR)]).at(b + 2048, B_MR),
+    );
+    assert_eq!(
+        ex.p.a.host.mr(A_MR).unwrap().bytes[2560..3160],
+        ex.p.b.host.mr(B_MR).unwrap().bytes[2048..2648],
+        "the READ placed every byte"
+    );
+
+    ex.section(
+        "RDMA WRITE of 2048 bytes with a packet lost: SACK",
+        "Eight packets, four per path. The first packet on path 0 (datagram 1) is lost. \
+         B acknowledges each later packet of path 0 with ``cum`` still at the lost PSN and \
+         the later ones in the SACK bitmap; at the third of them A declares the packet \
+         lost (three later PSNs of its path SACKed) and resends it, with a new PSN, on \
+         path 1. The ACK of the resend covers it; A's floor on path 0 (in its next packet \
+         there) then moves past the lost PSN.",
+    );
+    ex.lose = vec![1];
+    assert!(ex.p.a.host.post_send(
+        SqEntry::signaled(WrOpcode::RdmaWrite, 11, vec![sge(a, 0, 2048, A_MR)]).at(b, B_MR)
+    ));
+    ex.p.doorbell(0);
+    ex.deliver();
+    assert_eq!(
+        ex.p.a.host.mr(A_MR).unwrap().bytes[..2048],
+        ex.p.b.host.mr(B_MR).unwrap().bytes[..2048],
+        "the WRITE placed every byte"
+    );
+
+    ex.section(
         "RDMA WRITE refused: remote access error",
         "The R_Key is not B's: B refuses the packet for good. Every earlier message of the \
          stream is complete, so the ACK carries NAK and MSG naming the refused message \
          (stream 0, its MSN); A's work request completes with ``IBV_WC_REM_ACCESS_ERR`` \
          and both QPs enter the error state.",
     );
-    ex.post(SqEntry::signaled(WrOpcode::RdmaWrite, 6, vec![sge(a, 0, 16, A_MR)]).at(b, B_MR + 1));
-
-    let cq: Vec<String> =
-        ex.p.a
-            .host
-            .send_cq
-            .iter()
-            .map(|c| format!("{} {:?}", c.wr_id, c.status))
-            .collect();
+    ex.post(SqEntry::signaled(WrOpcode::RdmaWrite, 12, vec![sge(a, 0, 16, A_MR)]).at(b, B_MR + 1));
     assert_eq!(
-        cq,
+        send_cq(&ex.p),
         [
             "1 Success",
             "2 Success",
             "3 Success",
             "4 Success",
             "5 Success",
-            "6 RemAccessErr"
+            "6 Success",
+            "7 Success",
+            "8 Success",
+            "9 Success",
+            "10 Success",
+            "11 Success",
+            "12 RemAccessErr"
         ],
         "the exchange went as described"
     );
+    let recvs: Vec<(u64, WcStatus)> =
+        ex.p.b
+            .host
+            .recv_cq
+            .iter()
+            .map(|(c, _)| (c.wr_id, c.status))
+            .collect();
+    assert_eq!(
+        recvs[..4],
+        [
+            (10, WcStatus::Success),
+            (11, WcStatus::Success),
+            (12, WcStatus::Success),
+            (13, WcStatus::Success)
+        ],
+        "B's receives completed in order"
+    );
+
+    // The invalid request needs QPs that are not in the error state: a new pair, set up
+    // as before (the same keys, PSNs and incarnations).
+    let (p, a, b) = connected_pair();
+    ex.p = p;
+    ex.section(
+        "SEND longer than its receive: invalid request",
+        "Two QPs set up as above, anew (so the PSNs and SSNs start over). B's receive holds \
+         16 bytes, A sends 32: B refuses the message for good as an invalid request. The \
+         ACK carries NAK, INV and MSG; A's work request completes with \
+         ``IBV_WC_REM_INV_REQ_ERR``, B's receive with ``IBV_WC_LOC_LEN_ERR``, and both QPs \
+         enter the error state.",
+    );
+    assert!(ex.p.b.host.post_recv(20, &[sge(b, 0, 16, B_MR)]));
+    ex.post(SqEntry::signaled(
+        WrOpcode::Send,
+        21,
+        vec![sge(a, 0, 32, A_MR)],
+    ));
+    assert_eq!(send_cq(&ex.p), ["21 RemInvReqErr"], "the SEND was refused");
+    assert_eq!(
+        ex.p.b
+            .host
+            .recv_cq
+            .first()
+            .map(|(c, _)| (c.wr_id, c.status)),
+        Some((20, WcStatus::LocLenErr)),
+        "B's receive could not hold it"
+    );
+
+    ex.section(
+        "UD SEND with immediate data",
+        "Outside any connection: one DATAGRAM, no acknowledgement. A's UD QP 0x0001f0 \
+         sends 16 bytes with immediate data to B's UD QP 0x0002f0 under Q_Key \
+         0x11111111, from UDP source port 49152 + (0x0001f0 mod 16384) = 49648; \
+         ``path``, ``inc``, ``psn`` and ``token`` are 0. (Built with the reference's \
+         encoder as ``rust/verbs/qp/ud.rs`` builds it: the protocol core has no UD \
+         state.) B's receive gets the 40-byte GRH area, then the 16 bytes.",
+    );
+    let h = DatagramHeader {
+        dst_qpn: 0x0002f0,
+        src_qpn: 0x0001f0,
+        qkey: 0x1111_1111,
+        flags: wire::GF_IMM,
+        payload_len: 16,
+        imm: 0x1234_5678,
+        stamp: 0x000f_4240,
+    };
+    let mut d = vec![0u8; wire::DATAGRAM_LEN + 16];
+    assert_eq!(h.encode(&mut d), Some(wire::DATAGRAM_LEN));
+    for (i, x) in d[wire::DATAGRAM_LEN..].iter_mut().enumerate() {
+        *x = i as u8;
+    }
+    assert_eq!(wire::decode_datagram(&d).map(|(x, _)| x), Ok(h));
+    let line = format!("1. A → B: {}", describe(&d));
+    let _ = writeln!(ex.out, "{}\n", wrap(&line, "   "));
+    let _ = writeln!(ex.out, "   ::\n\n{}", hex(&d));
+
     print!("{head}{}", ex.out.trim_end());
     println!();
 }

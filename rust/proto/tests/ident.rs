@@ -111,3 +111,49 @@ fn the_alternative_closes_after_the_first_packet() {
         Err(DropReason::BadToken)
     );
 }
+
+/// A packet under the main key that the receiver then refuses (RNR) still passed every
+/// check: it settles the key as an accepted one does (Documentation/transport.rst,
+/// "Derivation": "this holds even if the verbs layer then refuses that packet"), so the
+/// alternative closes. Before, only an accepted packet (or one under the alternative)
+/// settled: a PROBE under the alternative then still passed, restarted the receive
+/// sequences from that key and made every later packet of the real peer a forgery.
+#[test]
+fn the_alternative_closes_after_a_refused_packet() {
+    let mut n = pair(true, true);
+    n.app_b.rnr_left = u32::MAX;
+    n.app_a.msgs[0] = vec![100];
+    n.run(n.now + 1_000_000);
+    assert!(
+        n.b.stats().data_tx == 0 && n.app_b.completed[0].is_empty(),
+        "B refused everything"
+    );
+    assert!(n.dropped > 0, "B refused the SEND");
+    let alt = keys((QPN_B, GID_B, PSN_B), (QPN_A, GID_A, PSN_A), true).rx_alt;
+    assert_eq!(
+        n.b.config().rx_alt,
+        Ident::DEFAULT,
+        "the alternative is closed"
+    );
+    let mut buf = [0u8; 128];
+    let h = metaroce_proto::wire::ProbeHeader {
+        path: 0,
+        inc: n.b.peer_incarnation(),
+        dst_conn: QPN_B,
+        psn: alt.isn(0),
+        stamp: 1,
+        token: alt.token(),
+        floor: alt.isn(0),
+    };
+    let len = h.encode(&mut buf).unwrap();
+    let now = metaroce_proto::time::Instant(n.now);
+    assert_eq!(
+        n.b.handle_packet(now, &buf[..len], false, &mut n.app_b),
+        Err(DropReason::BadToken)
+    );
+    // The real peer is still understood: once B takes it, the SEND completes.
+    n.app_b.rnr_left = 0;
+    assert!(n.run(n.now + 1_000_000_000));
+    assert_eq!(n.app_b.completed[0], vec![0]);
+    assert!(n.app_a.errors.is_empty() && n.app_b.errors.is_empty());
+}

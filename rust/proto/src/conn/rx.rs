@@ -248,9 +248,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// decides the drop reason counted): connection and path, token, payload length,
     /// stream, the path window ([`super::super::path::PathRx::admits`]), the stream
     /// window; then the application places it or refuses it, and a refused packet
-    /// changes no path or stream state but its path's floor ([`Self::refused`];
-    /// it may also settle the receiving key, [`super::Config::rx_alt`]: it carried the
-    /// right token and fit the windows).
+    /// changes no path or stream state but its path's floor ([`Self::refused`]); like
+    /// an accepted one it settles the receiving key ([`super::Config::rx_alt`] closes)
+    /// and the peer's incarnation: it carried the right token and fit the windows.
     pub(super) fn on_data<A: App>(
         &mut self,
         now: Instant,
@@ -326,8 +326,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             };
             if let Err(r) = app.place(&pl) {
                 let next_msn = srx.next_msn;
-                if let Some(id) = member {
-                    self.took(p, id, app);
+                // It passed every check: who sent it is settled as for an accepted
+                // packet (the member's pair; the receiving key, closing the
+                // alternative, Documentation/transport.rst, "Derivation").
+                match member {
+                    Some(id) => self.took(p, id, app),
+                    None => self.settle_rx_key(key, h.inc, app),
                 }
                 return Err(self.refused(p, h, s, r, next_msn));
             }

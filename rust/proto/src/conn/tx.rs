@@ -133,11 +133,16 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
 
     /// The path for a new data packet: round robin over the paths with room.
     fn pick_path(&mut self) -> Option<usize> {
+        self.pick_path_but(None)
+    }
+
+    /// Round robin over the paths with room other than `avoid`.
+    fn pick_path_but(&mut self, avoid: Option<usize>) -> Option<usize> {
         let n = usize::from(self.cfg.paths).min(P);
         let start = usize::from(self.rr_path);
         for k in 0..n {
             let p = wrap(start + k, n);
-            if self.has_room(p) {
+            if Some(p) != avoid && self.has_room(p) {
                 self.rr_path = wrap(p + 1, n) as u8;
                 return Some(p);
             }
@@ -150,7 +155,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// its message's completion by the round trip it is resent over; MPTCP's
     /// lowest-RTT-first scheduler), other than `from` unless no other has room (the
     /// path that lost it may be failing: its SRTT, from packets that got through,
-    /// does not say so); round robin while none of them has an RTT sample.
+    /// does not say so); round robin (still other than `from` if another has room)
+    /// while none of the others has an RTT sample.
     fn pick_retx_path(&mut self, from: usize) -> Option<usize> {
         let n = usize::from(self.cfg.paths).min(P);
         let mut best: Option<(usize, u32)> = None;
@@ -165,7 +171,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         match best {
             Some((p, _)) if p != from => Some(p),
-            _ => self.pick_path(),
+            _ => self.pick_path_but(Some(from)).or_else(|| self.pick_path()),
         }
     }
 
