@@ -214,6 +214,9 @@ pub type Forger = Box<dyn FnMut(bool, &[u8]) -> Vec<Vec<u8>>>;
 /// sent, whether the network drops it.
 pub type Filter = Box<dyn FnMut(bool, &Transmit) -> bool>;
 
+/// A datagram on the wire: (to `b`, bytes, CE-marked on its route, plane).
+pub type InFlight = (bool, Vec<u8>, bool, u8);
+
 pub struct Net {
     pub a: Conn,
     pub b: Conn,
@@ -221,7 +224,7 @@ pub struct Net {
     pub app_b: TestApp,
     pub now: u64,
     /// (deliver_at, seq) -> (to_b, bytes, CE-marked on its route, plane)
-    pub q: BTreeMap<(u64, u64), (bool, Vec<u8>, bool, u8)>,
+    pub q: BTreeMap<(u64, u64), InFlight>,
     pub seq: u64,
     pub rng: Rng,
     pub loss: f64,
