@@ -59,6 +59,7 @@ void metaroce_page_read(struct page *page, unsigned int off, void *dst,
 void metaroce_cq_event(struct ib_cq *cq);
 
 unsigned int metaroce_num_possible_cpus(void);
+int metaroce_netdev_state(int ifindex);
 
 /* A u32-keyed map read under RCU (rust/ffi/rcu_map.rs, helpers.c). */
 struct metaroce_map;

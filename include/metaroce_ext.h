@@ -32,6 +32,19 @@ struct metaroce_ext_ops {
 	 * METAROCE_MAX_STREAM_CLASS, or the QP is past INIT).
 	 */
 	int (*qp_set_stream_class)(struct ib_qp *qp, u32 cls);
+	/*
+	 * Device dev's planes: fills up to max records at planes; returns how
+	 * many planes the device has (which may exceed max), or -errno.
+	 */
+	int (*dev_query_planes)(struct ib_device *dev,
+				struct metaroce_plane_info *planes, u32 max);
+	/*
+	 * Binds device dev to the n netdevs ifindex[0..n] as its planes, the
+	 * first its own netdev; 0 or -errno (-EINVAL: n outside
+	 * 1..METAROCE_MAX_PLANES, ifindex[0] not the device's netdev, a
+	 * repeated netdev, a loopback one; -ENODEV: no such netdev).
+	 */
+	int (*dev_set_planes)(struct ib_device *dev, const u32 *ifindex, u32 n);
 };
 
 /* The start of every metaroce device. */
@@ -45,11 +58,16 @@ extern const struct uapi_definition metaroce_uapi_defs[];
 /* Attaches it to a device being set up (ib_device.driver_def). */
 void metaroce_set_uapi(struct ib_device *dev);
 
-/* Kernel ULPs: the same three operations on a QP of any RDMA device; -EOPNOTSUPP
- * if the QP is not a metaroce QP. */
+/* Kernel ULPs: the same operations on a QP or device of any RDMA device;
+ * -EOPNOTSUPP if it is not a metaroce one. */
 int metaroce_qp_query_paths(struct ib_qp *qp, struct metaroce_conn_info *info,
 			    struct metaroce_path_info *paths, u32 max_paths);
 int metaroce_qp_set_paths(struct ib_qp *qp, u32 paths);
 int metaroce_qp_set_stream_class(struct ib_qp *qp, u32 cls);
+/* ... and the planes of a device. */
+int metaroce_device_query_planes(struct ib_device *dev,
+				 struct metaroce_plane_info *planes, u32 max);
+int metaroce_device_set_planes(struct ib_device *dev, const u32 *ifindex,
+			       u32 n);
 
 #endif /* METAROCE_EXT_H */

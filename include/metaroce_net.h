@@ -58,6 +58,8 @@ int metaroce_local_ifindex(bool v6, const u8 *addr);
 void metaroce_kfree_skb(struct sk_buff *skb);
 void metaroce_consume_skb(struct sk_buff *skb);
 int metaroce_skb_linearize(struct sk_buff *skb);
+/* The ifindex of the netdev the skb came in on. */
+int metaroce_skb_iif(const struct sk_buff *skb);
 /* skb->data, skb->len, skb_network_header(). */
 u8 *metaroce_skb_data(const struct sk_buff *skb);
 unsigned int metaroce_skb_len(const struct sk_buff *skb);

@@ -3,8 +3,9 @@
  * metaroce's driver-specific uverbs methods: the extension API
  * (Documentation/extension.rst). User space reaches them with
  * RDMA_VERBS_IOCTL on a device context's command fd (libmetaroce-dv in
- * tools/metaroce-dv wraps them); the methods hang on the QP object, in the
- * driver's namespace (UVERBS_ID_NS_SHIFT), as efa's and mlx5's do.
+ * tools/metaroce-dv wraps them); the methods hang on the QP and device
+ * objects, in the driver's namespace (UVERBS_ID_NS_SHIFT), as efa's and
+ * mlx5's do.
  *
  * Layouts are fixed: fields are only ever added at the end, and a reply is
  * cut to the length user space offers (at least the fixed part).
@@ -42,6 +43,50 @@ enum metaroce_ib_set_stream_class_attrs {
 	METAROCE_IB_ATTR_SET_STREAM_CLASS_QP_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
 	/* PTR_IN __u32: 0 .. METAROCE_MAX_STREAM_CLASS. */
 	METAROCE_IB_ATTR_SET_STREAM_CLASS_CLASS,
+};
+
+/* Methods of UVERBS_OBJECT_DEVICE. */
+enum metaroce_ib_device_methods {
+	/* The device's planes: num_planes metaroce_plane_info. */
+	METAROCE_IB_METHOD_DEVICE_QUERY_PLANES = (1U << UVERBS_ID_NS_SHIFT),
+	/* Binds the device to planes (CAP_NET_ADMIN). */
+	METAROCE_IB_METHOD_DEVICE_SET_PLANES,
+};
+
+enum metaroce_ib_query_planes_attrs {
+	/* PTR_OUT, up to METAROCE_MAX_PLANES metaroce_plane_info. */
+	METAROCE_IB_ATTR_QUERY_PLANES_RESP = (1U << UVERBS_ID_NS_SHIFT),
+	/* PTR_OUT __u32: how many planes the device has. */
+	METAROCE_IB_ATTR_QUERY_PLANES_NUM,
+};
+
+enum metaroce_ib_set_planes_attrs {
+	/* PTR_IN, 1 .. METAROCE_MAX_PLANES __u32 ifindexes, the first the
+	 * device's own netdev. */
+	METAROCE_IB_ATTR_SET_PLANES_IFINDEX = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+/*
+ * Planes: the networks of a multi-plane host, each reached through one
+ * netdev, all leading to the same peers' addresses. A device sends each
+ * path of a connection on one plane (Documentation/extension.rst,
+ * "Planes"); plane 0 is the netdev the device was added on.
+ */
+#define METAROCE_MAX_PLANES 8
+
+/* metaroce_plane_info.flags */
+enum {
+	/* The netdev is up with carrier: paths are sent on it. */
+	METAROCE_PLANE_UP = 1 << 0,
+	/* The netdev went away: the plane carries nothing until set again. */
+	METAROCE_PLANE_GONE = 1 << 1,
+};
+
+/* One plane (16 bytes). */
+struct metaroce_plane_info {
+	__u32 ifindex;		/* its netdev */
+	__u32 flags;		/* METAROCE_PLANE_* */
+	__aligned_u64 tx_packets; /* datagrams the device sent on it */
 };
 
 /*
@@ -102,7 +147,9 @@ struct metaroce_path_info {
 	__u32 ce;		/* packets the peer reported CE-marked */
 	__u16 retx;		/* retransmissions sent on it */
 	__u16 moves;		/* times moved to a new source port */
-	__u32 reserved;
+	__u8 plane;		/* the plane it sends on (0: the first) */
+	__u8 reserved0;
+	__u16 reserved;
 };
 
 #endif /* METAROCE_ABI_USER_H */

@@ -393,6 +393,59 @@ int metaroce_qp_set_stream_class(struct ib_qp *qp, u32 cls)
 }
 EXPORT_SYMBOL_GPL(metaroce_qp_set_stream_class);
 
+/* The extension ops of device dev, if it is a metaroce device. */
+static const struct metaroce_ext_ops *metaroce_dev_ext(struct ib_device *dev)
+{
+	if (dev->ops.owner != THIS_MODULE)
+		return NULL;
+	return container_of(dev, struct metaroce_dev_head, ib)->ext;
+}
+
+int metaroce_device_query_planes(struct ib_device *dev,
+				 struct metaroce_plane_info *planes, u32 max)
+{
+	const struct metaroce_ext_ops *ext = metaroce_dev_ext(dev);
+
+	if (!ext || !ext->dev_query_planes)
+		return -EOPNOTSUPP;
+	memset(planes, 0, max * sizeof(*planes));
+	return ext->dev_query_planes(dev, planes, max);
+}
+EXPORT_SYMBOL_GPL(metaroce_device_query_planes);
+
+int metaroce_device_set_planes(struct ib_device *dev, const u32 *ifindex,
+			       u32 n)
+{
+	const struct metaroce_ext_ops *ext = metaroce_dev_ext(dev);
+
+	if (!ext || !ext->dev_set_planes)
+		return -EOPNOTSUPP;
+	return ext->dev_set_planes(dev, ifindex, n);
+}
+EXPORT_SYMBOL_GPL(metaroce_device_set_planes);
+
+/*
+ * The state of netdev ifindex in init_net: -ENODEV if there is none, else
+ * bit 0 up (running, with carrier), bit 1 loopback.
+ */
+int metaroce_netdev_state(int ifindex)
+{
+	struct net_device *dev;
+	int st;
+
+	rcu_read_lock();
+	dev = dev_get_by_index_rcu(&init_net, ifindex);
+	if (!dev) {
+		rcu_read_unlock();
+		return -ENODEV;
+	}
+	st = (netif_running(dev) && netif_carrier_ok(dev)) ? 1 : 0;
+	if (dev->flags & IFF_LOOPBACK)
+		st |= 2;
+	rcu_read_unlock();
+	return st;
+}
+
 /* The reply: the fixed part and as many path records as user space has
  * room for (at most METAROCE_MAX_PATHS). */
 static int UVERBS_HANDLER(METAROCE_IB_METHOD_QP_QUERY_PATHS)(
@@ -468,6 +521,74 @@ static int UVERBS_HANDLER(METAROCE_IB_METHOD_QP_SET_STREAM_CLASS)(
 	return metaroce_qp_set_stream_class(qp, cls);
 }
 
+static int UVERBS_HANDLER(METAROCE_IB_METHOD_DEVICE_QUERY_PLANES)(
+	struct uverbs_attr_bundle *attrs)
+{
+	struct metaroce_plane_info planes[METAROCE_MAX_PLANES];
+	struct ib_ucontext *uctx = ib_uverbs_get_ucontext(attrs);
+	int len = uverbs_attr_get_len(attrs, METAROCE_IB_ATTR_QUERY_PLANES_RESP);
+	u32 room, num;
+	int n;
+
+	if (IS_ERR(uctx))
+		return PTR_ERR(uctx);
+	if (len < 0)
+		return len;
+	room = min_t(u32, len / sizeof(planes[0]), METAROCE_MAX_PLANES);
+	n = metaroce_device_query_planes(uctx->device, planes, METAROCE_MAX_PLANES);
+	if (n < 0)
+		return n;
+	num = n;
+	n = uverbs_copy_to(attrs, METAROCE_IB_ATTR_QUERY_PLANES_NUM, &num,
+			   sizeof(num));
+	if (n)
+		return n;
+	return uverbs_copy_to(attrs, METAROCE_IB_ATTR_QUERY_PLANES_RESP, planes,
+			      min_t(u32, num, room) * sizeof(planes[0]));
+}
+
+static int UVERBS_HANDLER(METAROCE_IB_METHOD_DEVICE_SET_PLANES)(
+	struct uverbs_attr_bundle *attrs)
+{
+	u32 ifindex[METAROCE_MAX_PLANES];
+	struct ib_ucontext *uctx = ib_uverbs_get_ucontext(attrs);
+	int len = uverbs_attr_get_len(attrs, METAROCE_IB_ATTR_SET_PLANES_IFINDEX);
+	int ret;
+
+	if (IS_ERR(uctx))
+		return PTR_ERR(uctx);
+	/* Which networks the device's traffic takes: an administrator's
+	 * choice, as binding it to its netdev (rdma link add) is. */
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	if (len < 0)
+		return len;
+	if (len == 0 || len % sizeof(u32) || len > sizeof(ifindex))
+		return -EINVAL;
+	/* len bytes of them (uverbs_copy_from() would take one u32). */
+	ret = _uverbs_copy_from(ifindex, attrs, METAROCE_IB_ATTR_SET_PLANES_IFINDEX,
+				sizeof(ifindex));
+	if (ret)
+		return ret;
+	return metaroce_device_set_planes(uctx->device, ifindex, len / sizeof(u32));
+}
+
+DECLARE_UVERBS_NAMED_METHOD(
+	METAROCE_IB_METHOD_DEVICE_QUERY_PLANES,
+	UVERBS_ATTR_PTR_OUT(METAROCE_IB_ATTR_QUERY_PLANES_RESP,
+			    UVERBS_ATTR_MIN_SIZE(0), UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(METAROCE_IB_ATTR_QUERY_PLANES_NUM,
+			    UVERBS_ATTR_TYPE(u32), UA_MANDATORY));
+
+DECLARE_UVERBS_NAMED_METHOD(
+	METAROCE_IB_METHOD_DEVICE_SET_PLANES,
+	UVERBS_ATTR_PTR_IN(METAROCE_IB_ATTR_SET_PLANES_IFINDEX,
+			   UVERBS_ATTR_MIN_SIZE(sizeof(u32)), UA_MANDATORY));
+
+ADD_UVERBS_METHODS(metaroce_device_methods, UVERBS_OBJECT_DEVICE,
+		   &UVERBS_METHOD(METAROCE_IB_METHOD_DEVICE_QUERY_PLANES),
+		   &UVERBS_METHOD(METAROCE_IB_METHOD_DEVICE_SET_PLANES));
+
 DECLARE_UVERBS_NAMED_METHOD(
 	METAROCE_IB_METHOD_QP_QUERY_PATHS,
 	UVERBS_ATTR_IDR(METAROCE_IB_ATTR_QUERY_PATHS_QP_HANDLE, UVERBS_OBJECT_QP,
@@ -497,6 +618,7 @@ ADD_UVERBS_METHODS(metaroce_qp_methods, UVERBS_OBJECT_QP,
 
 const struct uapi_definition metaroce_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_QP, &metaroce_qp_methods),
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &metaroce_device_methods),
 	{},
 };
 
@@ -803,6 +925,11 @@ void metaroce_kfree_skb(struct sk_buff *skb)
 void metaroce_consume_skb(struct sk_buff *skb)
 {
 	consume_skb(skb);
+}
+
+int metaroce_skb_iif(const struct sk_buff *skb)
+{
+	return skb->skb_iif;
 }
 
 int metaroce_skb_linearize(struct sk_buff *skb)

@@ -96,6 +96,8 @@ pub(crate) struct RxMeta {
     pub(crate) ce: bool,
     /// The IP ECN field, 0..=3 (see [`ecn`]).
     pub(crate) ecn: u8,
+    /// The ifindex of the netdev it came in on (`skb_iif`).
+    pub(crate) iif: i32,
 }
 
 /// Receive hook of a [`UdpTunnel`].
@@ -520,6 +522,8 @@ unsafe fn with_datagram<T>(skb: *mut b::sk_buff, f: impl FnOnce(&[u8], &RxMeta) 
         src_port,
         ce: ecn == ecn::CE,
         ecn,
+        // SAFETY: the caller owns the skb.
+        iif: unsafe { b::metaroce_skb_iif(skb) },
     };
     Some(f(&udp[8..ulen], &meta))
 }

@@ -15,6 +15,7 @@ use super::cq::Cq;
 use super::fair::DevFair;
 use super::mr::{Mr, MrTable};
 use super::mw::{Mw, MwTable};
+use super::planes::Planes;
 use super::qp::{PeerTable, Qp};
 use super::shared::DevShared;
 use super::srq::Srq;
@@ -98,6 +99,7 @@ impl Driver for Metaroce {
                 timer_lag: AtomicU64::new(0),
                 shared: crate::ffi::params::shared(),
                 peers <- PeerTable::new(),
+                planes <- Planes::new(netdev.ifindex()),
             }),
             GFP_KERNEL,
         )?;
@@ -244,6 +246,22 @@ impl Driver for Metaroce {
 
     fn qp_set_stream_class(qp: &Arc<Qp>, class: u32) -> Result {
         qp.set_stream_class(class)
+    }
+
+    fn dev_query_planes(
+        dev: &Device<Self>,
+        out: &mut [crate::ffi::rdma::ext::PlaneInfo; crate::ffi::rdma::ext::MAX_PLANES],
+    ) -> usize {
+        dev.data().planes.query(out)
+    }
+
+    fn dev_set_planes(dev: &Device<Self>, ifindex: &[i32]) -> Result {
+        let d = dev.data();
+        d.planes.set(d.ifindex, ifindex)
+    }
+
+    fn netdev_event(dev: &Device<Self>, ifindex: i32, up: bool, gone: bool) {
+        dev.data().planes.netdev_event(ifindex, up, gone);
     }
 
     fn fill_res_cq(cq: &Arc<Cq>, out: &mut crate::ffi::rdma::res::ResAttrs) -> Result {

@@ -12,6 +12,7 @@ pub(crate) mod fair;
 pub(crate) mod keys;
 pub(crate) mod mr;
 pub(crate) mod mw;
+pub(crate) mod planes;
 pub(crate) mod qp;
 pub(crate) mod shared;
 pub(crate) mod srq;

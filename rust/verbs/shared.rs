@@ -11,6 +11,7 @@ use super::counters::NUM_COUNTERS;
 use super::fair::DevFair;
 use super::mr::MrTable;
 use super::mw::MwTable;
+use super::planes::Planes;
 use crate::ffi::rdma::DeviceAttrs;
 use crate::net::{Endpoint, Transport};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -54,6 +55,9 @@ pub(crate) struct DevShared<P: Grouped> {
     /// The connections the device's QPs share, by peer.
     #[pin]
     pub(crate) peers: P::Peers,
+    /// The device's planes ([`super::planes`]).
+    #[pin]
+    pub(crate) planes: Planes,
 }
 
 impl<P: Grouped> DevShared<P> {

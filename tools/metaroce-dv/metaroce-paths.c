@@ -127,10 +127,10 @@ static int show(struct ibv_qp *qp, const char *when, struct metaroce_conn_info *
 	       c->data_tx, c->retx, c->timeouts, c->moves, c->local_ack_timeouts);
 	for (int i = 0; i < n; i++)
 		printf("# path %s: %d sport %u state %s pwnd %u srtt_ns %u inflight %u sent %u "
-		       "ce %u retx %u moves %u timeouts %u\n",
+		       "ce %u retx %u moves %u timeouts %u plane %u\n",
 		       when, i, p[i].src_port, metaroce_dv_path_state_str(p[i].state), p[i].pwnd,
 		       p[i].srtt_ns, p[i].inflight, p[i].sent, p[i].ce, p[i].retx, p[i].moves,
-		       p[i].timeouts);
+		       p[i].timeouts, p[i].plane);
 	fflush(stdout);
 	return n;
 }

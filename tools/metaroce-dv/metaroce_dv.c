@@ -209,6 +209,90 @@ int metaroce_dv_set_stream_class(struct ibv_qp *qp, unsigned int cls)
 	return call(qp, METAROCE_IB_METHOD_QP_SET_STREAM_CLASS, in);
 }
 
+/* Runs method `method` of ctx's device with attrs[0 .. n-1]. */
+static int dev_call(struct ibv_context *ctx, uint16_t method,
+		    const struct ib_uverbs_attr *attrs, unsigned int n)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[2];
+	} c;
+
+	if (!ctx || n > 2) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!is_metaroce(ctx)) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	memset(&c, 0, sizeof(c));
+	c.hdr.length = sizeof(c.hdr) + n * sizeof(c.attrs[0]);
+	c.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	c.hdr.method_id = method;
+	c.hdr.num_attrs = n;
+	c.hdr.driver_id = RDMA_DRIVER_RXE;
+	memcpy(c.attrs, attrs, n * sizeof(c.attrs[0]));
+	if (ioctl(ctx->cmd_fd, RDMA_VERBS_IOCTL, &c)) {
+		int err = errno;
+
+		errno = recheck_metaroce(ctx) ? err : EOPNOTSUPP;
+		return -1;
+	}
+	return 0;
+}
+
+int metaroce_dv_query_planes(struct ibv_context *ctx,
+			     struct metaroce_plane_info *planes, unsigned int max)
+{
+	struct metaroce_plane_info reply[METAROCE_MAX_PLANES];
+	__u32 num = 0;
+	struct ib_uverbs_attr a[2] = {
+		{ .attr_id = METAROCE_IB_ATTR_QUERY_PLANES_RESP,
+		  .len = sizeof(reply), .data = (uintptr_t)reply },
+		{ .attr_id = METAROCE_IB_ATTR_QUERY_PLANES_NUM,
+		  .len = sizeof(num), .data = (uintptr_t)&num },
+	};
+	unsigned int n;
+
+	if (max && !planes) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(reply, 0, sizeof(reply));
+	if (dev_call(ctx, METAROCE_IB_METHOD_DEVICE_QUERY_PLANES, a, 2))
+		return -1;
+	n = num < max ? num : max;
+	if (n > METAROCE_MAX_PLANES)
+		n = METAROCE_MAX_PLANES;
+	if (n)
+		memcpy(planes, reply, n * sizeof(*planes));
+	return (int)num;
+}
+
+int metaroce_dv_set_planes(struct ibv_context *ctx, const unsigned int *ifindex,
+			   unsigned int n)
+{
+	__u32 list[METAROCE_MAX_PLANES];
+	struct ib_uverbs_attr a = {
+		.attr_id = METAROCE_IB_ATTR_SET_PLANES_IFINDEX,
+		.len = n * sizeof(__u32),
+		.data = (uintptr_t)list,
+	};
+	unsigned int i;
+
+	if (!ifindex || n == 0 || n > METAROCE_MAX_PLANES) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		list[i] = ifindex[i];
+	/* Up to 8 bytes travel inline in the attribute, as a __u32 does. */
+	if (a.len <= sizeof(a.data))
+		memcpy(&a.data, list, a.len);
+	return dev_call(ctx, METAROCE_IB_METHOD_DEVICE_SET_PLANES, &a, 1);
+}
+
 const char *metaroce_dv_path_state_str(unsigned int state)
 {
 	switch (state) {

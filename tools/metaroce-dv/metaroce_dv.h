@@ -63,6 +63,33 @@ int metaroce_dv_set_paths(struct ibv_qp *qp, unsigned int paths);
  */
 int metaroce_dv_set_stream_class(struct ibv_qp *qp, unsigned int cls);
 
+/*
+ * Reads the planes of ctx's device into planes[0 .. max-1]: each plane's
+ * netdev (ifindex), METAROCE_PLANE_UP / _GONE, and the datagrams sent on it.
+ * Plane 0 is the netdev the device was added on.
+ * Returns the number of planes the device has (which may exceed max), or -1
+ * with errno: EOPNOTSUPP (not a metaroce device), EINVAL (planes NULL with
+ * max > 0).
+ */
+int metaroce_dv_query_planes(struct ibv_context *ctx,
+			     struct metaroce_plane_info *planes, unsigned int max);
+
+/*
+ * Binds ctx's device to the n netdevs ifindex[0 .. n-1] (1 ..
+ * METAROCE_MAX_PLANES) as its planes: the networks of a multi-plane host,
+ * each reaching the same peer addresses. ifindex[0] must be the device's own
+ * netdev. From the next datagram on, every connection of the device spreads
+ * its paths over the planes that are up (Documentation/extension.rst,
+ * "Planes"); a plane that goes down or fails silently costs its paths a move
+ * to another plane and the application nothing. Needs CAP_NET_ADMIN.
+ * Returns 0, or -1 with errno: EINVAL (n out of range, ifindex[0] not the
+ * device's netdev, a netdev given twice, a loopback netdev), ENODEV (no such
+ * netdev), EPERM, EOPNOTSUPP (not a metaroce device). A refused call changes
+ * nothing.
+ */
+int metaroce_dv_set_planes(struct ibv_context *ctx, const unsigned int *ifindex,
+			   unsigned int n);
+
 /* "unused", "active", "probing" or "?" for metaroce_path_info.state. */
 const char *metaroce_dv_path_state_str(unsigned int state);
 

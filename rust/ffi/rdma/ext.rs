@@ -11,11 +11,43 @@
 //! `DeviceBox`); kernel ULPs call the exported `metaroce_qp_query_paths()` and
 //! `metaroce_qp_set_paths()`, which take the same way. A driver enables both by
 //! implementing [`Driver::qp_query_paths`] and [`Driver::qp_set_paths`].
+//!
+//! Planes, on the device object: `METAROCE_IB_METHOD_DEVICE_QUERY_PLANES` and
+//! `_SET_PLANES` (`metaroce_device_query_planes()` / `_set_planes()` for
+//! ULPs), served by [`Driver::dev_query_planes`] and [`Driver::dev_set_planes`].
 
+use super::device::Device;
 use super::qp::QpObject;
 use super::{Adapter, Driver};
 use crate::ffi::bindings as b;
 use kernel::ffi::c_int;
+use kernel::prelude::*;
+
+/// The most planes a device has (`METAROCE_MAX_PLANES`).
+pub(crate) const MAX_PLANES: usize = b::METAROCE_MAX_PLANES as usize;
+
+/// One plane as [`Driver::dev_query_planes`] reports it (the
+/// `metaroce_plane_info` of the ABI).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PlaneInfo {
+    /// Its netdev.
+    pub(crate) ifindex: i32,
+    /// The netdev is up with carrier.
+    pub(crate) up: bool,
+    /// The netdev went away.
+    pub(crate) gone: bool,
+    /// Datagrams sent on it.
+    pub(crate) tx_packets: u64,
+}
+
+/// The state of netdev `ifindex` (in the initial network namespace): `None` if
+/// there is none, else (up with carrier, loopback).
+pub(crate) fn netdev_state(ifindex: i32) -> Option<(bool, bool)> {
+    // SAFETY: looks the netdev up under RCU and reads two flags; any value
+    // is valid.
+    let st = unsafe { b::metaroce_netdev_state(ifindex) };
+    (st >= 0).then_some((st & 1 != 0, st & 2 != 0))
+}
 
 /// A QP's connection as [`Driver::qp_query_paths`] reports it (the
 /// `metaroce_conn_info` of the ABI; counters wrap).
@@ -78,6 +110,8 @@ pub(crate) struct PathInfo {
     pub(crate) retx: u16,
     /// Moves to a new source port.
     pub(crate) moves: u16,
+    /// The plane it sends on.
+    pub(crate) plane: u8,
 }
 
 /// Where [`Driver::qp_query_paths`] writes: the connection, then its paths
@@ -128,6 +162,7 @@ impl PathsOut<'_> {
             ce: p.ce,
             retx: p.retx,
             moves: p.moves,
+            plane: p.plane,
             ..Default::default()
         };
         self.n += 1;
@@ -154,7 +189,80 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
+        dev_query_planes: if T::HAS_DEV_SET_PLANES {
+            Some(Self::dev_query_planes)
+        } else {
+            None
+        },
+        dev_set_planes: if T::HAS_DEV_SET_PLANES {
+            Some(Self::dev_set_planes)
+        } else {
+            None
+        },
     };
+
+    /// `metaroce_ext_ops.dev_query_planes`: fills up to `max` records,
+    /// returns how many planes the device has.
+    ///
+    /// # Safety
+    ///
+    /// Called only through a device's `metaroce_ext_ops` (`helpers.c`: a
+    /// uverbs method on a user context of the device, which the core keeps
+    /// registered for the call, or a kernel ULP's call on a device it holds),
+    /// with `planes` valid for writes of `max` records.
+    unsafe extern "C" fn dev_query_planes(
+        ib: *mut b::ib_device,
+        planes: *mut b::metaroce_plane_info,
+        max: u32,
+    ) -> c_int {
+        // SAFETY: by the caller's guarantee `ib` is a live device of ours.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        let mut info = [PlaneInfo::default(); MAX_PLANES];
+        let n = T::dev_query_planes(dev, &mut info).min(MAX_PLANES);
+        let room = (max as usize).min(n);
+        if room > 0 && !planes.is_null() {
+            // SAFETY: the caller's buffer of `max >= room` records.
+            let out = unsafe { core::slice::from_raw_parts_mut(planes, room) };
+            for (o, p) in out.iter_mut().zip(info.iter()) {
+                *o = b::metaroce_plane_info {
+                    ifindex: p.ifindex as u32,
+                    flags: (if p.up { b::METAROCE_PLANE_UP } else { 0 })
+                        | (if p.gone { b::METAROCE_PLANE_GONE } else { 0 }),
+                    tx_packets: p.tx_packets,
+                };
+            }
+        }
+        n as c_int
+    }
+
+    /// `metaroce_ext_ops.dev_set_planes`: 0 or `-errno`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::dev_query_planes`], with `ifindex` valid for reads of `n`
+    /// values.
+    unsafe extern "C" fn dev_set_planes(
+        ib: *mut b::ib_device,
+        ifindex: *const u32,
+        n: u32,
+    ) -> c_int {
+        // SAFETY: by the caller's guarantee `ib` is a live device of ours.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        if n == 0 || n as usize > MAX_PLANES || ifindex.is_null() {
+            return EINVAL.to_errno();
+        }
+        let mut list = [0i32; MAX_PLANES];
+        // SAFETY: the caller's `n` values (at most `MAX_PLANES`, checked).
+        let src = unsafe { core::slice::from_raw_parts(ifindex, n as usize) };
+        for (d, s) in list.iter_mut().zip(src) {
+            // An ifindex above i32::MAX names no netdev.
+            *d = i32::try_from(*s).unwrap_or(0);
+        }
+        match T::dev_set_planes(dev, &list[..n as usize]) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
 
     /// `metaroce_ext_ops.qp_query_paths`: returns the path records written.
     ///

@@ -334,6 +334,32 @@ pub(crate) trait Driver: 'static + Sized {
         kernel::build_error(VTABLE_DEFAULT_ERROR)
     }
 
+    /// The extension API's "query planes" (`METAROCE_IB_METHOD_DEVICE_QUERY_PLANES`,
+    /// `metaroce_device_query_planes()`): fills `out` with the device's planes, in
+    /// order; returns how many it has. Implement it with [`Self::dev_set_planes`].
+    fn dev_query_planes(
+        _dev: &Device<Self>,
+        _out: &mut [ext::PlaneInfo; ext::MAX_PLANES],
+    ) -> usize {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The extension API's "set planes" (`METAROCE_IB_METHOD_DEVICE_SET_PLANES`,
+    /// `metaroce_device_set_planes()`; user space needs `CAP_NET_ADMIN`): binds the
+    /// device to the netdevs `ifindex` (1 to [`ext::MAX_PLANES`] of them, the first
+    /// the device's own). `EINVAL`: the first is not the device's netdev, one is
+    /// repeated or a loopback device; `ENODEV`: one names no netdev. A refused call
+    /// changes nothing.
+    fn dev_set_planes(_dev: &Device<Self>, _ifindex: &[i32]) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A netdev changed: netdev `ifindex` is now up with carrier (`up`) or not, or
+    /// went away (`gone`). Called for every device of the driver on every netdev's
+    /// `NETDEV_UP`, `_DOWN`, `_CHANGE` and `_UNREGISTER` (process context, RTNL
+    /// held): a device with planes follows its planes' netdevs.
+    fn netdev_event(_dev: &Device<Self>, _ifindex: i32, _up: bool, _gone: bool) {}
+
     /// `create_qp`: updates `init.caps` to the sizes granted. `handle` is
     /// what the QP's kernel completions name; `events` raises its
     /// asynchronous events.

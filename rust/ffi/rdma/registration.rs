@@ -44,6 +44,8 @@ struct Registry {
     notifier: Opaque<b::notifier_block>,
     /// `Adapter::<T>::newlink`, so the non-generic C callback can reach `T`.
     newlink: fn(&Registry, &CStr, &NetDev) -> Result,
+    /// `Adapter::<T>::netdev_event`, for the same reason.
+    netdev_event: unsafe fn(*mut b::ib_device, i32, bool, bool),
     /// `Arc::into_raw` of the driver's `Arc<T::Shared>`, released by `Drop`.
     shared: *const c_void,
     owner: *mut b::module,
@@ -79,6 +81,7 @@ impl<T: Driver> Registration<T> {
                 link_ops: Opaque::uninit(),
                 notifier: Opaque::uninit(),
                 newlink: Adapter::<T>::newlink,
+                netdev_event: Adapter::<T>::netdev_event,
                 shared: Arc::into_raw(shared).cast(),
                 owner: module.as_ptr().cast(),
                 unloading: AtomicBool::new(false),
@@ -225,6 +228,36 @@ unsafe extern "C" fn netdev_event_callback(
     let ndev = unsafe { b::metaroce_netdev_notifier_info_to_dev(ptr) };
     let event = event as u32;
 
+    // Every device hears of every netdev's state (planes: `Driver::netdev_event`).
+    if matches!(
+        event,
+        b::netdev_cmd_NETDEV_UP
+            | b::netdev_cmd_NETDEV_DOWN
+            | b::netdev_cmd_NETDEV_CHANGE
+            | b::netdev_cmd_NETDEV_UNREGISTER
+    ) {
+        // SAFETY: the chain's netdev is registered during the call.
+        let nd = unsafe { NetDev::from_raw(ndev) };
+        let (ifindex, up) = (nd.ifindex(), nd.is_up());
+        let gone = event == b::netdev_cmd_NETDEV_UNREGISTER;
+        let mut held = [ptr::null_mut::<b::ib_device>(); MAX_DEVICES];
+        let mut n = 0;
+        for e in reg.devices.lock().iter().flatten() {
+            // SAFETY: listed devices are alive while we hold the list lock.
+            if n < MAX_DEVICES && unsafe { b::metaroce_ib_device_try_get(e.ib) } {
+                held[n] = e.ib;
+                n += 1;
+            }
+        }
+        for &ib in &held[..n] {
+            // SAFETY: a device of this registry's driver, which we hold a
+            // reference on (so `dealloc_driver` cannot run) until the `put`.
+            unsafe { (reg.netdev_event)(ib, ifindex, up && !gone, gone) };
+            // SAFETY: the reference `ib_device_try_get` took.
+            unsafe { b::ib_device_put(ib) };
+        }
+    }
+
     // Find our device on this netdev and take a reference to it.
     let mut found = None;
     for e in reg.devices.lock().iter().flatten() {
@@ -266,6 +299,18 @@ unsafe extern "C" fn netdev_event_callback(
 }
 
 impl<T: Driver> Adapter<T> {
+    /// Tells device `ib` of a netdev's state ([`Driver::netdev_event`]).
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a device of driver `T` created by this registration, on which
+    /// the caller holds a reference for the call.
+    unsafe fn netdev_event(ib: *mut b::ib_device, ifindex: i32, up: bool, gone: bool) {
+        // SAFETY: the caller's reference keeps `dealloc_driver` from running.
+        let dev = unsafe { super::device::Device::<T>::from_raw(ib) };
+        T::netdev_event(dev, ifindex, up, gone);
+    }
+
     /// Creates, lists and registers a device named `name` on `netdev`.
     fn newlink(reg: &Registry, name: &CStr, netdev: &NetDev) -> Result {
         // SAFETY: `reg.shared` came from `Arc::<T::Shared>::into_raw` and is

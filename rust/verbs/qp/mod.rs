@@ -221,7 +221,10 @@ impl Endpoint for Qp {
             let now = Instant(now_ns());
             let mut env = Glue { qp: this, io };
             let mut app = rc.bind(&mut env);
-            let r = c.handle_packet(now, payload, meta.ce, &mut app);
+            let (planes, up) = this.dev.planes.state();
+            c.set_planes(planes, up);
+            let plane = this.dev.planes.plane_of_iif(meta.iif);
+            let r = c.handle_packet_on(now, payload, meta.ce, plane, &mut app);
             match r {
                 Err(reason) => this.drop_rx(payload, meta, counter::DROP_FIRST + reason as usize),
                 Ok(_) => this.trace_rx(payload, meta, None),

@@ -496,8 +496,11 @@ impl Peer {
         let mut g = this.inner.lock();
         let now = Instant(now_ns());
         let arrived = Some((qp.qpn, id));
+        let (planes, up) = this.dev.planes.state();
+        let plane = this.dev.planes.plane_of_iif(meta.iif);
         let r = g.run(&this.dev, arrived, |c, mux, _| {
-            c.handle_packet(now, payload, meta.ce, mux)
+            c.set_planes(planes, up);
+            c.handle_packet_on(now, payload, meta.ce, plane, mux)
         });
         match r {
             Err(reason) => qp.drop_rx(payload, meta, counter::DROP_FIRST + reason as usize),
@@ -527,6 +530,8 @@ impl Peer {
         let next = loop {
             let now = Instant(now_ns());
             g.conn.set_pacing_slack_us(slack);
+            let (planes, up) = dev.planes.state();
+            g.conn.set_planes(planes, up);
             let t = if budget > 0 {
                 g.run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux))
             } else {

@@ -146,6 +146,8 @@ impl Qp {
             };
             let now = Instant(now_ns());
             c.set_pacing_slack_us(slack);
+            let (planes, up) = this.dev.planes.state();
+            c.set_planes(planes, up);
             let mut env = Glue { qp: this, io };
             if rc.settle(&mut env) {
                 c.abort();
@@ -186,7 +188,7 @@ pub(super) fn send_counted(
 ) {
     if dev
         .transport
-        .send(src, dst, dev.ifindex, t.src_port, t.ect, bytes)
+        .send(src, dst, dev.planes.oif(t), t.src_port, t.ect, bytes)
         .is_ok()
     {
         observe::trace_tx(qpn, t, bytes);

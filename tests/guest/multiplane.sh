@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Two guests with MR_PLANES=2: one metaroce device spreads a connection's
+# paths over two planes (the guests' two private links), and a plane failing
+# mid-transfer does not surface to the application (Documentation/
+# extension.rst, "Planes").
+#   multiplane.sh [DEV [MSGS]]      (defaults: mr0, 2000)
+#   make -C tools/metaroce-dv && MR_PLANES=2 qemu/vm-run -n 2 -t 900 tests/guest/multiplane.sh mr0 2000
+# Set-up, as a multi-plane host is set up: each guest has one host address
+# (198.18.2.ID/32, on plane 1's netdev, so the device has a GID for it),
+# routed over both planes (a multipath route via the peer's address on each
+# link); DEV is added on plane 1's netdev and bound to both netdevs with
+# metaroce-planes.
+# Checked: the planes' refusals (the first netdev not the device's, a netdev
+# twice, loopback: EINVAL; no such netdev: ENODEV; without CAP_NET_ADMIN:
+# EPERM) change nothing; both planes are reported up. metaroce-paths carries
+# MSGS checked 16 KiB SENDs over one RC QP between the host addresses on 8
+# paths, and both exit 0 (every message once, in order, byte-exact, every
+# completion a success) although during the transfer
+#  - at a quarter of the messages the sender's plane 2 starts dropping
+#    everything it sends (netem loss 100%: a gray failure, no link event),
+#  - at half the receiver takes its plane 2 down (a link event);
+# before the failure both planes carried the sender's datagrams (the plane
+# counters); the sender's paths on plane 2 moved to plane 1 (every path at
+# the end on plane 0, its moves counted); the receiver reports plane 2 down.
+[[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
+if [[ ${MR_PLANES:-1} != 2 || $MR_NGUESTS != 2 ]]; then
+  skip "a connection over two planes" "no plane 2 (MR_PLANES=${MR_PLANES:-1}, $MR_NGUESTS guest(s)): MR_PLANES=2 qemu/vm-run -n 2"
+  done_testing
+fi
+dev=${1:-mr0}
+msgs=${2:-2000}
+paths_bin=$MR_REPO/out/metaroce-paths
+planes_bin=$MR_REPO/out/metaroce-planes
+src=$MR_REPO/tools/metaroce-dv
+for b in "$paths_bin" "$planes_bin"; do
+  if [[ -x $b && ! $b -ot $src/${b##*/}.c && ! $b -ot $src/metaroce_dv.c ]]; then pass "out/${b##*/} built and up to date"
+  else fail "out/${b##*/} missing or older than its sources: run 'make -C tools/metaroce-dv' on the host"; done_testing; fi
+done
+
+# One host address per guest, routed over both planes.
+host=198.18.2.$MR_ID peer_host=198.18.2.$((3 - MR_ID))
+for k in all default "$MR_IF" "$MR_IF2"; do sysctl -qw "net.ipv4.conf.$k.rp_filter=0"; done
+check "host address $host on $MR_IF" ip addr add "$host/32" dev "$MR_IF"
+check "$peer_host routed over both planes" ip route add "$peer_host/32" src "$host" \
+  nexthop via "$MR_PEER_IP4" dev "$MR_IF" nexthop via "$MR_PEER_IP4_2" dev "$MR_IF2"
+# (Not pinged out of each link: the answer comes back on either plane, and a
+# socket bound to one link misses it there.)
+check "$peer_host answers" retry 90 ping -q -c1 -W1 -I "$host" "$peer_host"
+add_link "$dev"
+gid=$(retry 10 gid_index "$dev" "$host") || gid=""
+if [[ -n $gid ]]; then pass "$dev: RoCE v2 GID for $host at index $gid"
+else fail "$dev: RoCE v2 GID for $host" "$(rdma link show 2>&1)"; done_testing; fi
+
+# refuses ERRNO DESC NETDEV...: metaroce-planes DEV NETDEV... fails with ERRNO.
+refuses() {
+  local want=$1 desc=$2 out; shift 2
+  out=$("$planes_bin" "$dev" "$@" 2>&1)
+  if (($? == 1)) && grep -q "$want" <<<"$out"; then pass "$dev: planes $desc: $want"
+  else fail "$dev: planes $desc: $want" "$out"; fi
+}
+refuses "Invalid argument" "not starting with $MR_IF" "$MR_IF2" "$MR_IF"
+refuses "Invalid argument" "with $MR_IF twice" "$MR_IF" "$MR_IF"
+refuses "Invalid argument" "with loopback" "$MR_IF" lo
+refuses "No such device" "with no such netdev" "$MR_IF" '#999999'
+np=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$planes_bin" "$dev" "$MR_IF" "$MR_IF2" 2>&1)
+if grep -q 'Operation not permitted' <<<"$np"; then pass "$dev: planes set without CAP_NET_ADMIN: EPERM"
+elif grep -q 'ibv_open_device' <<<"$np"; then skip "$dev: planes set without CAP_NET_ADMIN: EPERM" "an unprivileged user cannot open $dev here"
+else fail "$dev: planes set without CAP_NET_ADMIN: EPERM" "$np"; fi
+one=$("$planes_bin" "$dev" 2>&1)
+if [[ $(grep -c '^plane ' <<<"$one") == 1 ]] && grep -q "^plane 0: $MR_IF .* up " <<<"$one"; then
+  pass "$dev: the refused sets changed nothing (one plane, $MR_IF)"
+else fail "$dev: the refused sets changed nothing" "$one"; fi
+set_out=$("$planes_bin" "$dev" "$MR_IF" "$MR_IF2" 2>&1)
+if grep -q "^plane 0: $MR_IF .* up " <<<"$set_out" && grep -q "^plane 1: $MR_IF2 .* up " <<<"$set_out"; then
+  pass "$dev: bound to $MR_IF and $MR_IF2, both up"
+else fail "$dev: bound to $MR_IF and $MR_IF2, both up" "$set_out"; fi
+meet planes-set
+
+# plane1_tx: the datagrams the device sent on plane 2 (its plane 1).
+plane1_tx() { "$planes_bin" "$dev" | awk '$1 == "plane" && $2 == "1:" { print $NF }'; }
+out=$MR_RUNDIR/multiplane.out.$MR_ID
+rcf=$MR_RUNDIR/multiplane.rc.$MR_ID
+rm -f "$rcf" "$out"
+: >"$out"
+role=server args=()
+# The QP's addresses are the host addresses (its GID); the tool's TCP side
+# channel goes to the peer's plane-1 address, off the planes that fail.
+((MR_ID == 1)) || { role=client args=(-P 0.01:8 "$MR_PEER_IP4"); }
+# The failures, on the way: the sender's plane 2 drops everything at a
+# quarter of the messages (its progress lines), the receiver's goes down at
+# half.
+# upto N: waits (polling every 0.2 s) until the tool printed its N-th
+# progress line (every eighth of MSGS); prints the messages done then.
+upto() {
+  local end=$((SECONDS + $(slow 600)))
+  until (($(grep -c '^# conn at ' "$out") >= $1)); do ((SECONDS < end)) || return 1; nap 0.2; done
+  grep '^# conn at ' "$out" | tail -1 | awk '{ sub(":", "", $4); print $4 }'
+}
+(
+  if ((MR_ID == 2)); then
+    at=$(upto 2) || exit 0
+    tc qdisc add dev "$MR_IF2" root netem loss 100%
+  else
+    at=$(upto 4) || exit 0
+    ip link set "$MR_IF2" down
+  fi
+  # Still mid-transfer once it failed: fewer than 7/8 of the messages done.
+  grep -c '^# conn at ' "$out" >"$MR_RUNDIR/multiplane.shown.$MR_ID"
+  echo "$at" >"$MR_RUNDIR/multiplane.at.$MR_ID"
+  ((MR_ID == 1)) || plane1_tx >"$MR_RUNDIR/multiplane.tx-before.$MR_ID"
+) &
+failer=$!
+t0=$SECONDS
+fold_tap "$dev: " < <(timeout "$(slow 600)" "$paths_bin" -d "$dev" -g "$gid" -p 18790 -n "$msgs" \
+  -i $((msgs / 8)) "${args[@]}" 2>&1 | tee "$out"; echo "${PIPESTATUS[0]}" >"$rcf")
+wait "$failer"
+rc=$(cat "$rcf" 2>/dev/null) && [[ $rc =~ ^[0-9]+$ ]] || rc=255
+if ((rc == 0)); then pass "$dev: metaroce-paths $role -n $msgs exits 0 across the plane failures ($((SECONDS - t0)) s)"
+else fail "$dev: metaroce-paths $role -n $msgs exits 0 across the plane failures (exit $rc)" "$(grep -v '^# path' "$out" | tail -20)"; fi
+
+at=$(cat "$MR_RUNDIR/multiplane.at.$MR_ID" 2>/dev/null)
+shown_then=$(cat "$MR_RUNDIR/multiplane.shown.$MR_ID" 2>/dev/null)
+if [[ -n $at ]] && ((${shown_then:-8} < 7)); then
+  pass "$dev: plane 2 failed mid-transfer (here: $( ((MR_ID == 2)) && echo "netem loss 100% on $MR_IF2" || echo "$MR_IF2 down"), at message ${at} of $msgs)"
+else fail "$dev: plane 2 failed mid-transfer" "at ${at:-never}, progress line ${shown_then:-?} of 7"; fi
+if ((MR_ID == 2)); then
+  before=$(cat "$MR_RUNDIR/multiplane.tx-before.$MR_ID" 2>/dev/null)
+  if ((${before:-0} > 0)); then pass "$dev: plane 2 carried $before datagrams by the time it failed"
+  else fail "$dev: plane 2 carried datagrams before it failed" "plane 2 tx_packets ${before:-?}"; fi
+  # At the end every path sends on plane 1 (index 0), and some moved.
+  end_paths=$(grep '^# path end:' "$out")
+  on1=$(grep -c ' plane 1$' <<<"$end_paths")
+  moved=$(awk '{ for (i = 1; i < NF; i++) if ($i == "moves" && $(i + 1) > 0) n++ } END { print n + 0 }' <<<"$end_paths")
+  if [[ -n $end_paths ]] && ((on1 == 0 && moved > 0)); then
+    pass "$dev: at the end no path is on plane 2 ($moved path(s) moved off it)"
+  else fail "$dev: at the end no path is on plane 2" "$end_paths"; fi
+  tc qdisc del dev "$MR_IF2" root 2>/dev/null
+else
+  st=$("$planes_bin" "$dev" 2>&1)
+  if grep -q "^plane 1: $MR_IF2 .* down " <<<"$st"; then pass "$dev: plane 2 reported down after $MR_IF2 went down"
+  else fail "$dev: plane 2 reported down after $MR_IF2 went down" "$st"; fi
+  ip link set "$MR_IF2" up
+fi
+diag "$dev: $(grep -m1 '^# metaroce-paths:' "$out")"
+diag "$dev: $("$planes_bin" "$dev" 2>&1 | tr '\n' ';')"
+meet multiplane-done
+ip route del "$peer_host/32" 2>/dev/null
+ip addr del "$host/32" dev "$MR_IF" 2>/dev/null
+done_testing
