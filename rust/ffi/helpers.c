@@ -795,6 +795,19 @@ int metaroce_local_ifindex(bool v6, const u8 *addr)
 	return ifindex;
 }
 
+unsigned int metaroce_ifindex_mtu(int ifindex)
+{
+	struct net_device *dev;
+	unsigned int mtu = 0;
+
+	rcu_read_lock();
+	dev = dev_get_by_index_rcu(&init_net, ifindex);
+	if (dev)
+		mtu = READ_ONCE(dev->mtu);
+	rcu_read_unlock();
+	return mtu;
+}
+
 void metaroce_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);
