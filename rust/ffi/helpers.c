@@ -93,7 +93,7 @@ static uint rx_mbps;
 module_param(rx_mbps, uint, 0444);
 MODULE_PARM_DESC(rx_mbps,
 		 "Inbound capacity a device shares among its senders, Mb/s "
-		 "(0 = the netdev's link speed; 95% of it is handed out)");
+		 "(0 = the netdev's link speed; 98% of it is handed out)");
 
 u32 metaroce_param_rx_mbps(void)
 {
