@@ -55,6 +55,11 @@ struct sk_buff *metaroce_tx_skb_alloc(const struct dst_entry *dst,
  * ipv6_dev_find under RCU).
  */
 int metaroce_local_ifindex(bool v6, const u8 *addr);
+/*
+ * The MTU of the netdev in init_net with index `ifindex`, read now, or 0 if
+ * there is none (dev_get_by_index_rcu under RCU).
+ */
+unsigned int metaroce_ifindex_mtu(int ifindex);
 void metaroce_kfree_skb(struct sk_buff *skb);
 void metaroce_consume_skb(struct sk_buff *skb);
 int metaroce_skb_linearize(struct sk_buff *skb);

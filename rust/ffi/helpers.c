@@ -93,7 +93,7 @@ static uint rx_mbps;
 module_param(rx_mbps, uint, 0444);
 MODULE_PARM_DESC(rx_mbps,
 		 "Inbound capacity a device shares among its senders, Mb/s "
-		 "(0 = the netdev's link speed; 95% of it is handed out)");
+		 "(0 = the netdev's link speed; 98% of it is handed out)");
 
 u32 metaroce_param_rx_mbps(void)
 {
@@ -915,6 +915,19 @@ int metaroce_local_ifindex(bool v6, const u8 *addr)
 		ifindex = dev->ifindex;
 	rcu_read_unlock();
 	return ifindex;
+}
+
+unsigned int metaroce_ifindex_mtu(int ifindex)
+{
+	struct net_device *dev;
+	unsigned int mtu = 0;
+
+	rcu_read_lock();
+	dev = dev_get_by_index_rcu(&init_net, ifindex);
+	if (dev)
+		mtu = READ_ONCE(dev->mtu);
+	rcu_read_unlock();
+	return mtu;
 }
 
 void metaroce_kfree_skb(struct sk_buff *skb)

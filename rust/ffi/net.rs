@@ -140,6 +140,15 @@ unsafe impl<R: UdpReceiver> Send for UdpTunnel<R> {}
 // SAFETY: see `Send`; `&UdpTunnel` only sends datagrams and reads counters.
 unsafe impl<R: UdpReceiver> Sync for UdpTunnel<R> {}
 
+/// The MTU of the netdev (in `init_net`) whose index is `ifindex`, read now;
+/// `None` if there is no such netdev.
+pub(crate) fn netdev_mtu(ifindex: i32) -> Option<u32> {
+    // SAFETY: the helper looks the index up under RCU and reads one field;
+    // any value is acceptable.
+    let mtu = unsafe { b::metaroce_ifindex_mtu(ifindex) };
+    (mtu != 0).then_some(mtu)
+}
+
 /// Whether `e`, from [`UdpTunnel::send`], means there is no route to the
 /// destination (`EHOSTUNREACH`, `ENETUNREACH`), as opposed to a datagram
 /// lost for want of memory or queue room.

@@ -47,7 +47,7 @@ const MAX_WR: u32 = (1 << 15) - 1;
 /// Bytes below the IB payload on the wire: IPv6 (40) + UDP (8) + the
 /// MetaRoCE data header and trailer (see Documentation/transport.rst; budgeted
 /// at 80). The active MTU is the largest IB MTU that fits after them.
-const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
+pub(crate) const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
 
 /// The metaroce driver.
 pub(crate) struct Metaroce;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * exerciser, section 5 (error paths): UD -- a UD QP on an SRQ, a SEND longer
- * than the MTU, an AH to an address no route leads to; and the SQ_DRAINED
+ * than the MTU (4096, and the port's active MTU), an AH to an address no
+ * route leads to; and the SQ_DRAINED
  * event of RTS->SQD.
  */
 #include "exerciser.h"
@@ -47,6 +48,14 @@ static struct ibv_ah *ah_to(const union ibv_gid *dgid)
  * emitted and no error generated -- the WQE completes successfully, the QP
  * stays in RTS, nothing arrives, and the next SEND is delivered.
  * rxe: exactly that (its requester "fakes a successful UD send").
+ * Row 14(e): the MTU of C10-93.1.1 is the port's active MTU (what
+ * ibv_query_port reports, from the netdev's MTU), not 4096: a UD SEND one
+ * byte longer than it completes successfully and emits nothing, one of
+ * exactly the active MTU is delivered. (Sent to our own address the datagram
+ * would travel over lo, whatever the netdev's MTU, so only the emitting side
+ * can keep it off the wire.) Not run when the active MTU is 4096.
+ * rxe: the same (rxe_requester compares a UD payload with port.mtu_cap, the
+ * active MTU rxe_set_mtu() derives from the netdev's MTU).
  */
 void ep_ud(void)
 {
@@ -92,6 +101,29 @@ void ep_ud(void)
 	checkd(!e && w && w->status == IBV_WC_SUCCESS && w->byte_len == 40 + 64, ename(e),
 	       "error paths: after it, a 64-byte UD SEND from the same QP is delivered (%s, byte_len %u)",
 	       wc_str(w), w ? w->byte_len : 0);
+
+	/* 14(e): the active MTU is the limit. */
+	if (pattr.active_mtu < IBV_MTU_4096) {
+		uint32_t mtu = 128u << pattr.active_mtu;
+
+		e = post_recv1(r2, NULL, 0xe906, E_RECV, 8192);
+		e = e ? e : post_ud(s, 0xe907, ah, r2->qp_num, E_SRC, mtu + 1);
+		n = e ? 0 : collect(ep.cq, wc, 8, 0xe907, 10, 0.3);
+		big = find_wc(wc, n, 0xe907);
+		w = find_wc(wc, n, 0xe906);
+		st = qp_state(s, NULL);
+		checkd(!e && big && big->status == IBV_WC_SUCCESS && !w && st == IBV_QPS_RTS, ename(e),
+		       "error paths: a UD SEND of the port's active MTU + 1 (%u bytes) completes with "
+		       "IBV_WC_SUCCESS, emits nothing, the QP stays in RTS (C10-93.1.1; rxe) (%s; receive %s; QP %s)",
+		       mtu + 1, wc_str(big), w ? wc_str(w) : "none", qps_name(st));
+		e = post_ud(s, 0xe908, ah, r2->qp_num, E_SRC, mtu);
+		n = e ? 0 : collect(ep.cq, wc, 8, 0xe906, 10, 0.05);
+		w = find_wc(wc, n, 0xe906);
+		checkd(!e && w && w->status == IBV_WC_SUCCESS && w->byte_len == 40 + mtu &&
+		       !memcmp(E_RECV + 40, E_SRC, 256), ename(e),
+		       "error paths: a UD SEND of exactly the active MTU (%u bytes) is delivered (%s, byte_len %u)",
+		       mtu, wc_str(w), w ? w->byte_len : 0);
+	}
 out:
 	if (ah)
 		ibv_destroy_ah(ah);

@@ -360,3 +360,30 @@ fn a_tiny_capacity_never_hints_zero() {
         }
     }
 }
+
+/// What the kernel says it hands out is [`HANDOUT_PERCENT`]: the `rx_mbps` module
+/// parameter's description (`modinfo metaroce.ko`, rust/ffi/helpers.c) and
+/// Documentation/device.rst and transport.rst ("What the kernel runs").
+#[test]
+fn the_handout_percentage_is_stated_as_it_is() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
+    let n = HANDOUT_PERCENT;
+    let helpers = read("rust/ffi/helpers.c");
+    let desc = helpers
+        .split("MODULE_PARM_DESC(rx_mbps,")
+        .nth(1)
+        .and_then(|s| s.split(");").next())
+        .expect("rx_mbps has a description");
+    assert!(
+        desc.contains(&format!("{n}% of it is handed out")),
+        "rx_mbps description: {desc}"
+    );
+    let device = read("Documentation/device.rst")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(device.contains(&format!("{n} % of it is handed out")));
+    let transport = read("Documentation/transport.rst");
+    assert!(transport.contains(&format!("{n} % of ``rx_mbps``")));
+}

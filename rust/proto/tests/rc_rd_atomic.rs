@@ -393,3 +393,164 @@ fn table_entry_sizes() {
     assert_eq!(size_of::<rc::RxRecv>(), 12);
     assert_eq!(size_of::<rc::Resp>(), 40);
 }
+
+/// Posts `wqes` on A, delivers A's requests to B and returns what B answers (to A):
+/// its ACKs and, for a READ or atomic, the response packets, oldest first.
+fn answers(p: &mut Pair, wqes: Vec<metaroce_proto::testkit::rc::SqEntry>) -> Vec<Vec<u8>> {
+    for e in wqes {
+        assert!(p.a.host.post_send(e));
+    }
+    p.doorbell(0);
+    let reqs = p.take_wire();
+    assert!(!reqs.is_empty() && reqs.iter().all(|(to, _)| *to == 1));
+    for (_, d) in &reqs {
+        p.inject(1, d);
+    }
+    let out = p.take_wire();
+    assert!(out.iter().all(|(to, _)| *to == 0));
+    out.into_iter().map(|(_, d)| d).collect()
+}
+
+/// Re-encodes DATA packet `d` after `f` changed its header and payload (the header's
+/// `payload_len` follows the payload).
+fn reshape(
+    d: &[u8],
+    f: impl FnOnce(&mut metaroce_proto::wire::DataHeader, &mut Vec<u8>),
+) -> Vec<u8> {
+    use metaroce_proto::wire::decode_data_packet;
+    let (mut h, payload) = decode_data_packet(d).unwrap();
+    let mut payload = payload.to_vec();
+    f(&mut h, &mut payload);
+    h.payload_len = payload.len() as u16;
+    let mut out = vec![0u8; h.header_len() + payload.len()];
+    let n = h.encode(&mut out).unwrap();
+    out[n..].copy_from_slice(&payload);
+    assert!(decode_data_packet(&out).is_ok(), "well-formed: {h:?}");
+    out
+}
+
+/// Whether `d` is a DATA packet of `op`.
+fn is_op(d: &[u8], op: metaroce_proto::wire::Op) -> bool {
+    metaroce_proto::wire::decode_data_packet(d).is_ok_and(|(h, _)| h.op == op as u8)
+}
+
+/// A READ response whose length is not the READ's (C11: `msg_len` = the READ's
+/// `dma_len`) — longer (one packet, or its last packet of two), shorter (likewise) — is
+/// the peer's error: the READ completes with `IB_WC_LOC_LEN_ERR` (as siw's requester
+/// does for a Read Response longer than its READ; rxe fails it with
+/// `IB_WC_LOC_PROT_ERR` when the bytes do not fit), never with success, and nothing of
+/// the response lands past the READ's buffer. An atomic's response of another length
+/// than 8 bytes likewise.
+#[test]
+fn a_response_of_another_length_than_its_request_fails_the_wqe() {
+    use metaroce_proto::wire::{Op, DF_LAST};
+    // (READ length or 0 for a FETCH_ADD, the new msg_len, cut the last packet to it)
+    for (len, forged) in [
+        (100usize, 200u32),
+        (100, 60),
+        (2000, 2040),
+        (2000, 1500),
+        (0, 16),
+        (0, 4),
+    ] {
+        let (mut p, a, b) = setup(8, false, clean(), 71);
+        let e = if len == 0 {
+            fetch_add(1, a, b, 5)
+        } else {
+            read(1, a, b, 0, len)
+        };
+        let landing = p.a.host.mr(A_MR).unwrap().bytes.clone();
+        let wire = answers(&mut p, vec![e]);
+        let resp = if len == 0 {
+            Op::AtomicResp
+        } else {
+            Op::ReadResp
+        };
+        let last = wire
+            .iter()
+            .rposition(|d| is_op(d, resp))
+            .expect("a response");
+        for (i, d) in wire.iter().enumerate() {
+            if !is_op(d, resp) {
+                p.inject(0, d);
+                continue;
+            }
+            let d = if i == last {
+                reshape(d, |h, pl| {
+                    pl.resize(forged as usize - h.offset as usize, 0xee);
+                    h.msg_len = forged;
+                    h.flags |= DF_LAST;
+                })
+            } else {
+                reshape(d, |h, _| h.msg_len = forged)
+            };
+            p.inject(0, &d);
+        }
+        p.run(5_000_000_000);
+        let what = format!("{len}-byte request answered with {forged}");
+        assert_eq!(
+            statuses(&p.a.host.send_cq),
+            vec![(1, WcStatus::LocLenErr)],
+            "{what}"
+        );
+        assert_eq!(p.a.host.mode, QpMode::Err, "{what}");
+        assert!(p.a.host.bad_responses > 0, "{what}: counted");
+        let now = &p.a.host.mr(A_MR).unwrap().bytes;
+        let end = if len == 0 { 16 } else { LAND + len };
+        assert_eq!(now[end..], landing[end..], "{what}: placed past the WQE");
+    }
+}
+
+/// A response that answers no READ or atomic outstanding under its number (C11: response
+/// MSN `k` answers the `k`-th READ/atomic), or the wrong kind of request (an ATOMIC_RESP
+/// for a READ, a READ_RESP for an atomic), is placed nowhere — not into another WQE's
+/// buffer — and completes nothing with success: the QP fails with
+/// `IB_WC_BAD_RESP_ERR` (IBTA: an unexpected response from the responder).
+#[test]
+fn a_response_to_no_such_request_fails_the_qp_and_lands_nowhere() {
+    use metaroce_proto::wire::Op;
+    for case in 0..3 {
+        let (mut p, a, b) = setup(8, false, clean(), 81);
+        let before = p.a.host.mr(A_MR).unwrap().bytes.clone();
+        // A WRITE (MSN 0, its source A's bytes 0..100), then the request answered.
+        let w = rdma(
+            wqe(WrOpcode::RdmaWrite, 0, vec![sge(a, 0, 100, A_MR)]),
+            b,
+            B_MR,
+        );
+        let (r, resp) = match case {
+            // The READ is response number 0; the forgery says 1.
+            0 => (read(1, a, b, 0, 100), Op::ReadResp),
+            // A READ of 8 bytes answered by an ATOMIC_RESP.
+            1 => (read(1, a, b, 0, 8), Op::ReadResp),
+            // A FETCH_ADD answered by a READ_RESP.
+            _ => (fetch_add(1, a, b, 5), Op::AtomicResp),
+        };
+        let wire = answers(&mut p, vec![w, r]);
+        for d in &wire {
+            if !is_op(d, resp) {
+                p.inject(0, d);
+            }
+        }
+        assert_eq!(statuses(&p.a.host.send_cq), vec![(0, WcStatus::Success)]);
+        for d in &wire {
+            if is_op(d, resp) {
+                let forged = reshape(d, |h, _| match case {
+                    0 => h.msn = 1,
+                    1 => h.op = Op::AtomicResp as u8,
+                    _ => h.op = Op::ReadResp as u8,
+                });
+                p.inject(0, &forged);
+            }
+        }
+        p.run(5_000_000_000);
+        assert_eq!(
+            statuses(&p.a.host.send_cq),
+            vec![(0, WcStatus::Success), (1, WcStatus::BadRespErr)],
+            "case {case}"
+        );
+        assert_eq!(p.a.host.mode, QpMode::Err, "case {case}");
+        let now = &p.a.host.mr(A_MR).unwrap().bytes;
+        assert_eq!(now[..], before[..], "case {case}: response placed");
+    }
+}

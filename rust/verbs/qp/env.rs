@@ -43,6 +43,7 @@ same! {
     WcStatus::LocProtErr => b::ib_wc_status_IB_WC_LOC_PROT_ERR,
     WcStatus::WrFlushErr => b::ib_wc_status_IB_WC_WR_FLUSH_ERR,
     WcStatus::MwBindErr => b::ib_wc_status_IB_WC_MW_BIND_ERR,
+    WcStatus::BadRespErr => b::ib_wc_status_IB_WC_BAD_RESP_ERR,
     WcStatus::RemInvReqErr => b::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
     WcStatus::RemAccessErr => b::ib_wc_status_IB_WC_REM_ACCESS_ERR,
     WcStatus::RetryExcErr => b::ib_wc_status_IB_WC_RETRY_EXC_ERR,

@@ -17,7 +17,7 @@ use crate::proto::conn::{
 use crate::proto::ident::Ident;
 use crate::proto::rc::Bound;
 use crate::proto::stream::Stream;
-use crate::proto::wire::DropReason;
+use crate::proto::wire::{DropReason, Op};
 
 /// One member as the connection knows it.
 #[derive(Clone, Copy, Default)]
@@ -264,6 +264,12 @@ impl App for Mux<'_> {
     fn payload(&mut self, s: u16, msn: u32, off: u32, dst: &mut [u8]) -> Result<(), Unreadable> {
         self.with(s, |b, l| b.payload(l, msn, off, dst))
             .unwrap_or(Err(Unreadable::Local))
+    }
+
+    /// A member's wire stream 0 carries its requests, 1 its responses
+    /// (transport.rst, C10).
+    fn carries(&mut self, s: u16, op: Op) -> bool {
+        self.with(s, |b, l| b.carries(l, op)).unwrap_or(false)
     }
 
     /// A member QP takes packets in RTR, RTS and SQD, and in the error state

@@ -32,13 +32,17 @@ impl Glue<'_> {
             let room = scratch
                 .len()
                 .saturating_sub(DATAGRAM_LEN)
-                .min(UD_MAX_PAYLOAD);
+                .min(UD_MAX_PAYLOAD)
+                .min(port_mtu(self.qp.dev.ifindex));
             let imm = w.opcode == WrOpcode::SendWithImm as u32;
             match ah {
                 _ if w.opcode != WrOpcode::Send as u32 && !imm => status = WcStatus::LocQpOpErr,
                 _ if w.num_sge > self.io.caps.max_send_sge => status = WcStatus::LocQpOpErr,
-                // IBTA C10-93.1.1: a UD message longer than the MTU emits
-                // no packet and generates no error (rxe does the same).
+                // IBTA C10-93.1.1: a UD message longer than the port's MTU
+                // (its active MTU, as `query_port` reports it) emits no
+                // packet and generates no error (rxe does the same: its
+                // requester compares with `port.mtu_cap`). A longer datagram
+                // would not fit the link (IPv4 with DF): lost, never sent.
                 _ if len > room => {}
                 None => status = WcStatus::LocQpOpErr,
                 Some(ah) => {
@@ -205,3 +209,15 @@ fn ipv4_checksum(h: &[u8]) -> u16 {
 }
 /// Largest UD payload: one IB MTU of 4096 bytes.
 const UD_MAX_PAYLOAD: usize = 4096;
+
+/// The port's active MTU in bytes, as `query_port` reports it now: the
+/// largest IB MTU whose datagrams fit the MTU of the netdev `ifindex` after
+/// [`WIRE_OVERHEAD`] bytes of headers; 256 if none does (or the netdev is
+/// gone), as `active_mtu` says then.
+///
+/// [`WIRE_OVERHEAD`]: crate::verbs::device::WIRE_OVERHEAD
+fn port_mtu(ifindex: i32) -> usize {
+    crate::ffi::net::netdev_mtu(ifindex)
+        .and_then(|m| crate::ffi::rdma::ib_mtu_for(m, crate::verbs::device::WIRE_OVERHEAD))
+        .map_or(256, |(_, bytes)| bytes as usize)
+}

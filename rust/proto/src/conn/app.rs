@@ -185,6 +185,15 @@ pub trait App {
         offset: u32,
         dst: &mut [u8],
     ) -> Result<(), Unreadable>;
+    /// Receiver: whether stream `s` carries messages of `op`. Asked of a DATA packet
+    /// right after its stream ([`App::stream`]), before anything changes; a packet of
+    /// an op its stream does not carry is dropped ([`DropReason::UnknownOp`]). By
+    /// default every op (a stream's ops are its owner's affair); an RC QP's stream 0
+    /// carries its requests only and its stream 1 the responses only
+    /// (Documentation/transport.rst, C10: [`crate::rc::carries`]).
+    fn carries(&mut self, _s: u16, _op: Op) -> bool {
+        true
+    }
     /// Places received bytes (idempotent: the same bytes may arrive again only after a
     /// retransmission raced an ACK, and are then not placed twice).
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse>;

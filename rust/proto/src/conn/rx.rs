@@ -246,8 +246,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
 
     /// A DATA packet. Every check comes before any state changes (in this order, which
     /// decides the drop reason counted): connection and path, token, payload length,
-    /// stream, the path window ([`super::super::path::PathRx::admits`]), the stream
-    /// window; then the application places it or refuses it, and a refused packet
+    /// stream and an op it carries ([`App::carries`]), the path window
+    /// ([`super::super::path::PathRx::admits`]), the stream window; then the
+    /// application places it or refuses it, and a refused packet
     /// changes no path or stream state but its path's floor ([`Self::refused`]); like
     /// an accepted one it settles the receiving key ([`super::Config::rx_alt`] closes)
     /// and the peer's incarnation: it carried the right token and fit the windows.
@@ -281,6 +282,11 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             return Err(DropReason::StreamOutOfRange);
         };
         let mut srx = st.rx;
+        // (The header check took only ops 0-10.)
+        let op = Op::from_u8(h.op).unwrap_or(Op::Send);
+        if !app.carries(s, op) {
+            return Err(DropReason::UnknownOp);
+        }
         if member.is_none() && key != self.cfg.rx_ident {
             // The alternative key (nothing received yet): the windows it starts.
             let fresh = PathRx {
@@ -308,7 +314,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if verdict == RxVerdict::OutOfWindow {
             return Err(DropReason::SsnOutOfWindow);
         }
-        let op = Op::from_u8(h.op).unwrap_or(Op::Send);
         let last = h.flags & DF_LAST != 0;
         let mut lost = None;
         let ev = if verdict == RxVerdict::New {

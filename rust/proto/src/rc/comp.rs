@@ -247,7 +247,11 @@ impl<T: Tables> Engine<T> {
     }
 
     /// Requester: a packet of a READ or atomic response, placed into the SGEs of the WQE
-    /// it answers (IBTA 9.7.5.1.4-5).
+    /// it answers (IBTA 9.7.5.1.4-5). Only a response that can be the answer it names
+    /// (Documentation/transport.rst, C11) is placed: response `k` of a READ or atomic
+    /// sent and not yet answered, of the kind its request asks for, whose length is the
+    /// request's. Any other is the responder's error: nothing of it is placed, and
+    /// nothing completes with success on it ([`Self::bad_response`]).
     pub(super) fn place_response<E: Env<Sge = T::Sge>>(
         &mut self,
         env: &mut E,
@@ -258,12 +262,26 @@ impl<T: Tables> Engine<T> {
         if env.mode() == QpMode::Err {
             return Err(Refuse::Held);
         }
-        let Some(msn) = self.read_msn(p.msn) else {
+        let sent = self.tx_reads.wrapping_sub(self.reads_done);
+        let answers = match self.read_msn(p.msn) {
+            Some(msn) if p.msn.wrapping_sub(self.reads_done) < sent => self
+                .send_msg(msn)
+                .filter(|m| m.needs_resp && !m.resp_done)
+                .map(|m| (msn, m)),
+            _ => None,
+        };
+        let Some((msn, m)) = answers else {
+            // No READ or atomic waits for response `k`: it answers nothing.
+            self.bad_response(env, None, WcStatus::BadRespErr);
             return Ok(());
         };
-        let Some(m) = self.send_msg(msn) else {
+        let read = WrOpcode::from_raw(u32::from(m.opcode)) == Some(WrOpcode::RdmaRead);
+        let want = if read { Op::ReadResp } else { Op::AtomicResp };
+        if p.op != want {
+            // A READ answered as an atomic, or an atomic as a READ.
+            self.bad_response(env, Some(msn), WcStatus::BadRespErr);
             return Ok(());
-        };
+        }
         if p.tag == RESP_ACCESS {
             // The responder could not serve it (its memory went away between the
             // request's check and its execution).
@@ -271,22 +289,26 @@ impl<T: Tables> Engine<T> {
             self.complete_sends(env);
             return Ok(());
         }
-        let len = if p.op == Op::AtomicResp { 8 } else { m.length };
-        // An atomic's original value travels big-endian; the WQE's buffer gets it in
-        // host order, as an 8-byte integer.
-        let mut v = [0u8; 8];
-        let data = if p.op == Op::AtomicResp && p.payload.len() == 8 && p.offset == 0 {
-            v.copy_from_slice(p.payload);
-            v = u64::from_be_bytes(v).to_ne_bytes();
-            &v[..]
-        } else {
-            p.payload
-        };
-        if u64::from(p.offset).saturating_add(data.len() as u64) > u64::from(len) {
-            // More than the WQE asked for: the peer is broken.
-            env.bad_response();
+        // A READ_RESP is the READ's length (its RETH `dma_len`), an ATOMIC_RESP one
+        // packet of 8 bytes: more or fewer bytes than asked for (IBTA: a local length
+        // error; siw's Read Response check) fail the WQE, whichever packet shows it,
+        // before the message could complete with bytes missing or misplaced.
+        let len = if read { m.length } else { 8 };
+        let original = <[u8; 8]>::try_from(p.payload).ok();
+        if p.msg_len != len || (!read && original.is_none()) {
+            self.bad_response(env, Some(msn), WcStatus::LocLenErr);
             return Ok(());
         }
+        // An atomic's original value travels big-endian; the WQE's buffer gets it in
+        // host order, as an 8-byte integer.
+        let v;
+        let data = match original {
+            Some(b) if !read => {
+                v = u64::from_be_bytes(b).to_ne_bytes();
+                &v[..]
+            }
+            _ => p.payload,
+        };
         if Self::scatter_send(env, &m, p.offset, data).is_err() {
             // The READ's or atomic's local SGEs cannot take the data (bad lkey, no
             // LOCAL_WRITE, past the MR): a local protection error, never a success with
@@ -297,11 +319,40 @@ impl<T: Tables> Engine<T> {
         Ok(())
     }
 
+    /// Requester: a response packet that cannot be the answer it names (a broken
+    /// responder): nothing of it is placed, it is counted ([`Env::bad_response`]), and
+    /// the WQE it names (`Some(msn)`) completes with `status` once every earlier WQE
+    /// has, the QP entering the error state; naming none, the QP enters the error state
+    /// at once, its oldest WQE reporting `status`. The connection takes the packet (it
+    /// passed every check of the transport): the QP in the error state takes nothing
+    /// more.
+    fn bad_response<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        msn: Option<u32>,
+        status: WcStatus,
+    ) {
+        env.bad_response();
+        match msn {
+            Some(msn) => {
+                self.set_fail(msn, status);
+                self.complete_sends(env);
+            }
+            None => {
+                self.error.get_or_insert(status);
+                self.flush(env);
+            }
+        }
+    }
+
     /// Requester: response `k` is whole; its WQE may complete.
     pub(super) fn response_complete<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, k: u32) {
-        if let Some(msn) = self.read_msn(k) {
-            if let Some(s) = at(self.t.sends(), msn) {
-                s.resp_done = true;
+        let sent = self.tx_reads.wrapping_sub(self.reads_done);
+        if k.wrapping_sub(self.reads_done) < sent {
+            if let Some(msn) = self.read_msn(k) {
+                if let Some(s) = at(self.t.sends(), msn) {
+                    s.resp_done = true;
+                }
             }
         }
         self.reads_done = self.reads_done.wrapping_add(1);

@@ -137,8 +137,10 @@ pub trait QpControl {
     fn sq_drained(&mut self);
     /// `IB_EVENT_QP_LAST_WQE_REACHED` (IBTA 11.6.3.1).
     fn last_wqe_reached(&mut self);
-    /// A response packet carried more than its WQE asked for (a broken peer): counted,
-    /// dropped.
+    /// A response packet that cannot be the answer it names (a broken peer: it answers
+    /// no READ or atomic outstanding, or not the kind of request it names, or has
+    /// another length than the request asked for): counted; nothing of it is placed and
+    /// the WQE fails (Documentation/transport.rst, C11).
     fn bad_response(&mut self);
 }
 

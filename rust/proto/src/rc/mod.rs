@@ -461,6 +461,19 @@ pub fn consumes_recv(op: Op) -> bool {
     matches!(op, Op::Send | Op::SendImm | Op::SendInv | Op::WriteImm)
 }
 
+/// Whether an RC QP's stream `s` carries messages of `op` (Documentation/transport.rst,
+/// C10): [`REQ`] the requests (every op but READ_RESP and ATOMIC_RESP), [`RESP`] the
+/// responses (those two); no other stream exists. A peer's DATA of another op is
+/// dropped ([`App::carries`]).
+pub fn carries(s: u16, op: Op) -> bool {
+    let response = matches!(op, Op::ReadResp | Op::AtomicResp);
+    match s {
+        REQ => !response,
+        RESP => response,
+        _ => false,
+    }
+}
+
 /// The message length, in bytes, an atomic op carries: its operands (ATOMIC_WRITE the
 /// value, FETCH_ADD the addend, CMP_SWAP swap then compare); 0 for every other op.
 /// A request of another length is an invalid request (Documentation/transport.rst).
@@ -519,6 +532,10 @@ impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
             RESP => self.engine.response_payload(self.env, msn, offset, dst),
             _ => Err(Unreadable::Local),
         }
+    }
+
+    fn carries(&mut self, s: u16, op: Op) -> bool {
+        carries(s, op)
     }
 
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {

@@ -84,6 +84,10 @@ pub enum WcStatus {
     WrFlushErr = 5,
     /// `IB_WC_MW_BIND_ERR`: a memory window operation failed.
     MwBindErr = 6,
+    /// `IB_WC_BAD_RESP_ERR`: the responder answered with a response that answers no
+    /// READ or atomic outstanding under its number, or not the kind of request it
+    /// answers (IBTA 11.6.2: an unexpected transport layer opcode).
+    BadRespErr = 7,
     /// `IB_WC_REM_INV_REQ_ERR`: the responder NAKed an invalid request.
     RemInvReqErr = 9,
     /// `IB_WC_REM_ACCESS_ERR`: the responder NAKed a remote access error.
@@ -96,13 +100,14 @@ pub enum WcStatus {
 
 impl WcStatus {
     /// Every status the engine produces.
-    pub const ALL: [WcStatus; 10] = [
+    pub const ALL: [WcStatus; 11] = [
         WcStatus::Success,
         WcStatus::LocLenErr,
         WcStatus::LocQpOpErr,
         WcStatus::LocProtErr,
         WcStatus::WrFlushErr,
         WcStatus::MwBindErr,
+        WcStatus::BadRespErr,
         WcStatus::RemInvReqErr,
         WcStatus::RemAccessErr,
         WcStatus::RetryExcErr,

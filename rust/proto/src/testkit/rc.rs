@@ -114,7 +114,7 @@ pub struct Host {
     pub cq_cap: usize,
     /// Events raised.
     pub events: Vec<Event>,
-    /// Responses longer than asked for.
+    /// Response packets that could not be the answers they named ([`crate::rc::Env::bad_response`]).
     pub bad_responses: u32,
     /// Snapshot this region's bytes at every successful send completion (into
     /// `snapshots`), to check what a completion guarantees at the moment it is written.

@@ -12,7 +12,7 @@ use crate::ident::Ident;
 use crate::rc::{Engine, QpMode};
 use crate::stream::Stream;
 use crate::time::Instant;
-use crate::wire::DropReason;
+use crate::wire::{DropReason, Op};
 use alloc::vec::Vec;
 
 /// One QP: its verbs objects and RC engine, and what its pair is on the wire (it is a
@@ -143,6 +143,11 @@ impl App for Mux<'_> {
     fn payload(&mut self, s: u16, msn: u32, off: u32, dst: &mut [u8]) -> Result<(), Unreadable> {
         let (qp, l) = self.qp(s).ok_or(Unreadable::Local)?;
         qp.engine.bind(&mut qp.host).payload(l, msn, off, dst)
+    }
+
+    fn carries(&mut self, s: u16, op: Op) -> bool {
+        self.qp(s)
+            .is_some_and(|(qp, l)| qp.engine.bind(&mut qp.host).carries(l, op))
     }
 
     fn place(&mut self, p: &Placement<'_>) -> Result<(), Refuse> {
