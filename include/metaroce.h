@@ -60,6 +60,7 @@ void metaroce_cq_event(struct ib_cq *cq);
 
 unsigned int metaroce_num_possible_cpus(void);
 int metaroce_netdev_state(int ifindex);
+bool metaroce_netdev_in_init_net(const struct net_device *dev);
 
 /* A u32-keyed map read under RCU (rust/ffi/rcu_map.rs, helpers.c). */
 struct metaroce_map;

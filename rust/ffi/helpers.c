@@ -424,6 +424,13 @@ int metaroce_device_set_planes(struct ib_device *dev, const u32 *ifindex,
 }
 EXPORT_SYMBOL_GPL(metaroce_device_set_planes);
 
+/* Whether netdev dev is in the initial network namespace (where planes are
+ * looked up: an ifindex names a netdev only within its namespace). */
+bool metaroce_netdev_in_init_net(const struct net_device *dev)
+{
+	return net_eq(dev_net(dev), &init_net);
+}
+
 /*
  * The state of netdev ifindex in init_net: -ENODEV if there is none, else
  * bit 0 up (running, with carrier), bit 1 loopback.

@@ -6,22 +6,24 @@
 #   multiplane.sh [DEV [MSGS]]      (defaults: mr0, 2000)
 #   make -C tools/metaroce-dv && MR_PLANES=2 qemu/vm-run -n 2 -t 900 tests/guest/multiplane.sh mr0 2000
 # Set-up, as a multi-plane host is set up: each guest has one host address
-# (198.18.2.ID/32, on plane 1's netdev, so the device has a GID for it),
-# routed over both planes (a multipath route via the peer's address on each
-# link); DEV is added on plane 1's netdev and bound to both netdevs with
-# metaroce-planes.
+# (198.18.2.ID/32, on the first link's netdev, so the device has a GID for
+# it), routed over both links (a multipath route via the peer's address on
+# each); DEV is added on the first link's netdev and bound to both netdevs
+# with metaroce-planes: planes 0 ($MR_IF) and 1 ($MR_IF2), numbered as the
+# tool and metaroce_path_info.plane number them.
 # Checked: the planes' refusals (the first netdev not the device's, a netdev
 # twice, loopback: EINVAL; no such netdev: ENODEV; without CAP_NET_ADMIN:
 # EPERM) change nothing; both planes are reported up. metaroce-paths carries
 # MSGS checked 16 KiB SENDs over one RC QP between the host addresses on 8
 # paths, and both exit 0 (every message once, in order, byte-exact, every
 # completion a success) although during the transfer
-#  - at a quarter of the messages the sender's plane 2 starts dropping
+#  - at a quarter of the messages the sender's plane 1 starts dropping
 #    everything it sends (netem loss 100%: a gray failure, no link event),
-#  - at half the receiver takes its plane 2 down (a link event);
-# before the failure both planes carried the sender's datagrams (the plane
-# counters); the sender's paths on plane 2 moved to plane 1 (every path at
-# the end on plane 0, its moves counted); the receiver reports plane 2 down.
+#  - at half the receiver takes its plane 1 down (a link event);
+# plane 1 carried the sender's datagrams until then (the plane counters);
+# at the end every path of the sender is on plane 0; the receiver reports
+# plane 1 down. Before the transfer, a netdev of another network namespace
+# with plane 1's ifindex coming and going changes no plane's state.
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 if [[ ${MR_PLANES:-1} != 2 || $MR_NGUESTS != 2 ]]; then
   skip "a connection over two planes" "no plane 2 (MR_PLANES=${MR_PLANES:-1}, $MR_NGUESTS guest(s)): MR_PLANES=2 qemu/vm-run -n 2"
@@ -74,9 +76,20 @@ set_out=$("$planes_bin" "$dev" "$MR_IF" "$MR_IF2" 2>&1)
 if grep -q "^plane 0: $MR_IF .* up " <<<"$set_out" && grep -q "^plane 1: $MR_IF2 .* up " <<<"$set_out"; then
   pass "$dev: bound to $MR_IF and $MR_IF2, both up"
 else fail "$dev: bound to $MR_IF and $MR_IF2, both up" "$set_out"; fi
+# A netdev of another namespace with plane 1's ifindex, up, down and gone:
+# an ifindex names a netdev within its namespace only, so no plane changes.
+idx2=$(<"/sys/class/net/$MR_IF2/ifindex")
+ip netns add mpns 2>/dev/null
+for i in $(seq 2 "$idx2"); do ip -n mpns link add "nd$i" type dummy 2>/dev/null; done
+ip -n mpns link set "nd$idx2" up 2>/dev/null; ip -n mpns link set "nd$idx2" down 2>/dev/null
+ip netns del mpns
+ns_out=$("$planes_bin" "$dev" 2>&1)
+if grep -q "^plane 0: $MR_IF .* up " <<<"$ns_out" && grep -q "^plane 1: $MR_IF2 .* up " <<<"$ns_out"; then
+  pass "$dev: another namespace's netdevs coming and going change no plane"
+else fail "$dev: another namespace's netdevs coming and going change no plane" "$ns_out"; fi
 meet planes-set
 
-# plane1_tx: the datagrams the device sent on plane 2 (its plane 1).
+# plane1_tx: the datagrams the device sent on plane 1 ($MR_IF2).
 plane1_tx() { "$planes_bin" "$dev" | awk '$1 == "plane" && $2 == "1:" { print $NF }'; }
 out=$MR_RUNDIR/multiplane.out.$MR_ID
 rcf=$MR_RUNDIR/multiplane.rc.$MR_ID
@@ -86,7 +99,7 @@ role=server args=()
 # The QP's addresses are the host addresses (its GID); the tool's TCP side
 # channel goes to the peer's plane-1 address, off the planes that fail.
 ((MR_ID == 1)) || { role=client args=(-P 0.01:8 "$MR_PEER_IP4"); }
-# The failures, on the way: the sender's plane 2 drops everything at a
+# The failures, on the way: the sender's plane 1 drops everything at a
 # quarter of the messages (its progress lines), the receiver's goes down at
 # half.
 # upto N: waits (polling every 0.2 s) until the tool printed its N-th
@@ -121,24 +134,24 @@ else fail "$dev: metaroce-paths $role -n $msgs exits 0 across the plane failures
 at=$(cat "$MR_RUNDIR/multiplane.at.$MR_ID" 2>/dev/null)
 ended=$(cat "$MR_RUNDIR/multiplane.ended.$MR_ID" 2>/dev/null)
 if [[ -n $at && $ended == 0 ]]; then
-  pass "$dev: plane 2 failed mid-transfer (here: $( ((MR_ID == 2)) && echo "netem loss 100% on $MR_IF2" || echo "$MR_IF2 down"), at message ${at} of $msgs)"
-else fail "$dev: plane 2 failed mid-transfer" "at message ${at:-never}; the transfer had ended by then: ${ended:-?}"; fi
+  pass "$dev: plane 1 failed mid-transfer (here: $( ((MR_ID == 2)) && echo "netem loss 100% on $MR_IF2" || echo "$MR_IF2 down"), at message ${at} of $msgs)"
+else fail "$dev: plane 1 failed mid-transfer" "at message ${at:-never}; the transfer had ended by then: ${ended:-?}"; fi
 if ((MR_ID == 2)); then
   before=$(cat "$MR_RUNDIR/multiplane.tx-before.$MR_ID" 2>/dev/null)
-  if ((${before:-0} > 0)); then pass "$dev: plane 2 carried $before datagrams by the time it failed"
-  else fail "$dev: plane 2 carried datagrams before it failed" "plane 2 tx_packets ${before:-?}"; fi
-  # At the end every path sends on plane 1 (index 0), and some moved.
+  if ((${before:-0} > 0)); then pass "$dev: plane 1 carried $before datagrams by the time it failed"
+  else fail "$dev: plane 1 carried datagrams before it failed" "plane 1 tx_packets ${before:-?}"; fi
+  # At the end every path sends on plane 0.
   end_paths=$(grep '^# path end:' "$out")
   on1=$(grep -c ' plane 1$' <<<"$end_paths")
   moved=$(awk '{ for (i = 1; i < NF; i++) if ($i == "moves" && $(i + 1) > 0) n++ } END { print n + 0 }' <<<"$end_paths")
   if [[ -n $end_paths ]] && ((on1 == 0 && moved > 0)); then
-    pass "$dev: at the end no path is on plane 2 ($moved path(s) moved off it)"
-  else fail "$dev: at the end no path is on plane 2" "$end_paths"; fi
+    pass "$dev: at the end no path is on plane 1 ($moved path(s) moved at some point)"
+  else fail "$dev: at the end no path is on plane 1" "$end_paths"; fi
   tc qdisc del dev "$MR_IF2" root 2>/dev/null
 else
   st=$("$planes_bin" "$dev" 2>&1)
-  if grep -q "^plane 1: $MR_IF2 .* down " <<<"$st"; then pass "$dev: plane 2 reported down after $MR_IF2 went down"
-  else fail "$dev: plane 2 reported down after $MR_IF2 went down" "$st"; fi
+  if grep -q "^plane 1: $MR_IF2 .* down " <<<"$st"; then pass "$dev: plane 1 reported down after $MR_IF2 went down"
+  else fail "$dev: plane 1 reported down after $MR_IF2 went down" "$st"; fi
   ip link set "$MR_IF2" up
 fi
 diag "$dev: $(grep -m1 '^# metaroce-paths:' "$out")"

@@ -356,8 +356,9 @@ pub(crate) trait Driver: 'static + Sized {
 
     /// A netdev changed: netdev `ifindex` is now up with carrier (`up`) or not, or
     /// went away (`gone`). Called for every device of the driver on every netdev's
-    /// `NETDEV_UP`, `_DOWN`, `_CHANGE` and `_UNREGISTER` (process context, RTNL
-    /// held): a device with planes follows its planes' netdevs.
+    /// `NETDEV_UP`, `_DOWN`, `_CHANGE` and `_UNREGISTER` in the initial network
+    /// namespace (process context, RTNL held): a device with planes follows its
+    /// planes' netdevs.
     fn netdev_event(_dev: &Device<Self>, _ifindex: i32, _up: bool, _gone: bool) {}
 
     /// `create_qp`: updates `init.caps` to the sizes granted. `handle` is

@@ -228,14 +228,20 @@ unsafe extern "C" fn netdev_event_callback(
     let ndev = unsafe { b::metaroce_netdev_notifier_info_to_dev(ptr) };
     let event = event as u32;
 
-    // Every device hears of every netdev's state (planes: `Driver::netdev_event`).
-    if matches!(
-        event,
-        b::netdev_cmd_NETDEV_UP
-            | b::netdev_cmd_NETDEV_DOWN
-            | b::netdev_cmd_NETDEV_CHANGE
-            | b::netdev_cmd_NETDEV_UNREGISTER
-    ) {
+    // Every device hears of every netdev's state (planes: `Driver::netdev_event`),
+    // for the netdevs of the initial namespace only: an ifindex names a netdev
+    // within its namespace, and another namespace's netdev 3 is not plane 3.
+    // SAFETY: the chain's netdev is registered during the call.
+    let in_init_net = unsafe { b::metaroce_netdev_in_init_net(ndev) };
+    if in_init_net
+        && matches!(
+            event,
+            b::netdev_cmd_NETDEV_UP
+                | b::netdev_cmd_NETDEV_DOWN
+                | b::netdev_cmd_NETDEV_CHANGE
+                | b::netdev_cmd_NETDEV_UNREGISTER
+        )
+    {
         // SAFETY: the chain's netdev is registered during the call.
         let nd = unsafe { NetDev::from_raw(ndev) };
         let (ifindex, up) = (nd.ifindex(), nd.is_up());
