@@ -8,7 +8,6 @@
 mod common;
 
 use common::{config, Conn, TestApp};
-use metaroce_proto::stream::StreamTable;
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{decode, DataHeader, DropReason, Packet, AF_RNR};
 
@@ -25,14 +24,7 @@ fn an_rnr_refusal_applies_the_floor_and_nothing_else() {
     // One path each way, three 100-byte messages from A.
     let (ca, cb) = (config(1, 2, 1), config(2, 1, 1));
     let (mut a, mut b) = (Conn::new(ca), Conn::new(cb));
-    let mut app_a = TestApp {
-        table: StreamTable::new(ca.tx_ident, ca.rx_ident),
-        ..TestApp::default()
-    };
-    let mut app_b = TestApp {
-        table: StreamTable::new(cb.tx_ident, cb.rx_ident),
-        ..TestApp::default()
-    };
+    let (mut app_a, mut app_b) = (TestApp::keyed(&ca), TestApp::keyed(&cb));
     app_a.msgs[0] = vec![100, 100, 100];
     let mut buf = [0u8; 2048];
     // X, Y, Z: one packet each, sent 1 µs apart (distinct stamps).

@@ -7,7 +7,6 @@ mod common;
 
 use common::{config, Conn, TestApp};
 use metaroce_proto::conn::{Transmit, TxKind};
-use metaroce_proto::stream::StreamTable;
 use metaroce_proto::time::Instant;
 
 /// A 2-path pair at a standstill (every datagram answered at the same instant, so no
@@ -20,14 +19,7 @@ fn resend_path(lost_path: u8) -> u8 {
     };
     let (ca, cb) = (mtu(config(1, 2, 2)), mtu(config(2, 1, 2)));
     let (mut a, mut b) = (Conn::new(ca), Conn::new(cb));
-    let mut app_a = TestApp {
-        table: StreamTable::new(ca.tx_ident, ca.rx_ident),
-        ..TestApp::default()
-    };
-    let mut app_b = TestApp {
-        table: StreamTable::new(cb.tx_ident, cb.rx_ident),
-        ..TestApp::default()
-    };
+    let (mut app_a, mut app_b) = (TestApp::keyed(&ca), TestApp::keyed(&cb));
     app_a.msgs[0] = vec![8 * 256];
     let now = Instant(1_000_000);
     let mut buf = [0u8; 2048];

@@ -63,6 +63,15 @@ pub struct TestApp {
 }
 
 impl TestApp {
+    /// An application whose stream table is keyed as connection `cfg`'s (its sending
+    /// and receiving idents).
+    pub fn keyed(cfg: &metaroce_proto::conn::Config) -> Self {
+        TestApp {
+            table: metaroce_proto::stream::StreamTable::new(cfg.tx_ident, cfg.rx_ident),
+            ..TestApp::default()
+        }
+    }
+
     pub fn op_for(msn: u32) -> Op {
         match msn % 4 {
             0 => Op::Send,
