@@ -18,6 +18,9 @@
 //!   over [`net`].
 //! - the module itself (this file): parameters, load and unload.
 
+// `DevShared`'s `pin_init!` (rust/verbs/device.rs) expands past the default 128.
+#![recursion_limit = "256"]
+
 use kernel::prelude::*;
 use kernel::sync::Arc;
 

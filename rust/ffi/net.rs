@@ -41,6 +41,22 @@ pub(crate) enum IpAddr {
     V6([u8; 16]),
 }
 
+/// The address as the kernel prints `%pI4` and uncompressed `%pI6`.
+impl core::fmt::Display for IpAddr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            IpAddr::V4([a, b, c, d]) => write!(f, "{a}.{b}.{c}.{d}"),
+            IpAddr::V6(x) => {
+                for (i, g) in x.chunks_exact(2).enumerate() {
+                    let sep = if i == 0 { "" } else { ":" };
+                    write!(f, "{sep}{:x}", u16::from_be_bytes([g[0], g[1]]))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 impl IpAddr {
     /// The ifindex of the netdev (in `init_net`) that owns this local
     /// address, if any.

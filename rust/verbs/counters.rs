@@ -69,7 +69,7 @@ pub(crate) const TAIL_PROBES: usize = 22;
 /// each of the protocol core's `DropReason`s, in its order.
 pub(crate) const DROP_FIRST: usize = 23;
 /// How many drop reasons [`NAMES`] names.
-pub(crate) const NUM_DROP_REASONS: usize = 18;
+pub(crate) const NUM_DROP_REASONS: usize = 19;
 /// Number of device counters.
 pub(crate) const NUM_COUNTERS: usize = DROP_FIRST + NUM_DROP_REASONS;
 
@@ -117,6 +117,7 @@ const NAME_STRS: [&CStr; NUM_COUNTERS] = [
     c_str!("rx_drop_refused"),
     c_str!("rx_drop_bad_token"),
     c_str!("rx_drop_stale_incarnation"),
+    c_str!("rx_drop_mode_mismatch"),
 ];
 
 /// The counter names as the RDMA core takes them, by index.

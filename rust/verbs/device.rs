@@ -98,6 +98,7 @@ impl Driver for Metaroce {
                 fair <- fair,
                 timer_lag: AtomicU64::new(0),
                 shared: crate::ffi::params::shared(),
+                mode_warned: core::sync::atomic::AtomicBool::new(false),
                 peers <- PeerTable::new(),
                 planes <- Planes::new(netdev.ifindex()),
             }),

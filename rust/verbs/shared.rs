@@ -12,9 +12,10 @@ use super::fair::DevFair;
 use super::mr::MrTable;
 use super::mw::MwTable;
 use super::planes::Planes;
+use crate::ffi::net::IpAddr;
 use crate::ffi::rdma::DeviceAttrs;
 use crate::net::{Endpoint, Transport};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -52,6 +53,9 @@ pub(crate) struct DevShared<P: Grouped> {
     /// RC QPs to one peer share a connection (the `shared` module parameter
     /// when the device was added).
     pub(crate) shared: bool,
+    /// A datagram of the other connection mode was reported in the kernel log
+    /// ([`DevShared::note_mode_mismatch`]).
+    pub(crate) mode_warned: AtomicBool,
     /// The connections the device's QPs share, by peer.
     #[pin]
     pub(crate) peers: P::Peers,
@@ -66,6 +70,30 @@ impl<P: Grouped> DevShared<P> {
         if let Some(x) = self.counters.get(c) {
             x.fetch_add(n, Ordering::Relaxed);
         }
+    }
+
+    /// Notes a datagram from `src` dropped because its connection mode is not
+    /// this device's (`rx_drop_mode_mismatch`): the first one is reported in
+    /// the kernel log, with what to do about it, since the QPs that meet it
+    /// end in *retry exceeded* and that alone does not say why.
+    pub(crate) fn note_mode_mismatch(&self, src: &IpAddr) {
+        if self.mode_warned.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let (theirs, ours) = if self.shared {
+            ("a connection per QP", "shared connections (shared=1)")
+        } else {
+            ("shared connections", "a connection per QP (shared=0)")
+        };
+        pr_warn!(
+            "ifindex {}: {} runs {}, this device {}: RC QPs between them cannot \
+             connect (rx_drop_mode_mismatch); add both devices with the same \
+             `shared` module parameter\n",
+            self.ifindex,
+            src,
+            theirs,
+            ours
+        );
     }
 
     /// Notes that a QP timer armed for `deadline` (ns) fired at `now`.

@@ -35,7 +35,12 @@ pub use summary::Summary;
 /// Largest header a data packet can have.
 pub const MAX_DATA_HEADER: usize = DATA_LEN + RETH_LEN + IMM_LEN;
 
-/// Packet type (byte 1 of the common header).
+/// Bit 7 of the type byte: the sending connection is shared by several QP pairs
+/// (`Documentation/transport.rst`, C22). A connection takes only datagrams of its own
+/// mode (else `ModeMismatch`); a DATAGRAM never has it (`BadFlags`).
+pub const TYPE_SHARED: u8 = 0x80;
+
+/// Packet type (byte 1 of the common header, without [`TYPE_SHARED`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum PacketType {
@@ -64,8 +69,29 @@ impl PacketType {
 #[inline]
 pub fn peek_type(buf: &[u8]) -> Option<PacketType> {
     buf.get(field::common::TYPE)
-        .copied()
+        .map(|t| t & !TYPE_SHARED)
         .and_then(PacketType::from_u8)
+}
+
+/// Whether a datagram says its sending connection is shared ([`TYPE_SHARED`]), read
+/// without validating anything else (`false` if too short to have a type byte).
+#[inline]
+pub fn is_shared(buf: &[u8]) -> bool {
+    buf.get(field::common::TYPE)
+        .is_some_and(|t| t & TYPE_SHARED != 0)
+}
+
+/// Sets or clears [`TYPE_SHARED`] in an encoded datagram (a connection marks what it
+/// sends with its mode after encoding the header). `None` if `buf` has no type byte.
+#[inline]
+pub fn set_shared(buf: &mut [u8], shared: bool) -> Option<()> {
+    let t = buf.get_mut(field::common::TYPE)?;
+    *t = if shared {
+        *t | TYPE_SHARED
+    } else {
+        *t & !TYPE_SHARED
+    };
+    Some(())
 }
 
 /// Verbs operation of the message a data packet belongs to. The core carries it; the
@@ -414,7 +440,10 @@ pub fn peek_dst_conn(buf: &[u8]) -> Result<u32, DropReason> {
 
 /// The common header's fields.
 struct Common {
+    /// The type byte without [`TYPE_SHARED`].
     t: u8,
+    /// [`TYPE_SHARED`] was set.
+    shared: bool,
     path: u8,
     inc: u16,
     dst_conn: u32,
@@ -433,8 +462,10 @@ fn common(buf: &[u8]) -> Result<Common, DropReason> {
     if get_u8(buf, VERSION)? != self::VERSION {
         return Err(DropReason::BadVersion);
     }
+    let t = get_u8(buf, TYPE)?;
     Ok(Common {
-        t: get_u8(buf, TYPE)?,
+        t: t & !TYPE_SHARED,
+        shared: t & TYPE_SHARED != 0,
         path: get_u8(buf, PATH)?,
         inc: get_u16(buf, INC)?,
         dst_conn: get_u32(buf, DST_CONN.start - 1..DST_CONN.end)? & MAX_DST,
@@ -765,7 +796,8 @@ pub fn decode_datagram(buf: &[u8]) -> Result<(DatagramHeader, &[u8]), DropReason
     }
     use field::datagram::*;
     let flags = get_u8(buf, FLAGS)?;
-    if c.path != 0
+    if c.shared
+        || c.path != 0
         || c.inc != 0
         || c.psn != 0
         || c.token != 0
@@ -822,5 +854,10 @@ mod datagram_tests {
         let mut bad = b;
         bad[1] = 1;
         assert_eq!(decode_datagram(&bad), Err(DropReason::UnknownType));
+        // A DATAGRAM is no connection's: the shared bit is a reserved one here.
+        let mut bad = b;
+        set_shared(&mut bad, true).unwrap();
+        assert_eq!(peek_type(&bad), Some(PacketType::Datagram));
+        assert_eq!(decode_datagram(&bad), Err(DropReason::BadFlags));
     }
 }

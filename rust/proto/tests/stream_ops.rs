@@ -46,6 +46,8 @@ fn with_op(d: &[u8], op: Op) -> Vec<u8> {
     let mut out = vec![0u8; h.header_len() + payload.len()];
     let n = h.encode(&mut out).unwrap();
     out[n..].copy_from_slice(payload);
+    // The sender's mode (a shared connection's bit) as it was.
+    metaroce_proto::wire::set_shared(&mut out, metaroce_proto::wire::is_shared(d)).unwrap();
     assert!(decode_data_packet(&out).is_ok(), "well-formed: {op:?}");
     out
 }

@@ -151,6 +151,10 @@ fn every_operation_arrives_whole_and_completes_on_both_sides() {
     );
     let mut done = 0;
     for p in &pk {
+        // The same packet marked as a shared connection's: not a UC QP's (C22).
+        let mut shared = p.clone();
+        metaroce_proto::wire::set_shared(&mut shared, true).unwrap();
+        assert_eq!(u.deliver(&shared), Err(DropReason::ModeMismatch));
         if u.deliver(p).unwrap() == UcRx::Completed {
             done += 1;
         }

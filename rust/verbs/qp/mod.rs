@@ -55,6 +55,7 @@ use crate::net::Endpoint;
 use crate::proto::conn::{Config, Connection, RxEvent, Stats, Transmit};
 use crate::proto::rc::{Engine, UcLink};
 use crate::proto::time::Instant;
+use crate::proto::wire::DropReason;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -261,7 +262,7 @@ impl Qp {
     fn note_share<const P: usize, const W: usize, const N: usize>(
         &self,
         c: &mut Connection<P, W, N>,
-        r: Result<RxEvent, crate::proto::wire::DropReason>,
+        r: Result<RxEvent, DropReason>,
         now: Instant,
         len: usize,
     ) {
@@ -281,6 +282,9 @@ impl Qp {
     fn drop_rx(&self, payload: &[u8], meta: &RxMeta, reason: usize) {
         self.dev.count(counter::RX_DROPS, 1);
         self.dev.count(reason, 1);
+        if reason == counter::DROP_FIRST + DropReason::ModeMismatch as usize {
+            self.dev.note_mode_mismatch(&meta.src);
+        }
         self.trace_rx(payload, meta, Some(reason));
     }
 }

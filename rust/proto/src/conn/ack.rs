@@ -6,7 +6,9 @@
 use super::super::path::{PathState, Tlp};
 use super::super::sack::{seq_lt, SACK_BITS};
 use super::super::time::Instant;
-use super::super::wire::{AckHeader, DropReason, AF_CLOSED, AF_INV, AF_MSG, AF_NAK, AF_RNR};
+use super::super::wire::{
+    set_shared, AckHeader, DropReason, AF_CLOSED, AF_INV, AF_MSG, AF_NAK, AF_RNR,
+};
 use super::timers::Timer;
 use super::{
     charge, port_for, rnr_timer_ns, App, ConnError, ConnState, Connection, Event, LossCause,
@@ -580,6 +582,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             sack: rx.sack,
         };
         let len = h.encode(buf)?;
+        set_shared(buf, self.cfg.shared)?;
         self.stats.ce_echoed = self.stats.ce_echoed.wrapping_add(u32::from(rx.ce));
         rx.ce = 0;
         rx.acked = 0;

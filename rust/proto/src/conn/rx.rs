@@ -8,8 +8,9 @@ use super::super::sack::SACK_BITS;
 use super::super::stream::{RxVerdict, Stream};
 use super::super::time::Instant;
 use super::super::wire::{
-    decode, decode_ack_packet, decode_data_packet, decode_probe_packet, peek_type, DataHeader,
-    DropReason, Op, PacketType, ProbeHeader, DF_ACKREQ, DF_IMM, DF_LAST, DF_RETH, DF_SE,
+    decode, decode_ack_packet, decode_data_packet, decode_probe_packet, is_shared, peek_type,
+    DataHeader, DropReason, Op, PacketType, ProbeHeader, DF_ACKREQ, DF_IMM, DF_LAST, DF_RETH,
+    DF_SE,
 };
 use super::timers::Timer;
 use super::{
@@ -32,17 +33,22 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         // Dispatch on the type byte so each header is decoded in place (same validation
         // and drop reasons as `wire::decode`).
+        // The mode is checked once the header is known to be well formed, before
+        // anything of it is looked up (`Documentation/transport.rst`, H16).
         match peek_type(buf) {
             Some(PacketType::Data) => {
                 let (h, payload) = decode_data_packet(buf)?;
+                self.mode_check(buf)?;
                 self.on_data(now, &h, payload, ce, app)
             }
             Some(PacketType::Ack) => {
                 let a = decode_ack_packet(buf)?;
+                self.mode_check(buf)?;
                 self.on_ack(now, &a, app)
             }
             Some(PacketType::Probe) => {
                 let pr = decode_probe_packet(buf)?;
+                self.mode_check(buf)?;
                 self.on_probe(&pr, app)
             }
             // Too short, DATAGRAM (not a connection's) or unknown: `decode` says why.
@@ -50,6 +56,17 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 Err(e) => Err(e),
                 Ok(_) => Err(DropReason::UnknownType),
             },
+        }
+    }
+
+    /// A datagram of the other mode (its [`TYPE_SHARED`](super::super::wire::TYPE_SHARED) bit against
+    /// [`Config::shared`](super::Config::shared)) is the peer's, but its paths,
+    /// sequences and addressing mean something else here: drop it, whatever it says.
+    fn mode_check(&self, buf: &[u8]) -> Result<(), DropReason> {
+        if is_shared(buf) == self.cfg.shared {
+            Ok(())
+        } else {
+            Err(DropReason::ModeMismatch)
         }
     }
 

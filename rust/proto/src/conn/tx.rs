@@ -6,8 +6,8 @@ use super::super::path::PathState;
 use super::super::plane::plane_of;
 use super::super::time::Instant;
 use super::super::wire::{
-    DataHeader, ProbeHeader, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX, DF_SE,
-    MAX_DATA_HEADER,
+    set_shared, DataHeader, ProbeHeader, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX,
+    DF_SE, MAX_DATA_HEADER,
 };
 use super::timers::Timer;
 use super::{
@@ -93,6 +93,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             floor: t.base_psn,
         };
         let len = h.encode(buf)?;
+        set_shared(buf, self.cfg.shared)?;
         t.probe_due = false;
         // The first probe since the path went Probing (or moved) marks when
         // validation may start: an answer to it or to any later probe counts. On an
@@ -444,6 +445,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             return None;
         }
         h.encode(buf)?;
+        set_shared(buf, self.cfg.shared)?;
         let dst = buf.get_mut(hl..hl + usize::from(len))?;
         if let Err(e) = app.payload(stream, msn, offset, dst) {
             if e == Unreadable::Remote {

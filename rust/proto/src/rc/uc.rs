@@ -19,8 +19,8 @@
 use super::super::ident::Ident;
 use super::super::path::FLOOR_WINDOW;
 use super::super::wire::{
-    decode, decode_data_packet, peek_type, DataHeader, DropReason, Op, PacketType, Reth, DF_FIRST,
-    DF_IMM, DF_LAST, DF_RETH, DF_SE,
+    decode, decode_data_packet, is_shared, peek_type, DataHeader, DropReason, Op, PacketType, Reth,
+    DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_SE,
 };
 use super::env::Env;
 use super::sge::{gather, SgeError};
@@ -293,6 +293,10 @@ impl<T: Tables> Engine<T> {
             return Err(decode(buf).err().unwrap_or(DropReason::UnknownType));
         }
         let (h, payload) = decode_data_packet(buf)?;
+        // A UC QP is never a shared connection's (Documentation/transport.rst, C22).
+        if is_shared(buf) {
+            return Err(DropReason::ModeMismatch);
+        }
         if h.dst_conn != link.local_conn {
             return Err(DropReason::WrongConnection);
         }

@@ -43,11 +43,15 @@ pub enum DropReason {
     /// one; ACK: not this end's): a datagram of an earlier connection still in the
     /// network.
     StaleIncarnation = 17,
+    /// The datagram's mode ([`super::TYPE_SHARED`]) is not the receiving
+    /// connection's: the two ends disagree on whether their QP pairs share
+    /// connections (`Documentation/transport.rst`, C22).
+    ModeMismatch = 18,
 }
 
 impl DropReason {
     /// Number of drop reasons (size of a counter array).
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 19;
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::Truncated,
@@ -68,6 +72,7 @@ impl DropReason {
         DropReason::Refused,
         DropReason::BadToken,
         DropReason::StaleIncarnation,
+        DropReason::ModeMismatch,
     ];
 
     /// Counter index of this reason.
@@ -96,6 +101,7 @@ impl DropReason {
             DropReason::Refused => "refused",
             DropReason::BadToken => "bad_token",
             DropReason::StaleIncarnation => "stale_incarnation",
+            DropReason::ModeMismatch => "mode_mismatch",
         }
     }
 }

@@ -6,8 +6,11 @@ use super::{field, get_u16, get_u24, get_u32, get_u8, PacketType};
 /// A datagram's trace fields. Absent fields (a short datagram, a type without them) are 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
-    /// Type byte ([`PacketType`] as a number; unknown types as they are).
+    /// Type byte without [`super::TYPE_SHARED`] ([`PacketType`] as a number; unknown
+    /// types as they are).
     pub ptype: u8,
+    /// [`super::TYPE_SHARED`]: the sender's connection is shared.
+    pub shared: bool,
     /// Path index.
     pub path: u8,
     /// The incarnation (common header).
@@ -30,9 +33,11 @@ impl Summary {
         let u8_at = |at| get_u8(buf, at).unwrap_or(0);
         let u16_at = |f| get_u16(buf, f).unwrap_or(0);
         let u32_at = |f| get_u32(buf, f).unwrap_or(0);
-        let ptype = u8_at(field::common::TYPE);
+        let t = u8_at(field::common::TYPE);
+        let ptype = t & !super::TYPE_SHARED;
         let mut s = Summary {
             ptype,
+            shared: t & super::TYPE_SHARED != 0,
             path: u8_at(field::common::PATH),
             inc: u16_at(field::common::INC),
             dst_conn: get_u24(buf, field::common::DST_CONN).unwrap_or(0),
@@ -97,7 +102,11 @@ mod tests {
         let mut b = [0u8; 64];
         let n = p.encode(&mut b).unwrap();
         let s = Summary::of(&b[..n]);
-        assert_eq!((s.ptype, s.path, s.psn), (3, 2, 42));
+        assert_eq!((s.ptype, s.path, s.psn, s.shared), (3, 2, 42, false));
+        // A shared connection's PROBE: the same type, the mode apart.
+        super::super::set_shared(&mut b[..n], true).unwrap();
+        let s = Summary::of(&b[..n]);
+        assert_eq!((s.ptype, s.path, s.psn, s.shared), (3, 2, 42, true));
         // Short or empty datagrams: whatever is there, zeros for the rest.
         assert_eq!(Summary::of(&[]), Summary::default());
         assert_eq!(Summary::of(&[2, 1, 7]).path, 7);
