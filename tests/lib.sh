@@ -95,6 +95,17 @@ load_kmod() {
   done
 }
 
+# mr_shared: 1 if add_link adds a metaroce device that shares connections
+# between its RC QPs to one peer, else 0: MR_SHARED (0 or 1) if set, else the
+# loaded module's `shared` parameter, else what MR_MODPARAMS sets, else the
+# module's default, 1 (Documentation/device.rst, "Shared connections").
+mr_shared() {
+  local v=${MR_SHARED:-}
+  [[ -z $v ]] && v=$(cat /sys/module/metaroce/parameters/shared 2>/dev/null)
+  [[ -z $v ]] && v=$(tr ',' '\n' <<<"${MR_MODPARAMS:-}" | sed -n 's/^shared=//p' | tail -1)
+  case ${v:-1} in 1|Y|y) echo 1 ;; *) echo 0 ;; esac
+}
+
 # add_link DEV: the RDMA device DEV on the private link $MR_IF, as a test
 # (rxe*: the kernel's rxe; otherwise metaroce, loading metaroce.ko if needed).
 add_link() {
@@ -109,15 +120,17 @@ add_link() {
     # shellcheck disable=SC2086
     lsmod | grep -q '^metaroce ' ||
       check "insmod metaroce.ko ${MR_MODPARAMS//,/ }" insmod "$MR_REPO/metaroce.ko" ${MR_MODPARAMS//,/ }
-    # MR_SHARED=1: this device shares connections (the `shared` parameter,
-    # written through sysfs for this `rdma link add` alone, then restored).
-    local p=/sys/module/metaroce/parameters/shared was
+    # MR_SHARED=0|1: this device's connection mode (the `shared` parameter,
+    # written through sysfs for this `rdma link add` alone, then restored);
+    # unset: the module's (mr_shared).
+    local p=/sys/module/metaroce/parameters/shared was mode
     was=$(cat "$p" 2>/dev/null)
-    [[ -n ${MR_SHARED:-} ]] && check "shared=1 through sysfs (was ${was:-?})" bash -c "echo 1 > $p"
+    [[ -n ${MR_SHARED:-} ]] && check "shared=$MR_SHARED through sysfs (was ${was:-?})" bash -c "echo $MR_SHARED > $p"
     check "rdma link add $dev type metaroce netdev $MR_IF" rdma link add "$dev" type metaroce netdev "$MR_IF"
-    [[ -n ${MR_SHARED:-} ]] && echo "${was:-N}" >"$p"
-    [[ -n ${MR_SHARED:-} ]] && check "$dev: added with shared connections (dmesg)" \
-      bash -c "dmesg | grep -E '$MR_IF: fair share .* shared connections' | tail -1 | grep -q ."
+    [[ -n ${MR_SHARED:-} ]] && echo "${was:-Y}" >"$p"
+    mode=shared; (($(mr_shared))) || mode=per-QP
+    check "$dev: added with $mode connections (dmesg)" \
+      bash -c "dmesg | grep -E '$MR_IF: fair share ' | tail -1 | grep -q '$mode connections'"
   fi
 }
 

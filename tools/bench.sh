@@ -183,7 +183,7 @@ sed -n 's/^# BENCH //p' "${rundir:-/dev/null}/tap.1" 2>/dev/null | awk -v when="
       for (k = 1; k <= nl; k++)
         lrow(tests[i], 65536, losses[k], losses[k] == 1 ? "ge" : losses[k] == 10 ? "ge" : "", losses[k] == 1 ? 0.95 : 0.6)
     print "\nmultiple QPs, lossless, 64 KiB, 16 MiB per run (1 QP: 256 messages; 16 QPs: -q 16, 16 each), MiB/s;"
-    print "\"mr/QP\" = metaroce with a connection per QP (the default), \"mr/shared\" = metaroce with one connection"
+    print "\"mr/QP\" = metaroce with a connection per QP (shared=0), \"mr/shared\" = metaroce with one connection"
     print "per peer for all QPs (shared=1); the \"16/1\" rows: each device\047s 16-QP figure over its 1-QP one"
     printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "test", "QPs", "rxe", "mr/QP", "mr/shared", "QP/rxe", "sh/rxe", "sh/QP", "target 16/1 (shared)"
     printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "----", "---", "---", "-----", "---------", "------", "------", "-----", "--------------------"

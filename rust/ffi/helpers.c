@@ -78,11 +78,11 @@ u32 metaroce_param_paths(void)
  * so devices added after a change follow it. Both ends must agree
  * (Documentation/device.rst, "Shared connections").
  */
-static bool shared;
+static bool shared = true;
 module_param(shared, bool, 0644);
 MODULE_PARM_DESC(shared,
-		 "RC QPs to the same peer share one connection (default 0: "
-		 "one connection per QP; both ends must agree)");
+		 "RC QPs to the same peer share one connection (default 1; "
+		 "0: one connection per QP; both ends must agree)");
 
 bool metaroce_param_shared(void)
 {

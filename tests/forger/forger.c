@@ -5,10 +5,11 @@
  * MetaRoCE device's port as fast as the host lets it, from many source ports,
  * and never sees the traffic it attacks:
  *
- *   blind      well-formed version-3 DATA / ACK / PROBE (and some DATAGRAM)
- *              with guessed tokens, PSNs, floors, SSNs, cumulative PSNs, SACK
- *              bitmaps, rate hints and NAK/RNR flags, for the connection ids
- *              given with -c (the attacker knows the QPNs) and guessed ones;
+ *   blind      well-formed version-4 DATA / ACK / PROBE (and some DATAGRAM)
+ *              with guessed connection modes, tokens, PSNs, floors, SSNs,
+ *              cumulative PSNs, SACK bitmaps, rate hints and NAK/RNR flags,
+ *              for the connection ids given with -c (the attacker knows the
+ *              QPNs) and guessed ones;
  *   malformed  random bytes, every truncation of a well-formed packet, one
  *              header field (or byte) mutated at a time, oversized payloads,
  *              both for the ids of -c and for ids that do not exist;
@@ -108,7 +109,12 @@ static uint32_t seq(void)
 static size_t common(uint8_t *b, uint8_t type, uint32_t conn)
 {
 	b[0] = VERSION;
-	b[1] = type;
+	/*
+	 * DATA, ACK, PROBE: the connection mode (0x80, SHARED) guessed too, so
+	 * that half of them pass the mode check whichever mode the target
+	 * runs and meet its token check (a DATAGRAM has no mode).
+	 */
+	b[1] = type | (type != 4 && below(2) ? 0x80 : 0);
 	b[2] = below(10) ? below(8) : below(256);
 	/* The incarnation (a guess, nonzero) and the 24-bit destination QPN. */
 	be16(b + 3, (uint16_t)(rnd() | 1));

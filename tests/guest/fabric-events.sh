@@ -29,6 +29,11 @@
 # EVENT: down, gray100, gray5 (default: all three, in that order). tests/run
 # runs gray100 only, the failure only the transport can route around; `tests/run
 # --long` runs all three.
+# mr0 with a connection per QP (MR_SHARED=0 unless set): the 4 flows of the
+# hint check stand for 4 senders, each with its own connection and so its
+# own share at the receiver; with shared connections (the module's default)
+# one guest's 4 QPs to the other are one connection, one share.
+export MR_SHARED=${MR_SHARED:-0}
 fe_dev=${1:-mr0}
 case $fe_dev in
   mr*|rxe*) ;;

@@ -15,11 +15,12 @@
 # (e.g. last_wqe=1: also expect IB_EVENT_QP_LAST_WQE_REACHED for an SRQ QP
 # moved to ERR, as tests/run does; access_errors=0: skip the
 # IB_WC_REM_ACCESS_ERR cases).
-#   kverbs.sh [-S] [mr0|rxe0] [PARAMS...]     (-S: mr0 shares connections,
+#   kverbs.sh [-S|-P] [mr0|rxe0] [PARAMS...]  (-P: a connection per QP; -S,
+#   or neither (the module's default): mr0 shares connections,
 #   so A and B, a loopback pair, are members of one; the extension API's
 #   shared cases run then)
 . "$MR_REPO/tests/lib.sh"
-if [[ ${1:-} == -S ]]; then export MR_SHARED=1; shift; fi
+case ${1:-} in -S) export MR_SHARED=1; shift ;; -P) export MR_SHARED=0; shift ;; esac
 if ((MR_ID != 1)); then pass "guest $MR_ID: idle"; done_testing; fi
 local_link && pass "a link for the device: $MR_IF" || fail "a link for the device (one guest: veth mrl0)"
 dev=${1:-mr0}

@@ -5,7 +5,8 @@
 # sends on during the transfer (at 20 % of the messages posted: 2, at 40 %:
 # 16, at 70 %: 3), reading the connection and its paths every tenth of the
 # messages.
-#   paths.sh [-S] [DEV [MSGS [NETEM-ARGS...]]]     (-S: DEV shares connections)
+#   paths.sh [-S|-P] [DEV [MSGS [NETEM-ARGS...]]]  (-S: DEV shares connections,
+#   -P: a connection per QP; neither: the module's default, shared)
 #   make -C tools/metaroce-dv && qemu/vm-run -n 2 tests/guest/paths.sh mr0 2000 loss 1% delay 1ms reorder 25%
 # Checked: both sides exit 0 (every message arrives once and in order, every
 # byte right, every completion a success); every set is reported back by the
@@ -18,7 +19,7 @@
 # CAP_NET_ADMIN: EPERM); on rxe0 the
 # extension API answers EOPNOTSUPP (metaroce-paths exits 3).
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
-if [[ ${1:-} == -S ]]; then export MR_SHARED=1; shift; fi
+case ${1:-} in -S) export MR_SHARED=1; shift ;; -P) export MR_SHARED=0; shift ;; esac
 dev=${1:-mr0}
 msgs=${2:-2000}
 netem=("${@:3}")
@@ -37,7 +38,7 @@ port=$((18700 + (msgs % 100) + 100 * ${#netem[@]}))
 role=server args=()
 # Shared: both ends pin the QP to stream class 2 (the tool checks the
 # connection reports it).
-[[ -n ${MR_SHARED:-} ]] && args=(-c 2)
+(($(mr_shared))) && [[ $dev != rxe* ]] && args=(-c 2)
 ((MR_ID == 1)) || { role=client args+=(-e -P 0.2:2,0.4:16,0.7:3 "$MR_PEER_IP4"); }
 out=$MR_RUNDIR/paths.out.$MR_ID
 rcf=$MR_RUNDIR/paths.rc.$MR_ID
@@ -63,7 +64,7 @@ if ((MR_ID != 1)); then
   if ((added == 12)); then pass "$dev: the 12 paths added by the 16-path step carried data"
   else fail "$dev: the 12 paths added by the 16-path step carried data (seen on $added)" \
     "$(grep -E '^# (conn|path) at ' "$out" | head -40)"; fi
-  if [[ -n ${MR_SHARED:-} ]]; then
+  if (($(mr_shared))) && [[ $dev != rxe* ]]; then
     if grep -q '^# conn start: flags 0x1 ' "$out"; then pass "$dev: the connection reports itself shared"
     else fail "$dev: the connection reports itself shared" "$(grep '^# conn start' "$out")"; fi
     # A class is an administrator's choice: without CAP_NET_ADMIN, EPERM

@@ -6,10 +6,11 @@
 # the other QPs' throughput is compared with a baseline phase in which QP 0's
 # receiver posts as usual; afterwards the receiver posts again and QP 0's
 # SENDs must complete.
-#   rnr.sh [-S] DEV [RNRISO-OPTIONS...]
-# -S: mr0 shares one connection per peer (Documentation/device.rst, "Shared
-# connections"): QP 0's RNR wait must hold back its own stream only.
-#   make -C tests/scale && qemu/vm-run -n 2 -t 900 tests/guest/seq.sh rnr.sh -S mr0 + rnr.sh mr0 + rnr.sh rxe0
+#   rnr.sh [-S|-P] DEV [RNRISO-OPTIONS...]
+# -S (or neither: the module's default): mr0 shares one connection per peer
+# (Documentation/device.rst, "Shared connections"): QP 0's RNR wait must
+# hold back its own stream only. -P: a connection per QP.
+#   make -C tests/scale && qemu/vm-run -n 2 -t 900 tests/guest/seq.sh rnr.sh -S mr0 + rnr.sh -P mr0 + rnr.sh rxe0
 # Guest 1 receives, guest 2 sends. Checked (rnriso): every SEND and receive
 # completion successful, in order, every byte of every message, none lost;
 # QP 0 completes nothing while its receiver posts nothing and everything once
@@ -19,7 +20,7 @@
 # Here: on mr0 the receiver's RNR refusals (`rx_drop_receiver_not_ready`)
 # grew, so QP 0 really met RNR; rxe0's counter (`send_rnr_err`) is reported.
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
-if [[ ${1:-} == -S ]]; then export MR_SHARED=1; shift; fi
+case ${1:-} in -S) export MR_SHARED=1; shift ;; -P) export MR_SHARED=0; shift ;; esac
 dev=${1:-mr0}
 extra=("${@:2}")
 bin=$MR_REPO/out/rnriso
@@ -36,7 +37,7 @@ rnrc=rx_drop_receiver_not_ready
 c0=$(counter "$rnrc")
 # A port per device and mode: the parts of one seq.sh boot differ.
 port=18900
-[[ -n ${MR_SHARED:-} ]] && port=$((port + 10))
+(($(mr_shared))) && port=$((port + 10))
 [[ $dev == rxe* ]] && port=$((port + 20))
 role=server peer=()
 ((MR_ID == 1)) || { role=client peer=("$MR_PEER_IP4"); }

@@ -4,10 +4,11 @@
 # rates of creating, connecting (INIT+RTR+RTS) and destroying NQPS QPs
 # (default 1024), ROUNDS (default 3) rounds of one 64-byte RDMA WRITE on
 # every QP with every slot checked, and the kernel memory a QP costs.
-#   scale.sh [-S] DEV [NQPS [ROUNDS [QPSCALE-OPTIONS...]]]
-# -S: mr0 shares connections (the QPs to the peer are members of one:
-# Documentation/device.rst, "Shared connections").
-#   make -C tests/scale && qemu/vm-run -n 2 -t 1800 tests/guest/seq.sh scale.sh mr0 + scale.sh rxe0
+#   scale.sh [-S|-P] DEV [NQPS [ROUNDS [QPSCALE-OPTIONS...]]]
+# -S (or neither: the module's default): mr0 shares connections (the QPs to
+# the peer are members of one: Documentation/device.rst, "Shared
+# connections"); -P: a connection per QP.
+#   make -C tests/scale && qemu/vm-run -n 2 -t 1800 tests/guest/seq.sh scale.sh -P mr0 + scale.sh rxe0
 # Guest 1 serves, guest 2 drives (posts the WRITEs). Memory: at qpscale's
 # hooks ("before": PD, MR and CQs made, no QP; "created": all QPs in RESET;
 # "rts": all QPs of both guests at RTS; "traffic": after the last round;
@@ -23,7 +24,7 @@
 # them more): enough for 16000 QPs on rxe0; on mr0 with a connection per QP
 # about 37 KB a QP (29 KB of slab and 8 KiB of rings), shared about 13 KB.
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
-if [[ ${1:-} == -S ]]; then export MR_SHARED=1; shift; fi
+case ${1:-} in -S) export MR_SHARED=1; shift ;; -P) export MR_SHARED=0; shift ;; esac
 dev=${1:-mr0}
 nqps=${2:-1024}
 rounds=${3:-3}
