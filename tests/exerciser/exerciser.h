@@ -78,6 +78,7 @@
 
 extern int n_tests, n_failed, verbose;
 extern int strict;	/* -S */
+extern int shared_conns;	/* -C */
 
 void __attribute__((format(printf, 2, 3))) check(int ok, const char *fmt, ...);
 void __attribute__((format(printf, 3, 4))) checkd(int ok, const char *detail, const char *fmt, ...);

@@ -7,12 +7,14 @@
 
 static void usage(FILE *f, const char *prog)
 {
-	fprintf(f, "usage: %s -d DEVICE [-n ITER] [-g GID_INDEX] [-v] [-H] [-S] [-h]\n"
+	fprintf(f, "usage: %s -d DEVICE [-n ITER] [-g GID_INDEX] [-v] [-H] [-S] [-C] [-h]\n"
 		"  -n ITER   create/destroy iterations (default 1000)\n"
 		"  -g INDEX  GID index (default: a RoCE v2 GID, IPv4-mapped first)\n"
 		"  -v        verbose diagnostics\n"
 		"  -H        hold mode: keep objects until SIGUSR1 (tests/guest/device.sh)\n"
 		"  -S        strict: IBTA where rxe deviates (the [rxe quirk] checks)\n"
+		"  -C        the device shares one connection between its RC QPs to a\n"
+		"            peer (metaroce's default): a peer QP in ERR answers CLOSED\n"
 		"  -h        this help\n", prog);
 }
 
@@ -23,7 +25,7 @@ int main(int argc, char **argv)
 	int o, i, n, want_gid = -1, hold_mode = 0;
 	double t0 = now();
 
-	while ((o = getopt(argc, argv, "d:n:g:vHSh")) != -1) {
+	while ((o = getopt(argc, argv, "d:n:g:vHSCh")) != -1) {
 		switch (o) {
 		case 'd': dev = optarg; break;
 		case 'n': iters = atoi(optarg); break;
@@ -31,6 +33,7 @@ int main(int argc, char **argv)
 		case 'v': verbose = 1; break;
 		case 'H': hold_mode = 1; break;
 		case 'S': strict = 1; break;
+		case 'C': shared_conns = 1; break;
 		case 'h': usage(stdout, argv[0]); return 0;
 		default:
 			usage(stderr, argv[0]);

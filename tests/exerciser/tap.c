@@ -16,6 +16,7 @@ int n_tests, n_failed, verbose;
  * SKIP naming that, not as a pass.
  */
 int strict;
+int shared_conns;
 
 static void vresult(int ok, const char *detail, const char *fmt, va_list ap)
 {

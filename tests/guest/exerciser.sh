@@ -49,6 +49,8 @@ gid=$(retry 20 gid_index "$dev" "$MR_IP4") && pass "RoCE v2 GID for $MR_IP4 at i
 # metaroce is held to IBTA where rxe is lax, and reports what it does not
 # implement yet as SKIP (exerciser -S).
 strict=""; [[ $kind == metaroce ]] && strict=-S
+# -C: mr0 shares connections (the module's default; tests/lib.sh mr_shared).
+[[ $kind == metaroce ]] && (($(mr_shared))) && strict+=" -C"
 t0=$SECONDS
 rcf=$MR_RUNDIR/exerciser.rc
 fold_tap "ex: " < <(timeout 1800 "$ex" -d "$dev" -n "$iter" ${gid:+-g "$gid"} $strict 2>&1; echo $? >"$rcf")
