@@ -120,21 +120,28 @@ def check_fields(pcap, expect_path):
 
 
 def selftest(pcap, expect_path, tmpdir):
-    """The fields check must catch (1) one wrong expected value, (2) a well-formed
-    datagram cut short by one byte (IP and UDP lengths adjusted); (3) a capture with a
-    96-byte snapshot length decodes without a Lua error."""
+    """The fields check must catch (1) wrong expected values (frame 1's PSN; the mode
+    of the first shared connection's datagram), (2) a well-formed datagram cut short
+    by one byte (IP and UDP lengths adjusted); (3) a capture with a 96-byte snapshot
+    length decodes without a Lua error."""
     lines = open(expect_path).read().splitlines()
-    # (1) frame 1's PSN, plus one.
+    # (1) frame 1's PSN, plus one; the first frame expecting shared=1, 0.
     first = lines[0].split("\t")
     for n, kv in enumerate(first):
         if kv.startswith("metaroce.psn="):
             first[n] = "metaroce.psn=%d" % ((int(kv.split("=")[1]) + 1) % 2**32)
+    lines1 = ["\t".join(first)] + lines[1:]
+    shared = next(i for i, l in enumerate(lines) if "\tmetaroce.shared=1" in l)
+    lines1[shared] = lines1[shared].replace("\tmetaroce.shared=1", "\tmetaroce.shared=0")
     wrong = os.path.join(tmpdir, "wrong.expect")
-    open(wrong, "w").write("\n".join(["\t".join(first)] + lines[1:]) + "\n")
+    open(wrong, "w").write("\n".join(lines1) + "\n")
     bad1 = check_fields(pcap, wrong)
-    ok1 = bad1 == ["frame 1: metaroce.psn = %s, expected %s"
-                   % (re.search(r"metaroce.psn=(\d+)", lines[0]).group(1), first_psn(first))]
-    print("selftest: a wrong expected PSN in frame 1 -> %s" % (bad1 or "no mismatch"))
+    ok1 = (len(bad1) == 2 and bad1[0] == "frame 1: metaroce.psn = %s, expected %s"
+           % (re.search(r"metaroce.psn=(\d+)", lines[0]).group(1), first_psn(first))
+           and re.fullmatch(r"frame %d: metaroce.shared = (1|True), expected 0" % (shared + 1),
+                            bad1[1]) is not None)
+    print("selftest: a wrong expected PSN in frame 1, shared 0 in frame %d -> %s"
+          % (shared + 1, bad1 or "no mismatch"))
     # (2) the first well-formed DATA with a payload, one byte short.
     target = next(i for i, l in enumerate(lines)
                   if "drop=-" in l and "metaroce.type=1\t" in l and "metaroce.payload=" in l)
@@ -178,7 +185,7 @@ def selftest(pcap, expect_path, tmpdir):
           % (lua_errors, noted))
     bad = []
     if not ok1:
-        bad.append("selftest: a wrong expected value was not caught exactly")
+        bad.append("selftest: the wrong expected values were not caught exactly")
     if not ok2:
         bad.append("selftest: a truncated datagram was not caught as length_mismatch")
     if not ok3:
@@ -232,6 +239,7 @@ def check_capture(rundir):
     bad = []
     fields = ["frame.number", "frame.protocols", "ip.src", "udp.srcport", "udp.length",
               "_ws.malformed", "_ws.expert.message", "metaroce.drop", "metaroce.type",
+              "metaroce.shared",
               "metaroce.dst_conn", "metaroce.flags.retx", "metaroce.acked", "metaroce.ce",
               "metaroce.conn", "metaroce.conn.key", "metaroce.path", "metaroce.op",
               "metaroce.stream", "metaroce.msn", "metaroce.msg_len", "metaroce.reth.dma_len",
@@ -257,6 +265,7 @@ def check_capture(rundir):
         rows = tshark(os.path.join(rundir, "capture.%d.pcap" % i), fields)
         total += len(rows)
         conns = set()
+        modes = set()  # the SHARED bit of the connection's datagrams
         def tally_frame(r, i, fr):
             src = (r["ip.src"] or ["?"])[0]
             j = 1 if src == ip[1] else 2 if src == ip[2] else None
@@ -267,7 +276,10 @@ def check_capture(rundir):
                 bad.append("guest %d frame %s: dst_conn %s, but guest %d's QPN is %d"
                            % (i, fr, r["metaroce.dst_conn"][0], 3 - j, qpn[3 - j]))
             conns.update(r["metaroce.conn.key"])
+            # metaroce.type is the type bits alone (a shared connection's DATA is 1).
             t = int(r["metaroce.type"][0])
+            if t in (1, 2, 3):
+                modes.add(r["metaroce.shared"][0] in ("1", "True"))
             if t == 1:
                 key = (i, src, int(r["metaroce.stream"][0]), int(r["metaroce.msn"][0]))
                 m = (int(r["metaroce.op"][0]), int(r["metaroce.msg_len"][0]),
@@ -304,8 +316,13 @@ def check_capture(rundir):
                 bad.append("guest %d frame %s: a field is missing or not a number (%s)" % (i, fr, e))
         if conns != {want_key}:
             bad.append("guest %d: connections %s, expected the one %s" % (i, sorted(conns), want_key))
-        print("guest %d (%s, QPN %d): %d frames decoded as MetaRoCE, connection %s"
-              % (i, ip[i], qpn[i], len(rows), sorted(conns)))
+        # Both ends run one mode: a datagram of the other is dropped (mode_mismatch).
+        if len(modes) > 1:
+            bad.append("guest %d: datagrams of both modes, shared and not, in one connection" % i)
+        mode = {frozenset([True]): "shared", frozenset([False]): "per QP pair"}.get(
+            frozenset(modes), "mixed" if modes else "none seen")
+        print("guest %d (%s, QPN %d): %d frames decoded as MetaRoCE, connection %s (%s)"
+              % (i, ip[i], qpn[i], len(rows), sorted(conns), mode))
     for i in (1, 2):
         eg = seen.get((i, i), [])
         ing = seen.get((i, 3 - i), [])

@@ -41,6 +41,10 @@ local bor = (bit32 and bit32.bor) or bit.bor
 local bnot = (bit32 and bit32.bnot) or bit.bnot
 
 local T_DATA, T_ACK, T_PROBE, T_DATAGRAM = 1, 2, 3, 4
+-- The type byte: the type in bits 0-6; bit 7 (SHARED) set iff the sending
+-- connection is shared by several QP pairs (DATA, ACK, PROBE; a DATAGRAM
+-- never has it).
+local TYPE_MASK, TYPE_SHARED = 0x7f, 0x80
 local type_names = {
     [T_DATA] = "DATA",
     [T_ACK] = "ACK",
@@ -99,7 +103,8 @@ local metaroce = Proto("metaroce", "MetaRoCE Transport")
 local f = {
     -- Common header (every datagram).
     version = ProtoField.uint8("metaroce.version", "Version", base.DEC),
-    type = ProtoField.uint8("metaroce.type", "Type", base.DEC, type_names),
+    type = ProtoField.uint8("metaroce.type", "Type", base.DEC, type_names, TYPE_MASK),
+    shared = ProtoField.bool("metaroce.shared", "Shared connection", 8, nil, TYPE_SHARED),
     path = ProtoField.uint8("metaroce.path", "Path index", base.DEC),
     inc = ProtoField.uint16("metaroce.inc", "Incarnation", base.HEX),
     dst_conn = ProtoField.uint24("metaroce.dst_conn", "Destination connection (QPN)", base.HEX),
@@ -616,6 +621,9 @@ local function dissect_datagram(tvb, tree, n, problem)
     tree:add(f.dgram_reserved, tvb(29, 1))
     tree:add(f.payload_len, tvb(30, 2))
     tree:add(f.imm, tvb(32, 4))
+    if band(tvb(1, 1):uint(), TYPE_SHARED) ~= 0 then
+        problem("bad_flags", tvb(1, 1), "a DATAGRAM's SHARED bit (type 0x80) must be 0")
+    end
     if tvb(2, 1):uint() ~= 0 then problem("bad_flags", tvb(2, 1), "a DATAGRAM's path must be 0") end
     if tvb(3, 2):uint() ~= 0 then problem("bad_flags", tvb(3, 2), "a DATAGRAM's incarnation must be 0") end
     if tvb(8, 4):uint() ~= 0 then problem("bad_flags", tvb(8, 4), "a DATAGRAM's PSN must be 0") end
@@ -669,13 +677,15 @@ local function dissect(tvb, pinfo, tree)
         return cut_short("MetaRoCE")
     end
     local version = tvb(0, 1):uint()
-    local t = tvb(1, 1):uint()
+    local t = band(tvb(1, 1):uint(), TYPE_MASK)
+    local shared = band(tvb(1, 1):uint(), TYPE_SHARED) ~= 0
     local path = tvb(2, 1):uint()
     local dst_conn = tvb(5, 3):uint()
     local token = tvb(16, 4):uint()
     tree = root
     tree:add(f.version, tvb(0, 1))
     tree:add(f.type, tvb(1, 1))
+    tree:add(f.shared, tvb(1, 1))
     tree:add(f.path, tvb(2, 1))
     tree:add(f.inc, tvb(3, 2))
     tree:add(f.dst_conn, tvb(5, 3))
@@ -733,6 +743,10 @@ local function dissect(tvb, pinfo, tree)
     end
     if t ~= T_DATAGRAM then
         info = string.format("p%d %s", path, info)
+        -- The connection's mode (a DATAGRAM's bit is a bad_flags above).
+        if shared then
+            info = "shared " .. info
+        end
     end
     return finish(string.format("0x%06x %s", dst_conn, info))
 end
@@ -747,9 +761,12 @@ local function heuristic(tvb, pinfo, tree)
     local n = tvb:reported_len()
     if n < COMMON_LEN or tvb:len() < COMMON_LEN then return false end
     if tvb(0, 1):uint() ~= VERSION then return false end
-    local t = tvb(1, 1):uint()
-    -- A connection's datagrams carry a nonzero incarnation, a DATAGRAM zero.
+    local t = band(tvb(1, 1):uint(), TYPE_MASK)
+    local shared = band(tvb(1, 1):uint(), TYPE_SHARED) ~= 0
+    -- A connection's datagrams carry a nonzero incarnation, a DATAGRAM zero
+    -- (and never the SHARED bit).
     if (tvb(3, 2):uint() == 0) ~= (t == T_DATAGRAM) then return false end
+    if shared and t == T_DATAGRAM then return false end
     if t == T_DATA then
         if n < DATA_LEN or tvb:len() < DATA_LEN then return false end
         local flags = tvb(23, 1):uint()

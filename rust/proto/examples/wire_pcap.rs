@@ -10,11 +10,12 @@
 //!    every verbs opcode; 5, 10, 15 and 0 % of the datagrams lost after capture,
 //!    10 % swapped with their successor), as captured at the sender;
 //! 2. hand-made datagrams through the encoders: each op, RNR/NAK/INV ACKs, SACK
-//!    bitmaps that wrap the PSN space, PROBEs, DATAGRAMs;
+//!    bitmaps that wrap the PSN space, PROBEs, DATAGRAMs, a shared connection's DATA,
+//!    ACK and PROBE (`wire::set_shared`);
 //! 3. malformed variants of those, one per check of the decoder;
-//! 4. a DATA datagram to another UDP port (the heuristic dissector's) and a
-//!    look-alike (version 4, type DATA, too short) to another port, which it must
-//!    leave alone.
+//! 4. a DATA datagram and a shared connection's to other UDP ports (the heuristic
+//!    dissector's), and a look-alike (version 3, type DATA, too short) and a DATAGRAM
+//!    with the SHARED bit to other ports, which it must leave alone.
 //!
 //! Expected values come from the reference decoder (`wire::decode`,
 //! `wire::decode_datagram`); a malformed variant expects the `DropReason` the
@@ -105,12 +106,15 @@ fn kv(out: &mut Vec<(String, String)>, k: &str, v: impl ToString) {
 fn common(e: &mut Vec<(String, String)>, b: &[u8]) {
     let u32at = |o: usize| u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
     kv(e, "version", b[0]);
-    kv(e, "type", b[1]);
+    // The type without the SHARED bit, which is a field of its own.
+    kv(e, "type", b[1] & !wire::TYPE_SHARED);
+    kv(e, "shared", u8::from(wire::is_shared(b)));
     kv(e, "path", b[2]);
     kv(e, "inc", u16::from_be_bytes([b[3], b[4]]));
     kv(e, "dst_conn", u32at(4) & 0x00ff_ffff);
     kv(e, "psn", u32at(8));
-    kv(e, if b[1] == 2 { "echo" } else { "stamp" }, u32at(12));
+    let is_ack = wire::peek_type(b) == Some(wire::PacketType::Ack);
+    kv(e, if is_ack { "echo" } else { "stamp" }, u32at(12));
     kv(e, "token", u32at(16));
 }
 
@@ -137,7 +141,8 @@ fn flag_bits(e: &mut Vec<(String, String)>, prefix: &str, v: u8, names: &[(u8, &
 /// has no room for, which the header decoder does not check).
 fn expect(b: &[u8]) -> Vec<(String, String)> {
     let mut e = vec![("proto".to_string(), "metaroce".to_string())];
-    let r = if b.get(1) == Some(&(wire::PacketType::Datagram as u8)) {
+    // By the type bits alone: a DATAGRAM with the SHARED bit is judged as one.
+    let r = if wire::peek_type(b) == Some(wire::PacketType::Datagram) {
         wire::decode_datagram(b).map(|_| None)
     } else {
         wire::decode(b).map(Some)
@@ -354,7 +359,7 @@ fn exchange(frames: &mut Vec<Frame>, k: u8, loss_ppm: u32, start_ns: u64) -> [u6
             ));
             e.push(("metaroce.conn".into(), k.to_string()));
             // The data direction: an ACK travels against it.
-            let is_ack = bytes[1] == wire::PacketType::Ack as u8;
+            let is_ack = wire::peek_type(&bytes) == Some(wire::PacketType::Ack);
             let (ds, dd) = if is_ack { (dst, src) } else { (src, dst) };
             let token = u32::from_be_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
             let dir = format!("{} -> {} token 0x{token:08x}", ip(ds), ip(dd));
@@ -529,6 +534,15 @@ fn handmade() -> Vec<Vec<u8>> {
         datagram(0, b""),
         datagram(wire::GF_IMM | wire::GF_SE, b"a UD message"),
     ];
+    // A shared connection's DATA, ACK and PROBE: the same, with the SHARED bit.
+    for mut b in [
+        data(Op::Write, fl | DF_RETH, b"shared"),
+        ack(0, 1000, &[0, 2]),
+        probe(5),
+    ] {
+        wire::set_shared(&mut b, true).expect("a type byte");
+        out.push(b);
+    }
     // A middle packet of a multi-packet message.
     let mut mid = data(Op::Send, 0, &[0x5a; 64]);
     mid[40..44].copy_from_slice(&64u32.to_be_bytes());
@@ -583,6 +597,7 @@ fn malformed() -> Vec<Vec<u8>> {
         set(&send, 0, 5),               // bad_version
         set(&send, 1, 0),               // unknown_type
         set(&send, 1, 9),               // unknown_type
+        set(&send, 1, 0x85),            // unknown_type: type 5, SHARED bit (0x80) set
         set(&send, 22, 11),             // unknown_op
         set(&set(&send, 3, 0), 4, 0),   // bad_flags: DATA incarnation 0
         set(&set(&ackp, 3, 0), 4, 0),   // bad_flags: ACK incarnation 0
@@ -610,6 +625,7 @@ fn malformed() -> Vec<Vec<u8>> {
         set(&dg, 19, 1),                // bad_flags: DATAGRAM token
         set(&dg, 28, DF_IMM | 0x01),    // bad_flags: DATAGRAM flags
         set(&dg, 29, 1),                // bad_flags: DATAGRAM reserved
+        set(&dg, 1, 0x84),              // bad_flags: DATAGRAM with the SHARED bit (0x80)
         set(&send, 25, 11),             // length_mismatch: payload_len
         grow(&send),                    // length_mismatch: extra byte
         grow(&ackp),                    // length_mismatch: ACK
@@ -666,7 +682,7 @@ fn main() -> std::io::Result<()> {
     let mut add = |frames: &mut Vec<Frame>, b: Vec<u8>, dport: u16| {
         t += 1000;
         // Hand-made DATA/PROBE/DATAGRAM go HA -> HB, ACKs back.
-        let (src, dst) = if b.get(1) == Some(&2) {
+        let (src, dst) = if wire::peek_type(&b) == Some(wire::PacketType::Ack) {
             (HB, HA)
         } else {
             (HA, HB)
@@ -697,20 +713,32 @@ fn main() -> std::io::Result<()> {
         );
         add(&mut frames, b, PORT);
     }
-    // The heuristic dissector: a DATA to port 5000; a look-alike to 39999 it must refuse.
+    // The heuristic dissector: a DATA to port 5000 and a shared connection's to 5001;
+    // a look-alike to 39999 and a DATAGRAM with the SHARED bit to 39998 it must refuse.
     add(&mut frames, data(Op::Write, 0x07, b"heuristic"), 5000);
-    t += 1000;
-    frames.push(Frame {
-        at_ns: t,
-        src: HA,
-        dst: HB,
-        sport: 50001,
-        dport: 39999,
-        ecn: 0,
+    let mut shared = data(Op::Write, 0x07, b"shared heuristic");
+    wire::set_shared(&mut shared, true).expect("a type byte");
+    add(&mut frames, shared, 5001);
+    let mut shared_dg = datagram(0, b"xyz");
+    wire::set_shared(&mut shared_dg, true).expect("a type byte");
+    for (dport, payload) in [
         // Version 3, type DATA, but 30 bytes: no MetaRoCE datagram.
-        payload: b"\x03\x01\x00\x01 this is not metaroce ".to_vec(),
-        expect: vec![("proto".into(), "none".into())],
-    });
+        (39999, b"\x03\x01\x00\x01 this is not metaroce ".to_vec()),
+        // Well-formed but for the SHARED bit, which no DATAGRAM has.
+        (39998, shared_dg),
+    ] {
+        t += 1000;
+        frames.push(Frame {
+            at_ns: t,
+            src: HA,
+            dst: HB,
+            sport: 50001,
+            dport,
+            ecn: 0,
+            payload,
+            expect: vec![("proto".into(), "none".into())],
+        });
+    }
 
     write_pcap(pcap, &frames)?;
     let mut w = std::io::BufWriter::new(std::fs::File::create(exp)?);
@@ -729,7 +757,7 @@ fn main() -> std::io::Result<()> {
     eprintln!(
         "wire_pcap: {} frames: exchange {exchanged} (lost {lost}, retransmitted {retx}, \
          completions {completions}), hand-made {n_good}, malformed {n_bad} ({bad_seen} with a drop \
-         reason), heuristic 2",
+         reason), heuristic 4",
         frames.len()
     );
     Ok(())
