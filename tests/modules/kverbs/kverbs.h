@@ -131,6 +131,7 @@ void t_atomic(const char *name, enum ib_wr_opcode op, u64 before, u64 cmp_add,
 void t_unsignaled(void);
 /* kverbs_ext.c */
 void t_ext(void);
+void t_planes(void);
 /* kverbs_queues.c */
 void t_events(void);
 void t_errors(void);

@@ -19,7 +19,11 @@
  * (taken with symbol_get, so the module also runs where metaroce is not
  * loaded) on A: the connection read, its path count changed with traffic
  * carried on 2 paths, 0 and 65 paths refused (-EINVAL) and nothing changed;
- * on another device's QP both answer -EOPNOTSUPP.
+ * on another device's QP both answer -EOPNOTSUPP. Then the device's planes
+ * (metaroce_device_query_planes(), _set_planes()): one, its netdev, at
+ * first; the sets user space is refused, refused alike (-EINVAL, -ENODEV)
+ * and nothing changed; bound to a second netdev of the host, SEND and WRITE
+ * still byte-exact with datagrams on both planes; set back to one.
  *
  * Error paths on QP pairs of their own (E/F, G/H): inline SEND_WITH_INV and
  * multi-SGE inline SEND, ib_alloc_mr with a huge max_num_sg (alloc_mr_sg=N
@@ -322,6 +326,7 @@ static int __init kverbs_test_init(void)
 		      0x0000000300000000ULL));
 	STEP(t_unsignaled());
 	STEP(t_ext());
+	STEP(t_planes());
 	STEP(t_events());
 	STEP(t_errors());
 	STEP(t_fastreg());
