@@ -247,7 +247,7 @@ static int paths_on_plane1(const struct planes_api *api, struct metaroce_conn_in
 static void t_planes_on(const struct planes_api *api)
 {
 	static struct metaroce_plane_info pl[METAROCE_MAX_PLANES];
-	struct metaroce_conn_info ci;
+	struct metaroce_conn_info ci = {};
 	char n0[IFNAMSIZ], n1[IFNAMSIZ];
 	struct net_device *nd;
 	u32 own = 0, other, lo = init_net.loopback_dev->ifindex, absent = absent_ifindex();
