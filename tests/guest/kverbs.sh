@@ -6,8 +6,15 @@
 # READ, atomics, fast registration (REG_MR, SEND_WITH_INV, LOCAL_INV), SRQ,
 # remote access errors, unsignaled WRs, CQ events, error returns, flush on ERR and
 # ib_drain_qp, inline SEND_WITH_INV, huge ib_alloc_mr, CQ overrun
-# (IB_EVENT_CQ_ERR), SEND_WITH_INV of an unknown rkey, every payload byte compared. Its TAP lines ("kverbs_test: ok N
-# - ...") in the kernel log become this script's TAP. Then a second load with
+# (IB_EVENT_CQ_ERR), SEND_WITH_INV of an unknown rkey, every payload byte compared;
+# on mr0 also the extension API's kernel side: a QP's paths (and, sharing,
+# its stream class), and the device's planes: one (its netdev) at first, the
+# refused sets (0 or 9 netdevs, the first not the device's, one twice,
+# loopback: -EINVAL; no such netdev: -ENODEV) changing nothing, SEND and
+# WRITE byte-exact with a second plane set (the first other Ethernet netdev
+# that is up: mrl1 here, the second link with MR_PLANES=2), then one plane
+# again. Its TAP lines ("kverbs_test: ok N - ...") in the kernel log become
+# this script's TAP. Then a second load with
 # corrupt=3 (one expected byte of the 3rd payload comparison flipped) must
 # report exactly that test as failed: the module's own self-check.
 # One guest (a veth pair stands in for the link: tests/lib.sh local_link), or
