@@ -65,9 +65,14 @@ pub(crate) const RTO_LOSSES: usize = 21;
 /// packet was declared lost and sent again (`metaroce:loss cause=tlp`;
 /// counted from the core's `Event::Lost`).
 pub(crate) const TAIL_PROBES: usize = 22;
+/// READ or atomic responses that cannot be the answer they name (a broken
+/// peer: no such request outstanding, another kind, another length): taken
+/// by the connection, nothing placed, the WQE failed
+/// (`Documentation/transport.rst`, C11); not `rx_drops`.
+pub(crate) const BAD_RESPONSES: usize = 23;
 /// The first drop-by-reason counter: `DROP_FIRST + reason as usize` for
 /// each of the protocol core's `DropReason`s, in its order.
-pub(crate) const DROP_FIRST: usize = 23;
+pub(crate) const DROP_FIRST: usize = 24;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 19;
 /// Number of device counters.
@@ -98,6 +103,7 @@ const NAME_STRS: [&CStr; NUM_COUNTERS] = [
     c_str!("uc_msg_drops"),
     c_str!("rto_losses"),
     c_str!("tail_probes"),
+    c_str!("bad_responses"),
     // `DropReason::name()` of rust/proto/src/wire.rs, in order.
     c_str!("rx_drop_truncated"),
     c_str!("rx_drop_bad_version"),

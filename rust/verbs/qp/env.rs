@@ -303,7 +303,7 @@ impl QpControl for Glue<'_> {
         self.qp.events.last_wqe_reached();
     }
     fn bad_response(&mut self) {
-        self.qp.dev.count(counter::RX_DROPS, 1);
+        self.qp.dev.count(counter::BAD_RESPONSES, 1);
     }
 }
 
