@@ -82,7 +82,8 @@ static bool shared = true;
 module_param(shared, bool, 0644);
 MODULE_PARM_DESC(shared,
 		 "RC QPs to the same peer share one connection (default 1; "
-		 "0: one connection per QP; both ends must agree)");
+		 "0: one connection per QP; both ends must agree; read when "
+		 "a device is added, so it is per device)");
 
 bool metaroce_param_shared(void)
 {
