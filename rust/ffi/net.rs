@@ -41,7 +41,8 @@ pub(crate) enum IpAddr {
     V6([u8; 16]),
 }
 
-/// The address as the kernel prints `%pI4` and uncompressed `%pI6`.
+/// The address as the kernel prints `%pI4` and `%pI6` (eight groups of four
+/// hex digits, not compressed).
 impl core::fmt::Display for IpAddr {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -49,7 +50,7 @@ impl core::fmt::Display for IpAddr {
             IpAddr::V6(x) => {
                 for (i, g) in x.chunks_exact(2).enumerate() {
                     let sep = if i == 0 { "" } else { ":" };
-                    write!(f, "{sep}{:x}", u16::from_be_bytes([g[0], g[1]]))?;
+                    write!(f, "{sep}{:04x}", u16::from_be_bytes([g[0], g[1]]))?;
                 }
                 Ok(())
             }

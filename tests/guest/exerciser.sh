@@ -48,12 +48,12 @@ gid=$(retry 20 gid_index "$dev" "$MR_IP4") && pass "RoCE v2 GID for $MR_IP4 at i
 # The exerciser's own TAP lines become this script's (renumbered, "ex:" prefix).
 # metaroce is held to IBTA where rxe is lax, and reports what it does not
 # implement yet as SKIP (exerciser -S).
-strict=""; [[ $kind == metaroce ]] && strict=-S
+opts=""; [[ $kind == metaroce ]] && opts=-S
 # -C: mr0 shares connections (the module's default; tests/lib.sh mr_shared).
-[[ $kind == metaroce ]] && (($(mr_shared))) && strict+=" -C"
+[[ $kind == metaroce ]] && (($(mr_shared))) && opts+=" -C"
 t0=$SECONDS
 rcf=$MR_RUNDIR/exerciser.rc
-fold_tap "ex: " < <(timeout 1800 "$ex" -d "$dev" -n "$iter" ${gid:+-g "$gid"} $strict 2>&1; echo $? >"$rcf")
+fold_tap "ex: " < <(timeout 1800 "$ex" -d "$dev" -n "$iter" ${gid:+-g "$gid"} $opts 2>&1; echo $? >"$rcf")
 rc=$(cat "$rcf")
 ((rc == 0)) && pass "exerciser -d $dev -n $iter exits 0 ($((SECONDS - t0)) s)" \
   || fail "exerciser -d $dev -n $iter exits 0 (exit $rc, $((SECONDS - t0)) s)"
