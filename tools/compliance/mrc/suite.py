@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Scenarios, their checks, TAP output and the coverage report.
+
+A scenario is a function decorated with @scenario(name, refs): it gets a Ctx,
+sets up what it needs on the implementation under test (IUT) through the
+agent and on the peer, and makes checks with ctx.check(). It is one TAP line,
+`ok N - name # spec: refs`, each check a diagnostic line under it; it fails
+if a check fails, if it raises, or if the peer saw the IUT send anything
+against the spec (a malformed datagram, a wrong token, address, port, ECN
+codepoint, window: RcPeer.violations).
+"""
+import os
+import random
+import time
+import traceback
+
+from . import spec as specmod
+from .agent import Agent, AgentError
+from .ident import gid_bytes
+from .peer import Net, RcPeer
+
+SCENARIOS = []
+
+
+def scenario(name, refs, needs=()):
+    """Register a scenario covering refs (ids or phrases of the spec).
+    needs: capabilities of the IUT it requires ("atomic_write", "counters")."""
+    def deco(fn):
+        SCENARIOS.append((fn.__name__.replace("_", "-"), name, refs, needs, fn))
+        return fn
+    return deco
+
+
+class Failed(Exception):
+    pass
+
+
+class Ctx:
+    def __init__(self, args, agent, net, info):
+        self.args, self.agent, self.net, self.info = args, agent, net, info
+        self.checks = []
+        self.shared = bool(getattr(args, "shared", False))
+        self.peers = []
+        self.qps = []
+
+    def diag(self, msg):
+        for l in str(msg).splitlines():
+            print(f"#   {l}", flush=True)
+
+    def check(self, cond, what, detail=""):
+        self.checks.append((bool(cond), what))
+        self.diag(f"{'ok' if cond else 'FAIL'} - {what}" + (f": {detail}" if detail and not cond else ""))
+        return bool(cond)
+
+    def require(self, cond, what, detail=""):
+        if not self.check(cond, what, detail):
+            raise Failed(what)
+
+    # ---- set-up ------------------------------------------------------------
+    def iut_gid(self):
+        return self.info["gid"]
+
+    def net_gid(self):
+        """The peer's own GID (its address, C2), as the agent takes it."""
+        return gid_bytes(self.net.my_ip).hex()
+
+    def rc_pair(self, mtu=1024, paths=8, iut_psn=None, qp_kw=None, rtr_only=False, connect=True, **conn_kw):
+        """An IUT RC QP (through the agent) and the peer's end of it, connected
+        as C1-C7 say: the IUT's dqpn/dgid are the peer's QPN and address, its
+        rq_psn the peer's sq_psn and its sq_psn what the peer expects."""
+        qp = self.agent.qp("rc", **(qp_kw or {}))
+        self.qps.append(qp)
+        iut_psn = random.randrange(1 << 24) if iut_psn is None else iut_psn
+        peer = RcPeer(self.net, qp["qpn"], iut_psn, mtu, paths=paths, shared=self.shared, log=self.diag)
+        self.peers.append(peer)
+        if connect:
+            self.connect(qp, peer, rtr_only=rtr_only, **conn_kw)
+        return peer, qp
+
+    def connect(self, qp, peer, rtr_only=False, **conn_kw):
+        kw = dict(dqpn=peer.my_qpn, dgid=peer.my_gid.hex(), rq_psn=peer.my_psn, sq_psn=peer.iut_psn,
+                  mtu=peer.mtu, max_rd_atomic=4, max_dest_rd_atomic=4, min_rnr_timer=1)
+        kw.update(conn_kw)
+        if rtr_only:
+            kw["rtr_only"] = 1
+        self.agent.cmd("connect", qp=qp["id"], **kw)
+
+    def wait_wc(self, qp, peer, n=1, timeout=10.0):
+        """Poll the IUT's CQ for n completions while the peer keeps answering
+        (the agent's poll does not block, so ACKs are not held up)."""
+        wcs = []
+        end = time.monotonic() + timeout
+        while len(wcs) < n and time.monotonic() < end:
+            wcs += self.agent.poll(qp, n - len(wcs), 0)
+            if len(wcs) < n:
+                if peer is not None:
+                    peer.pump(0.05)
+                else:
+                    time.sleep(0.05)
+        return wcs
+
+    def post(self, qp, op, mr, off=0, length=0, wr=1, **kw):
+        """Post a work request at the IUT (agent `send`)."""
+        self.agent.cmd("send", qp=qp["id"], op=op, mr=mr["id"], off=off, len=length, wr=wr, signaled=1, **kw)
+
+    def recv(self, qp, mr, off=0, length=4096, wr=100):
+        self.agent.cmd("recv", qp=qp["id"], mr=mr["id"], off=off, len=length, wr=wr)
+
+    def counters(self):
+        return self.agent.counters()
+
+    def mr(self, length=65536, access=None):
+        return self.agent.mr(length, access)
+
+    def cleanup(self):
+        for p in self.peers:
+            self.net.ignore.add(p.my_qpn)
+            self.net.peers.pop(p.my_qpn, None)
+        try:
+            self.agent.cmd("reset")
+        except AgentError as e:
+            self.diag(f"agent reset: {e}")
+        # Let the IUT's last datagrams arrive and drop them.
+        end = time.monotonic() + 0.2
+        while time.monotonic() < end and self.net.recv(0.05):
+            pass
+        self.peers, self.qps = [], []
+
+    def violations(self):
+        v = [x for p in self.peers for x in p.violations]
+        for rec in self.net.unclaimed:
+            v.append(("C1", f"a datagram for QPN {int.from_bytes(rec.raw[5:8], 'big'):#x}, no peer QP's: "
+                            f"{rec.pkt or rec.error}"))
+        self.net.unclaimed.clear()
+        return v
+
+
+def run(args):
+    reqs = specmod.parse(args.spec)
+    # Every reference must resolve (a typo or a spec change is an error here).
+    for _, _, refs, _, _ in SCENARIOS:
+        for r in refs:
+            specmod.resolve(reqs, r)
+    agent = Agent(args.agent, args.agent_port)
+    info = agent.info()
+    net = Net(args.my_ip, args.iut_ip or info["ip"], args.port)
+    ctx = Ctx(args, agent, net, info)
+    print(f"# IUT: {info}; {'shared connections' if ctx.shared else 'a connection per QP'}", flush=True)
+    selected = [s for s in SCENARIOS if not args.only or s[0] in args.only]
+    results = []
+    n = 0
+    for name, title, refs, needs, fn in selected:
+        n += 1
+        ctx.checks = []
+        missing = [x for x in needs if x in args.without or (x == "alt_ip" and not args.alt_ip)]
+        if missing:
+            print(f"ok {n} - {name} # SKIP the IUT lacks {', '.join(missing)}", flush=True)
+            results.append((name, refs, "skip"))
+            continue
+        print(f"# scenario {n}: {name}: {title}", flush=True)
+        t0 = time.monotonic()
+        err = None
+        try:
+            fn(ctx)
+        except Failed:
+            pass
+        except Exception:
+            err = traceback.format_exc()
+            ctx.diag(err)
+        viol = ctx.violations()
+        for rule, text in viol[:10]:
+            ctx.diag(f"FAIL - the IUT sent against {rule}: {text}")
+        ok = err is None and all(c for c, _ in ctx.checks) and not viol and ctx.checks
+        ctx.cleanup()
+        dt = time.monotonic() - t0
+        print(f"{'ok' if ok else 'not ok'} {n} - {name} ({len(ctx.checks)} checks, {dt:.1f} s) "
+              f"# spec: {', '.join(refs)}", flush=True)
+        results.append((name, refs, "pass" if ok else "fail"))
+    print(f"1..{n}", flush=True)
+    if args.report:
+        write_report(args.report, reqs, results, info)
+    return all(r != "fail" for _, _, r in results)
+
+
+def write_report(path, reqs, results, info):
+    by = {}
+    for name, refs, res in results:
+        for r in refs:
+            by.setdefault(specmod.resolve(reqs, r).id, []).append((name, res))
+    out = ["# MetaRoCE compliance report", "",
+           f"Implementation under test: `{info.get('dev', '?')}` at {info.get('ip', '?')}. "
+           f"Requirements read from the spec: {len(reqs)}. Scenarios run: {len(results)} "
+           f"({sum(r == 'pass' for *_, r in results)} passed, {sum(r == 'fail' for *_, r in results)} failed, "
+           f"{sum(r == 'skip' for *_, r in results)} skipped).", ""]
+    secs = sorted(k for k in by if k.startswith("\u00a7"))
+    out += ["## Sections exercised (sender and receiver behaviour the spec states without a row id)", ""]
+    out += [f"- {k[1:]}: {', '.join(f'{n} ({res})' for n, res in by[k])}" for k in secs] + [""]
+    for level in ("MUST", "SHOULD", "kernel"):
+        rs = [r for r in reqs if r.level == level]
+        cov = [r for r in rs if r.id in by]
+        out += [f"## {level}: {len(cov)} of {len(rs)} covered", "", "| Id | Section | Requirement | Scenarios |",
+                "|---|---|---|---|"]
+        for r in rs:
+            sc = ", ".join(f"{n} ({res})" for n, res in by.get(r.id, [])) or "**not covered**"
+            out.append(f"| {r.id} | {r.section} | {r.text[:160].replace('|', '/')} | {sc} |")
+        out.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(out))
