@@ -2,7 +2,7 @@
 # Host-side checks of the MetaRoCE protocol core (rust/proto) and simulator (tools/sim):
 # format, lints, unit/property/mutation tests, the simulator's quick-scale table with its
 # regression guards, the Wireshark dissector against the reference decoder (tests/wireshark.sh,
-# when tshark is installed), the worked wire examples against the reference, and a short cargo-fuzz smoke run when cargo-fuzz and a nightly
+# when tshark is installed), the compliance suite's codec against the worked examples, the worked wire examples against the reference, and a short cargo-fuzz smoke run when cargo-fuzz and a nightly
 # toolchain are installed. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,10 @@ cargo run --release -p metaroce-sim -- --quick --check
 
 step "Wireshark dissector: every field of every packet type against the reference decoder (tshark; skipped without it)"
 bash tests/wireshark.sh
+
+step "compliance suite (tools/compliance): its own codec and keys against every worked-example datagram; every spec reference of its scenarios resolves"
+python3 tools/compliance/selftest.py
+python3 tools/compliance/run.py --list >/dev/null
 
 step "worked examples: Documentation/transport-examples.rst is what the reference sends (rust/proto/examples/exchange.rs)"
 if ! cargo run -q --release -p metaroce-proto --example exchange | diff -u Documentation/transport-examples.rst -; then
