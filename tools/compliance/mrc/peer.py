@@ -156,7 +156,7 @@ class RcPeer:
     """The peer's end of one RC connection (per-QP mode, C1-C22)."""
 
     def __init__(self, net, iut_qpn, iut_psn, mtu, my_qpn=None, my_psn=None, paths=8, base_port=None,
-                 shared=False, mem_len=1 << 20, log=print):
+                 shared=False, mem_len=1 << 20, log=print, member_of=None):
         self.net, self.log_fn = net, log
         self.my_qpn = my_qpn if my_qpn is not None else random.randrange(16, 1 << 24)
         self.my_psn = my_psn if my_psn is not None else random.randrange(0, 1 << 24)
@@ -189,7 +189,6 @@ class RcPeer:
         self.got = [set() for _ in range(64)]  # PSNs received after cum
         self.echo = [0] * 64
         self.since = [[0, 0] for _ in range(64)]  # acked, ce since the last ACK
-        self.iut_inc = None
         self.ack_sport = {}
         # Receiver state per stream.
         self.cum_ssn = [self.rxd.first_ssn(0), self.rxd.first_ssn(1)]
@@ -219,7 +218,29 @@ class RcPeer:
         self.data_rx = []  # every Data the IUT sent (accepted or not)
         self.probes_rx = []
         self.stamp0 = time.monotonic_ns()
+        if member_of is not None:
+            # Another member of member_of's shared connection ("Shared
+            # connections"): the paths, their sequences and windows, the
+            # incarnations and the port base are the connection's; the keys,
+            # streams, tags and memory stay this pair's.
+            assert shared and member_of.shared
+            for k in ("inc", "K", "base", "next_psn", "out", "floor", "cum", "got", "echo", "since",
+                      "stamp0"):
+                setattr(self, k, getattr(member_of, k))
+            self.conn = member_of.conn
+        else:
+            self.conn = {"iut_inc": None}
         net.peers[self.my_qpn] = self
+
+    @property
+    def iut_inc(self):
+        """The IUT's incarnation, taken from its first DATA or PROBE (the
+        connection's, shared by a shared connection's members)."""
+        return self.conn["iut_inc"]
+
+    @iut_inc.setter
+    def iut_inc(self, v):
+        self.conn["iut_inc"] = v
 
     def rekey_rx(self, psn):
         """Expect the IUT's DATA under the key of starting PSN psn (a QP that

@@ -35,6 +35,10 @@ class Failed(Exception):
     pass
 
 
+class Skip(Exception):
+    """Raised by a scenario that cannot run here (reported as TAP SKIP)."""
+
+
 class Ctx:
     def __init__(self, args, agent, net, info):
         self.args, self.agent, self.net, self.info = args, agent, net, info
@@ -162,6 +166,11 @@ def run(args):
         err = None
         try:
             fn(ctx)
+        except Skip as e:
+            ctx.cleanup()
+            print(f"ok {n} - {name} # SKIP {e}", flush=True)
+            results.append((name, refs, "skip"))
+            continue
         except Failed:
             pass
         except Exception:

@@ -75,7 +75,12 @@ def ud_from_iut(ctx):
 
 
 @scenario("UD to the IUT: a DATAGRAM is received with a 40-byte GRH area built from its addresses; a wrong "
-          "Q_Key or no posted receive drops it, counted", ["D1", "D6", "D7", "D9"],
+          "Q_Key or no posted receive drops it, counted", ["D1", "D6", "D7", "D9",
+                                                        "drop:rx_drop_bad_qkey", "drop:rx_drop_no_receive",
+                                                        "``type``: DATAGRAM: MUST be 0", "``inc``: DATAGRAM: MUST be 0",
+                                                        "``token``: DATAGRAM: MUST be 0", "other bits MUST be 0",
+                                                        "``reserved``: MUST be 0",
+                                                        "``payload_len``: MUST equal the bytes after the header"],
           needs=("counters",))
 def ud_to_iut(ctx):
     qp = ctx.agent.qp("ud")
@@ -94,15 +99,34 @@ def ud_to_iut(ctx):
     sport = 49152 + peer.qpn % 16384
     ctx.net.send(dg(b"no receive yet"), sport)
     ctx.net.send(dg(b"wrong qkey", qkey=0x3334), sport)
-    ctx.net.send(dg(b"path 1", path=1), sport)
-    ctx.net.send(dg(b"length")[:-1], sport)
     time.sleep(0.3)
     c1 = ctx.counters()
     d = {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0) and k.startswith("rx_drop")}
-    ctx.check(d.get("rx_drop_no_receive") == 1, "no receive posted: rx_drop_no_receive", d)
-    ctx.check(d.get("rx_drop_bad_qkey", 0) >= 1, "a wrong Q_Key: rx_drop_bad_qkey", d)
-    ctx.check(d.get("rx_drop_bad_flags") == 1, "D1: path 1 in a DATAGRAM: bad_flags", d)
-    ctx.check(d.get("rx_drop_length_mismatch") == 1, "a short DATAGRAM: length_mismatch", d)
+    ctx.check(d == {"rx_drop_no_receive": 1, "rx_drop_bad_qkey": 1, "rx_drops": 2},
+              "no receive posted: rx_drop_no_receive; a wrong Q_Key: rx_drop_bad_qkey", d)
+
+    def setb(raw, off, val):
+        b = bytearray(raw)
+        b[off] = val
+        return bytes(b)
+
+    # Malformed DATAGRAMs (D1 and the DATAGRAM table), each counted alone.
+    bad = [("bad_flags", "path 1", dg(b"x", path=1)),
+           ("bad_flags", "inc 1", dg(b"x", inc=1)),
+           ("bad_flags", "psn 1", dg(b"x", psn=1)),
+           ("bad_flags", "token 1", dg(b"x", token=1)),
+           ("bad_flags", "the SHARED bit in type", setb(dg(b"x"), 1, 0x84)),
+           ("bad_flags", "flag 0x01", dg(b"x", flags=0x01)),
+           ("bad_flags", "reserved 1", dg(b"x", reserved=1)),
+           ("length_mismatch", "payload_len 5 for 6 bytes", dg(b"length")[:-1] + b"\0\0"),
+           ("truncated", "35 bytes", dg(b"")[:35])]
+    for reason, what, raw in bad:
+        c0 = ctx.counters()
+        ctx.net.send(raw, sport)
+        time.sleep(0.15)
+        c1 = ctx.counters()
+        d = {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0) and k.startswith("rx_drop")}
+        ctx.check(d == {f"rx_drop_{reason}": 1, "rx_drops": 1}, f"DATAGRAM with {what}: {reason}", d)
     for i in range(3):
         ctx.recv(qp, mr, i * 5000, 4136, wr=10 + i)
     ctx.net.send(dg(pattern(100, 43), flags=wire.F_IMM, imm=0xABCD), sport)

@@ -2,11 +2,13 @@
 """The verbs rules both ends must agree on: receive tags, READ/atomic depth,
 response status and matching, ACK source ports, source addresses and a
 closed connection (Documentation/transport.rst: C2, C4, C11-C13, C15)."""
+import socket
+import struct
 import time
 
 from .. import wire
 from ..agent import WC_BAD_RESP_ERR, WC_LOC_LEN_ERR, WC_REM_ACCESS_ERR, WC_SUCCESS
-from ..suite import scenario
+from ..suite import Skip, scenario
 from .basic import pattern
 
 
@@ -125,7 +127,8 @@ def ack_ports(ctx):
     ctx.check(not bad and got, "each path's ACK from the IUT's source port of that path (SHOULD)", bad or got)
 
 
-@scenario("source address: an RC QP drops a datagram from any address but its peer's", ["V0.4", "C2"],
+@scenario("source address: an RC QP drops a datagram from any address but its peer's",
+          ["V0.4", "C2", "drop:rx_drop_bad_source"],
           needs=("counters", "alt_ip"))
 def bad_source(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
@@ -143,3 +146,76 @@ def bad_source(ctx):
     ctx.check(c1.get("rx_drop_bad_source", 0) - c0.get("rx_drop_bad_source", 0) == 1,
               "counted as rx_drop_bad_source", {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0)})
     ctx.check(len(acks) == 1, "only the copy from the peer's address acknowledged", [str(a) for a in acks])
+
+
+def _udp_checksum(src, dst, udp):
+    """The UDP checksum over the IPv4 pseudo-header and the datagram (RFC 768)."""
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack(">BBH", 0, 17, len(udp))
+    data = pseudo + udp + (b"\0" if len(udp) % 2 else b"")
+    s = sum(struct.unpack(f">{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s & 0xFFFF) or 0xFFFF
+
+
+@scenario("UDP checksum: a datagram whose checksum is wrong is dropped before the transport sees it; the same "
+          "datagram with its checksum right is then taken as new", ["V0.1", "A sender MUST fill it"])
+def checksum(ctx):
+    if ":" in ctx.net.my_ip:
+        raise Skip("IPv4 only")
+    try:
+        raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+        rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    except PermissionError:
+        raise Skip("no raw socket (needs CAP_NET_RAW)")
+    peer, qp = ctx.rc_pair(mtu=1024)
+    mr = ctx.mr(4096)
+    ctx.recv(qp, mr, 0, 4096, wr=1)
+    acks = []
+    peer.ack_hook = acks.append
+    m = peer.build(wire.SEND, payload=pattern(200, 81))
+    peer.transmit(m, 0, path=0)
+    peer.pump(2, lambda: acks)
+    ctx.require(len(acks) == 1, "the well-formed SEND acknowledged")
+    m2 = peer.build(wire.SEND, payload=pattern(200, 82))
+    d = wire.Data(**{k: getattr(m2.packets[0], k) for k in m2.packets[0].__dataclass_fields__})
+    d.path, d.psn, d.stamp, d.floor = 1, peer.next_psn[1], peer.stamp(), peer.next_psn[1]
+    body = wire.encode(d)
+    sport = peer.port_of(1)
+    udp = struct.pack(">HHHH", sport, ctx.net.port, 8 + len(body), 0) + body
+    good = _udp_checksum(ctx.net.my_ip, ctx.net.iut_ip, udp)
+    bad = udp[:6] + struct.pack(">H", good ^ 0x0101) + body
+    raw.sendto(bad, (ctx.net.iut_ip, 0))
+    raw.close()
+    peer.pump(0.5)
+    ctx.check(len(acks) == 1, "the copy with a wrong checksum is not acknowledged", [str(a) for a in acks[1:]])
+    ctx.recv(qp, mr, 0, 4096, wr=2)
+    peer.out[1][d.psn] = (m2, 0)
+    peer.next_psn[1] = (peer.next_psn[1] + 1) & 0xFFFFFFFF
+    peer.net.send(body, sport)
+    peer.pump(3, lambda: len(acks) > 1)
+    wcs = ctx.wait_wc(qp, peer, 2, 5)
+    ctx.check(len(wcs) == 2 and all(w["status"] == WC_SUCCESS for w in wcs) and wcs[1]["byte_len"] == 200,
+              "the same datagram with its checksum right is taken (it was never seen)", wcs)
+    # The IUT's datagrams (its ACKs here) as the wire carried them: a raw
+    # socket gets a copy of each with its IP header.
+    seen = bad_sums = 0
+    rx.setblocking(False)
+    while True:
+        try:
+            pkt = rx.recv(70000)
+        except BlockingIOError:
+            break
+        ihl = (pkt[0] & 0x0F) * 4
+        if socket.inet_ntoa(pkt[12:16]) != ctx.net.iut_ip:
+            continue
+        udp = pkt[ihl:]
+        if struct.unpack(">H", udp[2:4])[0] != ctx.net.port:
+            continue
+        seen += 1
+        got = struct.unpack(">H", udp[6:8])[0]
+        want = _udp_checksum(ctx.net.iut_ip, ctx.net.my_ip, udp[:6] + b"\0\0" + udp[8:])
+        bad_sums += got != want
+    rx.close()
+    ctx.check(seen and not bad_sums, f"the IUT fills the UDP checksum of what it sends ({seen} datagrams, "
+              f"{bad_sums} without a right one)")
