@@ -14,6 +14,7 @@ is TAP, one line per scenario, with the spec requirements it covers;
 --report writes the coverage report (Markdown): every requirement of the spec
 and the scenarios that test it. README.md, "Compliance suite".
 """
+
 import argparse
 import os
 import sys
@@ -28,14 +29,19 @@ ap.add_argument("--agent-port", type=int, default=18600)
 ap.add_argument("--my-ip", help="this host's address on the link to the IUT")
 ap.add_argument("--iut-ip", help="the IUT's address (default: the agent's GID)")
 ap.add_argument("--alt-ip", help="another address of this host on the same link (for the source-address check)")
-ap.add_argument("--shared", action="store_true",
-                help="the IUT shares connections between QP pairs of two hosts (C22, 'Shared connections')")
+ap.add_argument(
+    "--shared",
+    action="store_true",
+    help="the IUT shares connections between QP pairs of two hosts (C22, 'Shared connections')",
+)
 ap.add_argument("--port", type=int, default=4792, help="MetaRoCE UDP port on both ends (C3)")
 ap.add_argument("--only", nargs="*", default=[], help="run only these scenarios (names as --list prints them)")
 ap.add_argument("--without", nargs="*", default=[], help="IUT capabilities absent (skips what needs them)")
 ap.add_argument("--report", help="write the coverage report here")
-ap.add_argument("--spec", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                               "Documentation", "transport.rst"))
+ap.add_argument(
+    "--spec",
+    default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Documentation", "transport.rst"),
+)
 ap.add_argument("--list", action="store_true", help="list the scenarios and what they cover, and exit")
 ap.add_argument("--report-only", action="store_true", help="with --report: the coverage of the scenarios, not run")
 args = ap.parse_args()

@@ -8,6 +8,7 @@ the set-up table's keys, tokens, first PSNs and SSNs are derived by
 mrc/ident.py. A disagreement is a fault in the suite, the spec or the
 reference. No guest needed: tests/host.sh runs it.
 """
+
 import os
 import re
 import sys
@@ -16,8 +17,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mrc import wire  # noqa: E402
 from mrc.ident import Direction, gid_bytes  # noqa: E402
 
-doc = open(sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "Documentation", "transport-examples.rst")).read()
+doc = open(
+    sys.argv[1]
+    if len(sys.argv) > 1
+    else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Documentation", "transport-examples.rst")
+).read()
 fails = 0
 
 
@@ -33,10 +37,8 @@ def field(name):
     return re.search(name + r"\s+(.*)", doc, re.M).group(1)
 
 
-ga, qa, pa = re.search(r"GID ``::ffff:([\d.]+)``, QPN (0x[0-9a-f]+), ``sq_psn`` (0x[0-9a-f]+)",
-                       field("^A")).groups()
-gb, qb, pb = re.search(r"GID ``::ffff:([\d.]+)``, QPN (0x[0-9a-f]+), ``sq_psn`` (0x[0-9a-f]+)",
-                       field("^B")).groups()
+ga, qa, pa = re.search(r"GID ``::ffff:([\d.]+)``, QPN (0x[0-9a-f]+), ``sq_psn`` (0x[0-9a-f]+)", field("^A")).groups()
+gb, qb, pb = re.search(r"GID ``::ffff:([\d.]+)``, QPN (0x[0-9a-f]+), ``sq_psn`` (0x[0-9a-f]+)", field("^B")).groups()
 ab = Direction(gid_bytes(ga), gid_bytes(gb), int(qa, 16), int(qb, 16), int(pa, 16))
 ba = Direction(gid_bytes(gb), gid_bytes(ga), int(qb, 16), int(qa, 16), int(pb, 16))
 for d, row in ((ab, "Key A → B"), (ba, "Key B → A")):
@@ -50,8 +52,12 @@ for d, pre in ((ab, "A → B"), (ba, "B → A")):
 
 # Every datagram: "N. X → Y: TYPE key value ..." then "::" and the hex lines.
 n = 0
-for m in re.finditer(r"^\d+\. [AB] → [AB]: ([\s\S]*?)\n\n +::\n\n((?:     [0-9a-f]{4}  [^\n]*\n)+)"
-                     r"(?:           … (\d+) more payload bytes\n)?", doc, re.M):
+for m in re.finditer(
+    r"^\d+\. [AB] → [AB]: ([\s\S]*?)\n\n +::\n\n((?:     [0-9a-f]{4}  [^\n]*\n)+)"
+    r"(?:           … (\d+) more payload bytes\n)?",
+    doc,
+    re.M,
+):
     text, dump, more = " ".join(m.group(1).split()), m.group(2), int(m.group(3) or 0)
     raw = bytes.fromhex("".join(l[11:].strip().replace(" ", "") for l in dump.splitlines()))
     if more:
@@ -66,8 +72,13 @@ for m in re.finditer(r"^\d+\. [AB] → [AB]: ([\s\S]*?)\n\n +::\n\n((?:     [0-9
         check(wire.encode(p) == raw, f"{text[:60]}: re-encodes to the same bytes")
     kind = text.split()[0]
     check(wire.TYPE_NAMES[p.type] == kind, f"{text[:60]}: type {kind}")
-    kv = dict(re.findall(r"\b(inc|path|psn|stream|ssn|msn|offset|msg_len|tag|floor|cum|rate_hint|ce|acked|"
-                         r"rnr_timer|rnr_psn|dst_qpn|src_qpn|qkey|stamp) (0x[0-9a-f]+|\d+)", text))
+    kv = dict(
+        re.findall(
+            r"\b(inc|path|psn|stream|ssn|msn|offset|msg_len|tag|floor|cum|rate_hint|ce|acked|"
+            r"rnr_timer|rnr_psn|dst_qpn|src_qpn|qkey|stamp) (0x[0-9a-f]+|\d+)",
+            text,
+        )
+    )
     names = {"dst_qpn": "dst_conn", "rnr_timer": "rnr_timer"}
     for k, v in kv.items():
         attr = names.get(k, k)
@@ -81,6 +92,8 @@ for m in re.finditer(r"^\d+\. [AB] → [AB]: ([\s\S]*?)\n\n +::\n\n((?:     [0-9
         op = re.search(r" op (\w+)", text).group(1)
         check(wire.OP_NAMES[p.op] == op, f"{text[:60]}: op {op}")
 check(n >= 50, f"{n} datagrams found in the examples")
-print(f"{'ok' if not fails else 'not ok'} - tools/compliance codec and keys against {n} worked-example datagrams "
-      f"({fails} disagreements)")
+print(
+    f"{'ok' if not fails else 'not ok'} - tools/compliance codec and keys against {n} worked-example datagrams "
+    f"({fails} disagreements)"
+)
 sys.exit(1 if fails else 0)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Client of the implementation's verbs agent (tools/compliance/agent/mr-agent.c:
 one command a line, one reply a line, `ok key=value ...` or `err message`)."""
+
 import socket
 import time
 
@@ -57,8 +58,13 @@ class Agent:
 
     def mr(self, length, access=None):
         r = self.cmd("mr", len=length, access=access)
-        return {"id": int(r["mr"]), "addr": int(r["addr"], 0), "rkey": int(r["rkey"], 0),
-                "lkey": int(r["lkey"], 0), "len": int(r["len"])}
+        return {
+            "id": int(r["mr"]),
+            "addr": int(r["addr"], 0),
+            "rkey": int(r["rkey"], 0),
+            "lkey": int(r["lkey"], 0),
+            "len": int(r["len"]),
+        }
 
     def put(self, mr, off, data: bytes):
         self.cmd("put", mr=mr["id"], off=off, hex=data.hex() or None)
@@ -75,8 +81,17 @@ class Agent:
         wcs = []
         for w in filter(None, r.get("wc", "").split(",")):
             wr, st, op, bl, imm, fl, src = w.split(":")
-            wcs.append({"wr": int(wr, 0), "status": int(st, 0), "opcode": int(op, 0), "byte_len": int(bl, 0),
-                        "imm": int(imm, 0), "flags": int(fl, 0), "src_qp": int(src, 0)})
+            wcs.append(
+                {
+                    "wr": int(wr, 0),
+                    "status": int(st, 0),
+                    "opcode": int(op, 0),
+                    "byte_len": int(bl, 0),
+                    "imm": int(imm, 0),
+                    "flags": int(fl, 0),
+                    "src_qp": int(src, 0),
+                }
+            )
         return wcs
 
     def counters(self):

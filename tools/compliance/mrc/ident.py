@@ -6,6 +6,7 @@ SipHash-2-4 is written here from Aumasson and Bernstein's paper (2012); the
 self-test at the bottom checks the paper's test vector and the spec's worked
 example.
 """
+
 import ipaddress
 import struct
 
@@ -29,10 +30,20 @@ def siphash24(key16: bytes, msg: bytes) -> int:
     def rounds(n):
         nonlocal v0, v1, v2, v3
         for _ in range(n):
-            v0 = (v0 + v1) & MASK; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)
-            v2 = (v2 + v3) & MASK; v3 = _rotl(v3, 16); v3 ^= v2
-            v0 = (v0 + v3) & MASK; v3 = _rotl(v3, 21); v3 ^= v0
-            v2 = (v2 + v1) & MASK; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)
+            v0 = (v0 + v1) & MASK
+            v1 = _rotl(v1, 13)
+            v1 ^= v0
+            v0 = _rotl(v0, 32)
+            v2 = (v2 + v3) & MASK
+            v3 = _rotl(v3, 16)
+            v3 ^= v2
+            v0 = (v0 + v3) & MASK
+            v3 = _rotl(v3, 21)
+            v3 ^= v0
+            v2 = (v2 + v1) & MASK
+            v1 = _rotl(v1, 17)
+            v1 ^= v2
+            v2 = _rotl(v2, 32)
 
     n = len(msg)
     end = n - n % 8

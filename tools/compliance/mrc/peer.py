@@ -11,7 +11,7 @@ kernel (C19) unless told otherwise, answers the IUT's READ and atomic
 requests, and records every datagram it receives, with its IP ECN field,
 source address and port, for the scenario to check.
 """
-import os
+
 import random
 import select
 import socket
@@ -30,6 +30,7 @@ IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 @dataclass
 class Rx:
     """One datagram received from the IUT."""
+
     t: float
     raw: bytes
     pkt: object  # a wire.Data/Ack/Probe/Datagram, or None if malformed
@@ -155,8 +156,21 @@ class InMsg:
 class RcPeer:
     """The peer's end of one RC connection (per-QP mode, C1-C22)."""
 
-    def __init__(self, net, iut_qpn, iut_psn, mtu, my_qpn=None, my_psn=None, paths=8, base_port=None,
-                 shared=False, mem_len=1 << 20, log=print, member_of=None):
+    def __init__(
+        self,
+        net,
+        iut_qpn,
+        iut_psn,
+        mtu,
+        my_qpn=None,
+        my_psn=None,
+        paths=8,
+        base_port=None,
+        shared=False,
+        mem_len=1 << 20,
+        log=print,
+        member_of=None,
+    ):
         self.net, self.log_fn = net, log
         self.my_qpn = my_qpn if my_qpn is not None else random.randrange(16, 1 << 24)
         self.my_psn = my_psn if my_psn is not None else random.randrange(0, 1 << 24)
@@ -224,8 +238,7 @@ class RcPeer:
             # incarnations and the port base are the connection's; the keys,
             # streams, tags and memory stay this pair's.
             assert shared and member_of.shared
-            for k in ("inc", "K", "base", "next_psn", "out", "floor", "cum", "got", "echo", "since",
-                      "stamp0"):
+            for k in ("inc", "K", "base", "next_psn", "out", "floor", "cum", "got", "echo", "since", "stamp0"):
                 setattr(self, k, getattr(member_of, k))
             self.conn = member_of.conn
         else:
@@ -261,8 +274,9 @@ class RcPeer:
         self.log_fn(f"# VIOLATION {rule}: {text}")
 
     # ---- sending -----------------------------------------------------------
-    def build(self, op, length=0, payload=None, stream=0, raddr=0, rkey=0, imm=0, dma_len=None, se=False, tag=None,
-              msn=None):
+    def build(
+        self, op, length=0, payload=None, stream=0, raddr=0, rkey=0, imm=0, dma_len=None, se=False, tag=None, msn=None
+    ):
         """The packets of one message (not sent): segmented at the MTU (C7),
         consecutive SSNs, RETH in every packet of a RETH op, IMM on the last."""
         if payload is None:
@@ -286,7 +300,7 @@ class RcPeer:
         pkts = []
         for i in range(n):
             off = i * self.mtu
-            chunk = payload[off:off + self.mtu]
+            chunk = payload[off : off + self.mtu]
             fl = 0
             if off == 0:
                 fl |= wire.F_FIRST
@@ -298,11 +312,27 @@ class RcPeer:
                 fl |= wire.F_IMM
             if se and fl & wire.F_LAST:
                 fl |= wire.F_SE
-            pkts.append(wire.Data(inc=self.inc, dst_conn=self.iut_qpn, token=self.txd.token, stream=stream, op=op,
-                                  flags=fl, tag=tag, ssn=self.next_ssn[stream], msn=msn, offset=off,
-                                  msg_len=length if op != wire.READ_REQ else 0, va=raddr, rkey=rkey,
-                                  dma_len=dma_len, imm=imm if fl & wire.F_IMM else 0, payload=chunk,
-                                  shared=self.shared))
+            pkts.append(
+                wire.Data(
+                    inc=self.inc,
+                    dst_conn=self.iut_qpn,
+                    token=self.txd.token,
+                    stream=stream,
+                    op=op,
+                    flags=fl,
+                    tag=tag,
+                    ssn=self.next_ssn[stream],
+                    msn=msn,
+                    offset=off,
+                    msg_len=length if op != wire.READ_REQ else 0,
+                    va=raddr,
+                    rkey=rkey,
+                    dma_len=dma_len,
+                    imm=imm if fl & wire.F_IMM else 0,
+                    payload=chunk,
+                    shared=self.shared,
+                )
+            )
             self.next_ssn[stream] = (self.next_ssn[stream] + 1) & 0xFFFFFFFF
         m = Message(stream, msn, op, length, pkts)
         self.sent_msgs.append(m)
@@ -348,8 +378,16 @@ class RcPeer:
         return m
 
     def probe(self, path, mutate=None):
-        p = wire.Probe(path=path, inc=self.inc, dst_conn=self.iut_qpn, psn=self.next_psn[path], stamp=self.stamp(),
-                       token=self.txd.token, floor=self._floor(path), shared=self.shared)
+        p = wire.Probe(
+            path=path,
+            inc=self.inc,
+            dst_conn=self.iut_qpn,
+            psn=self.next_psn[path],
+            stamp=self.stamp(),
+            token=self.txd.token,
+            floor=self._floor(path),
+            shared=self.shared,
+        )
         if mutate:
             mutate(p)
         self.net.send(wire.encode(p), self.port_of(path), ECT0)
@@ -453,7 +491,9 @@ class RcPeer:
         # Path window (receiver step 3) and stream window (step 4): the IUT
         # must keep inside them (C21).
         if seq_diff(p.psn, self.cum[p.path]) >= 256 or seq_diff(p.floor, p.psn) > 0:
-            self.violate("C21", f"psn {p.psn:#x} floor {p.floor:#x} outside the path window (cum {self.cum[p.path]:#x})")
+            self.violate(
+                "C21", f"psn {p.psn:#x} floor {p.floor:#x} outside the path window (cum {self.cum[p.path]:#x})"
+            )
         s = p.stream
         d = seq_diff(p.ssn, self.cum_ssn[s])
         if d >= 128 and not self.uc:
@@ -493,7 +533,7 @@ class RcPeer:
         if m is None:
             m = msgs[p.msn] = InMsg(p)
         m.packets.append(p)
-        m.buf[p.offset:p.offset + len(p.payload)] = p.payload
+        m.buf[p.offset : p.offset + len(p.payload)] = p.payload
         m.have[p.offset] = len(p.payload)
         if p.flags & wire.F_LAST:
             m.imm = p.imm
@@ -501,7 +541,7 @@ class RcPeer:
         if p.op == wire.WRITE or p.op == wire.WRITE_IMM:
             o = p.va - self.mem_va + p.offset
             if 0 <= o and o + len(p.payload) <= len(self.mem) and p.rkey == self.mem_rkey:
-                self.mem[o:o + len(p.payload)] = p.payload
+                self.mem[o : o + len(p.payload)] = p.payload
 
     def _complete(self, s):
         while True:
@@ -518,7 +558,7 @@ class RcPeer:
             if s == 0 and m.op == wire.ATOMIC_WRITE:
                 o = m.va - self.mem_va
                 if 0 <= o <= len(self.mem) - 8:
-                    self.mem[o:o + 8] = m.buf[:8]
+                    self.mem[o : o + 8] = m.buf[:8]
 
     def answer(self, k, status=0, paths=None):
         """Send response k (C11): READ_RESP with the bytes the READ names, or
@@ -526,16 +566,16 @@ class RcPeer:
         m = self.rd_requests[k]
         o = m.va - self.mem_va
         if m.op == wire.READ_REQ:
-            data = bytes(self.mem[o:o + m.dma_len]) if status == 0 else b""
+            data = bytes(self.mem[o : o + m.dma_len]) if status == 0 else b""
             r = self.build(wire.READ_RESP, payload=data, stream=1, tag=status, msn=k)
         else:
-            old = int.from_bytes(self.mem[o:o + 8], "little")  # the target: this host's native order
+            old = int.from_bytes(self.mem[o : o + 8], "little")  # the target: this host's native order
             if m.op == wire.ATOMIC_FA:
                 new = (old + int.from_bytes(m.buf[:8], "big")) & ((1 << 64) - 1)
             else:
                 swap, cmp = int.from_bytes(m.buf[:8], "big"), int.from_bytes(m.buf[8:16], "big")
                 new = swap if old == cmp else old
-            self.mem[o:o + 8] = new.to_bytes(8, "little")
+            self.mem[o : o + 8] = new.to_bytes(8, "little")
             r = self.build(wire.ATOMIC_RESP, payload=old.to_bytes(8, "big"), stream=1, tag=status, msn=k)
         self.next_msn[1] = max(self.next_msn[1], k + 1)
         self.responses[k] = r
@@ -554,11 +594,24 @@ class RcPeer:
         return bits
 
     def send_ack(self, path, flags=0, rnr_timer=0, rnr_psn=0, nak_stream=0, nak_msn=0, mutate=None, tos=0):
-        a = wire.Ack(path=path, inc=self.iut_inc or 1, dst_conn=self.iut_qpn, psn=nak_msn, stamp=self.echo[path],
-                     token=self.rxd.token, cum=self.cum[path] or 0, rate_hint=self.rate_hint,
-                     ce=min(self.since[path][1], 0xFFFF), acked=min(self.since[path][0], 0xFFFF), flags=flags,
-                     rnr_timer=rnr_timer, nak_stream=nak_stream, rnr_psn=rnr_psn, sack=self.sack_bits(path),
-                     shared=self.shared)
+        a = wire.Ack(
+            path=path,
+            inc=self.iut_inc or 1,
+            dst_conn=self.iut_qpn,
+            psn=nak_msn,
+            stamp=self.echo[path],
+            token=self.rxd.token,
+            cum=self.cum[path] or 0,
+            rate_hint=self.rate_hint,
+            ce=min(self.since[path][1], 0xFFFF),
+            acked=min(self.since[path][0], 0xFFFF),
+            flags=flags,
+            rnr_timer=rnr_timer,
+            nak_stream=nak_stream,
+            rnr_psn=rnr_psn,
+            sack=self.sack_bits(path),
+            shared=self.shared,
+        )
         self.since[path] = [0, 0]
         if self.ack_mutate:
             self.ack_mutate(a)

@@ -10,6 +10,7 @@ a sentence, by a phrase of it ("MUST read the IP ECN field"); resolve() finds
 the one requirement a name means and fails on none or several, so a report
 never silently loses a reference when the spec changes.
 """
+
 import re
 
 
@@ -25,8 +26,12 @@ def _sections(lines):
     sec = [""] * len(lines)
     cur = ""
     for i, l in enumerate(lines):
-        if (i + 1 < len(lines) and re.match(r"^([=\-~])\1{3,}\s*$", lines[i + 1]) and l.strip()
-                and not re.match(r"^[=\-~ ]+$", l)):
+        if (
+            i + 1 < len(lines)
+            and re.match(r"^([=\-~])\1{3,}\s*$", lines[i + 1])
+            and l.strip()
+            and not re.match(r"^[=\-~ ]+$", l)
+        ):
             cur = l.strip()
         sec[i] = cur
     return sec
@@ -66,16 +71,16 @@ def parse(path):
         i += 1
     # Validation-order checks: **H1** ... / **V0.1** ...
     text = "\n".join(lines)
-    vo = text[text.find("Validation order\n----"):]
-    vo = vo[:vo.find("\nPer-connection state\n")]
+    vo = text[text.find("Validation order\n----") :]
+    vo = vo[: vo.find("\nPer-connection state\n")]
     for m in re.finditer(r"\*\*([HV][0-9.]*\d)\*\*([^*]*)", vo):
         rid = m.group(1)
         if rid not in seen:
             reqs.append(Req(rid, "MUST", "Validation order", m.group(2).strip(" ;,.")))
             seen.add(rid)
     # Drop reasons: the first column of the "Drop reasons" table.
-    dr = text[text.find("\nDrop reasons\n====="):]
-    dr = dr[:dr.find("\nValidation order\n")]
+    dr = text[text.find("\nDrop reasons\n=====") :]
+    dr = dr[: dr.find("\nValidation order\n")]
     for m in re.finditer(r"^``([a-z_]+)``\s+(.*)$", dr, re.M):
         rid = "drop:" + m.group(1)
         if rid not in seen:
@@ -99,10 +104,10 @@ def parse(path):
             if rule.match(l):
                 rules += 1
             elif rules == 2 and l.strip():
-                if l[:cols[1]].strip() or (len(cols) > 2 and l[cols[1]:cols[-1]].strip()):
-                    rows.append([l[cols[-2]:cols[-1]].strip(), l[cols[-1]:].strip()])
+                if l[: cols[1]].strip() or (len(cols) > 2 and l[cols[1] : cols[-1]].strip()):
+                    rows.append([l[cols[-2] : cols[-1]].strip(), l[cols[-1] :].strip()])
                 elif rows:
-                    rows[-1][1] += " " + l[cols[-1]:].strip()
+                    rows[-1][1] += " " + l[cols[-1] :].strip()
             j += 1
         covered_lines.add(i)
         for field, meaning in rows:

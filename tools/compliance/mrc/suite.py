@@ -9,7 +9,7 @@ if a check fails, if it raises, or if the peer saw the IUT send anything
 against the spec (a malformed datagram, a wrong token, address, port, ECN
 codepoint, window: RcPeer.violations).
 """
-import os
+
 import random
 import time
 import traceback
@@ -25,9 +25,11 @@ SCENARIOS = []
 def scenario(name, refs, needs=()):
     """Register a scenario covering refs (ids or phrases of the spec).
     needs: capabilities of the IUT it requires ("atomic_write", "counters")."""
+
     def deco(fn):
         SCENARIOS.append((fn.__name__.replace("_", "-"), name, refs, needs, fn))
         return fn
+
     return deco
 
 
@@ -82,8 +84,16 @@ class Ctx:
         return peer, qp
 
     def connect(self, qp, peer, rtr_only=False, **conn_kw):
-        kw = dict(dqpn=peer.my_qpn, dgid=peer.my_gid.hex(), rq_psn=peer.my_psn, sq_psn=peer.iut_psn,
-                  mtu=peer.mtu, max_rd_atomic=4, max_dest_rd_atomic=4, min_rnr_timer=1)
+        kw = dict(
+            dqpn=peer.my_qpn,
+            dgid=peer.my_gid.hex(),
+            rq_psn=peer.my_psn,
+            sq_psn=peer.iut_psn,
+            mtu=peer.mtu,
+            max_rd_atomic=4,
+            max_dest_rd_atomic=4,
+            min_rnr_timer=1,
+        )
         kw.update(conn_kw)
         if rtr_only:
             kw["rtr_only"] = 1
@@ -133,8 +143,13 @@ class Ctx:
     def violations(self):
         v = [x for p in self.peers for x in p.violations]
         for rec in self.net.unclaimed:
-            v.append(("C1", f"a datagram for QPN {int.from_bytes(rec.raw[5:8], 'big'):#x}, no peer QP's: "
-                            f"{rec.pkt or rec.error}"))
+            v.append(
+                (
+                    "C1",
+                    f"a datagram for QPN {int.from_bytes(rec.raw[5:8], 'big'):#x}, no peer QP's: "
+                    f"{rec.pkt or rec.error}",
+                )
+            )
         self.net.unclaimed.clear()
         return v
 
@@ -182,8 +197,11 @@ def run(args):
         ok = err is None and all(c for c, _ in ctx.checks) and not viol and ctx.checks
         ctx.cleanup()
         dt = time.monotonic() - t0
-        print(f"{'ok' if ok else 'not ok'} {n} - {name} ({len(ctx.checks)} checks, {dt:.1f} s) "
-              f"# spec: {', '.join(refs)}", flush=True)
+        print(
+            f"{'ok' if ok else 'not ok'} {n} - {name} ({len(ctx.checks)} checks, {dt:.1f} s) "
+            f"# spec: {', '.join(refs)}",
+            flush=True,
+        )
         results.append((name, refs, "pass" if ok else "fail"))
     print(f"1..{n}", flush=True)
     if args.report:
@@ -196,19 +214,27 @@ def write_report(path, reqs, results, info):
     for name, refs, res in results:
         for r in refs:
             by.setdefault(specmod.resolve(reqs, r).id, []).append((name, res))
-    out = ["# MetaRoCE compliance report", "",
-           f"Implementation under test: `{info.get('dev', '?')}` at {info.get('ip', '?')}. "
-           f"Requirements read from the spec: {len(reqs)}. Scenarios run: {len(results)} "
-           f"({sum(r == 'pass' for *_, r in results)} passed, {sum(r == 'fail' for *_, r in results)} failed, "
-           f"{sum(r == 'skip' for *_, r in results)} skipped).", ""]
+    out = [
+        "# MetaRoCE compliance report",
+        "",
+        f"Implementation under test: `{info.get('dev', '?')}` at {info.get('ip', '?')}. "
+        f"Requirements read from the spec: {len(reqs)}. Scenarios run: {len(results)} "
+        f"({sum(r == 'pass' for *_, r in results)} passed, {sum(r == 'fail' for *_, r in results)} failed, "
+        f"{sum(r == 'skip' for *_, r in results)} skipped).",
+        "",
+    ]
     secs = sorted(k for k in by if k.startswith("\u00a7"))
     out += ["## Sections exercised (sender and receiver behaviour the spec states without a row id)", ""]
     out += [f"- {k[1:]}: {', '.join(f'{n} ({res})' for n, res in by[k])}" for k in secs] + [""]
     for level in ("MUST", "SHOULD", "kernel"):
         rs = [r for r in reqs if r.level == level]
         cov = [r for r in rs if r.id in by]
-        out += [f"## {level}: {len(cov)} of {len(rs)} covered", "", "| Id | Section | Requirement | Scenarios |",
-                "|---|---|---|---|"]
+        out += [
+            f"## {level}: {len(cov)} of {len(rs)} covered",
+            "",
+            "| Id | Section | Requirement | Scenarios |",
+            "|---|---|---|---|",
+        ]
         for r in rs:
             sc = ", ".join(f"{n} ({res})" for n, res in by.get(r.id, [])) or "**not covered**"
             out.append(f"| {r.id} | {r.section} | {r.text[:160].replace('|', '/')} | {sc} |")

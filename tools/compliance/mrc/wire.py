@@ -8,8 +8,9 @@ every datagram the implementation under test sends goes through it, so a
 malformed one fails its scenario. encode_*() build datagrams field by field,
 so a scenario can also build malformed ones on purpose.
 """
+
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 VERSION = 4
 DATA, ACK, PROBE, DATAGRAM = 1, 2, 3, 4
@@ -19,8 +20,19 @@ TYPE_NAMES = {DATA: "DATA", ACK: "ACK", PROBE: "PROBE", DATAGRAM: "DATAGRAM"}
 # DATA ops (the op table).
 SEND, SEND_IMM, WRITE, WRITE_IMM, READ_REQ, READ_RESP = 0, 1, 2, 3, 4, 5
 ATOMIC_CS, ATOMIC_FA, ATOMIC_RESP, SEND_INV, ATOMIC_WRITE = 6, 7, 8, 9, 10
-OP_NAMES = ["SEND", "SEND_IMM", "WRITE", "WRITE_IMM", "READ_REQ", "READ_RESP",
-            "ATOMIC_CS", "ATOMIC_FA", "ATOMIC_RESP", "SEND_INV", "ATOMIC_WRITE"]
+OP_NAMES = [
+    "SEND",
+    "SEND_IMM",
+    "WRITE",
+    "WRITE_IMM",
+    "READ_REQ",
+    "READ_RESP",
+    "ATOMIC_CS",
+    "ATOMIC_FA",
+    "ATOMIC_RESP",
+    "SEND_INV",
+    "ATOMIC_WRITE",
+]
 RETH_OPS = {WRITE, WRITE_IMM, READ_REQ, ATOMIC_CS, ATOMIC_FA, ATOMIC_WRITE}
 IMM_OPS = {SEND_IMM, WRITE_IMM, SEND_INV}
 REQUEST_OPS = {SEND, SEND_IMM, SEND_INV, WRITE, WRITE_IMM, ATOMIC_WRITE, READ_REQ, ATOMIC_CS, ATOMIC_FA}
@@ -74,12 +86,25 @@ class Data:
     type = DATA
 
     def __str__(self):
-        f = "|".join(n for b, n in ((F_FIRST, "FIRST"), (F_LAST, "LAST"), (F_RETH, "RETH"), (F_IMM, "IMM"),
-                                     (F_RETX, "RETX"), (F_ACKREQ, "ACKREQ"), (F_SE, "SE")) if self.flags & b)
+        f = "|".join(
+            n
+            for b, n in (
+                (F_FIRST, "FIRST"),
+                (F_LAST, "LAST"),
+                (F_RETH, "RETH"),
+                (F_IMM, "IMM"),
+                (F_RETX, "RETX"),
+                (F_ACKREQ, "ACKREQ"),
+                (F_SE, "SE"),
+            )
+            if self.flags & b
+        )
         op = OP_NAMES[self.op] if self.op < len(OP_NAMES) else str(self.op)
-        return (f"DATA path {self.path} psn {self.psn:#x} floor {self.floor:#x} stream {self.stream} {op} "
-                f"[{f}] ssn {self.ssn:#x} msn {self.msn} tag {self.tag} off {self.offset}/{self.msg_len} "
-                f"{len(self.payload)} B")
+        return (
+            f"DATA path {self.path} psn {self.psn:#x} floor {self.floor:#x} stream {self.stream} {op} "
+            f"[{f}] ssn {self.ssn:#x} msn {self.msn} tag {self.tag} off {self.offset}/{self.msg_len} "
+            f"{len(self.payload)} B"
+        )
 
 
 @dataclass
@@ -107,11 +132,16 @@ class Ack:
         return [(self.cum + 1 + i) & 0xFFFFFFFF for i in range(256) if self.sack >> i & 1]
 
     def __str__(self):
-        f = "|".join(n for b, n in ((AF_RNR, "RNR"), (AF_NAK, "NAK"), (AF_INV, "INV"), (AF_MSG, "MSG"),
-                                     (AF_CLOSED, "CLOSED")) if self.flags & b)
-        return (f"ACK path {self.path} cum {self.cum:#x} sack {[hex(p) for p in self.sacked()]} acked {self.acked} "
-                f"ce {self.ce} hint {self.rate_hint} echo {self.stamp:#x} [{f}] rnr_psn {self.rnr_psn:#x} "
-                f"nak {self.nak_stream}/{self.psn}")
+        f = "|".join(
+            n
+            for b, n in ((AF_RNR, "RNR"), (AF_NAK, "NAK"), (AF_INV, "INV"), (AF_MSG, "MSG"), (AF_CLOSED, "CLOSED"))
+            if self.flags & b
+        )
+        return (
+            f"ACK path {self.path} cum {self.cum:#x} sack {[hex(p) for p in self.sacked()]} acked {self.acked} "
+            f"ce {self.ce} hint {self.rate_hint} echo {self.stamp:#x} [{f}] rnr_psn {self.rnr_psn:#x} "
+            f"nak {self.nak_stream}/{self.psn}"
+        )
 
 
 @dataclass
@@ -151,8 +181,16 @@ class Datagram:
 
 
 def _common(t, shared, path, inc, dst, psn, stamp, token):
-    return COMMON.pack(VERSION, t | (TYPE_SHARED if shared else 0), path, inc, (dst & 0xFFFFFF).to_bytes(3, "big"),
-                       psn & 0xFFFFFFFF, stamp & 0xFFFFFFFF, token & 0xFFFFFFFF)
+    return COMMON.pack(
+        VERSION,
+        t | (TYPE_SHARED if shared else 0),
+        path,
+        inc,
+        (dst & 0xFFFFFF).to_bytes(3, "big"),
+        psn & 0xFFFFFFFF,
+        stamp & 0xFFFFFFFF,
+        token & 0xFFFFFFFF,
+    )
 
 
 def encode(p, payload_len=None) -> bytes:
@@ -164,20 +202,46 @@ def encode(p, payload_len=None) -> bytes:
         if p.flags & F_IMM:
             ext += struct.pack(">I", p.imm)
         pl = len(p.payload) if payload_len is None else payload_len
-        return (_common(DATA, p.shared, p.path, p.inc, p.dst_conn, p.psn, p.stamp, p.token)
-                + DATA_HDR.pack(p.stream, p.op, p.flags, pl, p.tag, p.floor & 0xFFFFFFFF, p.ssn & 0xFFFFFFFF,
-                                p.msn & 0xFFFFFFFF, p.offset, p.msg_len) + ext + p.payload)
+        return (
+            _common(DATA, p.shared, p.path, p.inc, p.dst_conn, p.psn, p.stamp, p.token)
+            + DATA_HDR.pack(
+                p.stream,
+                p.op,
+                p.flags,
+                pl,
+                p.tag,
+                p.floor & 0xFFFFFFFF,
+                p.ssn & 0xFFFFFFFF,
+                p.msn & 0xFFFFFFFF,
+                p.offset,
+                p.msg_len,
+            )
+            + ext
+            + p.payload
+        )
     if p.type == ACK:
-        return (_common(ACK, p.shared, p.path, p.inc, p.dst_conn, p.psn, p.stamp, p.token)
-                + ACK_BODY.pack(p.cum & 0xFFFFFFFF, p.rate_hint, p.ce, p.acked, p.flags, p.rnr_timer, p.nak_stream,
-                                p.rnr_psn & 0xFFFFFFFF, p.sack.to_bytes(32, "little")))
+        return _common(ACK, p.shared, p.path, p.inc, p.dst_conn, p.psn, p.stamp, p.token) + ACK_BODY.pack(
+            p.cum & 0xFFFFFFFF,
+            p.rate_hint,
+            p.ce,
+            p.acked,
+            p.flags,
+            p.rnr_timer,
+            p.nak_stream,
+            p.rnr_psn & 0xFFFFFFFF,
+            p.sack.to_bytes(32, "little"),
+        )
     if p.type == PROBE:
-        return (_common(PROBE, p.shared, p.path, p.inc, p.dst_conn, p.psn, p.stamp, p.token)
-                + struct.pack(">I", p.floor & 0xFFFFFFFF))
+        return _common(PROBE, p.shared, p.path, p.inc, p.dst_conn, p.psn, p.stamp, p.token) + struct.pack(
+            ">I", p.floor & 0xFFFFFFFF
+        )
     if p.type == DATAGRAM:
         pl = len(p.payload) if payload_len is None else payload_len
-        return (_common(DATAGRAM, False, p.path, p.inc, p.dst_conn, p.psn, p.stamp, p.token)
-                + DGRAM_BODY.pack(p.src_qpn, p.qkey, p.flags, p.reserved, pl, p.imm) + p.payload)
+        return (
+            _common(DATAGRAM, False, p.path, p.inc, p.dst_conn, p.psn, p.stamp, p.token)
+            + DGRAM_BODY.pack(p.src_qpn, p.qkey, p.flags, p.reserved, pl, p.imm)
+            + p.payload
+        )
     raise ValueError(p)
 
 
@@ -220,8 +284,24 @@ def decode(b: bytes):
             raise Malformed("bad_flags", "IMM")
         if flags & F_SE and not last:
             raise Malformed("bad_flags", "SE")
-        p = Data(path=path, inc=inc, dst_conn=dst, psn=psn, stamp=stamp, token=token, stream=stream, op=op,
-                 flags=flags, tag=tag, floor=floor, ssn=ssn, msn=msn, offset=offset, msg_len=msg_len, shared=shared)
+        p = Data(
+            path=path,
+            inc=inc,
+            dst_conn=dst,
+            psn=psn,
+            stamp=stamp,
+            token=token,
+            stream=stream,
+            op=op,
+            flags=flags,
+            tag=tag,
+            floor=floor,
+            ssn=ssn,
+            msn=msn,
+            offset=offset,
+            msg_len=msg_len,
+            shared=shared,
+        )
         o = 48
         if flags & F_RETH:
             p.va, p.rkey, p.dma_len = RETH.unpack_from(b, o)
@@ -243,13 +323,33 @@ def decode(b: bytes):
             raise Malformed("bad_flags", "reserved ACK flag")
         if flags & (AF_INV | AF_MSG) and not flags & AF_NAK:
             raise Malformed("bad_flags", "INV/MSG without NAK")
-        if flags & AF_CLOSED and (flags & (AF_NAK | AF_MSG)) != (AF_NAK | AF_MSG) or flags & AF_CLOSED and flags & AF_INV:
+        if (
+            flags & AF_CLOSED
+            and (flags & (AF_NAK | AF_MSG)) != (AF_NAK | AF_MSG)
+            or flags & AF_CLOSED
+            and flags & AF_INV
+        ):
             raise Malformed("bad_flags", "CLOSED")
         if not flags & AF_MSG and (nak_stream or psn):
             raise Malformed("bad_flags", "nak_stream/psn without MSG")
-        return Ack(path=path, inc=inc, dst_conn=dst, psn=psn, stamp=stamp, token=token, cum=cum, rate_hint=hint,
-                   ce=ce, acked=acked, flags=flags, rnr_timer=rt, nak_stream=nak_stream, rnr_psn=rnr_psn,
-                   sack=int.from_bytes(sack, "little"), shared=shared)
+        return Ack(
+            path=path,
+            inc=inc,
+            dst_conn=dst,
+            psn=psn,
+            stamp=stamp,
+            token=token,
+            cum=cum,
+            rate_hint=hint,
+            ce=ce,
+            acked=acked,
+            flags=flags,
+            rnr_timer=rt,
+            nak_stream=nak_stream,
+            rnr_psn=rnr_psn,
+            sack=int.from_bytes(sack, "little"),
+            shared=shared,
+        )
     if t == PROBE:
         if inc == 0:
             raise Malformed("bad_flags", "inc 0")
@@ -257,8 +357,16 @@ def decode(b: bytes):
             raise Malformed("truncated")
         if len(b) > 24:
             raise Malformed("length_mismatch")
-        return Probe(path=path, inc=inc, dst_conn=dst, psn=psn, stamp=stamp, token=token,
-                     floor=struct.unpack_from(">I", b, 20)[0], shared=shared)
+        return Probe(
+            path=path,
+            inc=inc,
+            dst_conn=dst,
+            psn=psn,
+            stamp=stamp,
+            token=token,
+            floor=struct.unpack_from(">I", b, 20)[0],
+            shared=shared,
+        )
     if t == DATAGRAM:
         if len(b) < 36:
             raise Malformed("truncated")
@@ -267,8 +375,7 @@ def decode(b: bytes):
             raise Malformed("bad_flags")
         if plen != len(b) - 36:
             raise Malformed("length_mismatch")
-        return Datagram(dst_conn=dst, stamp=stamp, src_qpn=src, qkey=qkey, flags=flags, imm=imm,
-                        payload=bytes(b[36:]))
+        return Datagram(dst_conn=dst, stamp=stamp, src_qpn=src, qkey=qkey, flags=flags, imm=imm, payload=bytes(b[36:]))
     raise Malformed("unknown_type", str(t))
 
 

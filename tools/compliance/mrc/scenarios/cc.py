@@ -2,19 +2,21 @@
 """ECN and the receiver's rate hint in both directions, probes, and the keys
 of a QP that answers from RTR (Documentation/transport.rst: Congestion
 control, Transmission order, PROBE, Derivation, C5, C18, C20)."""
+
 import time
 
 from .. import wire
 from ..ident import Direction
-from ..agent import WC_SUCCESS
 from ..peer import CE, ECT0
 from ..suite import scenario
 from .basic import pattern
 
 
-@scenario("ECN at the IUT's receiver: CE marks on the peer's DATA are echoed, packet by packet, in the ACK "
-          "of their path; the IUT's ACKs carry its fair-share rate hint",
-          ["A receiver MUST read the IP ECN field", "C20", "§Congestion control"])
+@scenario(
+    "ECN at the IUT's receiver: CE marks on the peer's DATA are echoed, packet by packet, in the ACK "
+    "of their path; the IUT's ACKs carry its fair-share rate hint",
+    ["A receiver MUST read the IP ECN field", "C20", "§Congestion control"],
+)
 def ecn_echo(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(65536)
@@ -49,24 +51,29 @@ def _paced_rate(ctx, hint, all_ce):
     t0 = len(peer.data_rx)
     for i in range(2):
         ctx.post(qp, "write", mr, 0, 65536, wr=i + 1, raddr=peer.mem_va, rkey=peer.mem_rkey)
-    ctx.require(peer.wait_complete(0, 2, 120), f"hint {hint} kB/s{' and CE' if all_ce else ''}: two 64 KiB "
-                "WRITEs complete")
+    ctx.require(
+        peer.wait_complete(0, 2, 120), f"hint {hint} kB/s{' and CE' if all_ce else ''}: two 64 KiB " "WRITEs complete"
+    )
     recs = [r for r, _ in peer.data_rx[t0:]]
     # From the 9th packet on (the hint is in effect after the first ACKs).
     recs = recs[8:]
     span = recs[-1].t - recs[0].t
     wire_bytes = sum(len(r.raw) + 66 for r in recs[1:])
     rate = wire_bytes / span / 1000 if span > 0 else float("inf")
-    ctx.diag(f"hint {hint} kB/s{', every packet reported CE' if all_ce else ''}: {len(recs)} packets in "
-             f"{span * 1000:.0f} ms, {rate:.0f} kB/s of wire bytes")
+    ctx.diag(
+        f"hint {hint} kB/s{', every packet reported CE' if all_ce else ''}: {len(recs)} packets in "
+        f"{span * 1000:.0f} ms, {rate:.0f} kB/s of wire bytes"
+    )
     ctx.wait_wc(qp, peer, 2, 10)
     ctx.cleanup()
     return rate
 
 
-@scenario("rate hint at the IUT's sender: paced at the peer's hint (wire bytes, 66 bytes of framing a datagram); "
-          "the ECN trim measured",
-          ["§Transmission order", "§Congestion control"])
+@scenario(
+    "rate hint at the IUT's sender: paced at the peer's hint (wire bytes, 66 bytes of framing a datagram); "
+    "the ECN trim measured",
+    ["§Transmission order", "§Congestion control"],
+)
 def rate_hint(ctx):
     free = _paced_rate(ctx, 0, False)
     hint = max(50, int(free / 3))  # well below what the IUT reaches unpaced here
@@ -79,12 +86,17 @@ def rate_hint(ctx):
     # ACK in them come and go with the guests' timing, and lift the trim as
     # the rule says (0.75 in some runs, 1.0 in others of the same build).
     r2 = _paced_rate(ctx, hint, True)
-    ctx.diag(f"with every packet reported CE: {r2:.0f} kB/s, {r2 / r1:.2f} of the plain paced rate "
-             "(the ECN trim: 0.75 while it holds; measured, not checked)")
+    ctx.diag(
+        f"with every packet reported CE: {r2:.0f} kB/s, {r2 / r1:.2f} of the plain paced rate "
+        "(the ECN trim: 0.75 while it holds; measured, not checked)"
+    )
 
 
-@scenario("PROBE: the IUT answers a PROBE on any path below 64 with an ACK of that path echoing its stamp, "
-          "the floor applied", ["§PROBE (24 bytes, fixed)", "C9", "C19"])
+@scenario(
+    "PROBE: the IUT answers a PROBE on any path below 64 with an ACK of that path echoing its stamp, "
+    "the floor applied",
+    ["§PROBE (24 bytes, fixed)", "C9", "C19"],
+)
 def probe(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     acks = []
@@ -93,32 +105,44 @@ def probe(ctx):
     pr = peer.probe(9)
     peer.pump(5, lambda: acks)
     a = acks[0] if acks else None
-    ctx.check(a is not None and a.path == 9 and a.stamp == pr.stamp and a.cum == pr.floor and not a.sack,
-              "an ACK of path 9 echoing the probe's stamp, cum at its floor", str(a))
+    ctx.check(
+        a is not None and a.path == 9 and a.stamp == pr.stamp and a.cum == pr.floor and not a.sack,
+        "an ACK of path 9 echoing the probe's stamp, cum at its floor",
+        str(a),
+    )
     pr = peer.probe(63)
     peer.pump(5, lambda: len(acks) > 1)
-    ctx.check(len(acks) > 1 and acks[1].path == 63 and acks[1].stamp == pr.stamp, "path 63 likewise",
-              str(acks[1:]))
+    ctx.check(len(acks) > 1 and acks[1].path == 63 and acks[1].stamp == pr.stamp, "path 63 likewise", str(acks[1:]))
 
 
-@scenario("a QP that answers from RTR: its READ response is keyed with its rq_psn (the key of the peer's "
-          "sq_psn), as a peer still in RTR sends", ["C5", "C18", "§Derivation"])
+@scenario(
+    "a QP that answers from RTR: its READ response is keyed with its rq_psn (the key of the peer's "
+    "sq_psn), as a peer still in RTR sends",
+    ["C5", "C18", "§Derivation"],
+)
 def rtr_responder(ctx):
     peer, qp = ctx.rc_pair(mtu=1024, rtr_only=True)
     mr = ctx.mr(8192)
     ctx.agent.put(mr, 0, pattern(3000, 31))
     peer.rekey_rx(peer.my_psn)
-    rd = peer.send_msg(wire.READ_REQ, raddr=int(mr["addr"]), rkey=mr["rkey"], dma_len=3000)
+    peer.send_msg(wire.READ_REQ, raddr=int(mr["addr"]), rkey=mr["rkey"], dma_len=3000)
     ctx.require(peer.wait_complete(1, 1, 10), "the READ response complete at the peer")
     d = Direction(peer.iut_gid, peer.my_gid, peer.iut_qpn, peer.my_qpn, peer.my_psn)
     pk = [p for _, p in peer.data_rx]
-    ctx.check(all(p.token == d.token for p in pk), "every response packet carries the token of the key with "
-              "psn = rq_psn", [hex(p.token) for p in pk])
+    ctx.check(
+        all(p.token == d.token for p in pk),
+        "every response packet carries the token of the key with " "psn = rq_psn",
+        [hex(p.token) for p in pk],
+    )
     if ctx.shared:
-        ctx.check(pk[0].ssn == d.first_ssn(1), "stream 1's SSNs start from that key (shared: the paths from the "
-                  "connection's own)")
+        ctx.check(
+            pk[0].ssn == d.first_ssn(1),
+            "stream 1's SSNs start from that key (shared: the paths from the " "connection's own)",
+        )
     else:
-        ctx.check(all(wire.seq_diff(p.psn, d.first_psn(p.path)) >= 0 for p in pk) and
-                  pk[0].ssn == d.first_ssn(1), "its PSNs and stream 1's SSNs start from that key")
+        ctx.check(
+            all(wire.seq_diff(p.psn, d.first_psn(p.path)) >= 0 for p in pk) and pk[0].ssn == d.first_ssn(1),
+            "its PSNs and stream 1's SSNs start from that key",
+        )
     ctx.check(bytes(peer.completed[1][0].buf) == pattern(3000, 31), "the READ's bytes")
     ctx.check(ctx.agent.state(qp) == "rtr", "the IUT's QP stayed in RTR")

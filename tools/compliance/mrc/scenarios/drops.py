@@ -2,6 +2,7 @@
 """Malformed and misdirected datagrams: each dropped, counted under the
 reason the spec names (rx_drop_<reason>), never acknowledged, changing no
 state (Documentation/transport.rst: Drop reasons, Validation order)."""
+
 import struct
 
 from .. import wire
@@ -12,10 +13,25 @@ from .basic import pattern
 
 def _data(peer, **kw):
     """A valid 100-byte SEND from the peer's current state, nothing consumed."""
-    d = dict(path=0, inc=peer.inc, dst_conn=peer.iut_qpn, psn=peer.next_psn[0], stamp=peer.stamp(),
-             token=peer.txd.token, stream=0, op=wire.SEND, flags=wire.F_FIRST | wire.F_LAST, tag=peer.rsn & 0xFFFF,
-             floor=peer._floor(0), ssn=peer.next_ssn[0], msn=peer.next_msn[0], offset=0, msg_len=100,
-             payload=pattern(100, 37), shared=peer.shared)
+    d = dict(
+        path=0,
+        inc=peer.inc,
+        dst_conn=peer.iut_qpn,
+        psn=peer.next_psn[0],
+        stamp=peer.stamp(),
+        token=peer.txd.token,
+        stream=0,
+        op=wire.SEND,
+        flags=wire.F_FIRST | wire.F_LAST,
+        tag=peer.rsn & 0xFFFF,
+        floor=peer._floor(0),
+        ssn=peer.next_ssn[0],
+        msn=peer.next_msn[0],
+        offset=0,
+        msg_len=100,
+        payload=pattern(100, 37),
+        shared=peer.shared,
+    )
     d.update(kw)
     return wire.Data(**d)
 
@@ -23,15 +39,30 @@ def _data(peer, **kw):
 def _ack(peer, **kw):
     """An ACK of the path the IUT sent its first DATA on (peer.ack_path)."""
     p = peer.ack_path
-    d = dict(path=p, inc=peer.iut_inc or 1, dst_conn=peer.iut_qpn, stamp=0, token=peer.rxd.token,
-             cum=peer.cum[p], shared=peer.shared)
+    d = dict(
+        path=p,
+        inc=peer.iut_inc or 1,
+        dst_conn=peer.iut_qpn,
+        stamp=0,
+        token=peer.rxd.token,
+        cum=peer.cum[p],
+        shared=peer.shared,
+    )
     d.update(kw)
     return wire.Ack(**d)
 
 
 def _probe(peer, **kw):
-    d = dict(path=0, inc=peer.inc, dst_conn=peer.iut_qpn, psn=peer.next_psn[0], stamp=peer.stamp(),
-             token=peer.txd.token, floor=peer._floor(0), shared=peer.shared)
+    d = dict(
+        path=0,
+        inc=peer.inc,
+        dst_conn=peer.iut_qpn,
+        psn=peer.next_psn[0],
+        stamp=peer.stamp(),
+        token=peer.txd.token,
+        floor=peer._floor(0),
+        shared=peer.shared,
+    )
     d.update(kw)
     return wire.Probe(**d)
 
@@ -45,80 +76,174 @@ def _set(raw, off, fmt, val):
 e = wire.encode
 # (reason counter, what, fn(peer) -> datagram, requirement ids)
 CASES = [
-        # The kernel counts a datagram under 20 bytes as unknown_qpn_drops: it
-        # looks up dst_conn (V0.2) before the header checks (H1).
-        ("unknown_qpn_drops", "10 bytes", lambda peer: e(_data(peer))[:10], ["V0.2", "H1", "drop:unknown_qpn_drops"]),
-        ("unknown_qpn_drops", "a QPN no QP has", lambda peer: e(_data(peer, dst_conn=peer.iut_qpn ^ 0x800000)),
-         ["V0.2", "C1"]),
-        ("rx_drop_bad_version", "version 3", lambda peer: _set(e(_data(peer)), 0, ">B", 3), ["H2", "drop:bad_version"]),
-        ("rx_drop_unknown_type", "type 5", lambda peer: _set(e(_data(peer)), 1, ">B", 5), ["H3", "drop:unknown_type"]),
-        ("rx_drop_unknown_type", "type 4 (DATAGRAM) for an RC QP", lambda peer: e(wire.Datagram(dst_conn=peer.iut_qpn)),
-         ["drop:unknown_type"]),
-        ("rx_drop_bad_flags", "DATA with inc 0", lambda peer: e(_data(peer, inc=0)), ["H4", "``inc``: MUST NOT be 0"]),
-        ("rx_drop_truncated", "DATA of 40 bytes", lambda peer: e(_data(peer))[:40], ["H5", "drop:truncated"]),
-        ("rx_drop_unknown_op", "op 11", lambda peer: e(_data(peer, op=11)), ["H6", "drop:unknown_op"]),
-        ("rx_drop_bad_flags", "DATA flag 0x80", lambda peer: e(_data(peer, flags=0x83)), ["H7", "Bit 0x80 MUST be 0"]),
-        ("rx_drop_truncated", "RETH announced, 8 bytes after the header",
-         lambda peer: _set(e(_data(peer)), 23, ">B", 0x07)[:56], ["H8"]),
-        ("rx_drop_length_mismatch", "payload_len 99 for 100 bytes", lambda peer: _set(e(_data(peer)), 24, ">H", 99),
-         ["H9", "drop:length_mismatch", "``payload_len``: MUST equal the datagram length"]),
-        ("rx_drop_bad_offset", "offset + payload_len past msg_len", lambda peer: e(_data(peer, msg_len=60)),
-         ["H10", "drop:bad_offset"]),
-        ("rx_drop_bad_flags", "FIRST missing at offset 0", lambda peer: e(_data(peer, flags=wire.F_LAST)), ["H11", "drop:bad_flags"]),
-        ("rx_drop_bad_offset", "an empty packet of a 100-byte message",
-         lambda peer: e(_data(peer, payload=b"", flags=wire.F_FIRST)), ["H12"]),
-        ("rx_drop_bad_flags", "RETH on a SEND", lambda peer: e(_data(peer, flags=0x07)), ["H13"]),
-        ("rx_drop_bad_flags", "IMM on a SEND", lambda peer: e(_data(peer, flags=0x0B)), ["H14"]),
-        ("rx_drop_bad_flags", "SE without LAST",
-         lambda peer: e(_data(peer, msg_len=200, flags=wire.F_FIRST | wire.F_SE)), ["H15"]),
-        ("rx_drop_mode_mismatch", "the other mode's SHARED bit", lambda peer: e(_data(peer, shared=not peer.shared)),
-         ["H16", "C22", "drop:mode_mismatch"]),
-        ("rx_drop_bad_path", "DATA on path 64", lambda peer: e(_data(peer, path=64)), ["V2", "C9", "drop:bad_path"]),
-        ("rx_drop_bad_token", "DATA with another token", lambda peer: e(_data(peer, token=peer.txd.token ^ 1)),
-         ["V3", "drop:bad_token", "C5"]),
-        ("rx_drop_bad_offset", "more payload than the MTU (per-QP: 1025 over a path MTU of 1024; shared: 4097)",
-         lambda peer: e(_data(peer, payload=pattern(4097 if peer.shared else 1025),
-                              msg_len=4097 if peer.shared else 1025)), ["V5", "C7"]),
-        ("rx_drop_stream_out_of_range", "stream 2", lambda peer: e(_data(peer, stream=2)), ["V6", "C10", "drop:stream_out_of_range"]),
-        ("rx_drop_unknown_op", "READ_RESP on stream 0", lambda peer: e(_data(peer, op=wire.READ_RESP)), ["V6", "C10"]),
-        ("rx_drop_unknown_op", "SEND on stream 1", lambda peer: e(_data(peer, stream=1, ssn=peer.next_ssn[1])), ["V6", "C10"]),
-        ("rx_drop_psn_out_of_window", "PSN 300 past the path's cum", lambda peer: e(_data(peer, psn=peer.next_psn[0] + 300)),
-         ["V7", "drop:psn_out_of_window"]),
-        ("rx_drop_psn_out_of_window", "floor after psn", lambda peer: e(_data(peer, floor=peer.next_psn[0] + 1)),
-         ["V7", "``floor``: MUST NOT be after ``psn``"]),
-        ("rx_drop_ssn_out_of_window", "SSN 200 past the stream's", lambda peer: e(_data(peer, ssn=peer.next_ssn[0] + 200)),
-         ["V8", "drop:ssn_out_of_window", "Stream window: ``ssn - cum_ssn`` MUST be below 128"]),
-        ("rx_drop_bad_flags", "ACK with inc 0", lambda peer: e(_ack(peer, inc=0)), ["H4"]),
-        ("rx_drop_truncated", "ACK of 71 bytes", lambda peer: e(_ack(peer))[:71], ["H5"]),
-        ("rx_drop_length_mismatch", "ACK of 73 bytes", lambda peer: e(_ack(peer)) + b"\0", ["H6"]),
-        ("rx_drop_bad_flags", "ACK with INV but no NAK", lambda peer: e(_ack(peer, flags=wire.AF_INV)),
-         ["H7", "``flags``: Other bits, INV or MSG without NAK"]),
-        ("rx_drop_bad_flags", "ACK with nak_stream but no MSG", lambda peer: e(_ack(peer, nak_stream=1)),
-         ["H7", "``nak_stream``: Without MSG it"]),
-        ("rx_drop_bad_path", "ACK of a path the IUT never sent on", lambda peer: e(_ack(peer, path=40)), ["V2"]),
-        ("rx_drop_bad_token", "ACK with another token", lambda peer: e(_ack(peer, token=peer.rxd.token ^ 0x100)), ["V3"]),
-        ("rx_drop_ack_out_of_range", "ACK whose cum is past the IUT's next PSN", lambda peer: e(_ack(peer, cum=peer.cum[peer.ack_path] + 5)),
-         ["drop:ack_out_of_range"]),
-        ("rx_drop_bad_flags", "PROBE with inc 0", lambda peer: e(_probe(peer, inc=0)), ["H4"]),
-        ("rx_drop_truncated", "PROBE of 23 bytes", lambda peer: e(_probe(peer))[:23], ["H5"]),
-        ("rx_drop_length_mismatch", "PROBE of 25 bytes", lambda peer: e(_probe(peer)) + b"\0", ["H6"]),
-        ("rx_drop_bad_token", "PROBE with another token", lambda peer: e(_probe(peer, token=peer.txd.token ^ 2)), ["V3"]),
-        ("rx_drop_psn_out_of_window", "PROBE psn 300 after its floor", lambda peer: e(_probe(peer, psn=peer.next_psn[0] + 300)),
-         ["§PROBE (24 bytes, fixed)"]),
-    ]
+    # The kernel counts a datagram under 20 bytes as unknown_qpn_drops: it
+    # looks up dst_conn (V0.2) before the header checks (H1).
+    ("unknown_qpn_drops", "10 bytes", lambda peer: e(_data(peer))[:10], ["V0.2", "H1", "drop:unknown_qpn_drops"]),
+    (
+        "unknown_qpn_drops",
+        "a QPN no QP has",
+        lambda peer: e(_data(peer, dst_conn=peer.iut_qpn ^ 0x800000)),
+        ["V0.2", "C1"],
+    ),
+    ("rx_drop_bad_version", "version 3", lambda peer: _set(e(_data(peer)), 0, ">B", 3), ["H2", "drop:bad_version"]),
+    ("rx_drop_unknown_type", "type 5", lambda peer: _set(e(_data(peer)), 1, ">B", 5), ["H3", "drop:unknown_type"]),
+    (
+        "rx_drop_unknown_type",
+        "type 4 (DATAGRAM) for an RC QP",
+        lambda peer: e(wire.Datagram(dst_conn=peer.iut_qpn)),
+        ["drop:unknown_type"],
+    ),
+    ("rx_drop_bad_flags", "DATA with inc 0", lambda peer: e(_data(peer, inc=0)), ["H4", "``inc``: MUST NOT be 0"]),
+    ("rx_drop_truncated", "DATA of 40 bytes", lambda peer: e(_data(peer))[:40], ["H5", "drop:truncated"]),
+    ("rx_drop_unknown_op", "op 11", lambda peer: e(_data(peer, op=11)), ["H6", "drop:unknown_op"]),
+    ("rx_drop_bad_flags", "DATA flag 0x80", lambda peer: e(_data(peer, flags=0x83)), ["H7", "Bit 0x80 MUST be 0"]),
+    (
+        "rx_drop_truncated",
+        "RETH announced, 8 bytes after the header",
+        lambda peer: _set(e(_data(peer)), 23, ">B", 0x07)[:56],
+        ["H8"],
+    ),
+    (
+        "rx_drop_length_mismatch",
+        "payload_len 99 for 100 bytes",
+        lambda peer: _set(e(_data(peer)), 24, ">H", 99),
+        ["H9", "drop:length_mismatch", "``payload_len``: MUST equal the datagram length"],
+    ),
+    (
+        "rx_drop_bad_offset",
+        "offset + payload_len past msg_len",
+        lambda peer: e(_data(peer, msg_len=60)),
+        ["H10", "drop:bad_offset"],
+    ),
+    (
+        "rx_drop_bad_flags",
+        "FIRST missing at offset 0",
+        lambda peer: e(_data(peer, flags=wire.F_LAST)),
+        ["H11", "drop:bad_flags"],
+    ),
+    (
+        "rx_drop_bad_offset",
+        "an empty packet of a 100-byte message",
+        lambda peer: e(_data(peer, payload=b"", flags=wire.F_FIRST)),
+        ["H12"],
+    ),
+    ("rx_drop_bad_flags", "RETH on a SEND", lambda peer: e(_data(peer, flags=0x07)), ["H13"]),
+    ("rx_drop_bad_flags", "IMM on a SEND", lambda peer: e(_data(peer, flags=0x0B)), ["H14"]),
+    (
+        "rx_drop_bad_flags",
+        "SE without LAST",
+        lambda peer: e(_data(peer, msg_len=200, flags=wire.F_FIRST | wire.F_SE)),
+        ["H15"],
+    ),
+    (
+        "rx_drop_mode_mismatch",
+        "the other mode's SHARED bit",
+        lambda peer: e(_data(peer, shared=not peer.shared)),
+        ["H16", "C22", "drop:mode_mismatch"],
+    ),
+    ("rx_drop_bad_path", "DATA on path 64", lambda peer: e(_data(peer, path=64)), ["V2", "C9", "drop:bad_path"]),
+    (
+        "rx_drop_bad_token",
+        "DATA with another token",
+        lambda peer: e(_data(peer, token=peer.txd.token ^ 1)),
+        ["V3", "drop:bad_token", "C5"],
+    ),
+    (
+        "rx_drop_bad_offset",
+        "more payload than the MTU (per-QP: 1025 over a path MTU of 1024; shared: 4097)",
+        lambda peer: e(
+            _data(peer, payload=pattern(4097 if peer.shared else 1025), msg_len=4097 if peer.shared else 1025)
+        ),
+        ["V5", "C7"],
+    ),
+    (
+        "rx_drop_stream_out_of_range",
+        "stream 2",
+        lambda peer: e(_data(peer, stream=2)),
+        ["V6", "C10", "drop:stream_out_of_range"],
+    ),
+    ("rx_drop_unknown_op", "READ_RESP on stream 0", lambda peer: e(_data(peer, op=wire.READ_RESP)), ["V6", "C10"]),
+    (
+        "rx_drop_unknown_op",
+        "SEND on stream 1",
+        lambda peer: e(_data(peer, stream=1, ssn=peer.next_ssn[1])),
+        ["V6", "C10"],
+    ),
+    (
+        "rx_drop_psn_out_of_window",
+        "PSN 300 past the path's cum",
+        lambda peer: e(_data(peer, psn=peer.next_psn[0] + 300)),
+        ["V7", "drop:psn_out_of_window"],
+    ),
+    (
+        "rx_drop_psn_out_of_window",
+        "floor after psn",
+        lambda peer: e(_data(peer, floor=peer.next_psn[0] + 1)),
+        ["V7", "``floor``: MUST NOT be after ``psn``"],
+    ),
+    (
+        "rx_drop_ssn_out_of_window",
+        "SSN 200 past the stream's",
+        lambda peer: e(_data(peer, ssn=peer.next_ssn[0] + 200)),
+        ["V8", "drop:ssn_out_of_window", "Stream window: ``ssn - cum_ssn`` MUST be below 128"],
+    ),
+    ("rx_drop_bad_flags", "ACK with inc 0", lambda peer: e(_ack(peer, inc=0)), ["H4"]),
+    ("rx_drop_truncated", "ACK of 71 bytes", lambda peer: e(_ack(peer))[:71], ["H5"]),
+    ("rx_drop_length_mismatch", "ACK of 73 bytes", lambda peer: e(_ack(peer)) + b"\0", ["H6"]),
+    (
+        "rx_drop_bad_flags",
+        "ACK with INV but no NAK",
+        lambda peer: e(_ack(peer, flags=wire.AF_INV)),
+        ["H7", "``flags``: Other bits, INV or MSG without NAK"],
+    ),
+    (
+        "rx_drop_bad_flags",
+        "ACK with nak_stream but no MSG",
+        lambda peer: e(_ack(peer, nak_stream=1)),
+        ["H7", "``nak_stream``: Without MSG it"],
+    ),
+    ("rx_drop_bad_path", "ACK of a path the IUT never sent on", lambda peer: e(_ack(peer, path=40)), ["V2"]),
+    ("rx_drop_bad_token", "ACK with another token", lambda peer: e(_ack(peer, token=peer.rxd.token ^ 0x100)), ["V3"]),
+    (
+        "rx_drop_ack_out_of_range",
+        "ACK whose cum is past the IUT's next PSN",
+        lambda peer: e(_ack(peer, cum=peer.cum[peer.ack_path] + 5)),
+        ["drop:ack_out_of_range"],
+    ),
+    ("rx_drop_bad_flags", "PROBE with inc 0", lambda peer: e(_probe(peer, inc=0)), ["H4"]),
+    ("rx_drop_truncated", "PROBE of 23 bytes", lambda peer: e(_probe(peer))[:23], ["H5"]),
+    ("rx_drop_length_mismatch", "PROBE of 25 bytes", lambda peer: e(_probe(peer)) + b"\0", ["H6"]),
+    ("rx_drop_bad_token", "PROBE with another token", lambda peer: e(_probe(peer, token=peer.txd.token ^ 2)), ["V3"]),
+    (
+        "rx_drop_psn_out_of_window",
+        "PROBE psn 300 after its floor",
+        lambda peer: e(_probe(peer, psn=peer.next_psn[0] + 300)),
+        ["§PROBE (24 bytes, fixed)"],
+    ),
+]
 SHARED_CASES = [
-    ("rx_drop_stale_incarnation", "shared: DATA of another incarnation (the member is not fresh)",
-     lambda peer: e(_data(peer, inc=peer.inc ^ 0x5A5A)), ["V4", "drop:stale_incarnation"]),
-    ("rx_drop_stale_incarnation", "shared: an ACK not echoing the IUT's own incarnation",
-     lambda peer: e(_ack(peer, inc=peer.iut_inc ^ 0x33)), ["V4"]),
+    (
+        "rx_drop_stale_incarnation",
+        "shared: DATA of another incarnation (the member is not fresh)",
+        lambda peer: e(_data(peer, inc=peer.inc ^ 0x5A5A)),
+        ["V4", "drop:stale_incarnation"],
+    ),
+    (
+        "rx_drop_stale_incarnation",
+        "shared: an ACK not echoing the IUT's own incarnation",
+        lambda peer: e(_ack(peer, inc=peer.iut_inc ^ 0x33)),
+        ["V4"],
+    ),
 ]
 ALL_REFS = sorted({r for *_, refs in CASES + SHARED_CASES for r in refs})
 
 
-@scenario("malformed and misdirected datagrams: each dropped, counted under its reason, unacknowledged, changing "
-          "nothing (a SEND after them is taken as the next)",
-          ALL_REFS + ["A receiver MUST drop a datagram that fails any check",
-                      "MUST use these names for these causes"], needs=("counters",))
+@scenario(
+    "malformed and misdirected datagrams: each dropped, counted under its reason, unacknowledged, changing "
+    "nothing (a SEND after them is taken as the next)",
+    ALL_REFS + ["A receiver MUST drop a datagram that fails any check", "MUST use these names for these causes"],
+    needs=("counters",),
+)
 def malformed(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(8192)
@@ -141,8 +266,7 @@ def malformed(ctx):
         peer.send_raw(build(peer), path=0)
         peer.pump(0.15)
         c1 = ctx.counters()
-        delta = {k: c1[k] - c0.get(k, 0) for k in c1
-                 if c1[k] != c0.get(k, 0) and k.startswith(("rx_drop", "unknown"))}
+        delta = {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0) and k.startswith(("rx_drop", "unknown"))}
         want = {reason: 1}
         if reason != "unknown_qpn_drops":
             want["rx_drops"] = 1
@@ -152,13 +276,20 @@ def malformed(ctx):
     m = peer.send_msg(wire.SEND, payload=pattern(100, 37), paths=[0])
     ok = peer.wait_acked(m, 10)
     wcs = ctx.wait_wc(qp, peer, 2, 5)
-    ctx.check(ok and len(wcs) == 2 and all(w["status"] == WC_SUCCESS for w in wcs) and wcs[1]["byte_len"] == 100,
-              "then the same SEND, well formed, is taken as the connection's next message", wcs)
+    ctx.check(
+        ok and len(wcs) == 2 and all(w["status"] == WC_SUCCESS for w in wcs) and wcs[1]["byte_len"] == 100,
+        "then the same SEND, well formed, is taken as the connection's next message",
+        wcs,
+    )
     ctx.check(ctx.agent.state(qp) == "rts", "the IUT's QP still in RTS")
 
 
-@scenario("a QP not in RTR, RTS or SQD takes nothing: DATA for a QP in RESET is dropped (rx_drop_qp_state) "
-          "and not acknowledged", ["V0.3", "C18", "drop:rx_drop_qp_state"], needs=("counters",))
+@scenario(
+    "a QP not in RTR, RTS or SQD takes nothing: DATA for a QP in RESET is dropped (rx_drop_qp_state) "
+    "and not acknowledged",
+    ["V0.3", "C18", "drop:rx_drop_qp_state"],
+    needs=("counters",),
+)
 def qp_state(ctx):
     peer, qp = ctx.rc_pair(mtu=1024, connect=False)
     acks = []
@@ -167,6 +298,9 @@ def qp_state(ctx):
     peer.send_msg(wire.SEND, payload=b"early")
     peer.pump(0.5)
     c1 = ctx.counters()
-    ctx.check(c1.get("rx_drop_qp_state", 0) - c0.get("rx_drop_qp_state", 0) == 1, "counted as rx_drop_qp_state",
-              {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0)})
+    ctx.check(
+        c1.get("rx_drop_qp_state", 0) - c0.get("rx_drop_qp_state", 0) == 1,
+        "counted as rx_drop_qp_state",
+        {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0)},
+    )
     ctx.check(not acks, "not acknowledged")

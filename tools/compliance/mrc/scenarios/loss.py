@@ -2,6 +2,7 @@
 """Loss, duplicates, reordering, path failure and retry exhaustion
 (Documentation/transport.rst: ACK processing and loss detection, Receiver
 operation, Path state machine, Timers)."""
+
 import time
 
 from .. import wire
@@ -10,8 +11,10 @@ from ..suite import scenario
 from .basic import pattern
 
 
-@scenario("SACK hole at the peer: the IUT resends only the missing packet, with a new PSN, on another path",
-          ["§ACK processing and loss detection", "§Transmission order", "C21"])
+@scenario(
+    "SACK hole at the peer: the IUT resends only the missing packet, with a new PSN, on another path",
+    ["§ACK processing and loss detection", "§Transmission order", "C21"],
+)
 def sack_hole(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(65536)
@@ -32,8 +35,7 @@ def sack_hole(ctx):
 
     peer.rx_drop = drop
     for i in range(2):
-        ctx.post(qp, "write", mr, 0, 65536, wr=i + 1, raddr=peer.mem_va + i * 65536 % len(peer.mem),
-                 rkey=peer.mem_rkey)
+        ctx.post(qp, "write", mr, 0, 65536, wr=i + 1, raddr=peer.mem_va + i * 65536 % len(peer.mem), rkey=peer.mem_rkey)
     ctx.require(peer.wait_complete(0, 2, 60), "both 64 KiB WRITEs complete at the peer despite the lost packet")
     lost = state["lost"]
     ctx.require(lost is not None, "the peer dropped one packet")
@@ -44,11 +46,15 @@ def sack_hole(ctx):
     if resent:
         r = resent[0]
         ctx.check(r.psn != lost.psn or r.path != lost.path, "with a new PSN (retransmissions get a new PSN)")
-        ctx.check((r.msn, r.offset, r.op) == (lost.msn, lost.offset, lost.op),
-                  "same stream, SSN, MSN and offset as the lost one")
+        ctx.check(
+            (r.msn, r.offset, r.op) == (lost.msn, lost.offset, lost.op),
+            "same stream, SSN, MSN and offset as the lost one",
+        )
         ctx.check(r.flags & wire.F_RETX, "RETX set")
-        ctx.check(r.path != lost.path, f"on another path than the one it was lost on (lost on {lost.path}, "
-                  f"resent on {r.path})")
+        ctx.check(
+            r.path != lost.path,
+            f"on another path than the one it was lost on (lost on {lost.path}, " f"resent on {r.path})",
+        )
     ssns = {}
     for r, p in peer.data_rx:
         if p.stream == 0:
@@ -60,8 +66,10 @@ def sack_hole(ctx):
     ctx.check(len(wcs) == 2 and all(w["status"] == WC_SUCCESS for w in wcs), "the IUT completes both", wcs)
 
 
-@scenario("the IUT's receiver: cumulative PSN and 256-bit SACK over a hole, a late packet and a duplicate",
-          ["§Receiver operation", "C19", "§ACK (72 bytes, fixed)"])
+@scenario(
+    "the IUT's receiver: cumulative PSN and 256-bit SACK over a hole, a late packet and a duplicate",
+    ["§Receiver operation", "C19", "§ACK (72 bytes, fixed)"],
+)
 def iut_sack(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(16384)
@@ -80,10 +88,17 @@ def iut_sack(ctx):
         peer.transmit(m, i, path=2, psn=(x + off) & 0xFFFFFFFF, mutate=lambda p: setattr(p, "floor", x))
         peer.pump(5, lambda: len(acks) > n)
         a = acks[-1] if len(acks) > n else None
-        ok = a is not None and a.path == 2 and a.cum == cum & 0xFFFFFFFF and set(a.sacked()) == {
-            s & 0xFFFFFFFF for s in sack}
-        ctx.check(ok, f"after PSN x+{off}: ACK of path 2 with cum x+{cum - x} and SACK "
-                  f"{sorted(s - x for s in sack)}", str(a))
+        ok = (
+            a is not None
+            and a.path == 2
+            and a.cum == cum & 0xFFFFFFFF
+            and set(a.sacked()) == {s & 0xFFFFFFFF for s in sack}
+        )
+        ctx.check(
+            ok,
+            f"after PSN x+{off}: ACK of path 2 with cum x+{cum - x} and SACK " f"{sorted(s - x for s in sack)}",
+            str(a),
+        )
         if a is not None:
             ctx.check(a.acked == 1, "acked counts the one packet since the previous ACK", a.acked)
     peer.next_psn[2] = (x + 4) & 0xFFFFFFFF
@@ -92,18 +107,30 @@ def iut_sack(ctx):
     dup = wire.Data(**{k: getattr(m.sent[0], k) for k in m.sent[0].__dataclass_fields__})
     peer.net.send(wire.encode(dup), peer.port_of(2))
     peer.pump(5, lambda: len(acks) > n)
-    ctx.check(len(acks) > n and acks[-1].cum == (x + 4) & 0xFFFFFFFF, "a duplicate is acknowledged at once",
-              str(acks[-1]) if acks else None)
+    ctx.check(
+        len(acks) > n and acks[-1].cum == (x + 4) & 0xFFFFFFFF,
+        "a duplicate is acknowledged at once",
+        str(acks[-1]) if acks else None,
+    )
     wcs = ctx.wait_wc(qp, peer, 2, 3)
-    ctx.check(len(wcs) == 1 and wcs[0]["status"] == WC_SUCCESS and wcs[0]["byte_len"] == 4000,
-              "one receive completion of 4000 bytes (the duplicate not delivered again)", wcs)
+    ctx.check(
+        len(wcs) == 1 and wcs[0]["status"] == WC_SUCCESS and wcs[0]["byte_len"] == 4000,
+        "one receive completion of 4000 bytes (the duplicate not delivered again)",
+        wcs,
+    )
     ctx.check(ctx.agent.get(mr, 0, 4000) == pattern(4000, 13), "the bytes placed whatever their order")
 
 
-@scenario("duplicates and reordering across paths: a SEND's packets in reverse order over 5 paths, one of them "
-          "also resent as a retransmission; placed once, completed once",
-          ["§Exactly-once and ordering for verbs", "V8", "C9",
-           "a receiver accepts DATA and PROBE on every path index below its own limit"])
+@scenario(
+    "duplicates and reordering across paths: a SEND's packets in reverse order over 5 paths, one of them "
+    "also resent as a retransmission; placed once, completed once",
+    [
+        "§Exactly-once and ordering for verbs",
+        "V8",
+        "C9",
+        "a receiver accepts DATA and PROBE on every path index below its own limit",
+    ],
+)
 def reorder_dup(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(16384)
@@ -116,16 +143,21 @@ def reorder_dup(ctx):
     m2 = peer.send_msg(wire.SEND, payload=b"second")
     ctx.require(peer.wait_acked([m, m2], 10), "every packet acknowledged")
     wcs = ctx.wait_wc(qp, peer, 2, 5)
-    ctx.check([(w["status"], w["byte_len"], w["wr"]) for w in wcs] == [(0, 5000, 10), (0, 6, 11)],
-              "two receive completions, in order: 5000 and 6 bytes", wcs)
+    ctx.check(
+        [(w["status"], w["byte_len"], w["wr"]) for w in wcs] == [(0, 5000, 10), (0, 6, 11)],
+        "two receive completions, in order: 5000 and 6 bytes",
+        wcs,
+    )
     ctx.check(ctx.agent.get(mr, 0, 5000) == pattern(5000, 17), "the reordered message's bytes whole")
     late = ctx.wait_wc(qp, peer, 1, 1)
     ctx.check(not late, "no third completion (the duplicate SSN was not delivered again)", late)
 
 
-@scenario("path failure: the peer stops answering one path; the IUT resends its packets elsewhere, probes it, "
-          "moves it to a new source port, and uses it again once answered",
-          ["§Path state machine (sender)", "§Paths and source ports", "C4"])
+@scenario(
+    "path failure: the peer stops answering one path; the IUT resends its packets elsewhere, probes it, "
+    "moves it to a new source port, and uses it again once answered",
+    ["§Path state machine (sender)", "§Paths and source ports", "C4"],
+)
 def path_failure(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(65536)
@@ -152,27 +184,35 @@ def path_failure(ctx):
         if any(p.path == dead and r.sport != old for r, p in peer.data_rx[n0:]):
             break
     probes = [(r, p) for r, p in peer.probes_rx if p.path == dead]
-    ctx.check(any(r.sport == old for r, _ in probes), f"the IUT probed path {dead} on its old port",
-              [(r.sport, str(p)) for r, p in probes][:5])
+    ctx.check(
+        any(r.sport == old for r, _ in probes),
+        f"the IUT probed path {dead} on its old port",
+        [(r.sport, str(p)) for r, p in probes][:5],
+    )
     moved = [(r, p) for r, p in peer.probes_rx + peer.data_rx[n0:] if p.path == dead and r.sport != old]
     ctx.check(moved, f"path {dead} moved to a new source port", sorted({r.sport for r, _ in moved}))
     if moved:
         new = moved[0][0].sport
-        ctx.check((new & 0xC000) == (old & 0xC000), f"the new port {new} stays in the old one's 16384-port quarter "
-                  f"({old})")
+        ctx.check(
+            (new & 0xC000) == (old & 0xC000),
+            f"the new port {new} stays in the old one's 16384-port quarter " f"({old})",
+        )
         later = [p for r, p in peer.data_rx[n0:] if p.path == dead and r.sport != old]
         ctx.check(later, f"path {dead} carries DATA again from its new port", len(later))
     lost = [p for r, p in peer.data_rx[n0:] if r.dropped and p.type == wire.DATA]
     ctx.diag(f"{len(lost)} DATA packets dropped on the dead path")
     ctx.check(bytes(peer.mem[:65536]) == data, "the bytes placed whole")
     wcs = ctx.wait_wc(qp, peer, posted, 20)
-    ctx.check(len(wcs) == posted and all(w["status"] == WC_SUCCESS for w in wcs),
-              f"the IUT completes all {posted}", wcs)
+    ctx.check(
+        len(wcs) == posted and all(w["status"] == WC_SUCCESS for w in wcs), f"the IUT completes all {posted}", wcs
+    )
 
 
-@scenario("retry exhaustion: nothing the IUT sends is answered; its SEND fails with retry exceeded after "
-          "retry_cnt + 1 local ACK timeouts, having resent in each",
-          ["C17", "§Timers"])
+@scenario(
+    "retry exhaustion: nothing the IUT sends is answered; its SEND fails with retry exceeded after "
+    "retry_cnt + 1 local ACK timeouts, having resent in each",
+    ["C17", "§Timers"],
+)
 def retry_exhausted(ctx):
     # timeout 10: 4 * 4.096 us * 2^10 = 16.8 ms; retry_cnt 2: the 3rd expiry fails.
     peer, qp = ctx.rc_pair(mtu=1024, timeout=10, retry_cnt=2)
@@ -182,16 +222,21 @@ def retry_exhausted(ctx):
     ctx.post(qp, "send", mr, 0, 100)
     wcs = ctx.wait_wc(qp, peer, 1, 30)
     dt = time.monotonic() - t0
-    ctx.check(len(wcs) == 1 and wcs[0]["status"] == WC_RETRY_EXC_ERR,
-              f"the SEND completes with IBV_WC_RETRY_EXC_ERR ({dt * 1000:.0f} ms)", wcs)
+    ctx.check(
+        len(wcs) == 1 and wcs[0]["status"] == WC_RETRY_EXC_ERR,
+        f"the SEND completes with IBV_WC_RETRY_EXC_ERR ({dt * 1000:.0f} ms)",
+        wcs,
+    )
     ctx.check(dt >= 3 * 0.0168, f"no sooner than 3 local ACK timeouts (50 ms): {dt * 1000:.0f} ms")
     sent = [p for r, p in peer.data_rx] + [p for r, p in peer.probes_rx]
     ctx.check(len(sent) >= 3, f"the IUT resent or probed meanwhile ({len(sent)} datagrams)")
     ctx.check(ctx.agent.state(qp) == "err", "the IUT's QP is in the error state")
 
 
-@scenario("an idle connection never fails: no traffic for 3 s with one path dead, then a SEND completes",
-          ["Either way an **idle connection never fails**", "C18"])
+@scenario(
+    "an idle connection never fails: no traffic for 3 s with one path dead, then a SEND completes",
+    ["Either way an **idle connection never fails**", "C18"],
+)
 def idle_never_fails(ctx):
     peer, qp = ctx.rc_pair(mtu=1024, timeout=14, retry_cnt=2)
     mr = ctx.mr(65536)

@@ -2,28 +2,67 @@
 """RNR and NAK in both directions, and the order of refusals
 (Documentation/transport.rst: Receiver operation step 5, Refusals and their
 order, C16, the ACK flags)."""
+
 import time
 
 from .. import wire
-from ..agent import (WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS,
-                     WC_WR_FLUSH_ERR)
+from ..agent import WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS, WC_WR_FLUSH_ERR
 from ..suite import scenario
 from .basic import pattern
 
 # IBTA 9.7.5.2.8 table 45: RNR NAK timer codes in ms.
-RNR_MS = [655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
-          2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76,
-          327.68, 491.52]
+RNR_MS = [
+    655.36,
+    0.01,
+    0.02,
+    0.03,
+    0.04,
+    0.06,
+    0.08,
+    0.12,
+    0.16,
+    0.24,
+    0.32,
+    0.48,
+    0.64,
+    0.96,
+    1.28,
+    1.92,
+    2.56,
+    3.84,
+    5.12,
+    7.68,
+    10.24,
+    15.36,
+    20.48,
+    30.72,
+    40.96,
+    61.44,
+    81.92,
+    122.88,
+    163.84,
+    245.76,
+    327.68,
+    491.52,
+]
 
 
 def _counter_delta(ctx, before, name):
     return ctx.counters().get(name, 0) - before.get(name, 0)
 
 
-@scenario("RNR from the IUT: a SEND with no receive posted is refused with RNR (its min_rnr_timer), counted, "
-          "and taken when resent after a receive is posted",
-          ["C16", "V9", "drop:receiver_not_ready", "It MUST change what the sender needs to learn from it",
-           "§Refusals and their order"], needs=("counters",))
+@scenario(
+    "RNR from the IUT: a SEND with no receive posted is refused with RNR (its min_rnr_timer), counted, "
+    "and taken when resent after a receive is posted",
+    [
+        "C16",
+        "V9",
+        "drop:receiver_not_ready",
+        "It MUST change what the sender needs to learn from it",
+        "§Refusals and their order",
+    ],
+    needs=("counters",),
+)
 def rnr_from_iut(ctx):
     peer, qp = ctx.rc_pair(mtu=1024, min_rnr_timer=14)
     mr = ctx.mr(8192)
@@ -34,30 +73,46 @@ def rnr_from_iut(ctx):
     peer.pump(5, lambda: acks)
     a = acks[0] if acks else None
     sent = m.sent[0]
-    ctx.check(a is not None and a.flags == wire.AF_RNR and a.rnr_psn == sent.psn and a.path == 3,
-              "ACK of path 3 with RNR naming the SEND's PSN", str(a))
+    ctx.check(
+        a is not None and a.flags == wire.AF_RNR and a.rnr_psn == sent.psn and a.path == 3,
+        "ACK of path 3 with RNR naming the SEND's PSN",
+        str(a),
+    )
     if a:
         ctx.check(a.rnr_timer & 0x1F == 14, f"rnr_timer is the IUT QP's min_rnr_timer (14): {a.rnr_timer}")
         ctx.check(a.cum == sent.psn, "the refused packet not marked received (cum unchanged)", str(a))
-        ctx.check(a.stamp == 0, "the echo is not the refused packet's stamp (nothing accepted on the path yet)",
-                  hex(a.stamp))
+        ctx.check(
+            a.stamp == 0, "the echo is not the refused packet's stamp (nothing accepted on the path yet)", hex(a.stamp)
+        )
         ctx.check(a.acked == 0, "acked 0: the refused packet is not counted as received")
-    ctx.check(_counter_delta(ctx, c0, "rx_drop_receiver_not_ready") == 1, "counted once as receiver_not_ready",
-              _counter_delta(ctx, c0, "rx_drop_receiver_not_ready"))
+    ctx.check(
+        _counter_delta(ctx, c0, "rx_drop_receiver_not_ready") == 1,
+        "counted once as receiver_not_ready",
+        _counter_delta(ctx, c0, "rx_drop_receiver_not_ready"),
+    )
     ctx.recv(qp, mr, 0, 4096, wr=5)
     time.sleep(RNR_MS[14] / 1000)
     n = len(acks)
     r = peer.transmit(m, 0, path=4, retx=True)
     peer.pump(5, lambda: any(x.path == 4 and wire.seq_lt(r.psn, x.cum) for x in acks[n:]))
-    ctx.check(any(x.path == 4 and x.cum == (r.psn + 1) & 0xFFFFFFFF and not x.flags for x in acks[n:]),
-              "the resend (new PSN, path 4) acknowledged", [str(x) for x in acks[n:]])
+    ctx.check(
+        any(x.path == 4 and x.cum == (r.psn + 1) & 0xFFFFFFFF and not x.flags for x in acks[n:]),
+        "the resend (new PSN, path 4) acknowledged",
+        [str(x) for x in acks[n:]],
+    )
     wcs = ctx.wait_wc(qp, peer, 1, 5)
-    ctx.check(len(wcs) == 1 and wcs[0]["status"] == WC_SUCCESS and wcs[0]["byte_len"] == 100,
-              "the receive completes with the 100 bytes", wcs)
+    ctx.check(
+        len(wcs) == 1 and wcs[0]["status"] == WC_SUCCESS and wcs[0]["byte_len"] == 100,
+        "the receive completes with the 100 bytes",
+        wcs,
+    )
 
 
-@scenario("RNR to the IUT: it waits at least the RNR timer, resends with a new PSN, and fails with RNR retry "
-          "exceeded after rnr_retry refusals", ["C16", "§ACK processing and loss detection"])
+@scenario(
+    "RNR to the IUT: it waits at least the RNR timer, resends with a new PSN, and fails with RNR retry "
+    "exceeded after rnr_retry refusals",
+    ["C16", "§ACK processing and loss detection"],
+)
 def rnr_to_iut(ctx):
     code = 23  # 30.72 ms
     peer, qp = ctx.rc_pair(mtu=1024, rnr_retry=2)
@@ -77,11 +132,17 @@ def rnr_to_iut(ctx):
     times = [t for t, _ in refusals]
     acc = [(r.t, p) for r, p in peer.data_rx if not r.dropped][-1]
     gaps = [b - a for a, b in zip(times, times[1:] + [acc[0]])]
-    ctx.check(all(g >= RNR_MS[code] / 1000 * 0.95 for g in gaps),
-              f"each resend at least {RNR_MS[code]} ms after its refusal", [f"{g * 1000:.1f} ms" for g in gaps])
+    ctx.check(
+        all(g >= RNR_MS[code] / 1000 * 0.95 for g in gaps),
+        f"each resend at least {RNR_MS[code]} ms after its refusal",
+        [f"{g * 1000:.1f} ms" for g in gaps],
+    )
     psns = [(p.path, p.psn) for _, p in refusals] + [(acc[1].path, acc[1].psn)]
-    ctx.check(len(set(psns)) == 3 and all(p.flags & wire.F_RETX for _, p in refusals[1:]) and
-              acc[1].flags & wire.F_RETX, "each resend has a new PSN and RETX", psns)
+    ctx.check(
+        len(set(psns)) == 3 and all(p.flags & wire.F_RETX for _, p in refusals[1:]) and acc[1].flags & wire.F_RETX,
+        "each resend has a new PSN and RETX",
+        psns,
+    )
     wcs = ctx.wait_wc(qp, peer, 1, 5)
     ctx.check(len(wcs) == 1 and wcs[0]["status"] == WC_SUCCESS, "the SEND completes with success", wcs)
     # Now refuse for ever: rnr_retry 2 -> the third refusal fails it. A resend
@@ -93,19 +154,27 @@ def rnr_to_iut(ctx):
     peer.rnr_policy = lambda p: (refusals.append((time.monotonic(), p)), code)[1] if p.stream == 0 else None
     ctx.post(qp, "send", mr, 0, 64, wr=2)
     wcs = ctx.wait_wc(qp, peer, 1, 20)
-    ctx.check(len(wcs) == 1 and wcs[0]["status"] == WC_RNR_RETRY_EXC_ERR,
-              f"refused for ever, the SEND fails with IBV_WC_RNR_RETRY_EXC_ERR after {len(refusals)} refusals", wcs)
+    ctx.check(
+        len(wcs) == 1 and wcs[0]["status"] == WC_RNR_RETRY_EXC_ERR,
+        f"refused for ever, the SEND fails with IBV_WC_RNR_RETRY_EXC_ERR after {len(refusals)} refusals",
+        wcs,
+    )
     timed = [(b[0] - a[0]) >= RNR_MS[code] / 1000 * 0.95 for a, b in zip(refusals, refusals[1:])]
-    ctx.check(sum(timed) == 2, "rnr_retry (2) resends after the RNR timer, then the failure", [
-        f"{(t - refusals[0][0]) * 1000:.1f} ms: {p}" for t, p in refusals])
+    ctx.check(
+        sum(timed) == 2,
+        "rnr_retry (2) resends after the RNR timer, then the failure",
+        [f"{(t - refusals[0][0]) * 1000:.1f} ms: {p}" for t, p in refusals],
+    )
     if not all(timed):
         ctx.diag(f"{len(timed) - sum(timed)} resend(s) before the RNR timer: sent before the report arrived")
 
 
-@scenario("NAK from the IUT: a WRITE with a bad rkey is refused for good (NAK, MSG naming it), counted as "
-          "refused, and the QP enters the error state; a SEND longer than its receive is an invalid request (INV)",
-          ["V9", "drop:refused", "§Refusals and their order", "§ACK (72 bytes, fixed)"],
-          needs=("counters",))
+@scenario(
+    "NAK from the IUT: a WRITE with a bad rkey is refused for good (NAK, MSG naming it), counted as "
+    "refused, and the QP enters the error state; a SEND longer than its receive is an invalid request (INV)",
+    ["V9", "drop:refused", "§Refusals and their order", "§ACK (72 bytes, fixed)"],
+    needs=("counters",),
+)
 def nak_from_iut(ctx):
     for case in ("access", "invalid"):
         peer, qp = ctx.rc_pair(mtu=1024)
@@ -115,8 +184,9 @@ def nak_from_iut(ctx):
         peer.ack_hook = acks.append
         ok = peer.send_msg(wire.WRITE, payload=b"x" * 10, raddr=int(mr["addr"]), rkey=mr["rkey"], paths=[0])
         if case == "access":
-            bad = peer.send_msg(wire.WRITE, payload=b"y" * 10, raddr=int(mr["addr"]), rkey=mr["rkey"] ^ 0x5A5A00,
-                                paths=[1])
+            bad = peer.send_msg(
+                wire.WRITE, payload=b"y" * 10, raddr=int(mr["addr"]), rkey=mr["rkey"] ^ 0x5A5A00, paths=[1]
+            )
             want = wire.AF_NAK | wire.AF_MSG
         else:
             ctx.recv(qp, mr, 4096, 1000, wr=7)
@@ -124,31 +194,45 @@ def nak_from_iut(ctx):
             want = wire.AF_NAK | wire.AF_MSG | wire.AF_INV
         peer.pump(5, lambda: any(a.flags & wire.AF_NAK for a in acks))
         nak = next((a for a in acks if a.flags & wire.AF_NAK), None)
-        ctx.check(nak is not None and nak.flags == want and nak.nak_stream == 0 and nak.psn == bad.msn,
-                  f"{case}: an ACK with {'NAK|MSG' if case == 'access' else 'NAK|INV|MSG'} naming stream 0 MSN "
-                  f"{bad.msn}", str(nak))
+        ctx.check(
+            nak is not None and nak.flags == want and nak.nak_stream == 0 and nak.psn == bad.msn,
+            f"{case}: an ACK with {'NAK|MSG' if case == 'access' else 'NAK|INV|MSG'} naming stream 0 MSN " f"{bad.msn}",
+            str(nak),
+        )
         if nak:
-            ctx.check(nak.rnr_psn in {p.psn for p in bad.sent} and nak.path in {p.path for p in bad.sent},
-                      f"{case}: rnr_psn a packet of the refused message, on its path", str(nak))
+            ctx.check(
+                nak.rnr_psn in {p.psn for p in bad.sent} and nak.path in {p.path for p in bad.sent},
+                f"{case}: rnr_psn a packet of the refused message, on its path",
+                str(nak),
+            )
         ctx.check(ok.done, f"{case}: the earlier WRITE acknowledged")
         d = _counter_delta(ctx, c0, "rx_drop_refused")
         ctx.check(d >= 1, f"{case}: counted as refused ({d})")
         ctx.check(ctx.agent.state(qp) == "err", f"{case}: the IUT's QP in the error state")
         if case == "invalid":
             wcs = ctx.wait_wc(qp, None, 1, 3)
-            ctx.check(len(wcs) == 1 and wcs[0]["status"] != WC_SUCCESS,
-                      "invalid: the receive the SEND could not fit completes with an error", wcs)
+            ctx.check(
+                len(wcs) == 1 and wcs[0]["status"] != WC_SUCCESS,
+                "invalid: the receive the SEND could not fit completes with an error",
+                wcs,
+            )
         # A resent refused packet is NAKed again (the refusing side lingers).
         n = len(acks)
         peer.transmit(bad, 0, path=5, retx=True)
         peer.pump(5, lambda: any(a.flags & wire.AF_NAK for a in acks[n:]))
-        ctx.check(any(a.flags & wire.AF_NAK and a.psn == bad.msn for a in acks[n:]),
-                  f"{case}: a resend of the refused packet is NAKed again", [str(a) for a in acks[n:]])
+        ctx.check(
+            any(a.flags & wire.AF_NAK and a.psn == bad.msn for a in acks[n:]),
+            f"{case}: a resend of the refused packet is NAKed again",
+            [str(a) for a in acks[n:]],
+        )
         ctx.cleanup()
 
 
-@scenario("a NAK waits for the earlier messages: the refused WRITE arrives before an earlier SEND, and the NAK "
-          "comes only once the SEND is complete", ["§Refusals and their order", "drop:refused"])
+@scenario(
+    "a NAK waits for the earlier messages: the refused WRITE arrives before an earlier SEND, and the NAK "
+    "comes only once the SEND is complete",
+    ["§Refusals and their order", "drop:refused"],
+)
 def nak_order(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(8192)
@@ -160,21 +244,26 @@ def nak_order(ctx):
     peer.transmit(first, 0, path=0)
     peer.transmit(bad, 0, path=1)
     peer.pump(1.0)
-    ctx.check(not any(a.flags & wire.AF_NAK for a in acks), "no NAK while MSN 0 is incomplete",
-              [str(a) for a in acks])
+    ctx.check(not any(a.flags & wire.AF_NAK for a in acks), "no NAK while MSN 0 is incomplete", [str(a) for a in acks])
     peer.transmit(first, 1, path=2)
     peer.pump(5, lambda: any(a.flags & wire.AF_NAK for a in acks))
     nak = next((a for a in acks if a.flags & wire.AF_NAK), None)
     ctx.check(nak is not None and nak.flags & wire.AF_MSG and nak.psn == 1, "then a NAK naming MSN 1", str(nak))
     # The held packet was not acknowledged: resend it (the spec: the sender resends) if no NAK came.
     wcs = ctx.wait_wc(qp, peer, 1, 5)
-    ctx.check(wcs and wcs[0]["status"] == WC_SUCCESS and wcs[0]["byte_len"] == 2000,
-              "the earlier SEND completes with success at the IUT", wcs)
+    ctx.check(
+        wcs and wcs[0]["status"] == WC_SUCCESS and wcs[0]["byte_len"] == 2000,
+        "the earlier SEND completes with success at the IUT",
+        wcs,
+    )
 
 
-@scenario("NAK to the IUT: a NAK naming its second message completes the first with success, the second with "
-          "a remote access (or, with INV, invalid request) error, the rest flushed",
-          ["§Refusals and their order", "§ACK (72 bytes, fixed)", "V0.3"], needs=("counters",))
+@scenario(
+    "NAK to the IUT: a NAK naming its second message completes the first with success, the second with "
+    "a remote access (or, with INV, invalid request) error, the rest flushed",
+    ["§Refusals and their order", "§ACK (72 bytes, fixed)", "V0.3"],
+    needs=("counters",),
+)
 def nak_to_iut(ctx):
     for inv in (False, True):
         peer, qp = ctx.rc_pair(mtu=1024)
@@ -201,6 +290,9 @@ def nak_to_iut(ctx):
             peer.pump(0.3)
             c2 = ctx.counters()
             d = {k: c2[k] - c1.get(k, 0) for k in c2 if c2[k] != c1.get(k, 0) and k.startswith("rx_drop")}
-            ctx.check(d == {"rx_drop_qp_state": 1, "rx_drops": 1},
-                      "then an ACK for the failed QP is dropped as rx_drop_qp_state", d)
+            ctx.check(
+                d == {"rx_drop_qp_state": 1, "rx_drops": 1},
+                "then an ACK for the failed QP is dropped as rx_drop_qp_state",
+                d,
+            )
         ctx.cleanup()

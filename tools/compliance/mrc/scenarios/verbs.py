@@ -2,9 +2,9 @@
 """The verbs rules both ends must agree on: receive tags, READ/atomic depth,
 response status and matching, ACK source ports, source addresses and a
 closed connection (Documentation/transport.rst: C2, C4, C11-C13, C15)."""
+
 import socket
 import struct
-import time
 
 from .. import wire
 from ..agent import WC_BAD_RESP_ERR, WC_LOC_LEN_ERR, WC_REM_ACCESS_ERR, WC_SUCCESS
@@ -12,8 +12,11 @@ from ..suite import Skip, scenario
 from .basic import pattern
 
 
-@scenario("receive tags: a SEND that arrives before the one ahead of it is placed at once in the receive its "
-          "tag names; completions stay in order", ["C12", "§Exactly-once and ordering for verbs"])
+@scenario(
+    "receive tags: a SEND that arrives before the one ahead of it is placed at once in the receive its "
+    "tag names; completions stay in order",
+    ["C12", "§Exactly-once and ordering for verbs"],
+)
 def tag_placement(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(16384)
@@ -27,19 +30,27 @@ def tag_placement(ctx):
     ctx.require(peer.wait_acked(m1, 10), "the second SEND acknowledged")
     early = ctx.agent.poll(qp, 1, 0)
     ctx.check(not early, "no completion while the first SEND is missing", early)
-    ctx.check(ctx.agent.get(mr, 8192, 2000) == pattern(2000, 52),
-              "the second SEND's bytes already in the second receive (placed out of order, by tag)")
+    ctx.check(
+        ctx.agent.get(mr, 8192, 2000) == pattern(2000, 52),
+        "the second SEND's bytes already in the second receive (placed out of order, by tag)",
+    )
     for i in range(len(m0.packets)):
         peer.transmit(m0, i, path=5 + i)
     ctx.require(peer.wait_acked(m0, 10), "the first SEND acknowledged")
     wcs = ctx.wait_wc(qp, peer, 2, 5)
-    ctx.check([(w["wr"], w["byte_len"], w["status"]) for w in wcs] == [(1, 3000, 0), (2, 2000, 0)],
-              "completions in order: receive 1 with 3000 bytes, receive 2 with 2000", wcs)
+    ctx.check(
+        [(w["wr"], w["byte_len"], w["status"]) for w in wcs] == [(1, 3000, 0), (2, 2000, 0)],
+        "completions in order: receive 1 with 3000 bytes, receive 2 with 2000",
+        wcs,
+    )
     ctx.check(ctx.agent.get(mr, 0, 3000) == pattern(3000, 51), "the first SEND's bytes in the first receive")
 
 
-@scenario("READ/atomic depth: the IUT keeps at most max_rd_atomic requests outstanding; its responder with "
-          "max_dest_rd_atomic 0 refuses a READ as an invalid request", ["C15", "C11"])
+@scenario(
+    "READ/atomic depth: the IUT keeps at most max_rd_atomic requests outstanding; its responder with "
+    "max_dest_rd_atomic 0 refuses a READ as an invalid request",
+    ["C15", "C11"],
+)
 def rd_atomic_depth(ctx):
     peer, qp = ctx.rc_pair(mtu=1024, max_rd_atomic=2)
     mr = ctx.mr(65536)
@@ -48,8 +59,11 @@ def rd_atomic_depth(ctx):
         ctx.post(qp, "read", mr, i * 1024, 512, wr=i + 1, raddr=peer.mem_va, rkey=peer.mem_rkey)
     peer.pump(2.0)
     reqs = [p for _, p in peer.data_rx if p.op == wire.READ_REQ]
-    ctx.check(len({p.msn for p in reqs}) == 2, f"two READ requests outstanding at most ({len(reqs)} seen)",
-              [str(p) for p in reqs])
+    ctx.check(
+        len({p.msn for p in reqs}) == 2,
+        f"two READ requests outstanding at most ({len(reqs)} seen)",
+        [str(p) for p in reqs],
+    )
     ctx.check(sorted({p.tag for p in reqs}) == [0, 1], "their tags are their response numbers 0 and 1 (C12)")
     peer.answer_reads = True
     for k in sorted(peer.rd_requests):
@@ -65,9 +79,11 @@ def rd_atomic_depth(ctx):
     peer.ack_hook = acks.append
     peer.send_msg(wire.READ_REQ, raddr=mr["addr"], rkey=mr["rkey"], dma_len=64)
     peer.pump(5, lambda: any(a.flags & wire.AF_NAK for a in acks))
-    ctx.check(any(a.flags == wire.AF_NAK | wire.AF_INV | wire.AF_MSG and a.psn == 0 for a in acks),
-              "max_dest_rd_atomic 0: the READ is NAKed as an invalid request (NAK|INV|MSG, MSN 0)",
-              [str(a) for a in acks])
+    ctx.check(
+        any(a.flags == wire.AF_NAK | wire.AF_INV | wire.AF_MSG and a.psn == 0 for a in acks),
+        "max_dest_rd_atomic 0: the READ is NAKed as an invalid request (NAK|INV|MSG, MSN 0)",
+        [str(a) for a in acks],
+    )
 
 
 def _iut_read(ctx, op="read", length=100):
@@ -83,34 +99,44 @@ def _iut_read(ctx, op="read", length=100):
     return peer, qp
 
 
-@scenario("response status and matching: a READ answered 'not served' completes with a remote access error; "
-          "a response of another length or kind is never a success",
-          ["C11", "C13"])
+@scenario(
+    "response status and matching: a READ answered 'not served' completes with a remote access error; "
+    "a response of another length or kind is never a success",
+    ["C11", "C13"],
+)
 def responses(ctx):
     peer, qp = _iut_read(ctx)
     peer.answer(0, status=1)
     wcs = ctx.wait_wc(qp, peer, 1, 10)
-    ctx.check(len(wcs) == 1 and wcs[0]["status"] == WC_REM_ACCESS_ERR,
-              "tag 1 (not served), msg_len 0: IBV_WC_REM_ACCESS_ERR", wcs)
+    ctx.check(
+        len(wcs) == 1 and wcs[0]["status"] == WC_REM_ACCESS_ERR,
+        "tag 1 (not served), msg_len 0: IBV_WC_REM_ACCESS_ERR",
+        wcs,
+    )
     ctx.cleanup()
     peer, qp = _iut_read(ctx)
     r = peer.build(wire.READ_RESP, payload=pattern(50), stream=1, tag=0, msn=0)
     peer.transmit(r, 0)
     wcs = ctx.wait_wc(qp, peer, 1, 10)
-    ctx.check(len(wcs) == 1 and wcs[0]["status"] == WC_LOC_LEN_ERR,
-              "a 50-byte READ_RESP for a 100-byte READ: IBV_WC_LOC_LEN_ERR", wcs)
+    ctx.check(
+        len(wcs) == 1 and wcs[0]["status"] == WC_LOC_LEN_ERR,
+        "a 50-byte READ_RESP for a 100-byte READ: IBV_WC_LOC_LEN_ERR",
+        wcs,
+    )
     ctx.check(ctx.agent.state(qp) == "err", "and the QP in the error state")
     ctx.cleanup()
     peer, qp = _iut_read(ctx, "faa")
     r = peer.build(wire.READ_RESP, payload=pattern(8), stream=1, tag=0, msn=0)
     peer.transmit(r, 0)
     wcs = ctx.wait_wc(qp, peer, 1, 10)
-    ctx.check(len(wcs) == 1 and wcs[0]["status"] == WC_BAD_RESP_ERR,
-              "a READ_RESP answering a FETCH_ADD: IBV_WC_BAD_RESP_ERR", wcs)
+    ctx.check(
+        len(wcs) == 1 and wcs[0]["status"] == WC_BAD_RESP_ERR,
+        "a READ_RESP answering a FETCH_ADD: IBV_WC_BAD_RESP_ERR",
+        wcs,
+    )
 
 
-@scenario("ACK source ports: the IUT acknowledges path i from its own path i's source port",
-          ["C4"])
+@scenario("ACK source ports: the IUT acknowledges path i from its own path i's source port", ["C4"])
 def ack_ports(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(65536)
@@ -127,9 +153,11 @@ def ack_ports(ctx):
     ctx.check(not bad and got, "each path's ACK from the IUT's source port of that path (SHOULD)", bad or got)
 
 
-@scenario("source address: an RC QP drops a datagram from any address but its peer's",
-          ["V0.4", "C2", "drop:rx_drop_bad_source"],
-          needs=("counters", "alt_ip"))
+@scenario(
+    "source address: an RC QP drops a datagram from any address but its peer's",
+    ["V0.4", "C2", "drop:rx_drop_bad_source"],
+    needs=("counters", "alt_ip"),
+)
 def bad_source(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(4096)
@@ -143,8 +171,11 @@ def bad_source(ctx):
     ctx.net.send_from(ctx.args.alt_ip, wire.encode(p), peer.port_of(0))
     peer.pump(0.5)
     c1 = ctx.counters()
-    ctx.check(c1.get("rx_drop_bad_source", 0) - c0.get("rx_drop_bad_source", 0) == 1,
-              "counted as rx_drop_bad_source", {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0)})
+    ctx.check(
+        c1.get("rx_drop_bad_source", 0) - c0.get("rx_drop_bad_source", 0) == 1,
+        "counted as rx_drop_bad_source",
+        {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0)},
+    )
     ctx.check(len(acks) == 1, "only the copy from the peer's address acknowledged", [str(a) for a in acks])
 
 
@@ -158,8 +189,11 @@ def _udp_checksum(src, dst, udp):
     return (~s & 0xFFFF) or 0xFFFF
 
 
-@scenario("UDP checksum: a datagram whose checksum is wrong is dropped before the transport sees it; the same "
-          "datagram with its checksum right is then taken as new", ["V0.1", "A sender MUST fill it"])
+@scenario(
+    "UDP checksum: a datagram whose checksum is wrong is dropped before the transport sees it; the same "
+    "datagram with its checksum right is then taken as new",
+    ["V0.1", "A sender MUST fill it"],
+)
 def checksum(ctx):
     if ":" in ctx.net.my_ip:
         raise Skip("IPv4 only")
@@ -195,8 +229,11 @@ def checksum(ctx):
     peer.net.send(body, sport)
     peer.pump(3, lambda: len(acks) > 1)
     wcs = ctx.wait_wc(qp, peer, 2, 5)
-    ctx.check(len(wcs) == 2 and all(w["status"] == WC_SUCCESS for w in wcs) and wcs[1]["byte_len"] == 200,
-              "the same datagram with its checksum right is taken (it was never seen)", wcs)
+    ctx.check(
+        len(wcs) == 2 and all(w["status"] == WC_SUCCESS for w in wcs) and wcs[1]["byte_len"] == 200,
+        "the same datagram with its checksum right is taken (it was never seen)",
+        wcs,
+    )
     # The IUT's datagrams (its ACKs here) as the wire carried them: a raw
     # socket gets a copy of each with its IP header.
     seen = bad_sums = 0
@@ -217,5 +254,7 @@ def checksum(ctx):
         want = _udp_checksum(ctx.net.iut_ip, ctx.net.my_ip, udp[:6] + b"\0\0" + udp[8:])
         bad_sums += got != want
     rx.close()
-    ctx.check(seen and not bad_sums, f"the IUT fills the UDP checksum of what it sends ({seen} datagrams, "
-              f"{bad_sums} without a right one)")
+    ctx.check(
+        seen and not bad_sums,
+        f"the IUT fills the UDP checksum of what it sends ({seen} datagrams, " f"{bad_sums} without a right one)",
+    )
