@@ -94,6 +94,7 @@ def _ops_iut_to_peer(ctx, atomic_write):
             2,
         ),
         ("send", dict(length=0), wire.SEND, 3),
+        ("send_inv", dict(length=40, inv=0x1234AB), wire.SEND_INV, 4),
     ]
     if atomic_write:
         ctx.agent.put(mr, 41000, (0x1122334455667788).to_bytes(8, "little"))
@@ -123,7 +124,10 @@ def _ops_iut_to_peer(ctx, atomic_write):
             want = 8 if op in ("faa", "cas", "atomic_write") else kw["length"]
             ctx.check(all(p.dma_len == want for p in pk), f"{op}: RETH dma_len {want}", [p.dma_len for p in pk])
         if wop in wire.IMM_OPS:
-            ctx.check(m.imm == kw["imm"], f"{op}: immediate data {kw['imm']:#x} on the last packet", hex(m.imm))
+            want = kw.get("imm", kw.get("inv"))
+            ctx.check(
+                m.imm == want, f"{op}: immediate data (SEND_INV: the rkey) {want:#x} on the last packet", hex(m.imm)
+            )
     ms = peer.completed[0]
     ctx.check(bytes(ms[0].buf) == data[:100] and bytes(ms[1].buf) == data[:2000], "SEND / SEND_IMM bytes")
     ctx.check(bytes(peer.mem[16384 : 16384 + 3000]) == data[:3000], "WRITE placed at RETH va")
@@ -155,7 +159,7 @@ def _ops_iut_to_peer(ctx, atomic_write):
 
 @scenario(
     "every request opcode from the IUT: SEND, SEND_IMM, WRITE, WRITE_IMM, READ, FETCH_ADD, COMPARE_SWAP, "
-    "zero-length SEND; the peer answers READ and atomics on stream 1",
+    "zero-length SEND, SEND_INV; the peer answers READ and atomics on stream 1",
     ["C10", "C11", "C12", "C13", "C14", "C15"],
 )
 def ops_from_iut(ctx):
@@ -210,8 +214,11 @@ def ops_from_peer(ctx):
         wire.ATOMIC_CS, payload=(0x55).to_bytes(8, "big") + (9).to_bytes(8, "big"), raddr=va + 8200, rkey=rkey
     )
     si = peer.send_msg(wire.SEND_IMM, payload=b"", imm=7)
+    aw = []
+    if "atomic_write" not in ctx.args.without:
+        aw = [peer.send_msg(wire.ATOMIC_WRITE, payload=bytes(range(1, 9)), raddr=va + 8208, rkey=rkey)]
     ctx.require(
-        peer.wait_acked([w, wi, rd, fa, cs, si], 10),
+        peer.wait_acked([w, wi, rd, fa, cs, si] + aw, 10),
         "WRITE, WRITE_IMM, READ, FETCH_ADD, COMPARE_SWAP, " "zero-length SEND_IMM acknowledged",
     )
     ctx.require(peer.wait_complete(1, 3, 10), "three responses complete on the IUT's stream 1")
@@ -253,6 +260,12 @@ def ops_from_peer(ctx):
         "C14: the IUT's targets updated as native integers (40 + 2, 9 -> 0x55)",
         m.hex(),
     )
+    if aw:
+        ctx.check(
+            ctx.agent.get(mr, 8208, 8) == bytes(range(1, 9)),
+            "C14: ATOMIC_WRITE's 8 bytes stored as they arrived (no response)",
+            ctx.agent.get(mr, 8208, 8).hex(),
+        )
 
 
 @scenario("segmentation at the path MTU: a 10000-byte WRITE over path MTU 1024, 512 and 256", ["C7", "C21"])
