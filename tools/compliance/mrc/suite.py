@@ -45,6 +45,7 @@ class Ctx:
     def __init__(self, args, agent, net, info):
         self.args, self.agent, self.net, self.info = args, agent, net, info
         self.checks = []
+        self.notes = []
         self.shared = bool(getattr(args, "shared", False))
         self.peers = []
         self.qps = []
@@ -56,6 +57,16 @@ class Ctx:
     def check(self, cond, what, detail=""):
         self.checks.append((bool(cond), what))
         self.diag(f"{'ok' if cond else 'FAIL'} - {what}" + (f": {detail}" if detail and not cond else ""))
+        return bool(cond)
+
+    def should(self, cond, what, detail=""):
+        """A SHOULD or a reference-kernel choice (levels "SHOULD", "kernel"):
+        printed, counted in the report, never failing the scenario."""
+        self.notes.append((bool(cond), what))
+        self.diag(
+            f"{'ok' if cond else 'NOTE (not met, not required)'} - {what}"
+            + (f": {detail}" if detail and not cond else "")
+        )
         return bool(cond)
 
     def require(self, cond, what, detail=""):
@@ -171,6 +182,7 @@ def run(args):
     for name, title, refs, needs, fn in selected:
         n += 1
         ctx.checks = []
+        ctx.notes = []
         missing = [x for x in needs if x in args.without or (x == "alt_ip" and not args.alt_ip)]
         if missing:
             print(f"ok {n} - {name} # SKIP the IUT lacks {', '.join(missing)}", flush=True)
@@ -197,8 +209,11 @@ def run(args):
         ok = err is None and all(c for c, _ in ctx.checks) and not viol and ctx.checks
         ctx.cleanup()
         dt = time.monotonic() - t0
+        unmet = sum(1 for c, _ in ctx.notes if not c)
         print(
-            f"{'ok' if ok else 'not ok'} {n} - {name} ({len(ctx.checks)} checks, {dt:.1f} s) "
+            f"{'ok' if ok else 'not ok'} {n} - {name} ({len(ctx.checks)} checks"
+            + (f", {len(ctx.notes)} SHOULD/kernel notes, {unmet} not met" if ctx.notes else "")
+            + f", {dt:.1f} s) "
             f"# spec: {', '.join(refs)}",
             flush=True,
         )

@@ -64,7 +64,7 @@ def ud_from_iut(ctx):
         all(r.src == ctx.net.iut_ip and r.dport == ctx.net.port for r, _ in peer.got),
         "D2: from the IUT's address to the MetaRoCE port",
     )
-    ctx.check(
+    ctx.should(
         all(r.sport == 49152 + qp["qpn"] % 16384 for r, _ in peer.got),
         f"D3 (kernel): source port 49152 + QPN mod 16384 ({49152 + qp['qpn'] % 16384})",
         [r.sport for r, _ in peer.got],

@@ -136,7 +136,7 @@ def responses(ctx):
     )
 
 
-@scenario("ACK source ports: the IUT acknowledges path i from its own path i's source port", ["C4"])
+@scenario("ACK source ports (SHOULD, a note): the IUT acknowledges path i from its own path i's source port", ["C4"])
 def ack_ports(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(65536)
@@ -150,7 +150,7 @@ def ack_ports(ctx):
     ctx.require(peer.wait_acked(m, 10), "an 8-packet WRITE over paths 0-7 acknowledged")
     got = {a.path: r.sport for r, a in peer.acks[n:]}
     bad = {k: (v, ports.get(k)) for k, v in got.items() if k in ports and v != ports[k]}
-    ctx.check(not bad and got, "each path's ACK from the IUT's source port of that path (SHOULD)", bad or got)
+    ctx.should(not bad and got, "C4 (SHOULD): each path's ACK from the IUT's source port of that path", bad or got)
 
 
 @scenario(
