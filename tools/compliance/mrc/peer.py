@@ -348,7 +348,7 @@ class RcPeer:
         the path's next PSN; returns the datagram's wire.Data."""
         if path is None:
             path = self.pick_path()
-        p = wire.Data(**{k: getattr(m.packets[i], k) for k in m.packets[i].__dataclass_fields__})
+        p = m.packets[i].copy()
         p.path = path
         p.psn = self.next_psn[path] if psn is None else psn
         if psn is None:

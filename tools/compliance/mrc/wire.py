@@ -61,13 +61,25 @@ class Malformed(Exception):
 
 
 @dataclass
-class Data:
+class Common:
+    """The common header's fields (20 bytes, every datagram)."""
+
     path: int = 0
     inc: int = 1
     dst_conn: int = 0
     psn: int = 0
     stamp: int = 0
     token: int = 0
+
+    def copy(self, **kw):
+        """A copy with some fields changed."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d.update(kw)
+        return type(self)(**d)
+
+
+@dataclass
+class Data(Common):
     stream: int = 0
     op: int = SEND
     flags: int = 0
@@ -108,13 +120,9 @@ class Data:
 
 
 @dataclass
-class Ack:
-    path: int = 0
-    inc: int = 1
-    dst_conn: int = 0
-    psn: int = 0  # nak_msn with MSG
-    stamp: int = 0  # echo
-    token: int = 0
+class Ack(Common):
+    """psn: nak_msn with MSG; stamp: the echo."""
+
     cum: int = 0
     rate_hint: int = 0
     ce: int = 0
@@ -145,13 +153,7 @@ class Ack:
 
 
 @dataclass
-class Probe:
-    path: int = 0
-    inc: int = 1
-    dst_conn: int = 0
-    psn: int = 0
-    stamp: int = 0
-    token: int = 0
+class Probe(Common):
     floor: int = 0
     shared: bool = False
     type = PROBE
@@ -161,18 +163,15 @@ class Probe:
 
 
 @dataclass
-class Datagram:
-    dst_conn: int = 0
-    stamp: int = 0
+class Datagram(Common):
+    """path, inc, psn and token MUST be 0 (D1)."""
+
+    inc: int = 0
     src_qpn: int = 0
     qkey: int = 0
     flags: int = 0
     imm: int = 0
     payload: bytes = b""
-    path: int = 0
-    inc: int = 0
-    psn: int = 0
-    token: int = 0
     reserved: int = 0
     type = DATAGRAM
 

@@ -11,15 +11,23 @@ from ..suite import scenario
 from .basic import pattern
 
 
-def _data(peer, **kw):
-    """A valid 100-byte SEND from the peer's current state, nothing consumed."""
-    d = dict(
-        path=0,
+def _common(peer, path=0):
+    """The common header of a datagram from the peer's current state."""
+    return dict(
+        path=path,
         inc=peer.inc,
         dst_conn=peer.iut_qpn,
-        psn=peer.next_psn[0],
+        psn=peer.next_psn[path],
         stamp=peer.stamp(),
         token=peer.txd.token,
+        shared=peer.shared,
+    )
+
+
+def _data(peer, **kw):
+    """A valid 100-byte SEND from the peer's current state, nothing consumed."""
+    d = _common(peer)
+    d.update(
         stream=0,
         op=wire.SEND,
         flags=wire.F_FIRST | wire.F_LAST,
@@ -30,7 +38,6 @@ def _data(peer, **kw):
         offset=0,
         msg_len=100,
         payload=pattern(100, 37),
-        shared=peer.shared,
     )
     d.update(kw)
     return wire.Data(**d)
@@ -53,16 +60,8 @@ def _ack(peer, **kw):
 
 
 def _probe(peer, **kw):
-    d = dict(
-        path=0,
-        inc=peer.inc,
-        dst_conn=peer.iut_qpn,
-        psn=peer.next_psn[0],
-        stamp=peer.stamp(),
-        token=peer.txd.token,
-        floor=peer._floor(0),
-        shared=peer.shared,
-    )
+    d = _common(peer)
+    d.update(floor=peer._floor(0))
     d.update(kw)
     return wire.Probe(**d)
 

@@ -104,7 +104,7 @@ def iut_sack(ctx):
     peer.next_psn[2] = (x + 4) & 0xFFFFFFFF
     # A network duplicate of PSN x+1: acknowledged again at once, not placed again.
     n = len(acks)
-    dup = wire.Data(**{k: getattr(m.sent[0], k) for k in m.sent[0].__dataclass_fields__})
+    dup = m.sent[0].copy()
     peer.net.send(wire.encode(dup), peer.port_of(2))
     peer.pump(5, lambda: len(acks) > n)
     ctx.check(

@@ -212,7 +212,7 @@ def checksum(ctx):
     peer.pump(2, lambda: acks)
     ctx.require(len(acks) == 1, "the well-formed SEND acknowledged")
     m2 = peer.build(wire.SEND, payload=pattern(200, 82))
-    d = wire.Data(**{k: getattr(m2.packets[0], k) for k in m2.packets[0].__dataclass_fields__})
+    d = m2.packets[0].copy()
     d.path, d.psn, d.stamp, d.floor = 1, peer.next_psn[1], peer.stamp(), peer.next_psn[1]
     body = wire.encode(d)
     sport = peer.port_of(1)
