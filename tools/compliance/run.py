@@ -35,8 +35,17 @@ ap.add_argument(
     help="the IUT shares connections between QP pairs of two hosts (C22, 'Shared connections')",
 )
 ap.add_argument("--port", type=int, default=4792, help="MetaRoCE UDP port on both ends (C3)")
-ap.add_argument("--only", nargs="*", default=[], help="run only these scenarios (names as --list prints them)")
-ap.add_argument("--without", nargs="*", default=[], help="IUT capabilities absent (skips what needs them)")
+ap.add_argument("--only", nargs="+", default=[], metavar="NAME", help="run only these scenarios (--list names them)")
+ap.add_argument(
+    "--without",
+    nargs="+",
+    default=[],
+    choices=["counters", "atomic_write"],
+    help="what the IUT lacks: rx_drop_<reason> counters, ATOMIC_WRITE (the scenarios needing it SKIP)",
+)
+ap.add_argument(
+    "--agent-wait", type=float, default=120, metavar="S", help="how long to keep trying to reach the agent (120 s)"
+)
 ap.add_argument("--report", help="write the coverage report here")
 ap.add_argument(
     "--spec",
@@ -45,6 +54,17 @@ ap.add_argument(
 ap.add_argument("--list", action="store_true", help="list the scenarios and what they cover, and exit")
 ap.add_argument("--report-only", action="store_true", help="with --report: the coverage of the scenarios, not run")
 args = ap.parse_args()
+names = [n for n, *_ in suite.SCENARIOS]
+unknown = [n for n in args.only if n not in names]
+if unknown:
+    ap.error(f"--only: no scenario named {', '.join(unknown)} (run.py --list names them)")
+if args.report_only and not args.report:
+    ap.error("--report-only needs --report FILE")
+if args.report:
+    try:
+        open(args.report, "a").close()
+    except OSError as e:
+        ap.error(f"--report {args.report}: {e.strerror}")
 if args.list:
     reqs = spec.parse(args.spec)
     for name, title, refs, needs, _ in suite.SCENARIOS:
@@ -58,4 +78,8 @@ if args.report_only:
     sys.exit(0)
 if not args.agent or not args.my_ip:
     ap.error("--agent and --my-ip are required")
-sys.exit(0 if suite.run(args) else 1)
+try:
+    sys.exit(0 if suite.run(args) else 1)
+except suite.SetupError as e:
+    print(f"run.py: {e}", file=sys.stderr)
+    sys.exit(2)

@@ -910,21 +910,34 @@ int main(int argc, char **argv)
 	int o, ls, one = 1;
 	char *end;
 
+	static const char usage[] =
+		"usage: mr-agent -d DEV [-g GID_INDEX] [-p TCP_PORT (18600)] [-l LISTEN_ADDR (0.0.0.0)]";
+
 	while ((o = getopt(argc, argv, "d:g:p:l:")) != -1) {
-		if (o == 'd')
+		switch (o) {
+		case 'd':
 			devname = optarg;
-		else if (o == 'g' && ((gid_index = strtol(optarg, &end, 10)) < 0 || *end || !*optarg))
-			errx(2, "-g %s: a GID index", optarg);
-		else if (o == 'p' || o == 'l')
-			*(o == 'p' ? &port : &addr) = optarg;
-		else if (o == '?')
-			devname = NULL, optind = argc + 1;
+			break;
+		case 'g':
+			gid_index = strtol(optarg, &end, 10);
+			if (gid_index < 0 || *end || !*optarg)
+				errx(2, "-g %s: a GID index", optarg);
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		case 'l':
+			addr = optarg;
+			break;
+		default:
+			errx(2, "%s", usage);
+		}
 	}
 	if (!devname || optind != argc)
-		errx(2, "usage: mr-agent -d DEV [-g GID_INDEX] [-p TCP_PORT (18600)] [-l LISTEN_ADDR (0.0.0.0)]");
+		errx(2, "%s", usage);
 	signal(SIGPIPE, SIG_IGN);
 	if (!(list = ibv_get_device_list(NULL)))
-		err(1, "ibv_get_device_list");
+		err(1, "ibv_get_device_list (no RDMA subsystem or device on this host?)");
 	for (int i = 0; list[i]; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), devname) && !(ctx = ibv_open_device(list[i])))
 			err(1, "ibv_open_device %s", devname);

@@ -490,7 +490,8 @@ class RcPeer:
         self._sync(p.path, p.floor)
         # Path window (receiver step 3) and stream window (step 4): the IUT
         # must keep inside them (C21).
-        if seq_diff(p.psn, self.cum[p.path]) >= 256 or seq_diff(p.floor, p.psn) > 0:
+        c = p.floor if seq_lt(self.cum[p.path], p.floor) else self.cum[p.path]
+        if seq_diff(p.psn, c) >= 256 or seq_diff(p.floor, p.psn) > 0:
             self.violate(
                 "C21", f"psn {p.psn:#x} floor {p.floor:#x} outside the path window (cum {self.cum[p.path]:#x})"
             )

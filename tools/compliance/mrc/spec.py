@@ -81,10 +81,19 @@ def parse(path):
     # Drop reasons: the first column of the "Drop reasons" table.
     dr = text[text.find("\nDrop reasons\n=====") :]
     dr = dr[: dr.find("\nValidation order\n")]
-    for m in re.finditer(r"^``([a-z_]+)``\s+(.*)$", dr, re.M):
-        rid = "drop:" + m.group(1)
+    rows = []
+    for l in dr.split("\n"):
+        m = re.match(r"^``([a-z_]+)``\s+(.*)$", l)
+        if m:
+            rows.append([m.group(1), m.group(2)])
+        elif rows and l.startswith(" ") and l.strip() and not l.strip().startswith("="):
+            rows[-1][1] += " " + l.strip()
+        elif rows and (not l.strip() or l.startswith("=")):
+            rows.append(None)
+    for row in filter(None, rows):
+        rid = "drop:" + row[0]
         if rid not in seen:
-            reqs.append(Req(rid, "MUST", "Drop reasons", m.group(2)))
+            reqs.append(Req(rid, "MUST", "Drop reasons", row[1]))
             seen.add(rid)
     # Simple tables (field formats): one requirement per row whose last
     # column says MUST or SHOULD, named by its field.
@@ -130,6 +139,15 @@ def parse(path):
                     if lv and not any(x in s for x in ("RFC 2119", "**MUST** (", "what a peer MUST do")):
                         n += 1
                         reqs.append(Req(f"S{n}", lv, psec, s))
+                # A sentence that ends in a list ("It MUST NOT be able to"):
+                # the list's items are part of it.
+                if (
+                    re.match(r"^\d+\. ", body)
+                    and reqs
+                    and reqs[-1].id.startswith("S")
+                    and not re.search(r"[.;:)]$", reqs[-1].text)
+                ):
+                    reqs[-1].text += " " + body
             para = []
             continue
         if not para:

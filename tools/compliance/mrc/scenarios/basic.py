@@ -160,7 +160,7 @@ def _ops_iut_to_peer(ctx, atomic_write):
 @scenario(
     "every request opcode from the IUT: SEND, SEND_IMM, WRITE, WRITE_IMM, READ, FETCH_ADD, COMPARE_SWAP, "
     "zero-length SEND, SEND_INV; the peer answers READ and atomics on stream 1",
-    ["C10", "C11", "C12", "C13", "C14", "C15"],
+    ["C10", "C11", "C12", "C13", "C14"],
 )
 def ops_from_iut(ctx):
     _ops_iut_to_peer(ctx, False)

@@ -29,7 +29,14 @@ def ecn_echo(ctx):
         peer.transmit(m, 0, path=1, tos=CE if ce else ECT0)
         peer.pump(5, lambda: len(acks) > n)
     got = [(a.acked, a.ce) for a in acks if a.path == 1]
-    ctx.check(got == [(1, int(c)) for c in marks], "each ACK reports its packet, and its CE mark (acked, ce)", got)
+    # Each CE-marked packet is acknowledged at once (receiver step 9); an
+    # unmarked one in order may wait (C19 is a SHOULD): count, do not pair.
+    ctx.check(
+        sum(a for a, _ in got) == len(marks) and sum(c for _, c in got) == sum(marks),
+        f"the ACKs of path 1 report {len(marks)} packets and their {sum(marks)} CE marks (acked, ce per ACK)",
+        got,
+    )
+    ctx.should(got == [(1, int(c)) for c in marks], "one ACK a packet, as the kernel (C19)", got)
     # Enough traffic for a fair-share epoch to end (1 ms before any sample; the base RTT after).
     m = peer.send_msg(wire.WRITE, 16 * 1024, raddr=int(mr["addr"]), rkey=mr["rkey"])
     peer.wait_acked(m, 10)
@@ -37,7 +44,9 @@ def ecn_echo(ctx):
     m = peer.send_msg(wire.WRITE, 8 * 1024, raddr=int(mr["addr"]), rkey=mr["rkey"])
     peer.wait_acked(m, 10)
     hints = [a.rate_hint for a in acks]
-    ctx.check(any(h > 0 for h in hints), f"the IUT's ACKs carry a rate hint (last {hints[-1]} kB/s)", hints[-8:])
+    ctx.check(
+        any(h > 0 for h in hints), f"the IUT's ACKs carry a non-zero rate hint (last {hints[-1]} kB/s)", hints[-8:]
+    )
 
 
 def _paced_rate(ctx, hint, all_ce):
@@ -140,9 +149,13 @@ def rtr_responder(ctx):
             "stream 1's SSNs start from that key (shared: the paths from the " "connection's own)",
         )
     else:
+        firsts = {}
+        for p in pk:
+            firsts.setdefault(p.path, p.psn)
         ctx.check(
-            all(wire.seq_diff(p.psn, d.first_psn(p.path)) >= 0 for p in pk) and pk[0].ssn == d.first_ssn(1),
-            "its PSNs and stream 1's SSNs start from that key",
+            all(psn == d.first_psn(path) for path, psn in firsts.items()) and pk[0].ssn == d.first_ssn(1),
+            "each path's first PSN and stream 1's first SSN are that key's",
+            {k: hex(v) for k, v in firsts.items()},
         )
     ctx.check(bytes(peer.completed[1][0].buf) == pattern(3000, 31), "the READ's bytes")
     ctx.check(ctx.agent.state(qp) == "rtr", "the IUT's QP stayed in RTR")

@@ -284,7 +284,7 @@ def malformed(ctx):
 
 
 @scenario(
-    "a QP not in RTR, RTS or SQD takes nothing: DATA for a QP in RESET is dropped (rx_drop_qp_state) "
+    "a QP in RESET (not in RTR, RTS or SQD) takes nothing: its DATA is dropped (rx_drop_qp_state) "
     "and not acknowledged",
     ["V0.3", "C18", "drop:rx_drop_qp_state"],
     needs=("counters",),

@@ -231,7 +231,7 @@ def nak_from_iut(ctx):
 @scenario(
     "a NAK waits for the earlier messages: the refused WRITE arrives before an earlier SEND, and the NAK "
     "comes only once the SEND is complete",
-    ["§Refusals and their order", "drop:refused"],
+    ["§Refusals and their order"],
 )
 def nak_order(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)

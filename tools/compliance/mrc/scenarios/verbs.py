@@ -218,7 +218,8 @@ def checksum(ctx):
     sport = peer.port_of(1)
     udp = struct.pack(">HHHH", sport, ctx.net.port, 8 + len(body), 0) + body
     good = _udp_checksum(ctx.net.my_ip, ctx.net.iut_ip, udp)
-    bad = udp[:6] + struct.pack(">H", good ^ 0x0101) + body
+    wrong = good ^ 0x0F0F or 0x1234  # never 0: that would mean "no checksum"
+    bad = udp[:6] + struct.pack(">H", wrong) + body
     raw.sendto(bad, (ctx.net.iut_ip, 0))
     raw.close()
     peer.pump(0.5)
