@@ -255,6 +255,14 @@ class RcPeer:
     def iut_inc(self, v):
         self.conn["iut_inc"] = v
 
+    def rekey_tx(self, psn):
+        """Send under the key of starting PSN psn from now on (C5: the peer's
+        second receiving key is that of its own sq_psn); nothing sent yet."""
+        self.txd = Direction(self.my_gid, self.iut_gid, self.my_qpn, self.iut_qpn, psn)
+        self.next_psn[:] = [self.txd.first_psn(i) for i in range(64)]
+        self.floor[:] = list(self.next_psn)
+        self.next_ssn = [self.txd.first_ssn(0), self.txd.first_ssn(1)]
+
     def rekey_rx(self, psn):
         """Expect the IUT's DATA under the key of starting PSN psn (a QP that
         sends from RTR keys its sending direction with its rq_psn: C5)."""

@@ -7,6 +7,7 @@ import time
 
 from .. import wire
 from ..ident import Direction
+from ..agent import WC_SUCCESS
 from ..peer import CE, ECT0
 from ..suite import scenario
 from .basic import pattern
@@ -159,3 +160,60 @@ def rtr_responder(ctx):
         )
     ctx.check(bytes(peer.completed[1][0].buf) == pattern(3000, 31), "the READ's bytes")
     ctx.check(ctx.agent.state(qp) == "rtr", "the IUT's QP stayed in RTR")
+
+
+@scenario(
+    "the second receiving key: the IUT in RTS takes DATA keyed with its own sq_psn (what a peer still in RTR sends "
+    "under), then settles on it: the first key's DATA is bad_token",
+    ["C5", "§Derivation", "drop:bad_token"],
+    needs=("counters",),
+)
+def second_key(ctx):
+    peer, qp = ctx.rc_pair(mtu=1024)
+    mr = ctx.mr(8192)
+    for i in range(2):
+        ctx.recv(qp, mr, i * 4096, 4096, wr=i + 1)
+    first = peer.txd
+    peer.rekey_tx(peer.iut_psn)
+    acks = []
+    peer.ack_hook = acks.append
+    m = peer.send_msg(wire.SEND, payload=pattern(500, 91))
+    ok = peer.wait_acked(m, 10)
+    ctx.check(
+        ok and acks and all(a.token == peer.txd.token for a in acks),
+        "a SEND under the key of the IUT's sq_psn acknowledged, its ACKs with that key's token",
+        [hex(a.token) for a in acks],
+    )
+    wcs = ctx.wait_wc(qp, peer, 1, 5)
+    ctx.check(
+        len(wcs) == 1 and wcs[0]["status"] == WC_SUCCESS and wcs[0]["byte_len"] == 500, "received (500 bytes)", wcs
+    )
+    c0 = ctx.counters()
+    n = len(acks)
+    d = wire.Data(
+        path=3,
+        inc=peer.inc,
+        dst_conn=peer.iut_qpn,
+        psn=first.first_psn(3),
+        stamp=peer.stamp(),
+        token=first.token,
+        stream=0,
+        op=wire.SEND,
+        flags=wire.F_FIRST | wire.F_LAST,
+        tag=1,
+        floor=first.first_psn(3),
+        ssn=first.first_ssn(0),
+        msn=0,
+        msg_len=8,
+        payload=b"stranger",
+        shared=peer.shared,
+    )
+    peer.send_raw(wire.encode(d), path=3)
+    peer.pump(0.5)
+    c1 = ctx.counters()
+    delta = {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0) and k.startswith("rx_drop")}
+    ctx.check(
+        delta == {"rx_drop_bad_token": 1, "rx_drops": 1} and len(acks) == n,
+        "then DATA under the first key (psn = the peer's sq_psn) is dropped as bad_token, unacknowledged",
+        delta,
+    )

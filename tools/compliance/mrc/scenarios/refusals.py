@@ -167,6 +167,19 @@ def rnr_to_iut(ctx):
     )
     if not all(timed):
         ctx.diag(f"{len(timed) - sum(timed)} resend(s) before the RNR timer: sent before the report arrived")
+    # rnr_retry 7: without limit (C16). Ten refusals, then the receive.
+    ctx.cleanup()
+    peer, qp = ctx.rc_pair(mtu=1024, rnr_retry=7)
+    mr = ctx.mr(4096)
+    refusals.clear()
+    peer.rnr_policy = lambda p: (refusals.append(p), 1)[1] if p.stream == 0 and len(refusals) < 10 else None
+    ctx.post(qp, "send", mr, 0, 64, wr=3)
+    wcs = ctx.wait_wc(qp, peer, 1, 30)
+    ctx.check(
+        len(refusals) == 10 and len(wcs) == 1 and wcs[0]["status"] == WC_SUCCESS,
+        f"rnr_retry 7 (without limit): taken after {len(refusals)} refusals, success",
+        wcs,
+    )
 
 
 @scenario(
