@@ -303,9 +303,11 @@ def nak_to_iut(ctx):
             peer.pump(0.3)
             c2 = ctx.counters()
             d = {k: c2[k] - c1.get(k, 0) for k in c2 if c2[k] != c1.get(k, 0) and k.startswith("rx_drop")}
+            # (The peer's answers to probes the IUT sent before it failed may
+            # arrive in the same window: count them too, by the same reason.)
             ctx.check(
-                d == {"rx_drop_qp_state": 1, "rx_drops": 1},
-                "then an ACK for the failed QP is dropped as rx_drop_qp_state",
+                set(d) == {"rx_drop_qp_state", "rx_drops"} and d["rx_drop_qp_state"] == d["rx_drops"] >= 1,
+                "then an ACK for the failed QP is dropped as rx_drop_qp_state (and only so)",
                 d,
             )
         ctx.cleanup()
