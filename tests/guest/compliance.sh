@@ -25,7 +25,7 @@ agent=$MR_REPO/out/mr-agent
 if ((MR_ID == 1)); then
   # Without the agent the peer has nothing to talk to: say so, and let guest 2
   # go on (its suite then fails to reach the agent) rather than wait for us.
-  [[ -x $agent && ! $agent -ot $MR_REPO/tools/compliance/agent/mr-agent.c ]] ||
+  [[ -x $agent && -z $(find "$MR_REPO/tools/compliance/agent" -name '*.[ch]' -newer "$agent") ]] ||
     { fail "out/mr-agent missing or older than its source: run 'make -C tools/compliance/agent' on the host"
       meet ready; meet done 600; done_testing; }
   add_link "$dev"
