@@ -235,7 +235,7 @@ def run(args):
             print(f"ok {n} - {name} # SKIP the IUT lacks {', '.join(lacks)} (--without)", flush=True)
             results.append((name, refs, "skip"))
             continue
-        print(f"# scenario {n}: {name}: {title}", flush=True)
+        print(f"# scenario {name}: {title}", flush=True)
         t0 = time.monotonic()
         err = None
         try:
