@@ -38,6 +38,16 @@ class Failed(Exception):
     pass
 
 
+def counter_delta(before, after, prefixes=("rx_drop",)):
+    """The counters (named with one of prefixes; all with prefixes None) that
+    changed from before to after, and by how much."""
+    return {
+        k: v - before.get(k, 0)
+        for k, v in after.items()
+        if v != before.get(k, 0) and (prefixes is None or k.startswith(prefixes))
+    }
+
+
 class SetupError(Exception):
     """The suite cannot start: no agent, an address or port it cannot use."""
 

@@ -7,7 +7,7 @@ import time
 
 from .. import wire
 from ..agent import WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS, WC_WR_FLUSH_ERR
-from ..suite import scenario
+from ..suite import counter_delta, scenario
 from .basic import pattern
 
 # IBTA 9.7.5.2.8 table 45: RNR NAK timer codes in ms.
@@ -302,7 +302,7 @@ def nak_to_iut(ctx):
             peer.send_ack(p1.path)
             peer.pump(0.3)
             c2 = ctx.counters()
-            d = {k: c2[k] - c1.get(k, 0) for k in c2 if c2[k] != c1.get(k, 0) and k.startswith("rx_drop")}
+            d = counter_delta(c1, c2)
             # (The peer's answers to probes the IUT sent before it failed may
             # arrive in the same window: count them too, by the same reason.)
             ctx.check(

@@ -10,7 +10,7 @@ import time
 from .. import wire
 from ..agent import WC_SUCCESS
 from ..peer import ECT0
-from ..suite import scenario
+from ..suite import counter_delta, scenario
 from .basic import pattern
 
 IBV_WC_GRH, IBV_WC_WITH_IMM = 1, 2
@@ -126,7 +126,7 @@ def ud_to_iut(ctx):
     ctx.net.send(dg(b"wrong qkey", qkey=0x3334), sport)
     time.sleep(0.3)
     c1 = ctx.counters()
-    d = {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0) and k.startswith("rx_drop")}
+    d = counter_delta(c0, c1)
     ctx.check(
         d == {"rx_drop_no_receive": 1, "rx_drop_bad_qkey": 1, "rx_drops": 2},
         "no receive posted: rx_drop_no_receive; a wrong Q_Key: rx_drop_bad_qkey",
@@ -155,7 +155,7 @@ def ud_to_iut(ctx):
         ctx.net.send(raw, sport)
         time.sleep(0.15)
         c1 = ctx.counters()
-        d = {k: c1[k] - c0.get(k, 0) for k in c1 if c1[k] != c0.get(k, 0) and k.startswith("rx_drop")}
+        d = counter_delta(c0, c1)
         ctx.check(d == {f"rx_drop_{reason}": 1, "rx_drops": 1}, f"DATAGRAM with {what}: {reason}", d)
     for i in range(3):
         ctx.recv(qp, mr, i * 5000, 4136, wr=10 + i)
