@@ -34,6 +34,12 @@ ap.add_argument(
     action="store_true",
     help="the IUT shares connections between QP pairs of two hosts (C22, 'Shared connections')",
 )
+ap.add_argument(
+    "--slow",
+    action="store_true",
+    help="the IUT stalls for seconds (a debug kernel under emulation): verbs timeout 18 instead of 14, "
+    "RNR timers 491.52 ms instead of 122.88",
+)
 ap.add_argument("--port", type=int, default=4792, help="MetaRoCE UDP port on both ends (C3)")
 ap.add_argument("--only", nargs="+", default=[], metavar="NAME", help="run only these scenarios (--list names them)")
 ap.add_argument(

@@ -62,6 +62,7 @@ class Ctx:
         self.checks = []
         self.notes = []
         self.shared = bool(getattr(args, "shared", False))
+        self.slow = bool(getattr(args, "slow", False))
         self.peers = []
         self.qps = []
 
@@ -119,6 +120,9 @@ class Ctx:
             max_rd_atomic=4,
             max_dest_rd_atomic=4,
             min_rnr_timer=1,
+            # The verbs local ACK timeout: 14 (67 ms, a minimum; the kernel runs
+            # 4x); --slow: 18 (1.07 s) for an IUT that stalls for seconds.
+            timeout=18 if self.slow else 14,
         )
         kw.update(conn_kw)
         if rtr_only:
