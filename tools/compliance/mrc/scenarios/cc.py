@@ -86,7 +86,7 @@ def _paced_rate(ctx, hint, all_ce):
 )
 def rate_hint(ctx):
     free = _paced_rate(ctx, 0, False)
-    hint = max(50, int(free / 3))  # well below what the IUT reaches unpaced here
+    hint = max(10, int(free / 3))  # well below what the IUT reaches unpaced here
     r1 = _paced_rate(ctx, hint, False)
     ctx.check(r1 <= hint * 1.15, f"paced at the hint: {r1:.0f} <= 1.15 x {hint} kB/s (unpaced: {free:.0f})")
     ctx.check(r1 >= hint * 0.6, f"and not far below it: {r1:.0f} >= 0.6 x {hint} kB/s")

@@ -237,7 +237,7 @@ def path_failure(ctx):
     missing = [
         f"ssn {p.ssn:#x}" for r, p in lost if not any(pa != dead or sp != old for pa, sp in again.get(p.ssn, []))
     ]
-    ctx.check(lost and not missing, f"each of the {len(lost)} resent elsewhere", missing)
+    ctx.check(not missing, f"each of the {len(lost)} resent elsewhere", missing)
     ctx.check(bytes(peer.mem[:65536]) == data, "the bytes placed whole")
     wcs = ctx.wait_wc(qp, peer, posted, 20)
     ctx.check(
@@ -272,7 +272,9 @@ def retry_exhausted(ctx):
         f"as the kernel runs it (C17): 3 x {kernel * 1000:.1f} ms, within 4 times that ({dt * 1000:.0f} ms)",
     )
     sent = [r.t for r, p in peer.data_rx] + [r.t for r, p in peer.probes_rx]
-    ctx.check(len(sent) >= 3, f"the SEND resent or its path probed at least twice meanwhile ({len(sent)} datagrams)")
+    # At least once: a host that cannot run for a while handles several expiries
+    # as one retry each, with fewer resends between (Timers).
+    ctx.check(len(sent) >= 2, f"the SEND resent or its path probed meanwhile ({len(sent)} datagrams)")
     ctx.check(ctx.agent.state(qp) == "err", "the IUT's QP is in the error state")
 
 
