@@ -129,7 +129,6 @@ class Message:
         self.packets = packets  # list of wire.Data, first transmission
         self.acked = set()  # indices of packets acknowledged
         self.nak = None  # the Ack that refused it
-        self.response = None  # bytes of a READ/atomic response
         self.sent = []  # every wire.Data sent of it, retransmissions included
 
     @property
@@ -215,7 +214,6 @@ class RcPeer:
         self.mem = bytearray(mem_len)
         self.mem_va = 0x7E5700000000 | (random.randrange(1 << 16) << 12)
         self.mem_rkey = random.randrange(1, 1 << 32)
-        self.recvs = []  # (length) of receives posted, oldest first; None: unlimited
         self.responses = {}  # k -> Message sent (stream 1)
         self.rd_requests = {}  # k -> InMsg of the IUT's READ/atomic request
         self.next_rd = 0  # next request number to answer

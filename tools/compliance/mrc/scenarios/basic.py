@@ -22,7 +22,6 @@ def setup(ctx):
     mr = ctx.mr(4096)
     data = pattern(300)
     ctx.agent.put(mr, 0, data)
-    peer.recvs.append(4096)
     ctx.post(qp, "send", mr, 0, 300, wr=1)
     ctx.require(peer.wait_complete(0, 1, 15), "the IUT's 300-byte SEND arrived whole at the peer")
     rec, p = peer.data_rx[0]
@@ -99,8 +98,6 @@ def _ops_iut_to_peer(ctx, atomic_write):
     if atomic_write:
         ctx.agent.put(mr, 41000, (0x1122334455667788).to_bytes(8, "little"))
         ops.append(("atomic_write", dict(length=8, raddr=va + 8208, rkey=rkey, off=41000), wire.ATOMIC_WRITE, 0))
-    for _ in range(4):
-        peer.recvs.append(4096)
     for i, (op, kw, _, _) in enumerate(ops):
         kw = dict(kw)
         length, off = kw.pop("length"), kw.pop("off", 0)

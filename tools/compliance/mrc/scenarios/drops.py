@@ -250,7 +250,6 @@ def malformed(ctx):
     ctx.recv(qp, mr, 2048, 2048, wr=2)
     # First the IUT sends a SEND and the peer one (so that both ends know the
     # other's incarnation, and a shared IUT's path is synchronised).
-    peer.recvs.append(4096)
     ctx.post(qp, "send", mr, 4096, 8, wr=50)
     ctx.require(peer.wait_complete(0, 1, 10), "a SEND from the IUT arrives")
     ctx.wait_wc(qp, peer, 1, 5)

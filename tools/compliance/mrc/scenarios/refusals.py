@@ -140,7 +140,6 @@ def rnr_to_iut(ctx):
         return None
 
     peer.rnr_policy = rnr
-    peer.recvs.append(4096)
     ctx.post(qp, "send", mr, 0, 64, wr=1)
     ctx.require(peer.wait_complete(0, 1, 20), "the SEND taken after two RNR refusals")
     acc = [(r.t, p) for r, p in peer.data_rx if not r.dropped][-1]

@@ -40,7 +40,6 @@ def uc(ctx):
     peer, qp = _uc_pair(ctx)
     mr = ctx.mr(16384)
     ctx.agent.put(mr, 0, pattern(3000, 61))
-    peer.recvs.append(4096)
     ctx.post(qp, "send", mr, 0, 3000, wr=1)
     ctx.post(qp, "write", mr, 0, 2000, wr=2, raddr=peer.mem_va, rkey=peer.mem_rkey)
     ctx.require(peer.pump(10, lambda: len(peer.data_rx) >= 5), "five UC packets arrive", len(peer.data_rx))
