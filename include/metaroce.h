@@ -18,6 +18,12 @@
 #define METAROCE_DEFAULT_UDP_PORT 4792
 /* Paths per RC connection unless the `paths` module parameter says otherwise. */
 #define METAROCE_DEFAULT_PATHS 8
+/*
+ * Delayed acknowledgement unless the `ack_every` and `ack_delay_us` module
+ * parameters say otherwise (Documentation/device.rst, "Acknowledgements").
+ */
+#define METAROCE_DEFAULT_ACK_EVERY 4
+#define METAROCE_DEFAULT_ACK_DELAY_US 100
 
 /*
  * The uverbs ABI version devices report: rxe's (RXE_UVERBS_ABI_VERSION), so that
@@ -78,6 +84,8 @@ u16 metaroce_param_udp_port(void);
 u32 metaroce_param_paths(void);
 bool metaroce_param_shared(void);
 u32 metaroce_param_rx_mbps(void);
+u32 metaroce_param_ack_every(void);
+u32 metaroce_param_ack_delay_us(void);
 u64 metaroce_tick_ns(void);
 struct sk_buff;
 struct nlattr;

@@ -44,11 +44,23 @@ struct dst_entry *metaroce_route6(struct socket *sock, const u8 *saddr,
 				  const u8 *daddr, __be16 sport, __be16 dport,
 				  u8 tclass, int oif, int *err);
 /*
- * An skb (GFP_ATOMIC) with room for `len` bytes of UDP payload after headroom
- * for the link-layer, IP (v4 or v6) and UDP headers of `dst`; NULL if none.
+ * metaroce_route4 through a one-entry cache `*slot` (a held dst or NULL),
+ * which the caller keys by the other arguments and serializes: the cached
+ * route if dst_check() still finds it valid, else a fresh lookup that
+ * replaces it (the slot keeps a reference of its own). Returns a held dst or
+ * NULL with the errno in *err, as metaroce_route4.
  */
-struct sk_buff *metaroce_tx_skb_alloc(const struct dst_entry *dst,
-				      unsigned int len);
+struct dst_entry *metaroce_route4_cached(struct socket *sock,
+					 struct dst_entry **slot,
+					 __be32 saddr, __be32 daddr,
+					 __be16 sport, __be16 dport, u8 tos,
+					 int oif, int *err);
+/*
+ * An skb (GFP_ATOMIC) for a datagram of up to `len` bytes of UDP payload:
+ * headroom for any link-layer, IP (v4 or v6) and UDP headers (MAX_HEADER,
+ * an IPv6 header, UDP), and `len` bytes put and zeroed; NULL if none.
+ */
+struct sk_buff *metaroce_tx_skb_new(unsigned int len);
 /*
  * ifindex of the netdev in init_net that owns local address `addr` (4 bytes
  * if !v6, else 16, network order), or 0 if none (__ip_dev_find /

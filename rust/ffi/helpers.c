@@ -90,6 +90,35 @@ bool metaroce_param_shared(void)
 	return READ_ONCE(shared);
 }
 
+/*
+ * Delayed acknowledgement (Documentation/device.rst, "Acknowledgements"):
+ * read at each connection's set-up (RTR), so connections set up after a
+ * change follow it.
+ */
+static uint ack_every = METAROCE_DEFAULT_ACK_EVERY;
+module_param(ack_every, uint, 0644);
+MODULE_PARM_DESC(ack_every,
+		 "Acknowledge after this many DATA packets of a path (1-64, "
+		 "default " __stringify(METAROCE_DEFAULT_ACK_EVERY) "; 1: every "
+		 "packet at once); sooner when the sender asks or on loss, "
+		 "reordering, ECN or a message's last packet");
+
+u32 metaroce_param_ack_every(void)
+{
+	return READ_ONCE(ack_every);
+}
+
+static uint ack_delay_us = METAROCE_DEFAULT_ACK_DELAY_US;
+module_param(ack_delay_us, uint, 0644);
+MODULE_PARM_DESC(ack_delay_us,
+		 "Longest an acknowledgement waits, us (0-500, default "
+		 __stringify(METAROCE_DEFAULT_ACK_DELAY_US) ")");
+
+u32 metaroce_param_ack_delay_us(void)
+{
+	return READ_ONCE(ack_delay_us);
+}
+
 static uint rx_mbps;
 module_param(rx_mbps, uint, 0444);
 MODULE_PARM_DESC(rx_mbps,
@@ -887,15 +916,40 @@ struct dst_entry *metaroce_route6(struct socket *sock, const u8 *saddr,
 	return dst;
 }
 
-struct sk_buff *metaroce_tx_skb_alloc(const struct dst_entry *dst,
-				      unsigned int len)
+struct dst_entry *metaroce_route4_cached(struct socket *sock,
+					 struct dst_entry **slot,
+					 __be32 saddr, __be32 daddr,
+					 __be16 sport, __be16 dport, u8 tos,
+					 int oif, int *err)
 {
-	unsigned int headroom = LL_RESERVED_SPACE(dst->dev) + dst->header_len +
-				sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	struct dst_entry *dst = *slot;
+
+	if (dst) {
+		if (dst_check(dst, 0)) {
+			dst_hold(dst);
+			return dst;
+		}
+		*slot = NULL;
+		dst_release(dst);
+	}
+	dst = metaroce_route4(sock, saddr, daddr, sport, dport, tos, oif, err);
+	if (dst) {
+		dst_hold(dst);
+		*slot = dst;
+	}
+	return dst;
+}
+
+struct sk_buff *metaroce_tx_skb_new(unsigned int len)
+{
+	unsigned int headroom = MAX_HEADER + sizeof(struct ipv6hdr) +
+				sizeof(struct udphdr);
 	struct sk_buff *skb = alloc_skb(headroom + len, GFP_ATOMIC);
 
-	if (skb)
+	if (skb) {
 		skb_reserve(skb, headroom);
+		skb_put_zero(skb, len);
+	}
 	return skb;
 }
 

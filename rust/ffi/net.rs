@@ -8,7 +8,8 @@
 //! encapsulations do: the UDP layer checks the checksum and hands every
 //! datagram to the socket's `encap_rcv` hook in softirq, which here calls
 //! [`UdpReceiver::receive`] with the payload and always consumes the skb.
-//! [`UdpTunnel::send`] routes, builds an skb, and hands it to
+//! [`UdpTunnel::send_datagram`] routes a datagram built in its own skb
+//! ([`TxDatagram`], through a [`RouteCache`] when given) and hands it to
 //! `udp_tunnel_xmit_skb` / `udp_tunnel6_xmit_skb`, which add the UDP and IP
 //! headers (and the checksum, offloaded when the egress netdev can).
 //!
@@ -259,25 +260,12 @@ impl<R: UdpReceiver> UdpTunnel<R> {
     }
 
     /// Sends one datagram from `src` to `dst`:`dst_port` with UDP source port
-    /// `src_port`.
+    /// `src_port`: [`Self::send_datagram`] of a [`TxDatagram`] of `max_len`
+    /// bytes that `fill` writes (it gets them zeroed and returns how many it
+    /// wrote, at most `max_len`; 0 sends nothing and returns `Ok`), routed
+    /// without a cache.
     ///
-    /// Routes first (source address `src`; through netdev `oif` if it is not
-    /// 0, as a RoCE device sends through its own netdev), then allocates an skb (atomic)
-    /// with headroom for every header and calls `fill` with a zeroed buffer
-    /// of `max_len` bytes for the UDP payload; `fill` returns how many bytes
-    /// it wrote (at most `max_len`; 0 sends nothing and returns `Ok`). The IP
-    /// header carries ECT(0) when `ect`, TTL / hop limit 64 and (IPv4) DF;
-    /// the UDP checksum is valid, offloaded when the route's netdev can.
-    ///
-    /// Never sleeps: runs with bottom halves disabled, so it is callable in
-    /// softirq and in process context, and so is `fill`. A receive callback
-    /// of a datagram sent to this host may run before `send` returns.
-    ///
-    /// Errors: `EHOSTUNREACH` when there is no route (or `src` is not usable
-    /// for `dst`), `ENOMEM`, `EINVAL` for mixed address families,
-    /// `EAFNOSUPPORT` for IPv6 without an IPv6 socket, `EMSGSIZE` when
-    /// `max_len` exceeds a UDP datagram. `Ok` means the datagram was handed
-    /// to the IP layer, which may still drop it.
+    /// Errors: those of [`TxDatagram::new`] and [`Self::send_datagram`].
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &self,
@@ -290,27 +278,77 @@ impl<R: UdpReceiver> UdpTunnel<R> {
         max_len: usize,
         fill: impl FnOnce(&mut [u8]) -> usize,
     ) -> Result {
-        const TTL: u8 = 64;
-        // The largest UDP payload behind an IPv4 header.
-        if max_len > 65535 - 20 - 8 {
-            return Err(errno(neg(b::EMSGSIZE)));
+        let mut d = TxDatagram::new(max_len)?;
+        let n = fill(d.buf());
+        if n == 0 {
+            return Ok(());
         }
-        let tos = if ect { ecn::ECT0 } else { ecn::NOT_ECT };
-        let (sport, dport) = (src_port.to_be(), dst_port.to_be());
+        let to = Dest {
+            src: *src,
+            dst: *dst,
+            oif,
+            src_port,
+            dst_port,
+            ect,
+        };
+        self.send_datagram(d, n, &to, None)
+    }
+
+    /// Sends the first `len` bytes of datagram `d` (at most its capacity)
+    /// as the UDP payload from `to.src` to `to.dst`:`to.dst_port` with UDP
+    /// source port `to.src_port`.
+    ///
+    /// Routes (source address `src`; through netdev `oif` if it is not 0, as
+    /// a RoCE device sends through its own netdev), through slot `slot` of
+    /// `routes` when given (IPv4; the slot is re-looked-up when its key or
+    /// the routing tables changed), and hands the skb to
+    /// `udp_tunnel_xmit_skb` / `udp_tunnel6_xmit_skb`. The IP header carries
+    /// ECT(0) when `to.ect`, TTL / hop limit 64 and (IPv4) DF; the UDP
+    /// checksum is valid, offloaded when the route's netdev can.
+    ///
+    /// Never sleeps: runs with bottom halves disabled, so it is callable in
+    /// softirq and in process context. A receive callback of a datagram sent
+    /// to this host may run before `send_datagram` returns.
+    ///
+    /// Errors: `EHOSTUNREACH` when there is no route (or `src` is not usable
+    /// for `dst`), `EINVAL` for mixed address families, `EAFNOSUPPORT` for
+    /// IPv6 without an IPv6 socket. `Ok` means the datagram was handed to
+    /// the IP layer, which may still drop it. The datagram is consumed
+    /// either way.
+    pub(crate) fn send_datagram(
+        &self,
+        d: TxDatagram,
+        len: usize,
+        to: &Dest,
+        routes: Option<(&mut RouteCache, usize)>,
+    ) -> Result {
+        const TTL: u8 = 64;
+        let tos = if to.ect { ecn::ECT0 } else { ecn::NOT_ECT };
+        let (sport, dport) = (to.src_port.to_be(), to.dst_port.to_be());
+        let skb = d.trimmed(len);
+        let oif = to.oif;
         let _bh = BhDisabled::new();
-        match (*src, *dst) {
+        match (to.src, to.dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
                 let (s, d) = (u32::from_ne_bytes(s), u32::from_ne_bytes(d));
                 let mut err = 0;
-                // SAFETY: `sock4` is live (type invariant); `err` is a valid
-                // out-pointer.
-                let dst = unsafe {
-                    b::metaroce_route4(self.sock4, s, d, sport, dport, tos, oif, &mut err)
+                let dst = match routes {
+                    Some((cache, slot)) => {
+                        let key = RouteKey {
+                            src: s,
+                            dst: d,
+                            sport,
+                            oif,
+                        };
+                        cache.route4(self.sock4, slot, key, tos, dport, &mut err)
+                    }
+                    // SAFETY: `sock4` is live (type invariant); `err` is a
+                    // valid out-pointer.
+                    None => unsafe {
+                        b::metaroce_route4(self.sock4, s, d, sport, dport, tos, oif, &mut err)
+                    },
                 };
                 let route = Route::new(dst)?;
-                let Some(skb) = TxSkb::filled(&route, max_len, fill)? else {
-                    return Ok(());
-                };
                 // SAFETY: `sock4` is live; the route is an IPv4 `rtable`
                 // (`dst` is its first field) and its reference, like the skb,
                 // passes to `udp_tunnel_xmit_skb`, which consumes both.
@@ -353,9 +391,6 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                     )
                 };
                 let route = Route::new(dst)?;
-                let Some(skb) = TxSkb::filled(&route, max_len, fill)? else {
-                    return Ok(());
-                };
                 let (s6, d6) = (in6(s), in6(d));
                 // SAFETY: `sock6` is live; the route reference and the skb
                 // pass to `udp_tunnel6_xmit_skb`, which consumes both; the
@@ -382,6 +417,17 @@ impl<R: UdpReceiver> UdpTunnel<R> {
             _ => Err(EINVAL),
         }
     }
+}
+
+/// Where a datagram goes: addresses, the netdev to send through (0: any),
+/// UDP ports, and whether it is ECN-capable (ECT(0)).
+pub(crate) struct Dest {
+    pub(crate) src: IpAddr,
+    pub(crate) dst: IpAddr,
+    pub(crate) oif: i32,
+    pub(crate) src_port: u16,
+    pub(crate) dst_port: u16,
+    pub(crate) ect: bool,
 }
 
 impl<R: UdpReceiver> Drop for UdpTunnel<R> {
@@ -448,40 +494,10 @@ impl Drop for Route {
 /// The pointer is a non-null skb we own.
 struct TxSkb(*mut b::sk_buff);
 
-impl TxSkb {
-    /// An skb for `route` with `max_len` bytes of payload written by `fill`
-    /// and trimmed to what it wrote; `None` if it wrote nothing.
-    fn filled(
-        route: &Route,
-        max_len: usize,
-        fill: impl FnOnce(&mut [u8]) -> usize,
-    ) -> Result<Option<Self>> {
-        // `send` checked that `max_len` fits in a UDP datagram.
-        let len = max_len as u32;
-        // SAFETY: the route is held (its invariant).
-        let skb = unsafe { b::metaroce_tx_skb_alloc(route.0, len) };
-        if skb.is_null() {
-            return Err(ENOMEM);
-        }
-        let skb = TxSkb(skb);
-        // SAFETY: the skb is ours and has `len` bytes of tailroom
-        // (allocated for it above); `skb_put` returns their address.
-        let data = unsafe { b::skb_put(skb.0, len) }.cast::<u8>();
-        // SAFETY: `data` points to `max_len` bytes of the skb's buffer, which
-        // nobody else sees until `into_raw`; zeroed first, so they are
-        // initialized `u8`s. The slice dies before the skb is trimmed.
-        let n = unsafe {
-            ptr::write_bytes(data, 0, max_len);
-            fill(slice::from_raw_parts_mut(data, max_len))
-        };
-        if n == 0 {
-            return Ok(None);
-        }
-        // SAFETY: the skb is ours; `n` is at most `len` after `min`.
-        unsafe { b::skb_trim(skb.0, n.min(max_len) as u32) };
-        Ok(Some(skb))
-    }
+// SAFETY: an skb we own may be filled, sent or freed on any CPU.
+unsafe impl Send for TxSkb {}
 
+impl TxSkb {
     /// Gives the skb away.
     fn into_raw(self) -> *mut b::sk_buff {
         let skb = self.0;
@@ -494,6 +510,152 @@ impl Drop for TxSkb {
     fn drop(&mut self) {
         // SAFETY: we own the skb (type invariant).
         unsafe { b::metaroce_kfree_skb(self.0) };
+    }
+}
+
+/// The largest UDP payload behind an IPv4 header.
+const MAX_UDP_PAYLOAD: usize = 65535 - 20 - 8;
+
+/// A datagram being written straight into the skb that will carry it (no
+/// copy on the way out): headroom for any link-layer, IP and UDP headers,
+/// and [`TxDatagram::buf`] for the UDP payload. Reusable until sent: a
+/// datagram nothing was written to (or whose writer gave up) may be kept
+/// for the next one.
+///
+/// # Invariants
+///
+/// `skb` is linear, with `cap` bytes of payload at its `data`, all
+/// initialized, and its length is `cap`.
+pub(crate) struct TxDatagram {
+    skb: TxSkb,
+    cap: usize,
+}
+
+impl TxDatagram {
+    /// A datagram of up to `cap` bytes, zeroed. `EMSGSIZE` if `cap` exceeds a
+    /// UDP datagram, `ENOMEM`. Atomic allocation: any context.
+    pub(crate) fn new(cap: usize) -> Result<Self> {
+        if cap > MAX_UDP_PAYLOAD {
+            return Err(errno(neg(b::EMSGSIZE)));
+        }
+        // SAFETY: any context; `cap` fits a `c_uint` (checked above).
+        let skb = unsafe { b::metaroce_tx_skb_new(cap as u32) };
+        if skb.is_null() {
+            return Err(ENOMEM);
+        }
+        // The helper put `cap` zeroed bytes: the invariants hold.
+        Ok(TxDatagram {
+            skb: TxSkb(skb),
+            cap,
+        })
+    }
+
+    /// The payload bytes, `cap` of them (what earlier writers left there).
+    pub(crate) fn buf(&mut self) -> &mut [u8] {
+        // SAFETY: the skb is ours and linear with `cap` initialized bytes at
+        // `data` (type invariants); nobody else sees it until it is sent,
+        // and the slice borrows `self` mutably.
+        unsafe { slice::from_raw_parts_mut(b::metaroce_skb_data(self.skb.0), self.cap) }
+    }
+
+    /// The skb, trimmed to its first `len` bytes (at most `cap`).
+    fn trimmed(self, len: usize) -> TxSkb {
+        // SAFETY: the skb is ours and `len.min(cap)` is at most its length.
+        unsafe { b::skb_trim(self.skb.0, len.min(self.cap) as u32) };
+        self.skb
+    }
+}
+
+/// What a cached IPv4 route was looked up for (network order).
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+struct RouteKey {
+    src: u32,
+    dst: u32,
+    sport: u16,
+    oif: i32,
+}
+
+/// Slots of a [`RouteCache`].
+pub(crate) const ROUTE_SLOTS: usize = 8;
+
+/// Output routes of one sender, cached by slot (its paths, by index modulo
+/// [`ROUTE_SLOTS`]), so that a datagram costs a `dst_check` rather than a
+/// FIB lookup. IPv4 only: IPv6 datagrams are routed one by one. Each slot
+/// is re-looked-up when its key (addresses, source port, netdev) changes or
+/// `dst_check` finds the route stale (the routing tables changed). The user
+/// serializes access (`&mut`).
+///
+/// # Invariants
+///
+/// Each non-null `dst` is a route we hold one reference to, looked up for
+/// the slot's key.
+pub(crate) struct RouteCache {
+    dst: [*mut b::dst_entry; ROUTE_SLOTS],
+    key: [RouteKey; ROUTE_SLOTS],
+}
+
+// SAFETY: route references may be used and released on any CPU.
+unsafe impl Send for RouteCache {}
+
+impl RouteCache {
+    /// An empty cache.
+    pub(crate) fn new() -> Self {
+        RouteCache {
+            dst: [ptr::null_mut(); ROUTE_SLOTS],
+            key: [RouteKey::default(); ROUTE_SLOTS],
+        }
+    }
+
+    /// A held route for `key` through slot `slot % ROUTE_SLOTS`, or null
+    /// with the errno in `err`.
+    fn route4(
+        &mut self,
+        sock: *mut b::socket,
+        slot: usize,
+        key: RouteKey,
+        tos: u8,
+        dport: u16,
+        err: &mut c_int,
+    ) -> *mut b::dst_entry {
+        let i = slot % ROUTE_SLOTS;
+        if self.key[i] != key {
+            self.clear(i);
+            self.key[i] = key;
+        }
+        // SAFETY: `sock` is the tunnel's live IPv4 socket (the caller's);
+        // the slot is null or a route held for `key` (type invariants), so
+        // the helper may reuse, replace or fill it, keeping one reference
+        // in it; `err` is valid. Bottom halves are disabled by the caller.
+        unsafe {
+            b::metaroce_route4_cached(
+                sock,
+                &mut self.dst[i],
+                key.src,
+                key.dst,
+                key.sport,
+                dport,
+                tos,
+                key.oif,
+                err,
+            )
+        }
+    }
+
+    /// Drops slot `i`'s route.
+    fn clear(&mut self, i: usize) {
+        let dst = core::mem::replace(&mut self.dst[i], ptr::null_mut());
+        if !dst.is_null() {
+            // SAFETY: we held a reference (type invariants), now given up.
+            unsafe { b::dst_release(dst) };
+        }
+    }
+}
+
+impl Drop for RouteCache {
+    fn drop(&mut self) {
+        for i in 0..ROUTE_SLOTS {
+            self.clear(i);
+        }
     }
 }
 

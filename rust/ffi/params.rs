@@ -35,3 +35,19 @@ pub(crate) fn rx_mbps() -> u32 {
     // `uint` module parameter that is read-only (0444) after load.
     unsafe { bindings::metaroce_param_rx_mbps() }
 }
+
+/// The `ack_every` module parameter: DATA packets of a path per
+/// acknowledgement (unchecked: the caller clamps it). Writable at any time.
+pub(crate) fn ack_every() -> u32 {
+    // SAFETY: `metaroce_param_ack_every` takes no arguments and reads a
+    // `uint` module parameter with `READ_ONCE`.
+    unsafe { bindings::metaroce_param_ack_every() }
+}
+
+/// The `ack_delay_us` module parameter: the longest an acknowledgement waits,
+/// µs (unchecked: the caller clamps it). Writable at any time.
+pub(crate) fn ack_delay_us() -> u32 {
+    // SAFETY: `metaroce_param_ack_delay_us` takes no arguments and reads a
+    // `uint` module parameter with `READ_ONCE`.
+    unsafe { bindings::metaroce_param_ack_delay_us() }
+}

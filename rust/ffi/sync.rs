@@ -21,6 +21,29 @@ use kernel::sync::SpinLock;
 /// Whether hard interrupts are disabled on this CPU (`irqs_disabled()`):
 /// nothing may be transmitted then (the network stack re-enables bottom
 /// halves); defer it to a timer or softirq.
+///
+/// On x86-64 without `CONFIG_PARAVIRT_XXL` (where `arch_local_save_flags`
+/// is the `pushf` it is here) the flag is read inline, as the kernel's own
+/// `irqs_disabled()` does: this runs on every lock of a QP. Elsewhere, a
+/// call to the C macro.
+#[cfg(all(target_arch = "x86_64", not(CONFIG_PARAVIRT_XXL)))]
+#[inline(always)]
+pub(crate) fn irqs_disabled() -> bool {
+    /// X86_EFLAGS_IF.
+    const IF: u64 = 1 << 9;
+    let flags: u64;
+    // SAFETY: pushes RFLAGS and pops it into a register: touches only the
+    // stack below the stack pointer (no `nostack`), no memory Rust sees,
+    // and no flags.
+    unsafe {
+        core::arch::asm!("pushfq", "pop {}", out(reg) flags, options(nomem, preserves_flags));
+    }
+    flags & IF == 0
+}
+
+/// Whether hard interrupts are disabled on this CPU (`irqs_disabled()`): see
+/// above.
+#[cfg(not(all(target_arch = "x86_64", not(CONFIG_PARAVIRT_XXL))))]
 pub(crate) fn irqs_disabled() -> bool {
     // SAFETY: reads this CPU's interrupt flag.
     unsafe { b::metaroce_irqs_disabled() }

@@ -242,6 +242,13 @@ impl<T: HasTimer> Timer<T> {
         if timer.shut.load(Ordering::Relaxed) {
             return;
         }
+        // Already queued for this deadline (the pump re-arms after every
+        // datagram, mostly for the same one): nothing to do.
+        let same = timer.deadline.load(Ordering::Relaxed) == deadline_ns;
+        // SAFETY: `raw` was initialized by `new` and is pinned.
+        if same && unsafe { b::metaroce_hrtimer_is_queued(timer.raw.get()) } {
+            return;
+        }
         timer.deadline.store(deadline_ns, Ordering::Relaxed);
         if !g.set_holds_ref(true) {
             // The timer's reference, given back by whoever clears

@@ -7,7 +7,7 @@
 //! Generic over the endpoint type, so this layer knows packets and
 //! addresses but nothing of verbs objects.
 
-use crate::ffi::net::{IpAddr, RxMeta, UdpReceiver, UdpTunnel};
+use crate::ffi::net::{Dest, IpAddr, RouteCache, RxMeta, TxDatagram, UdpReceiver, UdpTunnel};
 use crate::ffi::rcu_map::RcuMap;
 use crate::proto::wire::peek_dst_conn;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -150,6 +150,23 @@ impl<P: Endpoint> Transport<P> {
     /// (module-wide).
     pub(crate) fn unknown(&self) -> u64 {
         self.dispatch.unknown.load(Ordering::Relaxed) + self.tunnel.malformed()
+    }
+
+    /// The UDP port the transport sends to and receives on.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Sends the first `len` bytes of datagram `d` (see
+    /// [`UdpTunnel::send_datagram`]).
+    pub(crate) fn send_datagram(
+        &self,
+        d: TxDatagram,
+        len: usize,
+        to: &Dest,
+        routes: Option<(&mut RouteCache, usize)>,
+    ) -> Result {
+        self.tunnel.send_datagram(d, len, to, routes)
     }
 
     /// Sends one datagram to the peer's port through netdev `oif` (see

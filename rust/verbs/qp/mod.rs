@@ -102,8 +102,11 @@ struct Inner {
     io: Io,
     /// The RC engine (UD QPs use its ring heads and flush).
     rc: Engine<RcTables>,
-    /// One datagram being built.
+    /// One datagram being built (datagram QPs, UC, and RC when no skb can
+    /// be had).
     scratch: KVec<u8>,
+    /// An RC QP's transmit state (boxed, as `uc`; from its first pump).
+    tx: Option<KBox<post::TxCache>>,
 }
 
 /// A queue pair.

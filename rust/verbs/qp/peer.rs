@@ -23,6 +23,7 @@
 
 use super::mux::{split, Closing, Member, Mux, Ready};
 use super::*;
+use crate::ffi::net::RouteCache;
 use crate::ffi::sync::BhGuard;
 use crate::proto::conn::{PathWants, TxKind};
 use crate::proto::ident::Ident;
@@ -157,6 +158,8 @@ struct PeerInner {
     closing: Closing,
     /// One datagram being built.
     scratch: KVec<u8>,
+    /// Its output routes, by path.
+    routes: RouteCache,
     /// The connection's counters when last added to the device's.
     last_stats: Stats,
     /// The most patient retry limits of its members so far.
@@ -387,6 +390,7 @@ impl Peer {
             some: None,
             closing: Closing::default(),
             scratch,
+            routes: RouteCache::new(),
             last_stats: Stats::default(),
             retry: (0, 0, 0),
             wants: PathWants::new(),
@@ -552,9 +556,13 @@ impl Peer {
             } else {
                 0
             };
-            let len = t.len.min(g.scratch.len());
-            let bytes = g.scratch.get(..len).unwrap_or(&[]);
-            send_counted(dev, qpn, &this.src, &this.dst, &t, bytes);
+            let PeerInner {
+                scratch, routes, ..
+            } = &mut *g;
+            let len = t.len.min(scratch.len());
+            let bytes = scratch.get(..len).unwrap_or(&[]);
+            let routes = Some((routes, usize::from(t.path)));
+            send_counted(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
         };
         drop(g);
         if let Some(at) = next {

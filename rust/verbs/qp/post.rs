@@ -5,13 +5,14 @@
 //! and arms the QP's timer.
 
 use super::*;
+use crate::ffi::net::{Dest, RouteCache, TxDatagram};
 use crate::proto::conn::TxKind;
 
 impl Qp {
     /// Sends datagram `bytes` the core described in `t` from `src` to `dst`
     /// through the device's netdev, counted and traced ([`send_counted`]).
     pub(super) fn send_counted(&self, src: &IpAddr, dst: &IpAddr, t: &Transmit, bytes: &[u8]) {
-        send_counted(&self.dev, self.qpn, src, dst, t, bytes);
+        send_counted(&self.dev, self.qpn, src, dst, t, bytes, None);
     }
 
     /// Adds what connection `c`'s counters gained since `io.last_stats` to
@@ -139,6 +140,7 @@ impl Qp {
                 io,
                 rc,
                 scratch,
+                tx,
                 ..
             } = &mut *g;
             let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), io.src, io.dst) else {
@@ -152,21 +154,56 @@ impl Qp {
             if rc.settle(&mut env) {
                 c.abort();
             }
-            let t = if budget > 0 {
-                c.poll_transmit(now, scratch, &mut rc.bind(&mut env))
-            } else {
+            // The datagram is written straight into its skb (kept for the
+            // next round when nothing was written); into `scratch` and
+            // copied only when no skb could be had.
+            let t = if budget == 0 {
                 None
+            } else {
+                if tx.is_none() {
+                    *tx = KBox::new(TxCache::new(), GFP_ATOMIC).ok();
+                }
+                let cap = (c.config().mtu as usize + DATAGRAM_ROOM).min(scratch.len());
+                let spare = tx.as_mut().and_then(|x| x.spare.take());
+                match spare.or_else(|| TxDatagram::new(cap).ok()) {
+                    Some(mut d) => match c.poll_transmit(now, d.buf(), &mut rc.bind(&mut env)) {
+                        Some(t) => {
+                            let routes = tx.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
+                            send_datagram(&this.dev, this.qpn, &src, &dst, &t, d, routes);
+                            Some(t)
+                        }
+                        None => {
+                            if let Some(x) = tx.as_mut() {
+                                x.spare = Some(d);
+                            }
+                            None
+                        }
+                    },
+                    None => c
+                        .poll_transmit(now, scratch, &mut rc.bind(&mut env))
+                        .inspect(|t| {
+                            let len = t.len.min(scratch.len());
+                            let routes = tx.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
+                            send_counted(
+                                &this.dev,
+                                this.qpn,
+                                &src,
+                                &dst,
+                                t,
+                                &scratch[..len],
+                                routes,
+                            );
+                        }),
+                }
             };
-            let Some(t) = t else {
+            if t.is_none() {
                 this.fold_stats(c, env.io);
                 this.dev.fair.note_rtt(c.min_rtt());
                 break c.poll_timeout();
-            };
-            budget -= 1;
-            let len = t.len.min(scratch.len());
+            }
             // Sent under the QP lock: the tunnel transmits with bottom halves
             // off, so a datagram to this host is received later, in softirq.
-            this.send_counted(&src, &dst, &t, &scratch[..len]);
+            budget -= 1;
         };
         drop(g);
         if let Some(at) = next {
@@ -175,9 +212,63 @@ impl Qp {
     }
 }
 
+/// Room a datagram needs beyond the path MTU's payload
+/// ([`Connection::poll_transmit`]: at least `mtu + 84` bytes).
+const DATAGRAM_ROOM: usize = 84;
+
+/// What an RC QP keeps between transmissions: its output routes, and a
+/// datagram (an skb) allocated but not used by the last round of the pump.
+pub(crate) struct TxCache {
+    routes: RouteCache,
+    spare: Option<TxDatagram>,
+}
+
+impl TxCache {
+    fn new() -> Self {
+        TxCache {
+            routes: RouteCache::new(),
+            spare: None,
+        }
+    }
+}
+
+/// Sends datagram `d`, the first `t.len` bytes of which the core wrote as
+/// `t` describes, from `src` to `dst` through device `dev`'s netdev, routed
+/// through `routes` (slot: the path) when given; traced (`metaroce:tx`,
+/// under QPN `qpn`) as it is handed over, counted (`tx_packets`,
+/// `tx_bytes`, `probes`) if it went out.
+pub(super) fn send_datagram(
+    dev: &DevShared<Qp>,
+    qpn: u32,
+    src: &IpAddr,
+    dst: &IpAddr,
+    t: &Transmit,
+    mut d: TxDatagram,
+    routes: Option<(&mut RouteCache, usize)>,
+) {
+    let len = t.len.min(d.buf().len());
+    observe::trace_tx(qpn, t, &d.buf()[..len]);
+    let to = Dest {
+        src: *src,
+        dst: *dst,
+        oif: dev.planes.oif(t),
+        src_port: t.src_port,
+        dst_port: dev.transport.port(),
+        ect: t.ect,
+    };
+    if dev.transport.send_datagram(d, len, &to, routes).is_ok() {
+        dev.count(counter::TX_PACKETS, 1);
+        dev.count(counter::TX_BYTES, len as u64);
+        if t.kind == TxKind::Probe {
+            dev.count(counter::PROBES, 1);
+        }
+    }
+}
+
 /// Sends datagram `bytes` the core described in `t` from `src` to `dst`
-/// through device `dev`'s netdev, counted (`tx_packets`, `tx_bytes`,
-/// `probes`) and traced (`metaroce:tx`, under QPN `qpn`) if it went out.
+/// through device `dev`'s netdev (copied into an skb; routed through
+/// `routes` when given), as [`send_datagram`]. Nothing goes out (and
+/// nothing is counted) if no skb can be had.
 pub(super) fn send_counted(
     dev: &DevShared<Qp>,
     qpn: u32,
@@ -185,19 +276,17 @@ pub(super) fn send_counted(
     dst: &IpAddr,
     t: &Transmit,
     bytes: &[u8],
+    routes: Option<(&mut RouteCache, usize)>,
 ) {
-    if dev
-        .transport
-        .send(src, dst, dev.planes.oif(t), t.src_port, t.ect, bytes)
-        .is_ok()
-    {
-        observe::trace_tx(qpn, t, bytes);
-        dev.count(counter::TX_PACKETS, 1);
-        dev.count(counter::TX_BYTES, bytes.len() as u64);
-        if t.kind == TxKind::Probe {
-            dev.count(counter::PROBES, 1);
-        }
-    }
+    let Ok(mut d) = TxDatagram::new(bytes.len()) else {
+        return;
+    };
+    d.buf().copy_from_slice(bytes);
+    let t = Transmit {
+        len: bytes.len(),
+        ..*t
+    };
+    send_datagram(dev, qpn, src, dst, &t, d, routes);
 }
 
 /// Adds what a connection's counters `st` gained since `last` to device

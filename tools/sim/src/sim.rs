@@ -94,6 +94,9 @@ pub struct Params {
     /// Verbs local ACK timeout (MetaRoCE, [`Config::ack_timeout_ns`]), ns; 0: none,
     /// path timeouts count as retries.
     pub ack_timeout_ns: u64,
+    /// Delayed ACK (MetaRoCE, [`Config::ack_every`], [`Config::ack_delay_ns`]).
+    pub ack_every: u8,
+    pub ack_delay_ns: u32,
     pub base_window: u32,
     pub sample_ns: u64,
     pub seed: u64,
@@ -274,6 +277,8 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
                         max_rto_ns: self.params.max_rto_ns,
                         pacing_slack_us: self.params.pacing_slack_us,
                         ack_timeout_ns: self.params.ack_timeout_ns,
+                        ack_every: self.params.ack_every,
+                        ack_delay_ns: self.params.ack_delay_ns,
                         min_rto_ns: self.params.min_rto_ns,
                         ..Config::default()
                     };

@@ -207,6 +207,8 @@ fn meta_params() -> Params {
         max_rto_ns: metaroce_proto::conn::Config::DEFAULT.max_rto_ns,
         pacing_slack_us: 0,
         ack_timeout_ns: 0,
+        ack_every: metaroce_proto::conn::Config::DEFAULT.ack_every,
+        ack_delay_ns: metaroce_proto::conn::Config::DEFAULT.ack_delay_ns,
         base_window: 128 * 1024,
         sample_ns: 0,
         seed: 1,

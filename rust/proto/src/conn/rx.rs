@@ -333,6 +333,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         let last = h.flags & DF_LAST != 0;
         let mut lost = None;
+        let mut completed = false;
         let ev = if verdict == RxVerdict::New {
             let pl = Placement {
                 stream: s,
@@ -362,6 +363,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 st.rx = srx;
             }
             for msn in done.msns() {
+                completed = true;
                 app.complete(s, msn);
                 // Shared: a completion the member's QP could not write is NAKed
                 // (closed), so that the sender fails that message and does not take
@@ -397,6 +399,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         // `ack_every` packets of the path, or after `ack_delay_ns`.
         let urgent = rx.acked >= u16::from(self.cfg.ack_every)
             || last
+            || completed
             || ce
             || !in_order
             || ev == RxEvent::Duplicate
@@ -412,6 +415,18 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         if urgent || lost.is_some() {
             self.reports.ack_pending |= 1u64 << p;
+            // A message completed (its last packet to arrive, on whatever path),
+            // or a sender whose window is full: the sender waits for the packets
+            // of every path, so every path that holds back an ACK answers now,
+            // not at the delayed-ACK timer (Documentation/transport.rst,
+            // "Receiving", step 9).
+            if completed || h.flags & DF_ACKREQ != 0 {
+                for (q, r) in self.rx.iter().enumerate().take(MAX_PATHS) {
+                    if r.acked > 0 {
+                        self.reports.ack_pending |= 1u64 << q;
+                    }
+                }
+            }
         } else if !self.timers.is_armed(Timer::DelayedAck) {
             let at = now.add_nanos(u64::from(self.cfg.ack_delay_ns));
             self.timers.set(Timer::DelayedAck, at);

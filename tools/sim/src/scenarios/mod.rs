@@ -54,6 +54,10 @@ pub const K: u64 = 100_000;
 pub const MIN_RTO: u32 = 200_000;
 /// The kernel module's RTO floor, ns (`MIN_RTO_NS` in rust/verbs/qp/control.rs).
 pub const KERNEL_MIN_RTO: u32 = 1_000_000;
+/// The kernel module's delayed ACK: the defaults of its `ack_every` and
+/// `ack_delay_us` parameters (`METAROCE_DEFAULT_ACK_*` in include/metaroce.h).
+pub const KERNEL_ACK_EVERY: u8 = 4;
+pub const KERNEL_ACK_DELAY_NS: u32 = 100_000;
 /// Line rate, bits/s.
 pub const LINE: f64 = GBPS as f64 * 1e9;
 /// RoCEv2 local ACK timeout on lossy fabrics: IBA `timeout` 6 = 262 µs. Above the
@@ -281,6 +285,18 @@ pub fn params(kernel: bool, paths: u8, seed: u64, sample_ns: u64) -> Params {
             metaroce_proto::rc::ack_timeout_ns(14)
         } else {
             0
+        },
+        // The kernel's module parameters `ack_every` and `ack_delay_us`
+        // (their defaults, include/metaroce.h).
+        ack_every: if k {
+            KERNEL_ACK_EVERY
+        } else {
+            metaroce_proto::conn::Config::DEFAULT.ack_every
+        },
+        ack_delay_ns: if k {
+            KERNEL_ACK_DELAY_NS
+        } else {
+            metaroce_proto::conn::Config::DEFAULT.ack_delay_ns
         },
         base_window: 128 * 1024,
         sample_ns,

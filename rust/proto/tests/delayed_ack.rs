@@ -1,0 +1,95 @@
+//! Delayed acknowledgement (Documentation/transport.rst, "Receiving", step 9;
+//! `Config::ack_every`, `Config::ack_delay_ns`): a receiver that acknowledges a path
+//! every `ack_every` packets still answers at once at a message's last packet and at a
+//! sender's ACKREQ, and then for every path that holds packets back, so the sender
+//! never waits for the delayed-ACK timer at the end of a message (nor probes the tail
+//! it would otherwise think lost).
+
+mod common;
+use common::*;
+use metaroce_proto::conn::{Event, LossCause};
+
+/// A pair with 8 paths whose receiver `b` acknowledges every `every` packets of a
+/// path, or after `delay_ns`; the sender `a` knows that delay (its probe timeouts
+/// allow for it, as two kernel peers with the same module parameters do).
+fn net(every: u8, delay_ns: u32) -> Net {
+    let mut n = Net::new(11, 8, 0.0);
+    let (mut a, mut b) = (config(1, 2, 8), config(2, 1, 8));
+    b.ack_every = every;
+    (a.ack_delay_ns, b.ack_delay_ns) = (delay_ns, delay_ns);
+    n.connect(a, b);
+    n
+}
+
+/// Posts `count` messages of `len` bytes on stream 0 and runs until they are
+/// acknowledged; the time it took, ns.
+fn send(n: &mut Net, count: usize, len: u32) -> u64 {
+    let t0 = n.now;
+    for _ in 0..count {
+        n.app_a.msgs[0].push(len);
+    }
+    assert!(n.run(t0 + 1_000_000_000), "messages stuck");
+    n.now - t0
+}
+
+fn tail_probes(n: &Net) -> usize {
+    n.app_a
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Lost {
+                    cause: LossCause::TailProbe,
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+#[test]
+fn a_last_packet_flushes_every_path() {
+    // ack_every 8 and a 20 ms delay: neither fires for a 16-packet message sprayed
+    // over 8 paths (2 a path); only the last packet's flush acknowledges the others.
+    let mut n = net(8, 20_000_000);
+    send(&mut n, 4, 16 * 1024); // warm: RTT samples on every path
+    let acks0 = n.sent[1];
+    let took = send(&mut n, 1, 16 * 1024);
+    assert!(
+        took < 1_000_000,
+        "the message took {took} ns: it waited for the timer"
+    );
+    assert_eq!(tail_probes(&n), 0, "{:?}", n.app_a.events);
+    assert_eq!(n.a.stats().retx, 0, "spurious retransmissions");
+    let acks = n.sent[1] - acks0;
+    assert!(
+        (1..=8).contains(&acks),
+        "{acks} ACKs for one 16-packet message over 8 paths"
+    );
+}
+
+#[test]
+fn ack_every_coalesces_without_spurious_resends() {
+    // Immediate ACKs (ack_every 1) against every 4th packet of a path: a quarter of
+    // the ACKs (and a few more: each message's last packet, window-full ACKREQs),
+    // the same data, nothing resent.
+    let mut per = Vec::new();
+    for every in [1u8, 4] {
+        let mut n = net(every, 200_000);
+        send(&mut n, 8, 64 * 1024); // warm
+        let (acks0, data0) = (n.sent[1], n.sent[0]);
+        send(&mut n, 32, 64 * 1024);
+        let (acks, data) = (n.sent[1] - acks0, n.sent[0] - data0);
+        assert_eq!(data, 32 * 64, "ack_every {every}: data packets sent");
+        assert_eq!(
+            n.a.stats().retx,
+            0,
+            "ack_every {every}: spurious retransmissions"
+        );
+        assert_eq!(tail_probes(&n), 0, "ack_every {every}: tail probes");
+        per.push(acks as f64 / data as f64);
+    }
+    assert!(per[0] >= 0.99, "ack_every 1: {} ACKs per packet", per[0]);
+    assert!(per[1] <= 0.5, "ack_every 4: {} ACKs per packet", per[1]);
+}

@@ -1,0 +1,159 @@
+# The table of tools/bench.sh (see there and Documentation/bench.rst), from
+# the BENCH lines of both guests, one per input line without the "# BENCH "
+# prefix: "side=server dev=mr0 test=write_bw size=65536 loss=0 value=4.31
+# unit=MiB/s pkmsg=64.25 cpu=21.0 rep=2". Guest 1 (side=server) gives the
+# figures (guest 2 those of ib_read_lat, which reports on the client only);
+# both sides give kernel CPU time per MiB. Lossless rows ran in rounds
+# (rep=1..N): each device's figure is its median over the rounds, and each
+# ratio the median of the rounds' ratios, with their range. Variables: when,
+# secs, commit.
+function kv(s,   a, i, n, p) {
+  split("", f); n = split(s, a, " ")
+  for (i = 1; i <= n; i++) { p = index(a[i], "="); f[substr(a[i], 1, p - 1)] = substr(a[i], p + 1) }
+}
+function hsize(s) {
+  if (s >= 1048576 && s % 1048576 == 0) return s / 1048576 " MiB"
+  if (s >= 1024 && s % 1024 == 0) return s / 1024 " KiB"
+  return s " B"
+}
+function num(x) { return x ~ /^[0-9.]+$/ }
+function div(a, b) { return (num(a) && num(b) && b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
+# median of the n numbers in m[1..n] (sorted in place); "-" if none
+function median(m, n,   i, j, t) {
+  if (n == 0) return "-"
+  for (i = 2; i <= n; i++) for (j = i; j > 1 && m[j - 1] > m[j]; j--) { t = m[j]; m[j] = m[j - 1]; m[j - 1] = t }
+  return n % 2 ? m[(n + 1) / 2] : (m[n / 2] + m[n / 2 + 1]) / 2
+}
+# collect KEY's figure (array A: val or cpu) over the rounds into m[]; count of numbers
+function gather(A, key,   r, n) {
+  split("", m); n = 0
+  for (r = 1; r <= nrep; r++) if ((key SUBSEP r) in A && num(A[key, r])) m[++n] = A[key, r] + 0
+  return n
+}
+# a figure: the median over rounds, or the single run's; "-" if none,
+# "fail"/"timeout" if no round gave a number
+function get(test, size, loss, dev, side,   k, n, r) {
+  k = test SUBSEP size SUBSEP loss SUBSEP dev SUBSEP side
+  if ((k SUBSEP 0) in val) return val[k, 0]
+  n = gather(val, k)
+  if (n) return sprintf("%.2f", median(m, n))
+  for (r = 1; r <= nrep; r++) if ((k SUBSEP r) in val) { bad(val[k, r]); return val[k, r] }
+  return "-"
+}
+# ratio mr0/rxe0 of array A over the rounds: "median [min-max]"
+function ratio(A, test, size, side,   km, kr, r, n, lo, hi, med) {
+  km = test SUBSEP size SUBSEP 0 SUBSEP "mr0" SUBSEP side; kr = test SUBSEP size SUBSEP 0 SUBSEP "rxe0" SUBSEP side
+  split("", m); n = 0
+  for (r = 1; r <= nrep; r++)
+    if ((km SUBSEP r) in A && (kr SUBSEP r) in A && num(A[km, r]) && num(A[kr, r]) && A[kr, r] > 0)
+      m[++n] = A[km, r] / A[kr, r]
+  if (n == 0) { lastratio = "-"; return "-" }
+  med = median(m, n); lastratio = med
+  return n == 1 ? sprintf("%.2f", med) : sprintf("%.2f [%.2f-%.2f]", med, m[1], m[n])
+}
+function tgt(kind, x, v) {
+  if (kind == "") return ""
+  return sprintf("%s %-4s %s", kind == "ge" ? ">=" : "<=", x, \
+    !num(v) ? "-" : ((kind == "ge" ? v + 0 >= x : v + 0 <= x) ? "yes" : "NO"))
+}
+function bad(v) { if (v == "fail" || v == "timeout") nfail++ }
+function cmed(test, size, dev, side,   n) {
+  n = gather(cpu, test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP side)
+  return n ? sprintf("%.1f", median(m, n)) : "-"
+}
+function row(test, size, unit, kind, x,   r, mr, q, side) {
+  side = test == "read_lat" ? "client" : "server"
+  r = get(test, size, 0, "rxe0", side); mr = get(test, size, 0, "mr0", side)
+  q = ratio(val, test, size, side)
+  printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", test, hsize(size), unit, r, mr, q, tgt(kind, x, lastratio)
+}
+function crow(test, size,   qs, qc, ls, lc) {
+  qs = ratio(cpu, test, size, "server"); ls = lastratio
+  qc = ratio(cpu, test, size, "client"); lc = lastratio
+  printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s | %s\n", test, hsize(size), \
+    cmed(test, size, "rxe0", "server"), cmed(test, size, "mr0", "server"), qs, \
+    cmed(test, size, "rxe0", "client"), cmed(test, size, "mr0", "client"), qc, tgt("le", 0.6, ls), tgt("le", 0.6, lc)
+}
+function pk(test, size, loss, dev) {
+  return (test SUBSEP size SUBSEP loss SUBSEP dev) in pkm ? pkm[test, size, loss, dev] : "-"
+}
+# loss "r25": netem reorder 25 % (delay 1ms), no loss
+function lab(l) { return l ~ /^r/ ? "ro" substr(l, 2) "%" : l "%" }
+function lrow(test, size, loss, kind, x,   r, mr, r0, m0, rf, mf) {
+  r = get(test, size, loss, "rxe0", "server"); mr = get(test, size, loss, "mr0", "server")
+  r0 = get(test, size, 0, "rxe0", "server"); m0 = get(test, size, 0, "mr0", "server")
+  rf = div(r, r0); mf = div(mr, m0)
+  printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", test, hsize(size), lab(loss), r, rf, mr, mf, div(mr, r), \
+    div(pk(test, size, loss, "rxe0"), pk(test, size, 0, "rxe0")), \
+    div(pk(test, size, loss, "mr0"), pk(test, size, 0, "mr0")), \
+    tgt(kind, x, (mr == "fail" || mr == "timeout") ? 0 : mf)
+}
+function mqrow(label, r, mr, s, kind, x) {
+  printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", label == "1" ? test_ : "", label, r, mr, s, \
+    label == "16/1" ? "" : div(mr, r), label == "16/1" ? "" : div(s, r), label == "16/1" ? "" : div(s, mr), tgt(kind, x, s)
+}
+function mqrows(test,   r1, m1, s1, r16, m16, s16) {
+  test_ = test
+  r1 = get(test "_q1", 65536, 0, "rxe0", "server"); m1 = get(test "_q1", 65536, 0, "mr0", "server")
+  s1 = get(test "_q1", 65536, 0, "mr0s", "server")
+  r16 = get(test "_q16", 65536, 0, "rxe0", "server"); m16 = get(test "_q16", 65536, 0, "mr0", "server")
+  s16 = get(test "_q16", 65536, 0, "mr0s", "server")
+  mqrow("1", r1, m1, s1); mqrow("16", r16, m16, s16)
+  mqrow("16/1", div(r16, r1), div(m16, m1), div(s16, s1), "ge", 1)
+}
+{
+  kv($0); l = ("loss" in f) ? f["loss"] : 0; r = ("rep" in f) ? f["rep"] + 0 : 0
+  if (r > nrep) nrep = r
+  k = f["test"] SUBSEP f["size"] SUBSEP l SUBSEP f["dev"] SUBSEP f["side"]
+  if (f["side"] == "server" || f["test"] == "read_lat") val[k, r] = f["value"]
+  if ("cpu" in f) cpu[k, r] = f["cpu"]
+  if ("pkmsg" in f && f["side"] == "server" && r <= 1) pkm[f["test"], f["size"], l, f["dev"]] = f["pkmsg"]
+  if (l != 0 && !(l in seen)) { seen[l] = 1; losses[++nl] = l }
+}
+END {
+  printf "\nmetaroce bench, %s, commit %s (two QEMU guests, %d s, %d lossless round(s))\n\n", when, commit, secs, nrep
+  print "lossless: each device's median over the rounds; mr/rxe = median of the rounds' ratios [range]"
+  printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", "test", "size", "unit", "rxe", "metaroce", "mr/rxe", "target mr/rxe"
+  printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", "----", "----", "----", "---", "--------", "------", "-------------"
+  n = split("write_bw send_bw", tests, " ")
+  for (i = 1; i <= n; i++) {
+    row(tests[i], 4096, "MiB/s", "ge", 1.5); row(tests[i], 65536, "MiB/s", "ge", 1.5); row(tests[i], 1048576, "MiB/s", "ge", 1.5)
+  }
+  row("write_lat", 64, "usec", "le", 1); row("send_lat", 64, "usec", "le", 1); row("read_lat", 64, "usec", "le", 1)
+  t = get("iperf3", 0, 0, "tcp", "server")
+  if (t == "na") print "\niperf3: not installed"
+  else {
+    printf "\nceiling: iperf3 TCP guest 2 -> guest 1, same link: %s MiB/s; write_bw 64 KiB / iperf3: rxe %s, metaroce %s   %s\n", \
+      t, div(get("write_bw", 65536, 0, "rxe0", "server"), t), div(get("write_bw", 65536, 0, "mr0", "server"), t), \
+      tgt("ge", 0.8, div(get("write_bw", 65536, 0, "mr0", "server"), t))
+  }
+  print "\nkernel CPU per MiB moved, ms (system, irq and softirq time; median over the rounds); srv = guest 1"
+  print "(receives the data), cli = guest 2 (sends it); mr/rxe = median of the rounds' ratios [range]"
+  printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s\n", "test", "size", "rxe", "mr", "srv mr/rxe", "rxe", "mr", "cli mr/rxe", "target srv | cli"
+  printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s\n", "----", "----", "---", "--", "----------", "---", "--", "----------", "----------------"
+  for (i = 1; i <= n; i++) { crow(tests[i], 4096); crow(tests[i], 65536); crow(tests[i], 1048576) }
+  print "\nunder loss (netem loss on both guests\047 egress) and reordering (ro25%: netem delay 1ms reorder 25%), MiB/s;"
+  print "\"frac\" = fraction of the same device\047s lossless 64 KiB figure (median); \"rxe pk\", \"mr pk\" = packets the server"
+  print "received per message against the same device\047s lossless 64 KiB run (round 1) (above 1: spurious retransmissions)"
+  printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", "test", "size", "loss", "rxe", "frac", "metaroce", "frac", "mr/rxe", "rxe pk", "mr pk", "target mr frac"
+  printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", "----", "----", "----", "---", "----", "--------", "----", "------", "------", "-----", "--------------"
+  if (nl == 0) print "(no loss rows)"
+  for (i = 1; i <= n; i++)
+    for (k = 1; k <= nl; k++)
+      lrow(tests[i], 65536, losses[k], losses[k] == 1 ? "ge" : losses[k] == 10 ? "ge" : "", losses[k] == 1 ? 0.95 : 0.6)
+  print "\nmultiple QPs, lossless, 64 KiB, 16 MiB per run (1 QP: 256 messages; 16 QPs: -q 16, 16 each), MiB/s;"
+  print "\"mr/QP\" = metaroce with a connection per QP (shared=0), \"mr/shared\" = metaroce with one connection"
+  print "per peer for all QPs (shared=1); the \"16/1\" rows: each device\047s 16-QP figure over its 1-QP one"
+  printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "test", "QPs", "rxe", "mr/QP", "mr/shared", "QP/rxe", "sh/rxe", "sh/QP", "target 16/1 (shared)"
+  printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "----", "---", "---", "-----", "---------", "------", "------", "-----", "--------------------"
+  for (i = 1; i <= n; i++) mqrows(tests[i])
+  print "\ntargets: metaroce >= 1.5x rxe lossless bandwidth; 64 B latencies (t_avg, usec) <= rxe;"
+  print "write_bw 64 KiB >= 0.8 of iperf3 TCP; kernel CPU per MiB <= 0.6x rxe on each side;"
+  print "metaroce under loss >= 0.95 of its lossless bandwidth at 1 % loss and >= 0.6 at 10 %;"
+  print "16 QPs sharing one connection carry at least what one QP does (16/1 >= 1)."
+  print "bandwidth in MiB/s (perftest\047s MB/sec), higher is better; latency lower is better."
+  print "loss and reordering rows run 128 x 64 KiB, capped at 60 s; lossless 64 KiB rows run 256 x 64 KiB."
+  print "guests run under TCG emulation: only the ratio within one run means anything."
+  if (NR == 0) print "\nno BENCH lines from guest 1: the run broke early, see the log"
+  else if (nfail) printf "%d result(s) fail/timeout; details in the log (# lines after each)\n", nfail
+}
