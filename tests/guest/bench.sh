@@ -138,6 +138,11 @@ measure() {
   [[ $t == *_lat ]] && unit=usec
   [[ -n ${7:-} ]] && { q=(-q "$7"); bt=${t}_q$7 bd=${8:-$d}; }
   port=$((port + 1))
+  # Both guests start each run together: a client still retrying a run the
+  # server gave up on (its TCP side channel could not connect under 10 %
+  # loss) would otherwise fall behind for good, and every later run of the
+  # bench would time out on both devices.
+  meet "run-$port" "$((connect_window + 2 * to))"
   if [[ -z ${gid[$d]} ]]; then bench "$bd" "$bt" "$s" "$loss" fail "$unit"; return 1; fi
   p0=$(rxpkts "$d")
   c0=$(busy)
