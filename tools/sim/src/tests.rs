@@ -393,3 +393,31 @@ fn baseline_packets_are_classed_by_kind() {
         assert_eq!(crate::sim::ext_class(&pkt(nak, lossless)), CTRL);
     }
 }
+
+/// The kernel-configuration column runs the module's delayed ACK: the defaults of its
+/// `ack_every` and `ack_delay_us` parameters in include/metaroce.h.
+#[test]
+fn kernel_column_acks_as_the_module() {
+    let h = include_str!("../../../include/metaroce.h");
+    let define = |name: &str| -> u32 {
+        h.lines()
+            .find_map(|l| {
+                l.strip_prefix("#define ")?
+                    .strip_prefix(name)?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{name} not in include/metaroce.h"))
+    };
+    assert_eq!(
+        u32::from(crate::scenarios::KERNEL_ACK_EVERY),
+        define("METAROCE_DEFAULT_ACK_EVERY")
+    );
+    assert_eq!(
+        crate::scenarios::KERNEL_ACK_DELAY_NS,
+        define("METAROCE_DEFAULT_ACK_DELAY_US") * 1000
+    );
+    let p = crate::scenarios::params(true, 8, 1, 0);
+    assert_eq!((p.ack_every, p.ack_delay_ns), (4, 100_000));
+}
