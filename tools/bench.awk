@@ -112,6 +112,7 @@ function mqrows(test,   r1, m1, s1, r16, m16, s16) {
   if ("cpu" in f) cpu[k, r] = f["cpu"]
   if ("pkmsg" in f && f["side"] == "server" && r <= 1) pkm[f["test"], f["size"], l, f["dev"]] = f["pkmsg"]
   if (l != 0 && !(l in seen)) { seen[l] = 1; losses[++nl] = l }
+  if (f["test"] ~ /_q[0-9]+$/) nmq++
 }
 END {
   printf "\nmetaroce bench, %s, commit %s (two QEMU guests, %d s, %d lossless round(s))\n\n", when, commit, secs, nrep
@@ -144,12 +145,14 @@ END {
   for (i = 1; i <= n; i++)
     for (k = 1; k <= nl; k++)
       lrow(tests[i], 65536, losses[k], losses[k] == 1 ? "ge" : losses[k] == 10 ? "ge" : "", losses[k] == 1 ? 0.95 : 0.6)
+  if (!nmq) { print "\n(no multiple-QP rows)" } else {
   print "\nmultiple QPs, lossless, 64 KiB, 16 MiB per run (1 QP: 256 messages; 16 QPs: -q 16, 16 each), MiB/s;"
   print "\"mr/QP\" = metaroce with a connection per QP (shared=0), \"mr/shared\" = metaroce with one connection"
   print "per peer for all QPs (shared=1); the \"16/1\" rows: each device\047s 16-QP figure over its 1-QP one"
   printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "test", "QPs", "rxe", "mr/QP", "mr/shared", "QP/rxe", "sh/rxe", "sh/QP", "target 16/1 (shared)"
   printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "----", "---", "---", "-----", "---------", "------", "------", "-----", "--------------------"
   for (i = 1; i <= n; i++) mqrows(tests[i])
+  }
   print "\ntargets: metaroce >= 1.5x rxe lossless bandwidth; 64 B latencies (t_avg, usec) <= rxe;"
   print "write_bw 64 KiB >= 0.8 of iperf3 TCP; kernel CPU per MiB <= 0.6x rxe on each side;"
   print "metaroce under loss >= 0.95 of its lossless bandwidth at 1 % loss and >= 0.6 at 10 %;"

@@ -36,18 +36,28 @@ pub(crate) fn rx_mbps() -> u32 {
     unsafe { bindings::metaroce_param_rx_mbps() }
 }
 
-/// The `ack_every` module parameter: DATA packets of a path per
-/// acknowledgement (unchecked: the caller clamps it). Writable at any time.
-pub(crate) fn ack_every() -> u32 {
+/// The `ack_every` module parameter as taken: DATA packets of a path per
+/// acknowledgement, clamped to 1..=64 (0 is 1). Writable at any time; sysfs
+/// shows what was written.
+pub(crate) fn ack_every() -> u8 {
     // SAFETY: `metaroce_param_ack_every` takes no arguments and reads a
     // `uint` module parameter with `READ_ONCE`.
-    unsafe { bindings::metaroce_param_ack_every() }
+    let v = unsafe { bindings::metaroce_param_ack_every() };
+    v.clamp(1, MAX_ACK_EVERY) as u8
 }
 
-/// The `ack_delay_us` module parameter: the longest an acknowledgement waits,
-/// µs (unchecked: the caller clamps it). Writable at any time.
-pub(crate) fn ack_delay_us() -> u32 {
+/// The `ack_delay_us` module parameter as taken: the longest an
+/// acknowledgement waits, in ns, at most [`MAX_ACK_DELAY_US`] µs (below
+/// the kernel's 1 ms RTO floor). Writable at any time; sysfs shows what was
+/// written.
+pub(crate) fn ack_delay_ns() -> u32 {
     // SAFETY: `metaroce_param_ack_delay_us` takes no arguments and reads a
     // `uint` module parameter with `READ_ONCE`.
-    unsafe { bindings::metaroce_param_ack_delay_us() }
+    let v = unsafe { bindings::metaroce_param_ack_delay_us() };
+    v.min(MAX_ACK_DELAY_US) * 1000
 }
+
+/// The largest `ack_every` taken.
+const MAX_ACK_EVERY: u32 = 64;
+/// The largest `ack_delay_us` taken, µs.
+const MAX_ACK_DELAY_US: u32 = 500;

@@ -163,6 +163,8 @@ measure() {
     v=$(awk -v s="$s" '$1 == s && NF >= 4 { v = $4 } END { print v }' <<<"$out")
   fi
   if ((rc == 0)) && [[ -n $v ]]; then bench "$bd" "$bt" "$s" "$loss" "$v" "$unit" "${pk:--}" "$cpu"; return 0; fi
+  # ib_read_lat reports on the client only: the server's side of a good run
+  if ((rc == 0)) && [[ $t == read_lat ]] && server; then bench "$bd" "$bt" "$s" "$loss" client "$unit" "${pk:--}"; return 0; fi
   if ((rc == 124)); then v=timeout; else v=fail; fi
   bench "$bd" "$bt" "$s" "$loss" "$v" "$unit"
   diag "$bd ib_$t -s $s -n $n ${q[*]}, loss $loss%: rc=$rc after $((SECONDS - t0)) s"

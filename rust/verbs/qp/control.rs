@@ -557,8 +557,8 @@ pub(super) fn transport_config(dev: &DevShared<Qp>) -> Config {
         max_rto_ns: 500_000_000,
         // Module parameters, read now (Documentation/device.rst,
         // "Acknowledgements").
-        ack_every: crate::ffi::params::ack_every().clamp(1, MAX_ACK_EVERY) as u8,
-        ack_delay_ns: crate::ffi::params::ack_delay_us().min(MAX_ACK_DELAY_US) * 1000,
+        ack_every: crate::ffi::params::ack_every(),
+        ack_delay_ns: crate::ffi::params::ack_delay_ns(),
         pacing: true,
         // Twice how late the device's QP timers fire, and 20 µs more
         // (the sender catches up on that much sending time after a late
@@ -567,12 +567,6 @@ pub(super) fn transport_config(dev: &DevShared<Qp>) -> Config {
         ..Config::default()
     }
 }
-
-/// The largest `ack_every` module parameter taken.
-const MAX_ACK_EVERY: u32 = 64;
-/// The largest `ack_delay_us` module parameter taken, µs: below the RTO
-/// floor ([`MIN_RTO_NS`]).
-const MAX_ACK_DELAY_US: u32 = 500;
 
 /// RTO before a connection's first RTT sample when the device has measured
 /// none yet, ns.
