@@ -6,7 +6,8 @@
 pub const USAGE: &str = "\
 usage: metaroce-sim [--quick | --full] [--seed N] [--only N] [--check] [--kernel]
        metaroce-sim --scale [--tiers 2|3] [--tors N] [--hosts-per-tor N] [--pods N]
-                    [--oversub K] [--planes P] [--ms T] [--pfc] [--base] [--seed N] [--kernel]
+                    [--oversub K] [--planes P] [--ms T] [--pfc] [--base] [--threads N]
+                    [--seed N] [--kernel]
   --quick        quick scale (the default; scenarios 1-7, 10, 13)
   --full         full scale: every scenario (Documentation/simulation.rst's tables)
   --seed N       first seed, N >= 1 (default 1)
@@ -25,6 +26,8 @@ usage: metaroce-sim [--quick | --full] [--seed N] [--only N] [--check] [--kernel
     --ms T               simulated milliseconds, 0 < T <= 1000 (default 10)
     --pfc                lossless fabric (PFC) instead of lossy
     --base               the toy baseline transport instead of MetaRoCE
+    --threads N          partitions, one thread each, 1..=8 (default 2; 1: the
+                         sequential engine; figures depend on N, not on timing)
   -h, --help     this help";
 
 /// The parsed command line.
@@ -51,6 +54,8 @@ pub struct ScaleArgs {
     pub ms: f64,
     pub pfc: bool,
     pub base: bool,
+    /// Partitions of the parallel engine ([`crate::parallel`]); 1: sequential.
+    pub threads: u8,
 }
 
 /// Scenarios `--only` accepts.
@@ -93,6 +98,7 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
     let (mut quick, mut full, mut scale) = (false, false, false);
     let (mut tiers, mut tors, mut hpt, mut pods) = (2u8, None, None, None);
     let (mut oversub, mut planes, mut ms, mut pfc, mut base) = (1u16, 1u8, 10.0f64, false, false);
+    let mut threads = 2u8;
     let mut scale_only = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     let mut it = args.iter();
@@ -119,6 +125,7 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
             "--ms" => ms = value(a, it.next())?,
             "--pfc" => pfc = true,
             "--base" => base = true,
+            "--threads" => threads = value(a, it.next())?,
             _ => return Err(format!("unknown argument '{a}'")),
         }
         if matches!(
@@ -132,6 +139,7 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
                 | "--ms"
                 | "--pfc"
                 | "--base"
+                | "--threads"
         ) {
             scale_only.push(a.clone());
         }
@@ -185,6 +193,9 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
     check((1..=8).contains(&planes), || {
         format!("--planes {planes}: 1..=8")
     })?;
+    check((1..=8).contains(&threads), || {
+        format!("--threads {threads}: 1..=8")
+    })?;
     check(ms.is_finite() && ms > 0.0 && ms <= 1000.0, || {
         format!("--ms {ms}: 0 < T <= 1000")
     })?;
@@ -201,6 +212,7 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
         ms,
         pfc,
         base,
+        threads,
     });
     Ok(cli)
 }
@@ -220,7 +232,11 @@ mod tests {
         let c = p("--full --only 9 --seed 3 --check").unwrap();
         assert!(!c.quick && c.check && c.seed == 3 && c.only == Some(9));
         let s = p("--scale").unwrap().scale.unwrap();
-        assert_eq!((s.tiers, s.tors, s.hosts_per_tor, s.planes), (2, 32, 32, 1));
+        assert_eq!(
+            (s.tiers, s.tors, s.hosts_per_tor, s.planes, s.threads),
+            (2, 32, 32, 1, 2)
+        );
+        assert_eq!(p("--scale --threads 1").unwrap().scale.unwrap().threads, 1);
         let s = p("--scale --tiers 3 --pods 4 --tors 2 --hosts-per-tor 4 --ms 0.5")
             .unwrap()
             .scale
@@ -265,6 +281,9 @@ mod tests {
             ("--scale --planes 0", "--planes 0"),
             ("--scale --planes 9", "--planes 9"),
             ("--scale --ms 0", "--ms 0"),
+            ("--scale --threads 0", "--threads 0"),
+            ("--scale --threads 9", "--threads 9"),
+            ("--threads 2", "belongs to --scale"),
             ("--scale --ms -1", "--ms -1"),
             ("--scale --ms NaN", "--ms NaN"),
             ("--scale --tors 512 --hosts-per-tor 512", "hosts: at most"),

@@ -60,7 +60,7 @@ pub struct BasePkt {
 }
 
 /// What the engine needs from a baseline endpoint.
-pub trait Endpoint {
+pub trait Endpoint: Send {
     /// A packet for this endpoint arrived at `now`; `ce`: it was CE-marked on the way.
     fn on_packet(&mut self, now: u64, pkt: &BasePkt, ce: bool);
     /// The next packet this endpoint sends, if one may leave at `now` (window, rate

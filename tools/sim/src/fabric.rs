@@ -7,6 +7,7 @@
 //! packet waits. Times in ns.
 
 use crate::net::{mix, touch, Body, Pkt, Pool, Rng};
+use crate::parallel::{Msg, Part};
 use crate::queue::{Ev, Queue};
 use crate::switch::{lossless, Buffer, Drop, Port, Queued, SwitchConfig};
 use crate::topo::{FatTree, Node, Routes, Topology};
@@ -31,6 +32,9 @@ pub struct Fabric {
     /// Routing reconvergence delay after a link fails, ns; `None`: routing never
     /// reacts (failed links black-hole).
     pub reconverge_ns: Option<u64>,
+    /// This fabric's share of a partitioned run ([`crate::parallel`]): events for nodes
+    /// of another partition go to its mailbox instead of the queue. `None`: all of it.
+    pub part: Option<Part>,
 }
 
 impl Fabric {
@@ -68,6 +72,7 @@ impl Fabric {
             pool: Pool::default(),
             rng: Rng::new(seed ^ 0x05ee_dfab),
             reconverge_ns: None,
+            part: None,
         }
     }
 
@@ -215,10 +220,7 @@ impl Fabric {
                             ing.xoff = true;
                             ing.stats.xoff_frames += 1;
                             self.xoffs[s].push(inl as u32);
-                            q.push(
-                                now + self.topo.links[inl].delay,
-                                Ev::Pause(inl as u32, true),
-                            );
+                            self.pause_at(q, now + self.topo.links[inl].delay, inl, true);
                         }
                     } else {
                         return self.drop(inl, pid, Drop::Headroom);
@@ -297,12 +299,47 @@ impl Fabric {
             if rp > 0.0 && self.rng.unit() < rp {
                 at += rns;
             }
-            q.push(at, Ev::Arrive(pid));
+            self.arrive_at(q, at, l, pid);
         }
         let port = &mut self.ports[l];
         if port.eligible().is_some() {
             port.done_pending = true;
             q.push(port.busy_until, Ev::LinkDone(l as u32));
+        }
+    }
+
+    /// Packet `pid`, on link `l`, reaches the link's far end at `at`: an event here, or
+    /// a message to the partition that owns that end (the packet leaves this arena).
+    fn arrive_at(&mut self, q: &mut Queue, at: u64, l: usize, pid: u32) {
+        match &mut self.part {
+            Some(part) if !part.owns(self.topo.links[l].to) => {
+                let (pkt, body) = self.pool.take(pid);
+                part.ship(self.topo.links[l].to, Msg::Arrive { at, pkt, body });
+            }
+            _ => q.push(at, Ev::Arrive(pid)),
+        }
+    }
+
+    /// A PFC frame for link `l`'s transmitter reaches it at `at` (here, or in the
+    /// partition that owns the transmitter).
+    fn pause_at(&mut self, q: &mut Queue, at: u64, l: usize, on: bool) {
+        match &mut self.part {
+            Some(part) if !part.owns(self.topo.links[l].from) => {
+                let link = l as u32;
+                part.ship(self.topo.links[l].from, Msg::Pause { at, link, on });
+            }
+            _ => q.push(at, Ev::Pause(l as u32, on)),
+        }
+    }
+
+    /// A message from another partition: its packet enters this arena.
+    pub fn receive(&mut self, q: &mut Queue, m: Msg) {
+        match m {
+            Msg::Arrive { at, pkt, body } => {
+                let pid = self.pool.alloc(pkt, body);
+                q.push(at, Ev::Arrive(pid));
+            }
+            Msg::Pause { at, link, on } => q.push(at, Ev::Pause(link, on)),
         }
     }
 
@@ -331,7 +368,8 @@ impl Fabric {
                 ing.xoff = false;
                 ing.stats.xon_frames += 1;
                 self.xoffs[s].swap_remove(i);
-                q.push(now + self.topo.links[il].delay, Ev::Pause(il as u32, false));
+                let at = now + self.topo.links[il].delay;
+                self.pause_at(q, at, il, false);
             } else {
                 i += 1;
             }

@@ -33,6 +33,7 @@ mod irn;
 #[allow(dead_code)]
 mod multiplane;
 mod net;
+mod parallel;
 // Library API of the baselines/workloads/statistics: not every item is used by the
 // scenarios (tests use the rest).
 #[allow(dead_code)]

@@ -164,6 +164,14 @@ impl Pool {
     pub fn body(&self, i: u32) -> &Body {
         &self.bodies[i as usize]
     }
+    /// Packet `i` leaves the arena (to another partition's): its header and body.
+    pub fn take(&mut self, i: u32) -> (Pkt, Body) {
+        self.free.push(i);
+        (
+            self.pkts[i as usize].clone(),
+            self.bodies[i as usize].clone(),
+        )
+    }
     pub fn free(&mut self, i: u32) {
         self.free.push(i);
     }

@@ -18,6 +18,7 @@
 
 use crate::cli::ScaleArgs;
 use crate::net::Rng;
+use crate::parallel::Parallel;
 use crate::sim::{Params, Sim, Transport, MTU, OVERHEAD};
 use crate::switch::{Ecn, SwitchConfig};
 use crate::topo::{FatTree, Node};
@@ -70,13 +71,14 @@ pub fn run(a: &ScaleArgs, params: Params) {
     let n = ft.hosts();
     let dur = (ms * 1e6) as u64;
     let wall = WallClock::now();
-    let mut s: Sim<8, 1, 64> = Sim::new(ft, cfg, params);
-    for (a, b) in permutation(n, u32::from(ft.hosts_per_tor), s.params.seed)
-        .into_iter()
-        .enumerate()
-    {
-        s.add_flow(a as u32, b, u32::MAX);
-    }
+    let pairs = permutation(n, u32::from(ft.hosts_per_tor), params.seed);
+    let mut s: Parallel<8, 1, 64> = Parallel::new(a.threads, || {
+        let mut s = Sim::new(ft, cfg, params.clone());
+        for (a, &b) in pairs.iter().enumerate() {
+            s.add_flow(a as u32, b, u32::MAX);
+        }
+        s
+    });
     let setup = wall.elapsed().as_secs_f64();
     let step = dur / 10;
     for i in 1..=10 {
@@ -85,17 +87,18 @@ pub fn run(a: &ScaleArgs, params: Params) {
         // events pending, packets alive in the fabric, wall seconds.
         eprintln!(
             "scale: {:.1} of {ms} ms simulated, {} events, {} pending, {} packets live, {:.0} s wall",
-            s.now as f64 / 1e6,
-            s.events,
+            (step * i) as f64 / 1e6,
+            s.events(),
             s.pending_events(),
-            s.fabric.pool.live(),
+            s.live_packets(),
             wall.elapsed().as_secs_f64()
         );
     }
     let secs = wall.elapsed().as_secs_f64();
-    let total: u64 = (0..s.flows.len()).map(|f| s.delivered(f)).sum();
+    let flows = s.sims[0].flows.len();
+    let total: u64 = (0..flows).map(|f| s.delivered(f)).sum();
     let half = s
-        .samples
+        .samples()
         .iter()
         .rev()
         .find(|x| x.t <= dur / 2)
@@ -104,19 +107,23 @@ pub fn run(a: &ScaleArgs, params: Params) {
     let cap = f64::from(n) * ft.host_gbps as f64 * f64::from(planes) * 1e9 / 8.0;
     let cap = cap / f64::from(os.max(1));
     let rate = |bytes: u64, ns: u64| bytes as f64 / (ns as f64 * 1e-9);
-    let f = &s.fabric;
+    let f = &s.sims[0].fabric;
     let mut peak_switch_q = 0;
     let (mut drops, mut marks, mut xoff, mut paused) = (0, 0, 0, 0);
-    for (l, p) in f.ports.iter().enumerate() {
+    for l in 0..f.ports.len() {
+        let st = s.port_stats(l);
         if let Node::Switch(_) = f.topo.links[l].from {
-            peak_switch_q = peak_switch_q.max(p.stats.peak_q);
+            peak_switch_q = peak_switch_q.max(st.peak_q);
         }
-        drops += p.stats.drops();
-        marks += p.stats.ecn_marks;
-        xoff += p.stats.xoff_frames;
-        paused += p.stats.paused_ns;
+        drops += st.drops();
+        marks += st.ecn_marks;
+        xoff += st.xoff_frames;
+        paused += st.paused_ns;
     }
-    let peak_buf = f.bufs.iter().map(|b| b.peak).max().unwrap_or(0);
+    let peak_buf = (0..f.bufs.len())
+        .map(|b| s.buffer_peak(b))
+        .max()
+        .unwrap_or(0);
     let buf_size = f.bufs.iter().map(|b| b.size).min().unwrap_or(0);
     println!(
         "scale: {n} hosts, {tiers}-tier {os}:1, {planes} plane(s), {} Gb/s, {} switches, {} links, \
@@ -124,7 +131,7 @@ pub fn run(a: &ScaleArgs, params: Params) {
         ft.host_gbps,
         f.topo.switches.len(),
         f.topo.links.len(),
-        s.params.transport,
+        s.sims[0].params.transport,
         if cfg.pfc.is_some() { "PFC" } else { "lossy" },
     );
     let (ad, au) = ft.agg_gbps();
@@ -138,15 +145,25 @@ pub fn run(a: &ScaleArgs, params: Params) {
             String::new()
         }
     );
+    let threads = if a.threads == 1 {
+        "1 thread (the sequential engine)".to_string()
+    } else {
+        format!(
+            "{} threads ({} partitions, {} windows of {} ns)",
+            a.threads, a.threads, s.windows, s.window
+        )
+    };
     println!(
-        "wall {secs:.1} s (setup {setup:.1} s), {} events, {:.2} M events/s, {:.0} ns simulated per wall ms",
-        s.events,
-        s.events as f64 / secs / 1e6,
+        "wall {secs:.1} s (setup {setup:.1} s) on {threads}, {} events, {:.2} M events/s, \
+         {:.0} ns simulated per wall ms",
+        s.events(),
+        s.events() as f64 / secs / 1e6,
         dur as f64 / (secs * 1e3),
     );
+    let k = s.by_kind();
     println!(
         "events: NIC tx-done {}, switch tx-done {}, arrive host {}, arrive switch {}, other {}, timers {}",
-        s.by_kind[0], s.by_kind[1], s.by_kind[2], s.by_kind[3], s.by_kind[4], s.by_kind[5]
+        k[0], k[1], k[2], k[3], k[4], k[5]
     );
     println!(
         "goodput (bytes placed): whole run {:.1} Tb/s = {:.1} % of capacity / oversubscription; \

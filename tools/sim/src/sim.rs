@@ -15,6 +15,7 @@ use crate::driver::Driver;
 use crate::endpoint::{self, Endpoint};
 use crate::fabric::Fabric;
 use crate::net::{flow_key, Body, Pkt, CTRL, DATA, HEAD};
+use crate::parallel::{Msg, Part};
 use crate::queue::{Ev, Queue, Timers};
 use crate::switch::SwitchConfig;
 use crate::topo::FatTree;
@@ -352,6 +353,9 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
         });
         if self.started {
             for id in [ia, ib] {
+                if !self.owns(self.slots[id as usize].host) {
+                    continue;
+                }
                 self.q.push(start.max(self.now), Ev::Start(id));
             }
         }
@@ -371,6 +375,29 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
         self.q.push(t, Ev::Restore(self.failures.len() as u32 - 1));
     }
 
+    /// Makes this the share `part` of a partitioned run ([`crate::parallel`]): it runs
+    /// only the events of the nodes `part` owns. Before the run starts.
+    pub fn partition(&mut self, part: Part) {
+        assert!(!self.started, "partition before run");
+        assert!(
+            self.driver.is_none(),
+            "a workload driver needs one partition"
+        );
+        self.fabric.part = Some(part);
+    }
+
+    /// Host `h`'s endpoints run here.
+    fn owns(&self, h: u32) -> bool {
+        self.fabric.part.as_ref().is_none_or(|p| p.owns_host(h))
+    }
+
+    /// Takes another partition's messages of the window just run (leaves `msgs` empty).
+    pub fn ingest(&mut self, msgs: &mut Vec<Msg>) {
+        for m in msgs.drain(..) {
+            self.fabric.receive(&mut self.q, m);
+        }
+    }
+
     /// Events waiting (a measure of the engine's working set), timers excluded.
     pub fn pending_events(&self) -> usize {
         self.q.len()
@@ -380,6 +407,9 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
         if !self.started {
             self.started = true;
             for i in 0..self.slots.len() {
+                if !self.owns(self.slots[i].host) {
+                    continue;
+                }
                 let start = self.flow_info[self.slots[i].flow as usize].start;
                 if start <= self.now {
                     self.service(i as u32);

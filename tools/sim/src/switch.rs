@@ -220,6 +220,21 @@ impl PortStats {
     pub fn drops(&self) -> u64 {
         self.drop_buffer + self.drop_headroom + self.drop_failure + self.drop_gray
     }
+    /// Adds `o`'s counts (the same link as another partition counted it,
+    /// [`crate::parallel`]); the peak is the larger.
+    pub fn merge(&mut self, o: &PortStats) {
+        self.tx_bytes += o.tx_bytes;
+        self.tx_pkts += o.tx_pkts;
+        self.ecn_marks += o.ecn_marks;
+        self.peak_q = self.peak_q.max(o.peak_q);
+        self.drop_buffer += o.drop_buffer;
+        self.drop_headroom += o.drop_headroom;
+        self.drop_failure += o.drop_failure;
+        self.drop_gray += o.drop_gray;
+        self.xoff_frames += o.xoff_frames;
+        self.xon_frames += o.xon_frames;
+        self.paused_ns += o.paused_ns;
+    }
     pub fn count(&mut self, why: Drop) {
         match why {
             Drop::Buffer => self.drop_buffer += 1,

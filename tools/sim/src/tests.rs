@@ -196,7 +196,7 @@ fn gray_loss_drops_without_routing_reacting() {
     assert!(f.ports[l].up && f.ports[l].stats.drop_failure == 0);
 }
 
-fn meta_params() -> Params {
+pub(crate) fn meta_params() -> Params {
     Params {
         transport: Transport::Meta,
         paths: 8,
