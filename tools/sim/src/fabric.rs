@@ -313,8 +313,9 @@ impl Fabric {
     fn arrive_at(&mut self, q: &mut Queue, at: u64, l: usize, pid: u32) {
         match &mut self.part {
             Some(part) if !part.owns(self.topo.links[l].to) => {
-                let (pkt, body) = self.pool.take(pid);
-                part.ship(self.topo.links[l].to, Msg::Arrive { at, pkt, body });
+                let (pkt, body) = (self.pool.get(pid), self.pool.body(pid));
+                part.ship_packet(self.topo.links[l].to, at, pkt, body);
+                self.pool.free(pid);
             }
             _ => q.push(at, Ev::Arrive(pid)),
         }
@@ -333,13 +334,13 @@ impl Fabric {
     }
 
     /// A message from another partition: its packet enters this arena.
-    pub fn receive(&mut self, q: &mut Queue, m: Msg) {
+    pub fn receive(&mut self, q: &mut Queue, m: &Msg) {
         match m {
             Msg::Arrive { at, pkt, body } => {
-                let pid = self.pool.alloc(pkt, body);
-                q.push(at, Ev::Arrive(pid));
+                let pid = self.pool.alloc_copy(pkt, body);
+                q.push(*at, Ev::Arrive(pid));
             }
-            Msg::Pause { at, link, on } => q.push(at, Ev::Pause(link, on)),
+            Msg::Pause { at, link, on } => q.push(*at, Ev::Pause(*link, *on)),
         }
     }
 

@@ -164,13 +164,17 @@ impl Pool {
     pub fn body(&self, i: u32) -> &Body {
         &self.bodies[i as usize]
     }
-    /// Packet `i` leaves the arena (to another partition's): its header and body.
-    pub fn take(&mut self, i: u32) -> (Pkt, Body) {
-        self.free.push(i);
-        (
-            self.pkts[i as usize].clone(),
-            self.bodies[i as usize].clone(),
-        )
+    /// [`Pool::alloc`] of a copy of `p` and `b` (a packet from another partition's
+    /// arena), written in place.
+    pub fn alloc_copy(&mut self, p: &Pkt, b: &Body) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.pkts[i as usize].clone_from(p);
+                self.bodies[i as usize].clone_from(b);
+                i
+            }
+            None => self.alloc(p.clone(), b.clone()),
+        }
     }
     pub fn free(&mut self, i: u32) {
         self.free.push(i);

@@ -63,6 +63,16 @@ impl Part {
         let d = self.owner[self.index(to)];
         self.out[usize::from(d)].push(m);
     }
+    /// Queues a copy of a packet arriving at node `to` at `at` for its owner.
+    #[inline]
+    pub fn ship_packet(&mut self, to: Node, at: u64, pkt: &Pkt, body: &Body) {
+        let d = self.owner[self.index(to)];
+        self.out[usize::from(d)].push(Msg::Arrive {
+            at,
+            pkt: pkt.clone(),
+            body: body.clone(),
+        });
+    }
     pub fn owns_host(&self, h: u32) -> bool {
         self.owner[h as usize] == self.me
     }

@@ -9,12 +9,11 @@
 //! with Tomahawk-class shared-buffer switches (2.5 MB/Tb/s, alpha 1, step ECN at
 //! 100 KB), every host sending to a distinct host on another leaf, 10 ms simulated.
 //!
-//! Target: under 60 s. Measured with stop 19's engine on the 2-core development
-//! machine, idle: 364,539,680 events in 72.9 s wall (5.00 M events/s; 80.1 s before
-//! that stop's lazy timer re-arm and masked ECMP hash): **missed, 1.22× over**. Earlier figures (141.6 s
-//! CPU, 250.9 s wall at `28767c1`) were taken beside QEMU guests: this engine is bound
-//! by memory latency, and other processes' cache traffic slows it by up to 2×; see
-//! `Documentation/simulation.rst`, "Engine speed".
+//! Target: under 60 s on the 2-core development machine. Two partitions on two threads
+//! ([`crate::parallel`], the default `--threads 2`), idle machine, stop 45: 58.6 s
+//! median of three (53.3-59.2 s), 382,106,095 events; the sequential engine
+//! (`--threads 1`) 106.9 s in the same session. See `Documentation/simulation.rst`,
+//! "Engine speed".
 
 use crate::cli::ScaleArgs;
 use crate::net::Rng;

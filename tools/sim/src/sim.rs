@@ -393,9 +393,10 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
 
     /// Takes another partition's messages of the window just run (leaves `msgs` empty).
     pub fn ingest(&mut self, msgs: &mut Vec<Msg>) {
-        for m in msgs.drain(..) {
+        for m in msgs.iter() {
             self.fabric.receive(&mut self.q, m);
         }
+        msgs.clear();
     }
 
     /// Events waiting (a measure of the engine's working set), timers excluded.
