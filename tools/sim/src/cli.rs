@@ -23,7 +23,7 @@ usage: metaroce-sim [--quick | --full] [--seed N] [--only N] [--check] [--kernel
     --pods N             pods (--tiers 3 only), N >= 2
     --oversub K          K:1 at the ToR, 1 <= K <= hosts per ToR (default 1)
     --planes P           planes, 1..=8 (default 1)
-    --ms T               simulated milliseconds, 0 < T <= 1000 (default 10)
+    --ms T               simulated milliseconds, 0.001 <= T <= 1000 (default 10)
     --pfc                lossless fabric (PFC) instead of lossy
     --base               the toy baseline transport instead of MetaRoCE
     --threads N          partitions, one thread each, 1..=8 (default 2; 1: the
@@ -196,8 +196,9 @@ pub fn parse(args: &[String]) -> Result<Cli, String> {
     check((1..=8).contains(&threads), || {
         format!("--threads {threads}: 1..=8")
     })?;
-    check(ms.is_finite() && ms > 0.0 && ms <= 1000.0, || {
-        format!("--ms {ms}: 0 < T <= 1000")
+    // At least 1 µs: the run is reported in ten steps of whole nanoseconds.
+    check(ms.is_finite() && (0.001..=1000.0).contains(&ms), || {
+        format!("--ms {ms}: 0.001 <= T <= 1000")
     })?;
     let hosts =
         u64::from(tors) * u64::from(hosts_per_tor) * if tiers == 3 { u64::from(pods) } else { 1 };
@@ -286,6 +287,7 @@ mod tests {
             ("--threads 2", "belongs to --scale"),
             ("--scale --ms -1", "--ms -1"),
             ("--scale --ms NaN", "--ms NaN"),
+            ("--scale --ms 1e-9", "--ms 0.000000001"),
             ("--scale --tors 512 --hosts-per-tor 512", "hosts: at most"),
         ] {
             let e = p(line).expect_err(line);

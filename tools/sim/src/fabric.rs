@@ -76,6 +76,13 @@ impl Fabric {
         }
     }
 
+    /// Draws this fabric's random numbers (ECN marks, gray loss, reordering) from a
+    /// stream of their own for partition `me` of a partitioned run, so partitions do not
+    /// repeat each other's draws.
+    pub fn reseed(&mut self, me: u8) {
+        self.rng = Rng::new(self.rng.next_u64() ^ mix(u64::from(me) + 1));
+    }
+
     /// Sets link `l`'s rate to `gbps` (a slower NIC, say); before traffic starts.
     pub fn set_link_gbps(&mut self, l: usize, gbps: u64) {
         self.topo.links[l].ps_per_byte = 8000 / gbps.max(1);

@@ -25,7 +25,7 @@ use crate::net::{Body, Pkt};
 use crate::sim::{Sample, Sim};
 use crate::switch::PortStats;
 use crate::topo::{Node, Topology};
-use std::sync::{Barrier, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// What one partition hands another.
 #[derive(Clone, Debug)]
@@ -53,6 +53,9 @@ impl Part {
             Node::Host(h) => h as usize,
             Node::Switch(s) => (self.hosts + s) as usize,
         }
+    }
+    pub fn me(&self) -> u8 {
+        self.me
     }
     #[inline]
     pub fn owns(&self, n: Node) -> bool {
@@ -113,6 +116,51 @@ pub fn lookahead(t: &Topology, owner: &[u8]) -> Option<u64> {
         .min()
 }
 
+/// The partitions' barrier at the end of each window. A thread that panics breaks it,
+/// so the others panic too instead of waiting for ever (`std::sync::Barrier` is not
+/// poisoned by a panic).
+struct Gate {
+    n: usize,
+    /// Arrived, generation, broken.
+    state: Mutex<(usize, u64, bool)>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn lock(&self) -> MutexGuard<'_, (usize, u64, bool)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn wait(&self) {
+        let mut g = self.lock();
+        let generation = g.1;
+        g.0 += 1;
+        if g.0 == self.n {
+            g.0 = 0;
+            g.1 += 1;
+            self.cv.notify_all();
+        }
+        while g.1 == generation && !g.2 {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        assert!(!g.2, "another partition's thread panicked");
+    }
+    fn break_all(&self) {
+        self.lock().2 = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Breaks the gate when its thread unwinds.
+struct BreakOnPanic<'a>(&'a Gate);
+
+impl Drop for BreakOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.break_all();
+        }
+    }
+}
+
 /// A run over `sims.len()` partitions, one thread each.
 pub struct Parallel<const P: usize, const W: usize, const N: usize> {
     pub sims: Vec<Sim<P, W, N>>,
@@ -170,13 +218,18 @@ impl<const P: usize, const W: usize, const N: usize> Parallel<P, W, N> {
         let mail: Vec<Mutex<Vec<crate::parallel::Msg>>> =
             (0..2 * n * n).map(|_| Mutex::new(Vec::new())).collect();
         let slot = |parity: u64, to: usize, from: usize| (parity as usize * n + to) * n + from;
-        let barrier = Barrier::new(n);
+        let barrier = Gate {
+            n,
+            state: Mutex::new((0, 0, false)),
+            cv: Condvar::new(),
+        };
         let (start, window) = (self.next, self.window);
         let windows = (until - start) / window + 1;
         std::thread::scope(|scope| {
             for (me, sim) in self.sims.iter_mut().enumerate() {
                 let (mail, barrier) = (&mail, &barrier);
                 scope.spawn(move || {
+                    let _gate = BreakOnPanic(barrier);
                     let mut t = start;
                     for w in 0..windows {
                         let end = (t + window - 1).min(until);
@@ -246,15 +299,43 @@ impl<const P: usize, const W: usize, const N: usize> Parallel<P, W, N> {
             .max()
             .unwrap_or(0)
     }
-    /// The samples, each flow's delivered bytes summed over the partitions (every
-    /// partition samples at the same times).
+    /// The samples (every partition samples at the same times): each flow's delivered
+    /// bytes summed over the partitions (only its receiver's counts), its sender's rate
+    /// from the sender's partition, the watched link's queue from its transmitter's.
     pub fn samples(&self) -> Vec<Sample> {
         let mut out = self.sims[0].samples.clone();
-        for s in &self.sims[1..] {
-            for (a, b) in out.iter_mut().zip(&s.samples) {
-                debug_assert_eq!(a.t, b.t);
-                for (x, y) in a.delivered.iter_mut().zip(&b.delivered) {
-                    *x += y;
+        if self.sims.len() == 1 {
+            return out;
+        }
+        let s0 = &self.sims[0];
+        let owner = |n: Node| {
+            self.sims
+                .iter()
+                .position(|s| s.fabric.part.as_ref().is_some_and(|p| p.owns(n)))
+                .expect("every node has a partition")
+        };
+        let senders: Vec<usize> = s0
+            .flows
+            .iter()
+            .map(|&(a, _)| owner(Node::Host(s0.slots[a as usize].host)))
+            .collect();
+        let watched = s0.watch_link.map(|l| owner(s0.fabric.topo.links[l].from));
+        for o in out.iter_mut() {
+            o.delivered.iter_mut().for_each(|d| *d = 0);
+        }
+        for (k, s) in self.sims.iter().enumerate() {
+            for (o, x) in out.iter_mut().zip(&s.samples) {
+                debug_assert_eq!(o.t, x.t);
+                for (d, y) in o.delivered.iter_mut().zip(&x.delivered) {
+                    *d += y;
+                }
+                for (f, r) in o.rate.iter_mut().enumerate() {
+                    if senders[f] == k {
+                        *r = x.rate[f];
+                    }
+                }
+                if watched == Some(k) {
+                    o.queue = x.queue;
                 }
             }
         }
@@ -367,6 +448,32 @@ mod tests {
             .map(|l| p.port_stats(l).xoff_frames)
             .sum::<u64>();
         assert!(crossed > 0, "no pause crossed the cut");
+    }
+
+    #[test]
+    fn a_panicking_partition_stops_the_others_instead_of_hanging() {
+        let gate = Gate {
+            n: 2,
+            state: Mutex::new((0, 0, false)),
+            cv: Condvar::new(),
+        };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let _g = BreakOnPanic(&gate);
+                    for _ in 0..3 {
+                        gate.wait();
+                    }
+                });
+                s.spawn(|| {
+                    let _g = BreakOnPanic(&gate);
+                    gate.wait();
+                    panic!("partition 1 fails in its second window");
+                });
+            });
+        }));
+        assert!(r.is_err(), "the panic reaches the caller");
+        assert!(gate.lock().2, "the gate is broken");
     }
 
     #[test]

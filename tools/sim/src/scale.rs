@@ -2,8 +2,8 @@
 //! speed and of the fabric (not a pass/fail test).
 //!
 //! `metaroce-sim --scale [--hosts-per-tor N] [--tors N] [--tiers 2|3] [--pods N]
-//! [--oversub K] [--planes P] [--ms T] [--pfc] [--base] [--seed S]` ([`crate::cli`]
-//! checks every value)
+//! [--oversub K] [--planes P] [--ms T] [--pfc] [--base] [--threads N] [--seed S]`
+//! ([`crate::cli`] checks every value)
 //!
 //! Default: 1,024 hosts on a 2-tier 1:1 (32 leaves × 32 hosts, 32 spines) 100 Gb/s fabric
 //! with Tomahawk-class shared-buffer switches (2.5 MB/Tb/s, alpha 1, step ECN at
@@ -96,13 +96,14 @@ pub fn run(a: &ScaleArgs, params: Params) {
     let secs = wall.elapsed().as_secs_f64();
     let flows = s.sims[0].flows.len();
     let total: u64 = (0..flows).map(|f| s.delivered(f)).sum();
-    let half = s
+    // The second half: from the last sample at or before half time.
+    let (half_t, half) = s
         .samples()
         .iter()
         .rev()
         .find(|x| x.t <= dur / 2)
-        .map(|x| x.delivered.iter().sum::<u64>())
-        .unwrap_or(0);
+        .map(|x| (x.t, x.delivered.iter().sum::<u64>()))
+        .unwrap_or((0, 0));
     let cap = f64::from(n) * ft.host_gbps as f64 * f64::from(planes) * 1e9 / 8.0;
     let cap = cap / f64::from(os.max(1));
     let rate = |bytes: u64, ns: u64| bytes as f64 / (ns as f64 * 1e-9);
@@ -119,11 +120,11 @@ pub fn run(a: &ScaleArgs, params: Params) {
         xoff += st.xoff_frames;
         paused += st.paused_ns;
     }
-    let peak_buf = (0..f.bufs.len())
-        .map(|b| s.buffer_peak(b))
-        .max()
-        .unwrap_or(0);
-    let buf_size = f.bufs.iter().map(|b| b.size).min().unwrap_or(0);
+    // The switch whose shared buffer peaked highest for its size, and that size.
+    let (peak_buf, buf_size) = (0..f.bufs.len())
+        .map(|b| (s.buffer_peak(b), f.bufs[b].size))
+        .max_by(|x, y| (x.0 as f64 / x.1 as f64).total_cmp(&(y.0 as f64 / y.1 as f64)))
+        .unwrap_or((0, 0));
     println!(
         "scale: {n} hosts, {tiers}-tier {os}:1, {planes} plane(s), {} Gb/s, {} switches, {} links, \
          {:?} transport, {}, {ms} ms simulated",
@@ -169,7 +170,7 @@ pub fn run(a: &ScaleArgs, params: Params) {
          second half {:.1} %",
         rate(total, dur) * 8e-12,
         rate(total, dur) / cap * 100.0,
-        rate(total - half, dur - dur / 2) / cap * 100.0,
+        rate(total - half, dur - half_t) / cap * 100.0,
     );
     println!(
         "peak switch queue {} KB, peak shared buffer {} KB of {} KB; drops {drops}, ECN marks \

@@ -383,6 +383,7 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
             self.driver.is_none(),
             "a workload driver needs one partition"
         );
+        self.fabric.reseed(part.me());
         self.fabric.part = Some(part);
     }
 

@@ -727,15 +727,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         // min_rtt in ns, so hint * min_rtt / 1e6 is bytes; saturation only means "no cap".
         let bytes = u64::from(self.peer_hint).saturating_mul(u64::from(self.min_rtt)) / 1_000_000;
         let cap = bytes.saturating_mul(u64::from(self.cfg.hint_headroom)) / 1024;
-        // Room for delayed ACKs: each path's receiver may hold up to `ack_every - 1`
-        // packets unacknowledged for longer than the round trip (ACK coalescing is a
-        // per-device setting, so the peer's is taken to be this end's). Without it, a
-        // sprayed flow at 100 Gb/s with `ack_every` 4 sits at the cap: 87 % of line
-        // rate in the simulator's kernel column, 95.7 % with it.
-        let held = u64::from(self.cfg.ack_every.saturating_sub(1))
-            * u64::from(self.cfg.paths)
-            * u64::from(charge(self.cfg.mtu));
-        let cap = cap.saturating_add(held).min(u64::from(u32::MAX)) as u32;
+        let cap = cap.min(u64::from(u32::MAX)) as u32;
         Some(cap.max(u32::from(self.cfg.mtu)))
     }
 

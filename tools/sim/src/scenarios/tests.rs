@@ -140,16 +140,6 @@ fn gray_spine_hits_the_single_path_baseline() {
     );
 }
 
-/// The kernel's delayed ACK (4 packets or 100 µs per path) does not cap a lone sprayed
-/// flow: the rate hint's window leaves room for the packets each path's receiver holds
-/// back (87 % of line rate without it, against 95.7 % with an ACK per packet).
-#[test]
-fn the_kernel_columns_delayed_ack_does_not_cap_a_lone_flow() {
-    let k = loss::goodput(Variant::MetaKernel, loss::Loss::LastHop(0.0), 1, 1_000_000);
-    let m = loss::goodput(Variant::Meta, loss::Loss::LastHop(0.0), 1, 1_000_000);
-    assert!(k > 0.99 * m, "kernel config {k} B/s, sim config {m} B/s");
-}
-
 /// The ECMP max-min bound of the permutation is a fraction of capacity, and
 /// progressive filling shares a link equally.
 #[test]
