@@ -10,8 +10,8 @@
 //! 100 KB), every host sending to a distinct host on another leaf, 10 ms simulated.
 //!
 //! Target: under 60 s on the 2-core development machine. Two partitions on two threads
-//! ([`crate::parallel`], the default `--threads 2`), idle machine, stop 45: 58.6 s
-//! median of three (53.3-59.2 s), 382,106,095 events; the sequential engine
+//! ([`crate::parallel`], the default `--threads 2`), idle machine, stop 45: 55.9 s
+//! median of three (54.7-68.0 s), 382,106,095 events; the sequential engine
 //! (`--threads 1`) 106.9 s in the same session. See `Documentation/simulation.rst`,
 //! "Engine speed".
 
