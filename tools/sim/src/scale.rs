@@ -165,9 +165,15 @@ pub fn run(a: &ScaleArgs, params: Params) {
         "events: NIC tx-done {}, switch tx-done {}, arrive host {}, arrive switch {}, other {}, timers {}",
         k[0], k[1], k[2], k[3], k[4], k[5]
     );
+    // Samples come every 100 µs: when half the run is not on one, say where it starts.
+    let later = if half_t == dur / 2 {
+        "second half".to_string()
+    } else {
+        format!("from {:.1} ms", half_t as f64 / 1e6)
+    };
     println!(
         "goodput (bytes placed): whole run {:.1} Tb/s = {:.1} % of capacity / oversubscription; \
-         second half {:.1} %",
+         {later} {:.1} %",
         rate(total, dur) * 8e-12,
         rate(total, dur) / cap * 100.0,
         rate(total - half, dur - half_t) / cap * 100.0,
