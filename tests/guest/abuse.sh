@@ -200,15 +200,15 @@ if want sizes; then
   # one side, a hang on the other). Both sides in this guest, over loopback.
   if [[ $dev != rxe* ]] && ((pmtu < 4096)); then
     mp=$((port + 60))
-    timeout -k 5 30 ibv_rc_pingpong -d "$dev" -g "$gid" -m 4096 -n 5 -p "$mp" >"$ev/mtu-srv" 2>&1 &
+    timeout -k 5 30 ibv_rc_pingpong -d "$dev" -g "$gid" -m 4096 -n 5 -p "$mp" >"$ev/mtu-srv.$MR_ID" 2>&1 &
     spid=$!; nap 1
     o=$(timeout -k 5 30 ibv_rc_pingpong -d "$dev" -g "$gid" -m 4096 -n 5 -p "$mp" 127.0.0.1 2>&1); r=$?
     wait "$spid"; sr=$?
     if ((r != 0 && r != 124 && r != 137 && sr != 0 && sr != 124 && sr != 137)) &&
-      grep -q "Failed to modify QP to RTR" "$ev/mtu-srv"; then
+      grep -q "Failed to modify QP to RTR" "$ev/mtu-srv.$MR_ID"; then
       # The server refuses first and closes: the client ends at its read.
       pass "$dev: ibv_rc_pingpong -m 4096 over active MTU $pmtu refused at RTR (server exit $sr; client exit $r: $(grep -m1 -E 'RTR|remote address' <<<"$o"))"
-    else fail "$dev: ibv_rc_pingpong -m 4096 over active MTU $pmtu refused at RTR (rc=$r, server rc=$sr)" "$o$(cat "$ev/mtu-srv")"; fi
+    else fail "$dev: ibv_rc_pingpong -m 4096 over active MTU $pmtu refused at RTR (rc=$r, server rc=$sr)" "$o$(cat "$ev/mtu-srv.$MR_ID")"; fi
   fi
   # The path MTU (ibv_rc_pingpong's default path MTU is 1024, so is the
   # port's active MTU at a netdev MTU of 1500) and one byte either side.
