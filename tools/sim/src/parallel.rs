@@ -47,37 +47,44 @@ pub struct Part {
     pub out: Vec<Vec<Msg>>,
 }
 
-impl Part {
-    fn index(&self, n: Node) -> usize {
-        match n {
-            Node::Host(h) => h as usize,
-            Node::Switch(s) => (self.hosts + s) as usize,
-        }
+/// The owner of node `n` in an owner table of [`cut`] (hosts, then switches).
+fn owner_of(owner: &[u8], hosts: u32, n: Node) -> u8 {
+    match n {
+        Node::Host(h) => owner[h as usize],
+        Node::Switch(s) => owner[(hosts + s) as usize],
     }
+}
+
+impl Part {
     pub fn me(&self) -> u8 {
         self.me
     }
     #[inline]
+    fn owner(&self, n: Node) -> u8 {
+        owner_of(&self.owner, self.hosts, n)
+    }
+    #[inline]
     pub fn owns(&self, n: Node) -> bool {
-        self.owner[self.index(n)] == self.me
+        self.owner(n) == self.me
+    }
+    pub fn owns_host(&self, h: u32) -> bool {
+        self.owns(Node::Host(h))
     }
     /// Queues message `m` for the partition that owns node `to`.
     pub fn ship(&mut self, to: Node, m: Msg) {
-        let d = self.owner[self.index(to)];
-        self.out[usize::from(d)].push(m);
+        let d = usize::from(self.owner(to));
+        self.out[d].push(m);
     }
-    /// Queues a copy of a packet arriving at node `to` at `at` for its owner.
+    /// Queues a copy of a packet arriving at node `to` at `at` for its owner (built in
+    /// the queue's slot, not moved there).
     #[inline]
     pub fn ship_packet(&mut self, to: Node, at: u64, pkt: &Pkt, body: &Body) {
-        let d = self.owner[self.index(to)];
-        self.out[usize::from(d)].push(Msg::Arrive {
+        let d = usize::from(self.owner(to));
+        self.out[d].push(Msg::Arrive {
             at,
             pkt: pkt.clone(),
             body: body.clone(),
         });
-    }
-    pub fn owns_host(&self, h: u32) -> bool {
-        self.owner[h as usize] == self.me
     }
 }
 
@@ -104,11 +111,7 @@ pub fn cut(t: &Topology, n: u8) -> Vec<u8> {
 /// The window: the smallest propagation delay of a link whose ends have different owners
 /// (`None`: nothing is cut).
 pub fn lookahead(t: &Topology, owner: &[u8]) -> Option<u64> {
-    let hosts = t.ft.hosts();
-    let of = |n: Node| match n {
-        Node::Host(h) => owner[h as usize],
-        Node::Switch(s) => owner[(hosts + s) as usize],
-    };
+    let of = |n: Node| owner_of(owner, t.ft.hosts(), n);
     t.links
         .iter()
         .filter(|l| of(l.from) != of(l.to))
@@ -438,11 +441,7 @@ mod tests {
         let p = run(2, true);
         let t = &p.sims[0].fabric.topo;
         let owner = cut(t, 2);
-        let hosts = t.ft.hosts();
-        let of = |n: Node| match n {
-            Node::Host(h) => owner[h as usize],
-            Node::Switch(s) => owner[(hosts + s) as usize],
-        };
+        let of = |n: Node| owner_of(&owner, t.ft.hosts(), n);
         let crossed = (0..t.links.len())
             .filter(|&l| of(t.links[l].from) != of(t.links[l].to))
             .map(|l| p.port_stats(l).xoff_frames)
