@@ -22,7 +22,7 @@
  * Delayed acknowledgement unless the `ack_every` and `ack_delay_us` module
  * parameters say otherwise (Documentation/device.rst, "Acknowledgements").
  */
-#define METAROCE_DEFAULT_ACK_EVERY 4
+#define METAROCE_DEFAULT_ACK_EVERY 2
 #define METAROCE_DEFAULT_ACK_DELAY_US 100
 
 /*

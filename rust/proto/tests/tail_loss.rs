@@ -292,7 +292,7 @@ fn a_dead_path_costs_round_trips_not_its_rto() {
     // for another, and everything the path still held is resent on the others: the
     // message completes in a few round trips (about 10 µs each here), not the RTO.
     // With an ACK per packet (`ack_every` 1, the kernel's before its delayed ACK) and
-    // with the kernel's delayed ACK (`ack_every` 4, 100 µs: ten of these round trips).
+    // with the kernel's delayed ACK (`ack_every` 2, 100 µs: ten of these round trips).
     for delayed in [false, true] {
         for seed in [3u64, 5, 9] {
             let mut n = kernel_net(seed, 8);

@@ -419,5 +419,5 @@ fn kernel_column_acks_as_the_module() {
         define("METAROCE_DEFAULT_ACK_DELAY_US") * 1000
     );
     let p = crate::scenarios::params(true, 8, 1, 0);
-    assert_eq!((p.ack_every, p.ack_delay_ns), (4, 100_000));
+    assert_eq!((p.ack_every, p.ack_delay_ns), (2, 100_000));
 }

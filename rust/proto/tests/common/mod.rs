@@ -298,7 +298,7 @@ pub fn spine_of(from_a: bool, src_port: u16, spines: u16) -> u16 {
 
 /// The kernel module's timers (RTO floor one 4 ms tick, init 20 ms, max 500 ms)
 /// with the verbs limits perftest asks for (`timeout` 14: 67 ms, `retry_cnt` 7),
-/// 8 paths, MTU 1024, and its delayed ACK (`ack_every` 4, `ack_delay_us` 100: the
+/// 8 paths, MTU 1024, and its delayed ACK (`ack_every` 2, `ack_delay_us` 100: the
 /// module parameters' defaults).
 pub fn kernel_like_config(local: u32, peer: u32) -> Config {
     Config {
@@ -312,7 +312,7 @@ pub fn kernel_like_config(local: u32, peer: u32) -> Config {
         max_rto_ns: 500_000_000,
         retry_cnt: 7,
         ack_timeout_ns: 4096 << 14,
-        ack_every: 4,
+        ack_every: 2,
         ack_delay_ns: 100_000,
         ..Config::default()
     }

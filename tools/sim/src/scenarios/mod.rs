@@ -56,7 +56,7 @@ pub const MIN_RTO: u32 = 200_000;
 pub const KERNEL_MIN_RTO: u32 = 1_000_000;
 /// The kernel module's delayed ACK: the defaults of its `ack_every` and
 /// `ack_delay_us` parameters (`METAROCE_DEFAULT_ACK_*` in include/metaroce.h).
-pub const KERNEL_ACK_EVERY: u8 = 4;
+pub const KERNEL_ACK_EVERY: u8 = 2;
 pub const KERNEL_ACK_DELAY_NS: u32 = 100_000;
 /// Line rate, bits/s.
 pub const LINE: f64 = GBPS as f64 * 1e9;
