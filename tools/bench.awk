@@ -57,8 +57,8 @@ function tgt(kind, x, v) {
     !num(v) ? "-" : ((kind == "ge" ? v + 0 >= x : v + 0 <= x) ? "yes" : "NO"))
 }
 function bad(v) { if (v == "fail" || v == "timeout" || v == "zero") nfail++ }
-function cmed(test, size, dev, side,   n) {
-  n = gather(cpu, test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP side)
+function cmed(A, test, size, dev, side,   n) {
+  n = gather(A, test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP side)
   return n ? sprintf("%.1f", median(m, n)) : "-"
 }
 function row(test, size, unit, kind, x,   r, mr, q, side) {
@@ -67,12 +67,20 @@ function row(test, size, unit, kind, x,   r, mr, q, side) {
   q = ratio(val, test, size, side)
   printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", test, hsize(size), unit, r, mr, q, tgt(kind, x, lastratio)
 }
-function crow(test, size,   qs, qc, ls, lc) {
-  qs = ratio(cpu, test, size, "server"); ls = lastratio
-  qc = ratio(cpu, test, size, "client"); lc = lastratio
+# a CPU row of array A (cpu: the measured kernel time; tick: the sampled ticks)
+function crow(A, test, size,   qs, qc, ls, lc) {
+  qs = ratio(A, test, size, "server"); ls = lastratio
+  qc = ratio(A, test, size, "client"); lc = lastratio
   printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s | %s\n", test, hsize(size), \
-    cmed(test, size, "rxe0", "server"), cmed(test, size, "mr0", "server"), qs, \
-    cmed(test, size, "rxe0", "client"), cmed(test, size, "mr0", "client"), qc, tgt("le", 0.6, ls), tgt("le", 0.6, lc)
+    cmed(A, test, size, "rxe0", "server"), cmed(A, test, size, "mr0", "server"), qs, \
+    cmed(A, test, size, "rxe0", "client"), cmed(A, test, size, "mr0", "client"), qc, tgt("le", 0.6, ls), tgt("le", 0.6, lc)
+}
+function ctable(A, title,   i) {
+  print title
+  print "(receives the data), cli = guest 2 (sends it); mr/rxe = median of the rounds\047 ratios [range]"
+  printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s\n", "test", "size", "rxe", "mr", "srv mr/rxe", "rxe", "mr", "cli mr/rxe", "target srv | cli"
+  printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s\n", "----", "----", "---", "--", "----------", "---", "--", "----------", "----------------"
+  for (i = 1; i <= n; i++) { crow(A, tests[i], 4096); crow(A, tests[i], 65536); crow(A, tests[i], 1048576) }
 }
 function pk(test, size, loss, dev) {
   return (test SUBSEP size SUBSEP loss SUBSEP dev) in pkm ? pkm[test, size, loss, dev] : "-"
@@ -110,6 +118,7 @@ function mqrows(test,   r1, m1, s1, r16, m16, s16) {
   if (f["unit"] == "MiB/s" && num(f["value"]) && f["value"] + 0 == 0) f["value"] = "zero"
   if (f["side"] == "server" || f["test"] == "read_lat") val[k, r] = f["value"]
   if ("cpu" in f) cpu[k, r] = f["cpu"]
+  if ("tick" in f) tick[k, r] = f["tick"]
   if ("pkmsg" in f && f["side"] == "server" && r <= 1) pkm[f["test"], f["size"], l, f["dev"]] = f["pkmsg"]
   if (l != 0 && !(l in seen)) { seen[l] = 1; losses[++nl] = l }
   if (f["test"] ~ /_q[0-9]+$/) nmq++
@@ -131,11 +140,8 @@ END {
       t, div(get("write_bw", 65536, 0, "rxe0", "server"), t), div(get("write_bw", 65536, 0, "mr0", "server"), t), \
       tgt("ge", 0.8, div(get("write_bw", 65536, 0, "mr0", "server"), t))
   }
-  print "\nkernel CPU per MiB moved, ms (system, irq and softirq time; median over the rounds); srv = guest 1"
-  print "(receives the data), cli = guest 2 (sends it); mr/rxe = median of the rounds' ratios [range]"
-  printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s\n", "test", "size", "rxe", "mr", "srv mr/rxe", "rxe", "mr", "cli mr/rxe", "target srv | cli"
-  printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s\n", "----", "----", "---", "--", "----------", "---", "--", "----------", "----------------"
-  for (i = 1; i <= n; i++) { crow(tests[i], 4096); crow(tests[i], 65536); crow(tests[i], 1048576) }
+  ctable(cpu, "\nkernel CPU per MiB moved, ms (non-idle time split by the sampled kernel share; median over the rounds); srv = guest 1")
+  if (length(tick)) ctable(tick, "\nthe same from the sampled system, irq and softirq ticks alone (misses softirq work on an idle CPU); srv = guest 1")
   print "\nunder loss (netem loss on both guests\047 egress) and reordering (ro25%: netem delay 1ms reorder 25%), MiB/s;"
   print "\"frac\" = fraction of the same device\047s lossless 64 KiB figure (median); \"rxe pk\", \"mr pk\" = packets the server"
   print "received per message against the same device\047s lossless 64 KiB run (round 1) (above 1: spurious retransmissions)"

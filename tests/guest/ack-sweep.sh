@@ -7,14 +7,14 @@
 # set-up), meet, and run ib_write_bw 64 KiB, ib_send_bw 64 KiB and
 # ib_send_bw 4 KiB (16 MiB each, guest 2 -> guest 1). Each guest prints one
 # line per run,
-#   # TRIAL side=1 ack=4/100 test=write_bw size=65536 bw=10.91 rxpk_per_msg=64.00 kcpu_ms_per_mib=9.4
+#   # TRIAL side=1 ack=4/100 test=write_bw size=65536 bw=10.91 rxpk_per_msg=64.00 kcpu_ms_per_mib=21.3/9.4
 # (bw: perftest's MB/sec; rxpk_per_msg: packets mr0 received per message, on
-# guest 2 the ACKs; kcpu: kernel CPU ms per MiB, system + irq + softirq) and
+# guest 2 the ACKs; kcpu: kernel CPU ms per MiB, SPLIT/SAMPLED as cpu_per_mib in
+# tests/lib.sh) and
 # one "# STATS" line with the mr0 counters that changed during the run.
 #   MR_ACK_SETTINGS="1/0 4/100" qemu/vm-run -n 2 -t 1800 tests/guest/ack-sweep.sh
 . "$MR_REPO/tests/lib.sh"
 server() { ((MR_ID == 1)); }
-busy() { awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat; }
 stats() { rdma statistic show link mr0/1 2>/dev/null; }
 rxp() { stats | awk '{ for (i = 1; i < NF; i++) if ($i == "rx_packets") { print $(i + 1); exit } }'; }
 # changed OLD NEW: the counters of NEW ("name value" pairs) that differ from OLD's
@@ -40,7 +40,7 @@ for setting in ${MR_ACK_SETTINGS:-1/0 4/100 8/200 1/0 4/100 8/200}; do
     read -r t s n <<<"$r"
     port=$((port + 1))
     meet "run-$port"
-    p0=$(rxp) c0=$(busy) st0=$(stats)
+    p0=$(rxp) c0=$(kernel_cpu) st0=$(stats)
     if server; then
       out=$(timeout 90 "ib_$t" -d mr0 -x "$g" -s "$s" -n "$n" -F -p "$port" 2>&1); rc=$?
     else
@@ -50,12 +50,12 @@ for setting in ${MR_ACK_SETTINGS:-1/0 4/100 8/200 1/0 4/100 8/200}; do
         sleep 1
       done
     fi
-    c1=$(busy) p1=$(rxp) st1=$(stats)
+    c1=$(kernel_cpu) p1=$(rxp) st1=$(stats)
     bw=$(awk -v s="$s" '$1 == s && NF >= 4 { v = $4 } END { print v }' <<<"$out")
     ((rc == 0)) || diag "ack=$setting ib_$t -s $s: exit $rc: $(tail -3 <<<"$out")"
     diag "TRIAL side=$MR_ID ack=$setting test=$t size=$s bw=${bw:-fail}" \
       "rxpk_per_msg=$(awk -v d=$((p1 - p0)) -v n="$n" 'BEGIN { printf "%.2f", d / n }')" \
-      "kcpu_ms_per_mib=$(awk -v c=$((c1 - c0)) -v b=$((s * n)) 'BEGIN { printf "%.1f", c * 10 / (b / 1048576) }')"
+      "kcpu_ms_per_mib=$(cpu_per_mib "$c0" "$c1" $((s * n)) | tr ' ' '/')"
     diag "STATS side=$MR_ID ack=$setting test=$t size=$s $(changed "$st0" "$st1")"
   done
 done

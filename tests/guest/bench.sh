@@ -22,11 +22,13 @@
 # turn, so each round gives one ratio from the same minutes (rep=K on the
 # line); the loss, reordering and multi-QP rows run once, and not at all
 # with "lossless". Bandwidth lines carry cpu=: this guest's kernel CPU time
-# (system, irq and softirq from /proc/stat; the guest has one vCPU) per MiB
-# moved, in ms: where both devices do their work (user time is perftest
-# busy-polling its CQ, all of the run whatever the device, and the same
-# user-space provider posting for both). The latency rows are ib_write_lat,
-# ib_send_lat and ib_read_lat at 64 B.
+# per MiB moved, in ms: where both devices do their work (user time is
+# perftest busy-polling its CQ, all of the run whatever the device, and the
+# same user-space provider posting for both): the exact non-idle time split
+# by the sampled kernel share (cpu_per_mib in tests/lib.sh says why the
+# sampled system + irq + softirq ticks alone fall short: they miss the
+# softirq work done on an idle CPU; tick= carries them, for comparison).
+# The latency rows are ib_write_lat, ib_send_lat and ib_read_lat at 64 B.
 #   bench.sh [REPS [lossless]]   (run by: qemu/vm-run -n 2 -t 2400 tests/guest/bench.sh 3)
 . "$MR_REPO/tests/lib.sh"
 reps=${1:-3} only=${2:-}
@@ -50,13 +52,10 @@ loss_timeout=60
 reorder_netem="delay 1ms reorder 25%"
 
 server() { ((MR_ID == 1)); }
-# busy: this guest's kernel CPU time so far, in USER_HZ ticks (/proc/stat's
-# first line: user nice system idle iowait irq softirq steal).
-busy() { awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat; }
 side() { server && echo server || echo client; }
-# bench DEV TEST SIZE LOSS VALUE UNIT [PKMSG [CPU]]: with $rep set, rep=$rep too.
+# bench DEV TEST SIZE LOSS VALUE UNIT [PKMSG [CPU [TICK]]]: with $rep set, rep=$rep too.
 bench() {
-  diag "BENCH side=$(side) dev=$1 test=$2 size=$3 loss=$4 value=$5 unit=$6${7:+ pkmsg=$7}${8:+ cpu=$8}${rep:+ rep=$rep}"
+  diag "BENCH side=$(side) dev=$1 test=$2 size=$3 loss=$4 value=$5 unit=$6${7:+ pkmsg=$7}${8:+ cpu=$8}${9:+ tick=$9}${rep:+ rep=$rep}"
 }
 rep=""
 # rxpkts DEV: the packets DEV has received (rxe: rcvd_pkts; metaroce:
@@ -134,7 +133,7 @@ fi
 # TEST_qQPS and its dev LABEL (mr0s: mr0 sharing connections).
 port=18600
 measure() {
-  local d=$1 t=$2 s=$3 n=$4 to=$5 loss=$6 unit=MiB/s out rc v t0=$SECONDS p0 p1 pk="" q=() bt=$2 bd=$1 c0 c1 cpu=""
+  local d=$1 t=$2 s=$3 n=$4 to=$5 loss=$6 unit=MiB/s out rc v t0=$SECONDS p0 p1 pk="" q=() bt=$2 bd=$1 c0 c1 cpu="" tick=""
   [[ $t == *_lat ]] && unit=usec
   [[ -n ${7:-} ]] && { q=(-q "$7"); bt=${t}_q$7 bd=${8:-$d}; }
   port=$((port + 1))
@@ -145,16 +144,15 @@ measure() {
   meet "run-$port" "$((connect_window + 2 * to))"
   if [[ -z ${gid[$d]} ]]; then bench "$bd" "$bt" "$s" "$loss" fail "$unit"; return 1; fi
   p0=$(rxpkts "$d")
-  c0=$(busy)
+  c0=$(kernel_cpu)
   out=$(perf "$to" "$port" "ib_$t" -d "$d" -x "${gid[$d]}" -s "$s" -n "$n" "${q[@]}" -F); rc=$?
-  c1=$(busy)
+  c1=$(kernel_cpu)
   p1=$(rxpkts "$d")
   # per message: with -q, ITERS per QP
   [[ $p0 =~ ^[0-9]+$ && $p1 =~ ^[0-9]+$ ]] && pk=$(awk -v d=$((p1 - p0)) -v n=$((n * ${7:-1})) 'BEGIN { printf "%.2f", d / n }')
-  # CPU ms per MiB moved (ticks are 10 ms): includes perftest's own setup,
+  # CPU ms per MiB moved (units of 10 ms): includes perftest's own setup,
   # the same for both devices.
-  [[ $unit == MiB/s && $c0 =~ ^[0-9]+$ && $c1 =~ ^[0-9]+$ ]] &&
-    cpu=$(awk -v c=$((c1 - c0)) -v b=$((s * n * ${7:-1})) 'BEGIN { printf "%.1f", c * 10 / (b / 1048576) }')
+  [[ $unit == MiB/s ]] && read -r cpu tick < <(cpu_per_mib "$c0" "$c1" $((s * n * ${7:-1})))
   if [[ $t == *_lat ]]; then
     # "#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%"
     v=$(awk -v s="$s" '$1 == s && NF >= 6 { v = $6 } END { print v }' <<<"$out")
@@ -162,7 +160,7 @@ measure() {
     # "#bytes #iterations BW_peak BW_average MsgRate": BW in MiB/s.
     v=$(awk -v s="$s" '$1 == s && NF >= 4 { v = $4 } END { print v }' <<<"$out")
   fi
-  if ((rc == 0)) && [[ -n $v ]]; then bench "$bd" "$bt" "$s" "$loss" "$v" "$unit" "${pk:--}" "$cpu"; return 0; fi
+  if ((rc == 0)) && [[ -n $v ]]; then bench "$bd" "$bt" "$s" "$loss" "$v" "$unit" "${pk:--}" "$cpu" "$tick"; return 0; fi
   # ib_read_lat reports on the client only: the server's side of a good run
   if ((rc == 0)) && [[ $t == read_lat ]] && server; then bench "$bd" "$bt" "$s" "$loss" client "$unit" "${pk:--}"; return 0; fi
   if ((rc == 124)); then v=timeout; else v=fail; fi
