@@ -75,6 +75,7 @@ void metaroce_map_free(struct metaroce_map *m);
 const void *metaroce_map_lookup(struct metaroce_map *m, u32 key);
 int metaroce_map_insert(struct metaroce_map *m, u32 key, const void *ptr);
 bool metaroce_map_remove(struct metaroce_map *m, u32 key);
+const void *metaroce_map_take(struct metaroce_map *m, u32 key);
 void metaroce_map_drain(void);
 void metaroce_rcu_read_lock(void);
 void metaroce_rcu_read_unlock(void);

@@ -497,7 +497,8 @@ impl Drop for MapValue {
 /// space (as QPNs are) are found with their values; a taken key is refused
 /// with `EEXIST` and its value dropped at once; a removed key is gone at
 /// once, its value dropped only after the reader's section and a grace
-/// period; a key can be stored again; dropping the map drops what it holds.
+/// period; a key can be stored again; a taken key's value is the taker's,
+/// dropped when it drops it; dropping the map drops what it holds.
 /// Returns 0, or the failed check.
 #[no_mangle]
 pub(crate) extern "C" fn metaroce_rust_rcu_map_selftest() -> c_int {
@@ -571,6 +572,20 @@ pub(crate) extern "C" fn metaroce_rust_rcu_map_selftest() -> c_int {
     }
     if map.with(key(1), |v| v.0).is_some() || map.with(key(N - 1), |v| v.0) != Some(key(N - 1)) {
         return 13;
+    }
+    // Taken: gone from the map, handed over whole (the only reference) after
+    // the grace period, and dropped by the taker; a second take finds none.
+    // SAFETY: process context (the KUnit case's thread), no guard held.
+    let Some(t) = (unsafe { map.take(key(N - 1)) }) else {
+        return 15;
+    };
+    // SAFETY: as above.
+    if t.0 != key(N - 1) || map.contains(key(N - 1)) || unsafe { map.take(key(N - 1)) }.is_some() {
+        return 16;
+    }
+    drop(t);
+    if dropped() != 2 + N / 2 {
+        return 17;
     }
     drop(map);
     if dropped() != 2 + N {

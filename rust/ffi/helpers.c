@@ -813,6 +813,31 @@ bool metaroce_map_remove(struct metaroce_map *m, u32 key)
 }
 
 /*
+ * Removes key's entry and waits for a grace period, so that no reader that
+ * found it is still using it; returns its reference, now the caller's, or
+ * NULL if key is not stored (or another caller removed it first). Process
+ * context: sleeps.
+ */
+const void *metaroce_map_take(struct metaroce_map *m, u32 key)
+{
+	struct metaroce_map_entry *e;
+	const void *ptr = NULL;
+
+	might_sleep();
+	rcu_read_lock();
+	e = rhashtable_lookup(&m->ht, &key, metaroce_map_params);
+	if (e && rhashtable_remove_fast(&m->ht, &e->node, metaroce_map_params))
+		e = NULL;
+	rcu_read_unlock();
+	if (!e)
+		return NULL;
+	synchronize_rcu();
+	ptr = e->ptr;
+	kfree(e);
+	return ptr;
+}
+
+/*
  * Waits until every removed entry's reference is released (before the
  * module's code goes away). Process context.
  */

@@ -167,6 +167,31 @@ impl<T: Send + Sync + 'static> RcuMap<T> {
         // SAFETY: `map` is live.
         unsafe { b::metaroce_map_remove(self.map.as_ptr(), key) }
     }
+
+    /// Removes `key` and waits for an RCU grace period: no reader that found
+    /// the value is still using it when it is returned (the map's reference,
+    /// now the caller's). `None` if `key` is not stored. Sleeps
+    /// (`synchronize_rcu`).
+    ///
+    /// # Safety
+    ///
+    /// Process context, and this thread holds no [`RcuGuard`] (hence no
+    /// value borrowed from one): a grace period waited for inside a
+    /// read-side section could end early where the kernel's RCU is not
+    /// preemptible (the wait schedules), and a value borrowed by that
+    /// section would then be freed under it.
+    pub(crate) unsafe fn take(&self, key: u32) -> Option<Arc<T>> {
+        // SAFETY: `map` is live; the caller is in process context and
+        // outside any read-side section (this function's requirements).
+        let p = unsafe { b::metaroce_map_take(self.map.as_ptr(), key) };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: the map stored `Arc::into_raw` of a reference it owned
+        // (type invariant) and handed it over on removal: it is ours now,
+        // and no reader borrows it any longer (a grace period has passed).
+        Some(unsafe { Arc::from_raw(p.cast()) })
+    }
 }
 
 impl<T: Send + Sync + 'static> Drop for RcuMap<T> {

@@ -85,10 +85,11 @@ impl Driver for Metaroce {
             mtu,
             crate::ffi::timer::tick_ns(),
         );
+        let mrs = MrTable::new(attrs.max_mr)?;
         let dev = Arc::pin_init(
             pin_init!(DevShared {
                 attrs,
-                mrs <- MrTable::new(attrs.max_mr),
+                mrs <- mrs,
                 ahs <- AhTable::new(attrs.max_ah),
                 mws <- MwTable::new(attrs.max_mw),
                 transport: shared.clone(),
@@ -391,8 +392,9 @@ impl Driver for Metaroce {
         if dev.mws.bound_to(mr.key) {
             return Err(EINVAL);
         }
-        // Dropped here, in process context: unpinning may sleep.
-        drop(dev.mrs.remove(mr));
+        // SAFETY: `dereg_mr` runs in process context (the RDMA core's
+        // `ib_dereg_mr_user`), outside any RCU read-side section of ours.
+        unsafe { dev.mrs.remove(mr) };
         Ok(())
     }
 }

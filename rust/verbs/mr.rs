@@ -6,18 +6,29 @@
 //! Every MR of a device is in its [`MrTable`], keyed by the upper 24 bits of
 //! its lkey/rkey (both the same, as in rxe); the low 8 bits are a rotating
 //! key byte, so a stale key from a deregistered MR whose index is reused does
-//! not match. The data path copies to and from MR memory under the table
-//! lock, so `dereg_mr` (which removes the entry under that lock and releases
-//! the pages after it) can never race a copy.
+//! not match.
+//!
+//! Lookups take no table lock: the table is an [`RcuMap`], and the data path
+//! copies to and from a region inside the RCU read-side section that found
+//! it. A user or DMA region never changes after registration and is read
+//! without any lock; a fast-registration region, which REG_MR, LOCAL_INV and
+//! `ib_map_mr_sg` change, has a lock of its own, held across each check and
+//! copy. Copies into different regions, or into one user region, run on
+//! several CPUs at once. `dereg_mr` removes the region and waits for an RCU
+//! grace period ([`RcuMap::take`]) before it releases the pages, so no copy
+//! into the region is running when it returns (after deregistration the
+//! memory is the application's again, IBTA 10.6.3.6).
 
 use super::keys::{self, Kind};
 pub(crate) use crate::ffi::mem::Span;
 use crate::ffi::mem::{MappedPages, Mem};
+use crate::ffi::rcu_map::RcuMap;
 use crate::ffi::rdma::res::ResAttrs;
 use crate::ffi::rdma::PdId;
 use crate::ffi::rxe_abi::Sge;
+use crate::ffi::sync::BhLock;
 use kernel::prelude::*;
-use kernel::rbtree::{RBTree, RBTreeNodeReservation};
+use kernel::sync::{Arc, Mutex};
 
 /// `IB_ACCESS_*` bits (`enum ib_access_flags`).
 pub(crate) use crate::ffi::rdma::access;
@@ -77,8 +88,35 @@ impl MrEntry {
     }
 }
 
-struct Table {
-    tree: RBTree<u32, MrEntry>,
+/// A region as the table holds it: a user or DMA region's entry, fixed
+/// from registration on (`fixed`), or a fast-registration region's, which
+/// work requests change, under its own lock (`fast`). Exactly one of the two
+/// is `Some`.
+#[pin_data]
+struct Slot {
+    fixed: Option<MrEntry>,
+    #[pin]
+    fast: BhLock<Option<MrEntry>>,
+}
+
+impl Slot {
+    /// Runs `f` on the entry (a fast-registration region's under its lock).
+    fn read<R>(&self, f: impl FnOnce(&MrEntry) -> R) -> Option<R> {
+        match &self.fixed {
+            Some(e) => Some(f(e)),
+            None => self.fast.lock().as_ref().map(f),
+        }
+    }
+
+    /// Runs `f` on a fast-registration region's entry, under its lock;
+    /// `None` for a user or DMA region.
+    fn fast_mut<R>(&self, f: impl FnOnce(&mut MrEntry) -> R) -> Option<R> {
+        self.fast.lock().as_mut().map(f)
+    }
+}
+
+/// How keys are handed out.
+struct Alloc {
     next_index: u32,
     key_byte: u8,
     count: u32,
@@ -87,8 +125,15 @@ struct Table {
 /// The MRs of one device.
 #[pin_data]
 pub(crate) struct MrTable {
+    map: RcuMap<Slot>,
+    /// Taken by registration and deregistration (process context) only.
     #[pin]
-    inner: crate::ffi::sync::BhLock<Table>,
+    alloc: Mutex<Alloc>,
+    /// Serialises the device's atomic operations (their read, modify and
+    /// write), as rxe's `atomic_ops_lock`: copies take no lock, atomics this
+    /// one (IBTA 9.4.5: atomic with respect to the device's other atomics).
+    #[pin]
+    atomics: BhLock<()>,
     max: u32,
 }
 
@@ -98,43 +143,58 @@ pub(crate) struct Mr {
 }
 
 impl MrTable {
-    /// A table of at most `max` regions.
-    pub(crate) fn new(max: u32) -> impl PinInit<Self> {
-        pin_init!(MrTable {
-            inner <- crate::ffi::sync::new_bh_lock!(
-                Table { tree: RBTree::new(), next_index: 1, key_byte: 0, count: 0 },
-                "metaroce_mrs"
+    /// A table of at most `max` regions. `ENOMEM`.
+    pub(crate) fn new(max: u32) -> Result<impl PinInit<Self>> {
+        let map = RcuMap::new()?;
+        Ok(pin_init!(MrTable {
+            map,
+            alloc <- kernel::new_mutex!(
+                Alloc { next_index: 1, key_byte: 0, count: 0 },
+                "metaroce_mr_alloc"
             ),
+            atomics <- crate::ffi::sync::new_bh_lock!((), "metaroce_atomics"),
             max,
-        })
+        }))
     }
 
     /// Enters a region; returns its key. `ENOMEM` when the table is full.
     /// A fast-registration region ([`Mem::Pages`]) starts free (invalid).
+    /// Process context.
     pub(crate) fn insert(&self, pd: PdId, access: u32, iova: u64, mem: Mem) -> Result<Mr> {
-        let valid = !matches!(mem, Mem::Pages(_));
-        let res = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let mut t = self.inner.lock();
-        if t.count >= self.max {
+        let fast = matches!(mem, Mem::Pages(_));
+        let mut a = self.alloc.lock();
+        if a.count >= self.max {
             return Err(ENOMEM);
         }
         let index =
-            keys::next_free(Kind::Mr, t.next_index, |i| t.tree.get(&i).is_some()).ok_or(ENOMEM)?;
-        t.count += 1;
-        t.next_index = index.wrapping_add(1);
-        t.key_byte = t.key_byte.wrapping_add(1);
-        let key = keys::key(index, t.key_byte);
-        t.tree.insert(res.into_node(
-            index,
-            MrEntry {
-                key,
-                pd,
-                access,
-                iova,
-                mem,
-                valid,
-            },
-        ));
+            keys::next_free(Kind::Mr, a.next_index, |i| self.map.contains(i)).ok_or(ENOMEM)?;
+        let key_byte = a.key_byte.wrapping_add(1);
+        let key = keys::key(index, key_byte);
+        let e = MrEntry {
+            key,
+            pd,
+            access,
+            iova,
+            mem,
+            valid: !fast,
+        };
+        let (fixed, fast) = if fast {
+            (None, Some(e))
+        } else {
+            (Some(e), None)
+        };
+        let slot = Arc::pin_init(
+            pin_init!(Slot {
+                fixed,
+                fast <- crate::ffi::sync::new_bh_lock!(fast, "metaroce_mr"),
+            }),
+            GFP_KERNEL,
+        )?;
+        // Registration is serialised by `alloc`: the index is still free.
+        self.map.insert(index, slot)?;
+        a.count += 1;
+        a.next_index = index.wrapping_add(1);
+        a.key_byte = key_byte;
         Ok(Mr { key })
     }
 
@@ -144,13 +204,15 @@ impl MrTable {
     /// registered now), `key` (its current lkey/rkey, whose low byte a
     /// REG_MR changes).
     pub(crate) fn fill_res(&self, mr: &Mr, out: &mut ResAttrs) -> Result {
-        // Read under the lock, written after it.
-        let (view, access, valid, key) = {
-            let t = self.inner.lock();
-            let Some(e) = t.tree.get(&keys::index(mr.key)) else {
-                return Ok(());
-            };
-            (e.mem.view(), e.access, e.valid, e.key)
+        // Read inside the read-side section, written after it.
+        let Some((view, access, valid, key)) = self
+            .map
+            .with(keys::index(mr.key), |s| {
+                s.read(|e| (e.mem.view(), e.access, e.valid, e.key))
+            })
+            .flatten()
+        else {
+            return Ok(());
         };
         out.str(format_args!("kind"), view.kind)?;
         out.u64(format_args!("pages"), view.pages)?;
@@ -161,14 +223,23 @@ impl MrTable {
     }
 
     /// Removes the region of `mr` (whatever its key byte is now, after
-    /// REG_MRs); the caller drops it (unpinning may sleep).
-    pub(crate) fn remove(&self, mr: &Mr) -> Option<MrEntry> {
-        let mut t = self.inner.lock();
-        let e = t.tree.remove(&keys::index(mr.key));
-        if e.is_some() {
-            t.count -= 1;
+    /// REG_MRs), waits until no copy into it is running (an RCU grace
+    /// period) and releases it: its pages are unpinned before this returns.
+    ///
+    /// # Safety
+    ///
+    /// Process context (it sleeps), with no RCU read-side guard held by this
+    /// thread (see [`RcuMap::take`]): `dereg_mr`.
+    pub(crate) unsafe fn remove(&self, mr: &Mr) {
+        let mut a = self.alloc.lock();
+        // SAFETY: by this function's requirements.
+        if let Some(slot) = unsafe { self.map.take(keys::index(mr.key)) } {
+            a.count -= 1;
+            drop(a);
+            // The map's was the only reference (lookups borrow it): the
+            // region is released here, in process context.
+            drop(slot);
         }
-        e
     }
 
     /// `ib_map_mr_sg` on a fast-registration MR: installs its page list
@@ -182,16 +253,19 @@ impl MrTable {
         page_size: u32,
         pages: &MappedPages<'_>,
     ) -> Result {
-        let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&keys::index(mr.key)).ok_or(EINVAL)?;
-        match &mut e.mem {
-            Mem::Pages(p) if !e.valid => {
-                p.set(iova, len, page_size, pages)?;
-                e.iova = iova;
-                Ok(())
-            }
-            _ => Err(EINVAL),
-        }
+        self.map
+            .with(keys::index(mr.key), |s| {
+                s.fast_mut(|e| match &mut e.mem {
+                    Mem::Pages(p) if !e.valid => {
+                        p.set(iova, len, page_size, pages)?;
+                        e.iova = iova;
+                        Ok(())
+                    }
+                    _ => Err(EINVAL),
+                })
+            })
+            .flatten()
+            .unwrap_or(Err(EINVAL))
     }
 
     /// The REG_MR work request (IBTA 10.6.3.3, fast registration): the
@@ -200,40 +274,62 @@ impl MrTable {
     /// of `pd` becomes valid under `new` (same index, a new key byte) with
     /// `access`. `EINVAL` otherwise.
     pub(crate) fn register(&self, pd: PdId, mr: u32, new: u32, access: u32) -> Result {
-        let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&keys::index(mr)).ok_or(EINVAL)?;
-        if !keys::same_index(new, mr) || e.pd != pd || e.valid {
-            return Err(EINVAL);
-        }
-        if !matches!(e.mem, Mem::Pages(_)) {
-            return Err(EINVAL);
-        }
-        e.key = new;
-        e.access = access;
-        e.valid = true;
-        Ok(())
+        self.map
+            .with(keys::index(mr), |s| {
+                s.fast_mut(|e| {
+                    if !keys::same_index(new, mr) || e.pd != pd || e.valid {
+                        return Err(EINVAL);
+                    }
+                    e.key = new;
+                    e.access = access;
+                    e.valid = true;
+                    Ok(())
+                })
+            })
+            .flatten()
+            .unwrap_or(Err(EINVAL))
     }
 
     /// LOCAL_INV or SEND_WITH_INV of a fast-registration MR's key: the MR
     /// becomes free. `EINVAL` for a key that names no valid
     /// fast-registration MR of `pd`.
     pub(crate) fn invalidate(&self, pd: PdId, key: u32) -> Result {
-        let mut t = self.inner.lock();
-        let e = t.tree.get_mut(&keys::index(key)).ok_or(EINVAL)?;
-        if e.key != key || e.pd != pd || !e.valid || !matches!(e.mem, Mem::Pages(_)) {
-            return Err(EINVAL);
-        }
-        e.valid = false;
-        Ok(())
+        self.map
+            .with(keys::index(key), |s| {
+                s.fast_mut(|e| {
+                    if e.key != key || e.pd != pd || !e.valid {
+                        return Err(EINVAL);
+                    }
+                    e.valid = false;
+                    Ok(())
+                })
+            })
+            .flatten()
+            .unwrap_or(Err(EINVAL))
     }
 
-    /// Runs `f` on the region with key `key` under the table lock, or
-    /// returns `EINVAL` if there is none.
+    /// Runs `f` (an atomic operation's check, read, modify and write) under
+    /// the device's atomics lock; `f` must not sleep.
+    pub(crate) fn atomically<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _g = self.atomics.lock();
+        f()
+    }
+
+    /// Runs `f` on the region with key `key`, or returns `EINVAL` if there
+    /// is none (or it is not valid): inside an RCU read-side section, and
+    /// for a fast-registration region under its lock; `f` must not sleep.
     pub(crate) fn with<R>(&self, key: u32, f: impl FnOnce(&MrEntry) -> Result<R>) -> Result<R> {
-        let t = self.inner.lock();
-        match t.tree.get(&keys::index(key)) {
-            Some(e) if e.key == key && e.valid => f(e),
-            _ => Err(EINVAL),
-        }
+        self.map
+            .with(keys::index(key), |s| {
+                s.read(|e| {
+                    if e.key == key && e.valid {
+                        f(e)
+                    } else {
+                        Err(EINVAL)
+                    }
+                })
+            })
+            .flatten()
+            .unwrap_or(Err(EINVAL))
     }
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RC engine's [`Memory`] on the device's MR and MW tables: local keys
-//! (lkey, PD, access and bounds checked under the MR table lock, per
-//! piece), remote keys (an MR's own rkey, or a memory window bound to this
-//! QP, checked against the window first), atomics executed under the lock
-//! that checked them, and SEND_WITH_INV's invalidation.
+//! (lkey, PD, access and bounds checked in the same RCU read-side section
+//! as the copy, per piece: [`super::super::mr`]), remote keys (an MR's own
+//! rkey, or a memory window bound to this QP, checked against the window
+//! first), atomics under the device's atomics lock, and SEND_WITH_INV's
+//! invalidation.
 
 use super::super::keys::{self, Kind};
 use super::super::mr::{access, MrEntry, Span};
@@ -150,14 +151,18 @@ impl Memory for Glue<'_> {
         va: u64,
         op: AtomicOp,
     ) -> core::result::Result<u64, MemError> {
-        // Checked and executed under one hold of the MR table: the region
-        // cannot go away between the check and the operation.
-        self.remote(rkey, va, 8, access::REMOTE_ATOMIC, |e, off| {
-            let mut cur = [0u8; 8];
-            e.read(off, &mut cur)?;
-            let old = u64::from_ne_bytes(cur);
-            e.write(off, &op.apply(old).to_ne_bytes())?;
-            Ok(old)
+        // Checked and executed in one read-side section (the region cannot
+        // go away in between), under the device's atomics lock (no other
+        // atomic of the device reads or writes between the read and the
+        // write).
+        self.qp.dev.mrs.atomically(|| {
+            self.remote(rkey, va, 8, access::REMOTE_ATOMIC, |e, off| {
+                let mut cur = [0u8; 8];
+                e.read(off, &mut cur)?;
+                let old = u64::from_ne_bytes(cur);
+                e.write(off, &op.apply(old).to_ne_bytes())?;
+                Ok(old)
+            })
         })
     }
     fn invalidate(&mut self, key: u32) -> bool {
