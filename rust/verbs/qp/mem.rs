@@ -141,9 +141,20 @@ impl Memory for Glue<'_> {
         va: u64,
         src: &[u8],
     ) -> core::result::Result<(), MemError> {
-        self.remote(rkey, va, src.len(), access::REMOTE_WRITE, |e, off| {
-            e.write(off, src)
-        })
+        let write = || {
+            self.remote(rkey, va, src.len(), access::REMOTE_WRITE, |e, off| {
+                e.write(off, src)
+            })
+        };
+        // ATOMIC_WRITE's 8 aligned bytes must not land between an atomic's
+        // read and write: an 8-byte aligned write (an ATOMIC_WRITE, or an RDMA
+        // WRITE of that shape, for which the lock costs nothing it needs)
+        // takes the device's atomics lock too.
+        if src.len() == 8 && va & 7 == 0 {
+            self.qp.dev.mrs.atomically(write)
+        } else {
+            write()
+        }
     }
     fn remote_atomic(
         &mut self,
