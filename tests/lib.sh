@@ -74,17 +74,16 @@ local_link() {
   ip -6 addr add 2001:2::1/64 dev mrl0 nodad || return 1
   export MR_IF=mrl0 MR_IP4=198.18.0.1 MR_IP6=2001:2::1
 }
-# counter NAME: a counter of the RDMA device $dev (`rdma statistic`).
 # kernel_cpu: this guest's CPU time so far, in USER_HZ (10 ms) units, as
-# "NONIDLE KERNEL USER": elapsed time on all CPUs (/proc/uptime) less
-# /proc/stat's idle and iowait, then the sampled system + irq + softirq and
+# "NONIDLE KERNEL USER": elapsed time on all online CPUs (/proc/uptime) less
+# /proc/stat's idle, iowait and steal, then the sampled system + irq + softirq and
 # user + nice ticks. The kernel measures NO_HZ idle time exactly but the
 # others only by sampling ticks, and no tick sees an interrupt (and its
 # softirq) that wakes an idle CPU; nor are ticks a starved vCPU missed made
 # up. cpu_per_mib splits the exact non-idle time by the sampled shares.
 kernel_cpu() {
-  awk -v n="$(nproc)" 'NR == FNR { up = $1; next }
-    $1 == "cpu" { printf "%d %d %d\n", up * 100 * n - ($5 + $6), $4 + $7 + $8, $2 + $3; exit }' /proc/uptime /proc/stat
+  awk -v n="$(getconf _NPROCESSORS_ONLN)" 'NR == FNR { up = $1; next }
+    $1 == "cpu" { printf "%d %d %d\n", up * 100 * n - ($5 + $6 + $9), $4 + $7 + $8, $2 + $3; exit }' /proc/uptime /proc/stat
 }
 # cpu_per_mib A B BYTES: kernel CPU ms per MiB between kernel_cpu readings A
 # and B for BYTES moved, as "SPLIT SAMPLED": SPLIT is the non-idle time
@@ -99,6 +98,7 @@ cpu_per_mib() {
     split_ = k + u > 0 ? n * k / (k + u) : n
     printf "%.1f %.1f\n", split_ * 10 / m, k * 10 / m }'
 }
+# counter NAME: a counter of the RDMA device $dev (`rdma statistic`).
 counter() { rdma statistic show link "$dev/1" | tr ' ' '\n' | awk -v k="$1" 'p { v = $0; exit } $0 == k { p = 1 } END { print v + 0 }'; }
 
 # owned PID: the RDMA objects of any kind (`rdma res`) that process PID holds

@@ -816,7 +816,9 @@ bool metaroce_map_remove(struct metaroce_map *m, u32 key)
  * Removes key's entry and waits for a grace period, so that no reader that
  * found it is still using it; returns its reference, now the caller's, or
  * NULL if key is not stored (or another caller removed it first). Process
- * context: sleeps.
+ * context: sleeps. The grace period is expedited (as synchronize_net() under
+ * RTNL): a normal one costs milliseconds per call, and a process that exits
+ * with N MRs deregisters them one by one.
  */
 const void *metaroce_map_take(struct metaroce_map *m, u32 key)
 {
@@ -831,7 +833,7 @@ const void *metaroce_map_take(struct metaroce_map *m, u32 key)
 	rcu_read_unlock();
 	if (!e)
 		return NULL;
-	synchronize_rcu();
+	synchronize_rcu_expedited();
 	ptr = e->ptr;
 	kfree(e);
 	return ptr;

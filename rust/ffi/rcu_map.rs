@@ -171,7 +171,8 @@ impl<T: Send + Sync + 'static> RcuMap<T> {
     /// Removes `key` and waits for an RCU grace period: no reader that found
     /// the value is still using it when it is returned (the map's reference,
     /// now the caller's). `None` if `key` is not stored. Sleeps
-    /// (`synchronize_rcu`).
+    /// (`synchronize_rcu_expedited`: tens of microseconds, not the
+    /// milliseconds of a normal grace period).
     ///
     /// # Safety
     ///

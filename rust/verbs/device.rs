@@ -392,8 +392,9 @@ impl Driver for Metaroce {
         if dev.mws.bound_to(mr.key) {
             return Err(EINVAL);
         }
-        // SAFETY: `dereg_mr` runs in process context (the RDMA core's
-        // `ib_dereg_mr_user`), outside any RCU read-side section of ours.
+        // SAFETY: `Driver::dereg_mr`'s contract: process context, no RCU
+        // read-side section of ours held (the RDMA core calls it through the
+        // vtable only, from `ib_dereg_mr_user`).
         unsafe { dev.mrs.remove(mr) };
         Ok(())
     }

@@ -231,13 +231,14 @@ impl MrTable {
     /// Process context (it sleeps), with no RCU read-side guard held by this
     /// thread (see [`RcuMap::take`]): `dereg_mr`.
     pub(crate) unsafe fn remove(&self, mr: &Mr) {
-        let mut a = self.alloc.lock();
+        // Not under `alloc`: registrations do not wait for the grace period
+        // (the index may be handed out again at once, under another key
+        // byte; a reader still holding the old region checks the old key).
         // SAFETY: by this function's requirements.
         if let Some(slot) = unsafe { self.map.take(keys::index(mr.key)) } {
-            a.count -= 1;
-            drop(a);
-            // The map's was the only reference (lookups borrow it): the
-            // region is released here, in process context.
+            self.alloc.lock().count -= 1;
+            // Lookups lend the map's reference without taking one, so this
+            // is the last: the region is released here, in process context.
             drop(slot);
         }
     }

@@ -2,7 +2,7 @@
 # Delayed-ACK settings compared (a measurement, not a pass/fail test;
 # Documentation/device.rst, "Acknowledgements"; Documentation/bench.rst): mr0
 # (a connection per QP) in both guests; for each setting EVERY/DELAY_US of
-# MR_ACK_SETTINGS (default "1/0 4/100 8/200 1/0 4/100 8/200"), both guests
+# MR_ACK_SETTINGS (default "1/0 2/100 4/100 1/0 2/100 4/100"), both guests
 # write the module's ack_every and ack_delay_us (read at each connection's
 # set-up), meet, and run ib_write_bw 64 KiB, ib_send_bw 64 KiB and
 # ib_send_bw 4 KiB (16 MiB each, guest 2 -> guest 1). Each guest prints one
@@ -32,7 +32,7 @@ check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
 g=$(retry 10 gid_index mr0 "$MR_IP4") || { fail "mr0: RoCE v2 GID"; done_testing; }
 p=/sys/module/metaroce/parameters
 port=19000
-for setting in ${MR_ACK_SETTINGS:-1/0 4/100 8/200 1/0 4/100 8/200}; do
+for setting in ${MR_ACK_SETTINGS:-1/0 2/100 4/100 1/0 2/100 4/100}; do
   [[ $setting =~ ^[0-9]+/[0-9]+$ ]] || { fail "setting $setting: EVERY/DELAY_US"; continue; }
   echo "${setting%/*}" >$p/ack_every && echo "${setting#*/}" >$p/ack_delay_us ||
     { fail "ack=$setting: module parameters not writable"; continue; }

@@ -426,7 +426,10 @@ pub(crate) trait Driver: 'static + Sized {
     ) -> Result<MrCreated<Self::Mr>>;
     /// `dereg_mr`: after `Ok` the memory is no longer accessed and `mr` is
     /// dropped; after an error (`EINVAL`: a memory window is still bound to
-    /// it, IBTA 10.6.7.2.6) the MR stays registered.
+    /// it, IBTA 10.6.7.2.6) the MR stays registered. Called by the RDMA core
+    /// (`ib_dereg_mr_user`, through this layer's vtable only) in process
+    /// context, with none of this driver's locks or RCU read-side sections
+    /// held: it may sleep.
     fn dereg_mr(dev: &Device<Self>, mr: &Self::Mr) -> Result;
 }
 
