@@ -34,8 +34,14 @@ for dev in rxe0 mr0; do
   # perf's data in guest memory (the run directory is 9p: writing it there
   # would be profiled too).
   data=/dev/shm/perf.$dev.$MR_ID.data
-  perf record -q -a -g -e cpu-clock -F 997 -o "$data" -- sleep 30 >/dev/null 2>&1 &
+  perf record -q -a -g -e cpu-clock -F 997 -o "$data" -- sleep 45 >/dev/null 2>&1 &
   ppid=$!
+  # perf's start-up (synthesising every process's maps, under TCG) can take
+  # longer than a run: start the run once perf has written its data file, and
+  # a moment after. Both guests wait so, and meet again.
+  for _ in $(seq 40); do [[ -s $data ]] && break; sleep 0.5; done
+  sleep 2
+  meet "perf-$dev"
   if server; then
     out=$(timeout 60 "ib_$test" -d "$dev" -x "$gid" -s 65536 -n 512 -F -p "$port" 2>&1); rc=$?
   else
