@@ -796,20 +796,28 @@ int metaroce_map_insert(struct metaroce_map *m, u32 key, const void *ptr)
  * Removes key's entry: true if this call removed it. Its reference is
  * released after a grace period, in process context.
  */
-bool metaroce_map_remove(struct metaroce_map *m, u32 key)
+/* Unlinks key's entry from the table: the entry, or NULL (none, or another caller won). */
+static struct metaroce_map_entry *metaroce_map_unlink(struct metaroce_map *m, u32 key)
 {
 	struct metaroce_map_entry *e;
-	bool removed = false;
 
 	rcu_read_lock();
 	e = rhashtable_lookup(&m->ht, &key, metaroce_map_params);
-	if (e && !rhashtable_remove_fast(&m->ht, &e->node, metaroce_map_params)) {
-		atomic_long_inc(&metaroce_map_pending);
-		call_rcu(&e->rcu, metaroce_map_rcu);
-		removed = true;
-	}
+	if (e && rhashtable_remove_fast(&m->ht, &e->node, metaroce_map_params))
+		e = NULL;
 	rcu_read_unlock();
-	return removed;
+	return e;
+}
+
+bool metaroce_map_remove(struct metaroce_map *m, u32 key)
+{
+	struct metaroce_map_entry *e = metaroce_map_unlink(m, key);
+
+	if (!e)
+		return false;
+	atomic_long_inc(&metaroce_map_pending);
+	call_rcu(&e->rcu, metaroce_map_rcu);
+	return true;
 }
 
 /*
@@ -823,14 +831,10 @@ bool metaroce_map_remove(struct metaroce_map *m, u32 key)
 const void *metaroce_map_take(struct metaroce_map *m, u32 key)
 {
 	struct metaroce_map_entry *e;
-	const void *ptr = NULL;
+	const void *ptr;
 
 	might_sleep();
-	rcu_read_lock();
-	e = rhashtable_lookup(&m->ht, &key, metaroce_map_params);
-	if (e && rhashtable_remove_fast(&m->ht, &e->node, metaroce_map_params))
-		e = NULL;
-	rcu_read_unlock();
+	e = metaroce_map_unlink(m, key);
 	if (!e)
 		return NULL;
 	synchronize_rcu_expedited();

@@ -157,6 +157,16 @@ impl MrTable {
         }))
     }
 
+    /// Runs `f` on the slot of index `index` inside a read-side section:
+    /// its result, or `EINVAL` when there is no such slot or `f` gives
+    /// `None` (not the kind of region asked for).
+    fn on_slot<R>(&self, index: u32, f: impl FnOnce(&Slot) -> Option<Result<R>>) -> Result<R> {
+        self.map
+            .with(index, |s| f(s))
+            .flatten()
+            .unwrap_or(Err(EINVAL))
+    }
+
     /// Enters a region; returns its key. `ENOMEM` when the table is full.
     /// A fast-registration region ([`Mem::Pages`]) starts free (invalid).
     /// Process context.
@@ -254,19 +264,16 @@ impl MrTable {
         page_size: u32,
         pages: &MappedPages<'_>,
     ) -> Result {
-        self.map
-            .with(keys::index(mr.key), |s| {
-                s.fast_mut(|e| match &mut e.mem {
-                    Mem::Pages(p) if !e.valid => {
-                        p.set(iova, len, page_size, pages)?;
-                        e.iova = iova;
-                        Ok(())
-                    }
-                    _ => Err(EINVAL),
-                })
+        self.on_slot(keys::index(mr.key), |s| {
+            s.fast_mut(|e| match &mut e.mem {
+                Mem::Pages(p) if !e.valid => {
+                    p.set(iova, len, page_size, pages)?;
+                    e.iova = iova;
+                    Ok(())
+                }
+                _ => Err(EINVAL),
             })
-            .flatten()
-            .unwrap_or(Err(EINVAL))
+        })
     }
 
     /// The REG_MR work request (IBTA 10.6.3.3, fast registration): the
@@ -275,38 +282,32 @@ impl MrTable {
     /// of `pd` becomes valid under `new` (same index, a new key byte) with
     /// `access`. `EINVAL` otherwise.
     pub(crate) fn register(&self, pd: PdId, mr: u32, new: u32, access: u32) -> Result {
-        self.map
-            .with(keys::index(mr), |s| {
-                s.fast_mut(|e| {
-                    if !keys::same_index(new, mr) || e.pd != pd || e.valid {
-                        return Err(EINVAL);
-                    }
-                    e.key = new;
-                    e.access = access;
-                    e.valid = true;
-                    Ok(())
-                })
+        self.on_slot(keys::index(mr), |s| {
+            s.fast_mut(|e| {
+                if !keys::same_index(new, mr) || e.pd != pd || e.valid {
+                    return Err(EINVAL);
+                }
+                e.key = new;
+                e.access = access;
+                e.valid = true;
+                Ok(())
             })
-            .flatten()
-            .unwrap_or(Err(EINVAL))
+        })
     }
 
     /// LOCAL_INV or SEND_WITH_INV of a fast-registration MR's key: the MR
     /// becomes free. `EINVAL` for a key that names no valid
     /// fast-registration MR of `pd`.
     pub(crate) fn invalidate(&self, pd: PdId, key: u32) -> Result {
-        self.map
-            .with(keys::index(key), |s| {
-                s.fast_mut(|e| {
-                    if e.key != key || e.pd != pd || !e.valid {
-                        return Err(EINVAL);
-                    }
-                    e.valid = false;
-                    Ok(())
-                })
+        self.on_slot(keys::index(key), |s| {
+            s.fast_mut(|e| {
+                if e.key != key || e.pd != pd || !e.valid {
+                    return Err(EINVAL);
+                }
+                e.valid = false;
+                Ok(())
             })
-            .flatten()
-            .unwrap_or(Err(EINVAL))
+        })
     }
 
     /// Runs `f` (an atomic operation's check, read, modify and write) under
@@ -320,17 +321,14 @@ impl MrTable {
     /// is none (or it is not valid): inside an RCU read-side section, and
     /// for a fast-registration region under its lock; `f` must not sleep.
     pub(crate) fn with<R>(&self, key: u32, f: impl FnOnce(&MrEntry) -> Result<R>) -> Result<R> {
-        self.map
-            .with(keys::index(key), |s| {
-                s.read(|e| {
-                    if e.key == key && e.valid {
-                        f(e)
-                    } else {
-                        Err(EINVAL)
-                    }
-                })
+        self.on_slot(keys::index(key), |s| {
+            s.read(|e| {
+                if e.key == key && e.valid {
+                    f(e)
+                } else {
+                    Err(EINVAL)
+                }
             })
-            .flatten()
-            .unwrap_or(Err(EINVAL))
+        })
     }
 }
