@@ -24,6 +24,11 @@
  */
 #define METAROCE_DEFAULT_ACK_EVERY 2
 #define METAROCE_DEFAULT_ACK_DELAY_US 100
+/*
+ * The most path ACKs one datagram carries unless the `ack_bundle` module
+ * parameter says otherwise (Documentation/transport.rst, "ACK bundles").
+ */
+#define METAROCE_DEFAULT_ACK_BUNDLE 16
 
 /*
  * The uverbs ABI version devices report: rxe's (RXE_UVERBS_ABI_VERSION), so that
@@ -86,6 +91,7 @@ u32 metaroce_param_paths(void);
 bool metaroce_param_shared(void);
 u32 metaroce_param_rx_mbps(void);
 u32 metaroce_param_ack_every(void);
+u32 metaroce_param_ack_bundle(void);
 u32 metaroce_param_ack_delay_us(void);
 u64 metaroce_tick_ns(void);
 struct sk_buff;

@@ -91,13 +91,14 @@ impl kernel::Module for Metaroce {
         let transport = Arc::new(net::Transport::new(port)?, GFP_KERNEL)?;
         let devices = ffi::rdma::Registration::new(module, transport)?;
         pr_info!(
-            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={} ack_every={} ack_delay_us={}\n",
+            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={} ack_every={} ack_bundle={} ack_delay_us={}\n",
             ffi::version(),
             port,
             paths,
             ffi::params::rx_mbps(),
             u8::from(ffi::params::shared()),
             ffi::params::ack_every(),
+            ffi::params::ack_bundle(),
             ffi::params::ack_delay_ns() / 1000
         );
         Ok(Metaroce {

@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LUA = os.path.join(REPO, "tools", "wireshark", "metaroce.lua")
 # The drop reasons the dissector flags (one expert info each).
 REASONS = ["truncated", "bad_version", "unknown_type", "unknown_op", "bad_flags",
-           "length_mismatch", "bad_offset", "bad_path"]
+           "length_mismatch", "bad_offset", "bad_path", "wrong_connection"]
 AGG = "|"
 
 
@@ -50,7 +50,7 @@ def tshark(pcap, fields, two_pass=True, display_filter=None):
 
 def same(key, want, got):
     """Whether tshark's values `got` (a list) show the expected value `want` (a string)."""
-    if key in ("metaroce.sack.psn",):
+    if key in ("metaroce.sack.psn",) or key.startswith("metaroce.bundle."):
         return [int(x) for x in want.split(",") if x] == [int(x, 0) for x in got]
     if len(got) != 1:
         return False

@@ -108,6 +108,18 @@ u32 metaroce_param_ack_every(void)
 	return READ_ONCE(ack_every);
 }
 
+static uint ack_bundle = METAROCE_DEFAULT_ACK_BUNDLE;
+module_param(ack_bundle, uint, 0644);
+MODULE_PARM_DESC(ack_bundle,
+		 "Most path ACKs one datagram carries (1-16, default "
+		 __stringify(METAROCE_DEFAULT_ACK_BUNDLE) "; 1: each path's ACK "
+		 "alone, as before version 5 of the wire)");
+
+u32 metaroce_param_ack_bundle(void)
+{
+	return READ_ONCE(ack_bundle);
+}
+
 static uint ack_delay_us = METAROCE_DEFAULT_ACK_DELAY_US;
 module_param(ack_delay_us, uint, 0644);
 MODULE_PARM_DESC(ack_delay_us,

@@ -46,6 +46,16 @@ pub(crate) fn ack_every() -> u8 {
     v.clamp(1, MAX_ACK_EVERY) as u8
 }
 
+/// The `ack_bundle` module parameter as taken: the most path ACKs one
+/// datagram carries, clamped to 1..=16 (0 is 1; the wire's most). Writable at
+/// any time; sysfs shows what was written.
+pub(crate) fn ack_bundle() -> u8 {
+    // SAFETY: `metaroce_param_ack_bundle` takes no arguments and reads a
+    // `uint` module parameter with `READ_ONCE`.
+    let v = unsafe { bindings::metaroce_param_ack_bundle() };
+    v.clamp(1, MAX_ACK_BUNDLE) as u8
+}
+
 /// The `ack_delay_us` module parameter as taken: the longest an
 /// acknowledgement waits, in ns, at most [`MAX_ACK_DELAY_US`] µs (below
 /// the kernel's 1 ms RTO floor). Writable at any time; sysfs shows what was
@@ -59,5 +69,7 @@ pub(crate) fn ack_delay_ns() -> u32 {
 
 /// The largest `ack_every` taken.
 const MAX_ACK_EVERY: u32 = 64;
+/// The largest `ack_bundle` taken (the wire's most, `wire::MAX_ACK_BUNDLE`).
+const MAX_ACK_BUNDLE: u32 = 16;
 /// The largest `ack_delay_us` taken, µs.
 const MAX_ACK_DELAY_US: u32 = 500;

@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VERSION 4
+#define VERSION 5
 #define NSOCK 16
 #define BATCH 32
 #define MAXLEN 1200

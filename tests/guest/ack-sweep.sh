@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Delayed-ACK settings compared (a measurement, not a pass/fail test;
 # Documentation/device.rst, "Acknowledgements"; Documentation/bench.rst): mr0
-# (a connection per QP) in both guests; for each setting EVERY/DELAY_US of
-# MR_ACK_SETTINGS (default "1/0 2/100 4/100 1/0 2/100 4/100"), both guests
-# write the module's ack_every and ack_delay_us (read at each connection's
-# set-up), meet, and run ib_write_bw 64 KiB, ib_send_bw 64 KiB and
+# (a connection per QP) in both guests; for each setting EVERY/DELAY_US[/BUNDLE]
+# of MR_ACK_SETTINGS (default "1/0 2/100 4/100 1/0 2/100 4/100"), both guests
+# write the module's ack_every, ack_delay_us and ack_bundle (BUNDLE: default
+# 16, the module's; read at each connection's set-up), meet, and run ib_write_bw 64 KiB, ib_send_bw 64 KiB and
 # ib_send_bw 4 KiB (16 MiB each, guest 2 -> guest 1). Each guest prints one
 # line per run,
 #   # TRIAL side=1 ack=4/100 test=write_bw size=65536 bw=10.91 rxpk_per_msg=64.00 kcpu_ms_per_mib=21.3/9.4
@@ -13,6 +13,7 @@
 # tests/lib.sh) and
 # one "# STATS" line with the mr0 counters that changed during the run.
 #   MR_ACK_SETTINGS="1/0 4/100" qemu/vm-run -n 2 -t 1800 tests/guest/ack-sweep.sh
+#   MR_ACK_SETTINGS="2/100/1 2/100/16 2/100/1 2/100/16" ...   (ACK bundles off/on)
 . "$MR_REPO/tests/lib.sh"
 server() { ((MR_ID == 1)); }
 stats() { rdma statistic show link mr0/1 2>/dev/null; }
@@ -33,8 +34,9 @@ g=$(retry 10 gid_index mr0 "$MR_IP4") || { fail "mr0: RoCE v2 GID"; done_testing
 p=/sys/module/metaroce/parameters
 port=19000
 for setting in ${MR_ACK_SETTINGS:-1/0 2/100 4/100 1/0 2/100 4/100}; do
-  [[ $setting =~ ^[0-9]+/[0-9]+$ ]] || { fail "setting $setting: EVERY/DELAY_US"; continue; }
-  echo "${setting%/*}" >$p/ack_every && echo "${setting#*/}" >$p/ack_delay_us ||
+  [[ $setting =~ ^[0-9]+/[0-9]+(/[0-9]+)?$ ]] || { fail "setting $setting: EVERY/DELAY_US[/BUNDLE]"; continue; }
+  IFS=/ read -r every delay bundle <<<"$setting"
+  echo "$every" >$p/ack_every && echo "$delay" >$p/ack_delay_us && echo "${bundle:-16}" >$p/ack_bundle ||
     { fail "ack=$setting: module parameters not writable"; continue; }
   for r in "write_bw 65536 256" "send_bw 65536 256" "send_bw 4096 4096"; do
     read -r t s n <<<"$r"

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: GPL-2.0
 --
 -- Wireshark dissector for the MetaRoCE transport: RDMA over UDP/IP, wire
--- version 4. The normative wire format is Documentation/transport.rst; the
+-- version 5. The normative wire format is Documentation/transport.rst; the
 -- reference encoder/decoder is rust/proto/src/wire.rs. Documentation of this
 -- dissector (fields, expert infos, conversations): Documentation/wireshark.rst.
 --
@@ -19,13 +19,14 @@
 -- first check that fails, in the order of rust/proto/src/wire.rs.
 -- Well-formed datagrams carry no expert info.
 
-local VERSION = 4
+local VERSION = 5
 local DEFAULT_PORT = 4792
 local COMMON_LEN = 20
 local DATA_LEN = 48
 local RETH_LEN = 16
 local IMM_LEN = 4
 local ACK_LEN = 72
+local MAX_ACK_BUNDLE = 16
 local PROBE_LEN = 24
 local DATAGRAM_LEN = 36
 local SACK_OFFSET = 40
@@ -165,6 +166,15 @@ local f = {
     sack_psn = ProtoField.uint32("metaroce.sack.psn", "SACKed PSN", base.DEC),
     sack_count = ProtoField.uint16("metaroce.sack.count", "SACKed PSNs", base.DEC),
     sack_ranges = ProtoField.string("metaroce.sack.ranges", "SACKed"),
+    -- An ACK bundle's further ACKs (the first is dissected as a lone ACK).
+    bundle = ProtoField.uint8("metaroce.bundle", "ACKs in the datagram", base.DEC),
+    bundle_path = ProtoField.uint8("metaroce.bundle.path", "Bundled ACK: path", base.DEC),
+    bundle_echo = ProtoField.uint32("metaroce.bundle.echo", "Bundled ACK: echo", base.DEC),
+    bundle_cum = ProtoField.uint32("metaroce.bundle.cum", "Bundled ACK: cumulative PSN", base.DEC),
+    bundle_acked = ProtoField.uint16("metaroce.bundle.acked", "Bundled ACK: packets received", base.DEC),
+    bundle_ce = ProtoField.uint16("metaroce.bundle.ce", "Bundled ACK: CE-marked", base.DEC),
+    bundle_flags = ProtoField.uint8("metaroce.bundle.flags", "Bundled ACK: flags", base.HEX),
+    bundle_sack_count = ProtoField.uint16("metaroce.bundle.sack.count", "Bundled ACK: SACKed PSNs", base.DEC),
 
     -- DATAGRAM.
     src_qpn = ProtoField.uint32("metaroce.src_qpn", "Source QPN", base.HEX),
@@ -201,6 +211,7 @@ local reasons = {
     length_mismatch = "Length disagrees with the datagram",
     bad_offset = "Offset/length inconsistent with the message",
     bad_path = "Path index beyond any connection's capacity",
+    wrong_connection = "An ACK of a bundle for another connection",
 }
 local ei = {}
 local experts = {}
@@ -513,13 +524,88 @@ local function dissect_data(tvb, tree, n, problem)
     return info, hl
 end
 
+-- A lone ACK's header checks (H7) on the record at the start of `tvb`.
+local function ack_flag_checks(tvb, problem)
+    local flags = tvb(32, 1):uint()
+    if band(flags, bnot(bor(AF_RNR, AF_NAK, AF_INV, AF_MSG, AF_CLOSED))) ~= 0 then
+        problem("bad_flags", tvb(32, 1), "reserved ACK flag bits set")
+    end
+    if band(flags, bor(AF_INV, AF_MSG)) ~= 0 and band(flags, AF_NAK) == 0 then
+        problem("bad_flags", tvb(32, 1), "INV or MSG without NAK")
+    end
+    if band(flags, AF_CLOSED) ~= 0 and band(flags, bor(AF_NAK, AF_MSG, AF_INV)) ~= bor(AF_NAK, AF_MSG) then
+        problem("bad_flags", tvb(32, 1), "CLOSED without NAK and MSG, or with INV")
+    end
+    if band(flags, AF_MSG) == 0 then
+        if tvb(34, 2):uint() ~= 0 then
+            problem("bad_flags", tvb(34, 2), "NAK stream (bytes 34-35) not 0 without MSG")
+        end
+        if tvb(8, 4):uint() ~= 0 then
+            problem("bad_flags", tvb(8, 4), "an ACK's PSN must be 0 without MSG")
+        end
+    end
+end
+
+-- The further ACKs of a bundle (Documentation/transport.rst, "ACK bundles"):
+-- each checked as a lone ACK, and for repeating the first's version, type,
+-- incarnation, destination and token (H17).
+local function dissect_bundle(tvb, tree, n, problem)
+    local count = n / ACK_LEN
+    tree:add(f.bundle, count):set_generated()
+    local paths = {}
+    for k = 1, count - 1 do
+        local o = k * ACK_LEN
+        local r = tvb(o, ACK_LEN):tvb()
+        local st = tree:add(metaroce, tvb(o, ACK_LEN), string.format("ACK %d of %d: path %d", k + 1, count,
+            r(2, 1):uint()))
+        st:add(f.bundle_path, r(2, 1))
+        st:add(f.bundle_echo, r(12, 4))
+        st:add(f.bundle_cum, r(20, 4))
+        st:add(f.bundle_ce, r(28, 2))
+        st:add(f.bundle_acked, r(30, 2))
+        st:add(f.bundle_flags, r(32, 1))
+        local sacked = 0
+        for byte = 0, 31 do
+            local b = r(SACK_OFFSET + byte, 1):uint()
+            while b ~= 0 do
+                sacked = sacked + band(b, 1)
+                b = math.floor(b / 2)
+            end
+        end
+        st:add(f.bundle_sack_count, sacked):set_generated()
+        paths[#paths + 1] = tostring(r(2, 1):uint())
+        if r(0, 1):uint() ~= VERSION then
+            problem("bad_version", r(0, 1), string.format("ACK %d: version %d", k + 1, r(0, 1):uint()))
+        elseif band(r(1, 1):uint(), TYPE_MASK) ~= T_ACK then
+            problem("unknown_type", r(1, 1), string.format("ACK %d: type %d", k + 1, band(r(1, 1):uint(), TYPE_MASK)))
+        elseif r(3, 2):uint() == 0 then
+            problem("bad_flags", r(3, 2), string.format("ACK %d: incarnation 0", k + 1))
+        end
+        ack_flag_checks(r, problem)
+        if r(0, 2):bytes() ~= tvb(0, 2):bytes() or r(3, 5):bytes() ~= tvb(3, 5):bytes()
+            or r(16, 4):bytes() ~= tvb(16, 4):bytes() then
+            problem("wrong_connection", tvb(o, ACK_LEN),
+                string.format("ACK %d of the bundle: another version, type, incarnation, destination or token", k + 1))
+        end
+    end
+    return string.format(" +%d bundled (p%s)", count - 1, table.concat(paths, ",p"))
+end
+
 local function dissect_ack(tvb, tree, n, problem)
     if n < ACK_LEN then
         problem("truncated", tvb(0), string.format("ACK of %d bytes: it has %d", n, ACK_LEN))
         return "ACK (truncated)"
     end
-    if n ~= ACK_LEN then
-        problem("length_mismatch", tvb(ACK_LEN), string.format("ACK of %d bytes: it has %d", n, ACK_LEN))
+    local extra = ""
+    if n > MAX_ACK_BUNDLE * ACK_LEN then
+        problem("length_mismatch", tvb(ACK_LEN), string.format("ACK datagram of %d bytes: at most %d ACKs",
+            n, MAX_ACK_BUNDLE))
+    elseif n % ACK_LEN ~= 0 then
+        local o = n - n % ACK_LEN
+        problem("truncated", tvb(o), string.format("ACK datagram of %d bytes: its last ACK has %d of %d",
+            n, n - o, ACK_LEN))
+    elseif n > ACK_LEN then
+        extra = dissect_bundle(tvb, tree, n, problem)
     end
     local cum = tvb(20, 4):uint()
     local flags = tvb(32, 1):uint()
@@ -539,23 +625,7 @@ local function dissect_ack(tvb, tree, n, problem)
     tree:add(f.nak_stream, tvb(34, 2))
     tree:add(f.nak_msn, tvb(8, 4))
     tree:add(f.rnr_psn, tvb(36, 4))
-    if band(flags, bnot(bor(AF_RNR, AF_NAK, AF_INV, AF_MSG, AF_CLOSED))) ~= 0 then
-        problem("bad_flags", tvb(32, 1), "reserved ACK flag bits set")
-    end
-    if band(flags, bor(AF_INV, AF_MSG)) ~= 0 and band(flags, AF_NAK) == 0 then
-        problem("bad_flags", tvb(32, 1), "INV or MSG without NAK")
-    end
-    if band(flags, AF_CLOSED) ~= 0 and band(flags, bor(AF_NAK, AF_MSG, AF_INV)) ~= bor(AF_NAK, AF_MSG) then
-        problem("bad_flags", tvb(32, 1), "CLOSED without NAK and MSG, or with INV")
-    end
-    if band(flags, AF_MSG) == 0 then
-        if tvb(34, 2):uint() ~= 0 then
-            problem("bad_flags", tvb(34, 2), "NAK stream (bytes 34-35) not 0 without MSG")
-        end
-        if tvb(8, 4):uint() ~= 0 then
-            problem("bad_flags", tvb(8, 4), "an ACK's PSN must be 0 without MSG")
-        end
-    end
+    ack_flag_checks(tvb, problem)
 
     -- SACK: bit i (byte i/8, bit i%8, LSB first) stands for PSN cum + 1 + i.
     local sk = tree:add(f.sack, tvb(SACK_OFFSET, 32))
@@ -589,7 +659,7 @@ local function dissect_ack(tvb, tree, n, problem)
         end
         info = info .. "]"
     end
-    return info
+    return info .. extra
 end
 
 local function dissect_probe(tvb, tree, n, problem)
@@ -777,7 +847,8 @@ local function heuristic(tvb, pinfo, tree)
         if n ~= hl + tvb(24, 2):uint() then return false end
     elseif t == T_ACK then
         -- The PSN field is 0 unless a NAK names its message (MSG: it is nak_msn).
-        if n ~= ACK_LEN or (band(tvb(32, 1):uint(), AF_MSG) == 0 and tvb(8, 4):uint() ~= 0) then
+        if n % ACK_LEN ~= 0 or n > MAX_ACK_BUNDLE * ACK_LEN
+            or (band(tvb(32, 1):uint(), AF_MSG) == 0 and tvb(8, 4):uint() ~= 0) then
             return false
         end
     elseif t == T_PROBE then

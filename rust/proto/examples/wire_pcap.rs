@@ -227,6 +227,25 @@ fn expect(b: &[u8]) -> Vec<(String, String)> {
                 .collect();
             kv(&mut e, "sack.count", psns.len());
             kv(&mut e, "sack.psn", psns.join(","));
+            // A bundle's further ACKs (Documentation/transport.rst, "ACK bundles").
+            let rest: Vec<AckHeader> = wire::decode_acks(b)
+                .expect("decoded above")
+                .skip(1)
+                .collect();
+            if !rest.is_empty() {
+                kv(&mut e, "bundle", rest.len() + 1);
+                let list = |f: &dyn Fn(&AckHeader) -> String| {
+                    rest.iter().map(f).collect::<Vec<_>>().join(",")
+                };
+                kv(&mut e, "bundle.path", list(&|a| a.path.to_string()));
+                kv(&mut e, "bundle.echo", list(&|a| a.echo.to_string()));
+                kv(&mut e, "bundle.cum", list(&|a| a.cum.to_string()));
+                kv(&mut e, "bundle.ce", list(&|a| a.ce.to_string()));
+                kv(&mut e, "bundle.acked", list(&|a| a.acked.to_string()));
+                kv(&mut e, "bundle.flags", list(&|a| a.flags.to_string()));
+                let count = |a: &AckHeader| (0..256u32).filter(|&i| a.sack.get(i)).count();
+                kv(&mut e, "bundle.sack.count", list(&|a| count(a).to_string()));
+            }
         }
         Some(Packet::Probe(h)) => kv(&mut e, "floor", h.floor),
         None => {
@@ -543,6 +562,21 @@ fn handmade() -> Vec<Vec<u8>> {
         wire::set_shared(&mut b, true).expect("a type byte");
         out.push(b);
     }
+    // ACK bundles of 2 and of 16 (the most), paths and bodies differing.
+    for n in [2usize, 16] {
+        let mut b = Vec::new();
+        for k in 0..n {
+            let mut a = ack(
+                if k == 1 { wire::AF_RNR } else { 0 },
+                2000 + k as u32,
+                &[k as u32],
+            );
+            a[2] = k as u8;
+            a[12..16].copy_from_slice(&(77 + k as u32).to_be_bytes());
+            b.extend_from_slice(&a);
+        }
+        out.push(b);
+    }
     // A middle packet of a multi-packet message.
     let mut mid = data(Op::Send, 0, &[0x5a; 64]);
     mid[40..44].copy_from_slice(&64u32.to_be_bytes());
@@ -571,6 +605,12 @@ fn malformed() -> Vec<Vec<u8>> {
         b
     };
     let cut = |b: &Vec<u8>, n: usize| b[..n].to_vec();
+    // `n` copies of ACK `b` and `tail` bytes of another.
+    let bundle = |b: &Vec<u8>, n: usize, tail: usize| {
+        let mut v = b.repeat(n);
+        v.extend_from_slice(&b[..tail]);
+        v
+    };
     let grow = |b: &Vec<u8>| {
         let mut b = b.clone();
         b.push(0);
@@ -593,8 +633,8 @@ fn malformed() -> Vec<Vec<u8>> {
         cut(&ackp, 71),                 // truncated ACK
         cut(&probep, 23),               // truncated PROBE
         cut(&dg, 30),                   // truncated DATAGRAM
-        set(&send, 0, 3),               // bad_version (version 3)
-        set(&send, 0, 5),               // bad_version
+        set(&send, 0, 4),               // bad_version (version 4)
+        set(&send, 0, 6),               // bad_version
         set(&send, 1, 0),               // unknown_type
         set(&send, 1, 9),               // unknown_type
         set(&send, 1, 0x85),            // unknown_type: type 5, SHARED bit (0x80) set
@@ -628,7 +668,12 @@ fn malformed() -> Vec<Vec<u8>> {
         set(&dg, 1, 0x84),              // bad_flags: DATAGRAM with the SHARED bit (0x80)
         set(&send, 25, 11),             // length_mismatch: payload_len
         grow(&send),                    // length_mismatch: extra byte
-        grow(&ackp),                    // length_mismatch: ACK
+        grow(&ackp),                    // truncated: a torn second ACK
+        bundle(&ackp, 2, 10),           // truncated: a bundle's torn third ACK
+        bundle(&ackp, 17, 0),           // length_mismatch: 17 ACKs
+        set(&bundle(&ackp, 3, 0), 2 * wire::ACK_LEN + 19, 9), // wrong_connection: token
+        set(&bundle(&ackp, 2, 0), wire::ACK_LEN + 7, 9), // wrong_connection: dst_conn
+        set(&bundle(&ackp, 2, 0), wire::ACK_LEN + 32, 0x80), // bad_flags: a bundled ACK's flags
         grow(&probep),                  // length_mismatch: PROBE
         set(&dg, 31, 4),                // length_mismatch: DATAGRAM
         past,                           // bad_offset: past msg_len

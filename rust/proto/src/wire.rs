@@ -6,7 +6,7 @@
 use super::sack::{Sack, SACK_BYTES};
 
 /// Protocol version carried in byte 0.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 /// Default UDP destination port (a module parameter; deliberately not RoCEv2's 4791).
 pub const DEFAULT_UDP_PORT: u16 = 4792;
 /// The largest destination the common header carries (24 bits: a QPN).
@@ -19,16 +19,18 @@ pub const DATA_LEN: usize = field::data::MSG_LEN.end;
 pub const RETH_LEN: usize = field::reth::LEN.end;
 /// Length of the immediate-data extension.
 pub const IMM_LEN: usize = field::imm::IMM.end;
-/// Length of an ACK packet.
+/// Length of an ACK (a datagram carries one or a bundle of them, [`decode_acks`]).
 pub const ACK_LEN: usize = field::ack::SACK.end;
 /// Length of a PROBE packet.
 pub const PROBE_LEN: usize = field::probe::FLOOR.end;
 /// Length of a DATAGRAM packet's headers (unreliable datagram service).
 pub const DATAGRAM_LEN: usize = field::datagram::IMM.end;
 
+mod bundle;
 mod drop;
 mod field;
 mod summary;
+pub use bundle::{decode_acks, AckBundle, MAX_ACK_BUNDLE};
 pub use drop::{DropCounters, DropReason};
 use field::Field;
 pub use summary::Summary;
@@ -480,7 +482,10 @@ fn common(buf: &[u8]) -> Result<Common, DropReason> {
 pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
     match PacketType::from_u8(common(buf)?.t) {
         Some(PacketType::Data) => decode_data_packet(buf).map(|(h, p)| Packet::Data(h, p)),
-        Some(PacketType::Ack) => decode_ack_packet(buf).map(Packet::Ack),
+        // A bundle of ACKs decodes as its first ([`decode_acks`] gives them all).
+        Some(PacketType::Ack) => decode_acks(buf)
+            .and_then(|mut b| b.next().ok_or(DropReason::Truncated))
+            .map(Packet::Ack),
         Some(PacketType::Probe) => decode_probe_packet(buf).map(Packet::Probe),
         Some(PacketType::Datagram) | None => Err(DropReason::UnknownType),
     }
@@ -496,7 +501,8 @@ pub fn decode_data_packet(buf: &[u8]) -> Result<(DataHeader, &[u8]), DropReason>
     decode_data(buf, &c)
 }
 
-/// Decodes a datagram that must be an ACK (same validation as [`decode`]).
+/// Decodes a datagram that must be one lone ACK (exactly [`ACK_LEN`] bytes; a bundle
+/// of several is [`decode_acks`]'s).
 #[inline]
 pub fn decode_ack_packet(buf: &[u8]) -> Result<AckHeader, DropReason> {
     let c = common(buf)?;

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use metaroce_proto::conn::TxKind;
 use metaroce_proto::time::Instant;
-use metaroce_proto::wire::{decode, DropCounters};
+use metaroce_proto::wire::{decode, peek_type, DropCounters, PacketType, ACK_LEN};
 
 #[test]
 fn mutated_packets_are_dropped_with_a_reason_never_a_panic() {
@@ -14,8 +14,13 @@ fn mutated_packets_are_dropped_with_a_reason_never_a_panic() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
-    // Seed corpus: real datagrams of a lossy transfer in both directions.
+    // Seed corpus: real datagrams of a lossy transfer in both directions; `b` bundles
+    // its delayed ACKs, as the kernel does.
     let mut n = Net::new(11, 8, 0.05);
+    let (mut a, mut b) = (config(1, 2, 8), config(2, 1, 8));
+    (b.ack_every, b.ack_bundle) = (2, 16);
+    (a.ack_delay_ns, b.ack_delay_ns) = (100_000, 100_000);
+    n.connect(a, b);
     for s in 0..4 {
         n.app_a.msgs[s] = vec![3000, 0, 70_000, 1, 4096];
     }
@@ -40,6 +45,11 @@ fn mutated_packets_are_dropped_with_a_reason_never_a_panic() {
         }
     }
     assert!(corpus.len() > 50);
+    let bundles = corpus
+        .iter()
+        .filter(|d| d.len() > ACK_LEN && peek_type(d) == Some(PacketType::Ack))
+        .count();
+    assert!(bundles > 0, "no ACK bundle in the corpus");
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     let mut drops = DropCounters::default();
     let mut accepted = 0u64;

@@ -558,6 +558,7 @@ pub(super) fn transport_config(dev: &DevShared<Qp>) -> Config {
         // Module parameters, read now (Documentation/device.rst,
         // "Acknowledgements").
         ack_every: crate::ffi::params::ack_every(),
+        ack_bundle: crate::ffi::params::ack_bundle(),
         ack_delay_ns: crate::ffi::params::ack_delay_ns(),
         pacing: true,
         // Twice how late the device's QP timers fire, and 20 µs more

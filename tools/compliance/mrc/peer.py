@@ -40,6 +40,7 @@ class Rx:
     sport: int
     dport: int
     dropped: bool = False  # the scenario pretended it was lost
+    bundle: tuple = ()  # an ACK datagram's every ACK (§ACK bundles); pkt is the first
 
 
 class Net:
@@ -112,11 +113,14 @@ class Net:
         for lvl, typ, val in anc:
             if typ in (socket.IP_TOS, getattr(socket, "IPV6_TCLASS", 67)) and val:
                 tos = val[0] if len(val) == 1 else struct.unpack("i", val[:4])[0]
+        bundle = ()
         try:
             pkt, err = wire.decode(data), ""
+            if pkt.type == wire.ACK:
+                bundle = tuple(wire.decode_acks(data))
         except wire.Malformed as e:
             pkt, err = None, e.reason
-        rec = Rx(time.monotonic(), data, pkt, err, tos & 3, addr[0], addr[1], self.port)
+        rec = Rx(time.monotonic(), data, pkt, err, tos & 3, addr[0], addr[1], self.port, bundle=bundle)
         self.log.append(rec)
         return rec
 
@@ -221,6 +225,11 @@ class RcPeer:
         self.auto_ack = True  # or fn(Data) -> acknowledge it at once
         self.rate_hint = 0
         self.rx_drop = None  # fn(Data|Probe, Rx) -> True: pretend the packet was lost
+        # Bundle the peer's plain ACKs, up to this many a datagram (§ACK bundles):
+        # held until that many paths are due or the IUT falls quiet.
+        self.bundle_acks = 1
+        self._held = {}
+        self.bundles_sent = []  # every bundle flush_acks sent, as its Acks
         self.rnr_policy = None  # fn(Data) -> rnr_timer code: refuse with RNR
         self.ack_hook = None  # fn(Ack) called for every ACK received
         self.ack_mutate = None  # fn(Ack) changing every ACK the peer sends
@@ -410,13 +419,18 @@ class RcPeer:
         end = time.monotonic() + timeout
         while True:
             if until is not None and until():
+                self.flush_acks()
                 return True
             left = end - time.monotonic()
             if left <= 0:
+                self.flush_acks()
                 return until() if until is not None else True
-            rec = self.net.recv(min(left, 0.05))
+            # Held ACKs go once the IUT is quiet for 2 ms.
+            rec = self.net.recv(min(left, 0.002 if self._held else 0.05))
             if rec is not None:
                 self.net.dispatch(rec)
+            else:
+                self.flush_acks()
 
     def handle(self, rec):
         if rec.pkt is None:
@@ -432,7 +446,9 @@ class RcPeer:
         if p.type == wire.DATA:
             self.on_data(rec, p)
         elif p.type == wire.ACK:
-            self.on_ack(rec, p)
+            # Each ACK of a bundle as if it had come alone (§ACK bundles).
+            for a in rec.bundle or (p,):
+                self.on_ack(rec, a)
         elif p.type == wire.PROBE:
             self.on_probe(rec, p)
 
@@ -624,8 +640,26 @@ class RcPeer:
             self.ack_mutate(a)
         if mutate:
             mutate(a)
+        if self.bundle_acks > 1 and not (mutate or self.ack_mutate or flags or tos):
+            old = self._held.pop(path, None)
+            if old is not None:
+                a.acked = min(a.acked + old.acked, 0xFFFF)
+                a.ce = min(a.ce + old.ce, 0xFFFF)
+            self._held[path] = a
+            if len(self._held) >= self.bundle_acks:
+                self.flush_acks()
+            return a
+        self.flush_acks()
         self.net.send(wire.encode(a), self.port_of(path), tos)
         return a
+
+    def flush_acks(self):
+        """Send the held ACKs as one bundle, from its first ACK's path's port (C4)."""
+        if not self._held:
+            return
+        held, self._held = list(self._held.values()), {}
+        self.bundles_sent.append(held)
+        self.net.send(b"".join(wire.encode(a) for a in held), self.port_of(held[0].path), 0)
 
     def on_ack(self, rec, a):
         if a.token != self.txd.token:
@@ -637,7 +671,9 @@ class RcPeer:
         if rec.dport != self.net.port:
             self.violate("C3", f"ACK to port {rec.dport}")
         self.acks.append((rec, a))
-        self.ack_sport[a.path] = rec.sport
+        if a is (rec.bundle or (a,))[0]:
+            # A bundle leaves from its first ACK's path's port (C4).
+            self.ack_sport[a.path] = rec.sport
         if self.ack_hook:
             self.ack_hook(a)
         path = a.path

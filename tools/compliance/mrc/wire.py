@@ -12,7 +12,7 @@ so a scenario can also build malformed ones on purpose.
 import struct
 from dataclasses import dataclass
 
-VERSION = 4
+VERSION = 5
 DATA, ACK, PROBE, DATAGRAM = 1, 2, 3, 4
 TYPE_SHARED = 0x80
 TYPE_NAMES = {DATA: "DATA", ACK: "ACK", PROBE: "PROBE", DATAGRAM: "DATAGRAM"}
@@ -311,44 +311,7 @@ def decode(b: bytes):
         p.payload = bytes(b[o:])
         return p
     if t == ACK:
-        if inc == 0:
-            raise Malformed("bad_flags", "inc 0")
-        if len(b) < 72:
-            raise Malformed("truncated")
-        if len(b) > 72:
-            raise Malformed("length_mismatch")
-        cum, hint, ce, acked, flags, rt, nak_stream, rnr_psn, sack = ACK_BODY.unpack_from(b, 20)
-        if flags & ~0x1F:
-            raise Malformed("bad_flags", "reserved ACK flag")
-        if flags & (AF_INV | AF_MSG) and not flags & AF_NAK:
-            raise Malformed("bad_flags", "INV/MSG without NAK")
-        if (
-            flags & AF_CLOSED
-            and (flags & (AF_NAK | AF_MSG)) != (AF_NAK | AF_MSG)
-            or flags & AF_CLOSED
-            and flags & AF_INV
-        ):
-            raise Malformed("bad_flags", "CLOSED")
-        if not flags & AF_MSG and (nak_stream or psn):
-            raise Malformed("bad_flags", "nak_stream/psn without MSG")
-        return Ack(
-            path=path,
-            inc=inc,
-            dst_conn=dst,
-            psn=psn,
-            stamp=stamp,
-            token=token,
-            cum=cum,
-            rate_hint=hint,
-            ce=ce,
-            acked=acked,
-            flags=flags,
-            rnr_timer=rt,
-            nak_stream=nak_stream,
-            rnr_psn=rnr_psn,
-            sack=int.from_bytes(sack, "little"),
-            shared=shared,
-        )
+        return decode_acks(b)[0]
     if t == PROBE:
         if inc == 0:
             raise Malformed("bad_flags", "inc 0")
@@ -387,3 +350,73 @@ def seq_diff(a, b):
     """a - b as a signed distance."""
     d = (a - b) & 0xFFFFFFFF
     return d - (1 << 32) if d >= 0x80000000 else d
+
+
+# The bytes every record of an ACK bundle repeats from the first (version, type,
+# inc, dst_conn, token): §ACK bundles, H7b.
+_BUNDLE_SAME = ((0, 2), (3, 8), (16, 20))
+MAX_ACK_BUNDLE = 16
+
+
+def decode_acks(b: bytes):
+    """Decode an ACK datagram: one 72-byte ACK or a bundle of up to 16 (§ACK
+    bundles, H4-H7b, each record in turn); raises Malformed for the whole datagram."""
+    if not b:
+        raise Malformed("truncated")
+    out = [_ack_record(b[:72])]
+    if len(b) > 72 * MAX_ACK_BUNDLE:
+        raise Malformed("length_mismatch", f"{len(b)} bytes: more than {MAX_ACK_BUNDLE} ACKs")
+    for at in range(72, len(b), 72):
+        rec = b[at : at + 72]
+        out.append(_ack_record(rec))
+        if any(rec[i:j] != b[i:j] for i, j in _BUNDLE_SAME):
+            raise Malformed("wrong_connection", f"record {at // 72} of a bundle names another connection")
+    return out
+
+
+def _ack_record(b: bytes):
+    if len(b) < 20:
+        raise Malformed("truncated", f"{len(b)} bytes")
+    version, t, path, inc, dst, psn, stamp, token = COMMON.unpack_from(b)
+    dst = int.from_bytes(dst, "big")
+    if version != VERSION:
+        raise Malformed("bad_version", str(version))
+    shared = bool(t & TYPE_SHARED)
+    if t & 0x7F != ACK:
+        raise Malformed("unknown_type", str(t & 0x7F))
+    if inc == 0:
+        raise Malformed("bad_flags", "inc 0")
+    if len(b) < 72:
+        raise Malformed("truncated")
+    cum, hint, ce, acked, flags, rt, nak_stream, rnr_psn, sack = ACK_BODY.unpack_from(b, 20)
+    if flags & ~0x1F:
+        raise Malformed("bad_flags", "reserved ACK flag")
+    if flags & (AF_INV | AF_MSG) and not flags & AF_NAK:
+        raise Malformed("bad_flags", "INV/MSG without NAK")
+    if (
+        flags & AF_CLOSED
+        and (flags & (AF_NAK | AF_MSG)) != (AF_NAK | AF_MSG)
+        or flags & AF_CLOSED
+        and flags & AF_INV
+    ):
+        raise Malformed("bad_flags", "CLOSED")
+    if not flags & AF_MSG and (nak_stream or psn):
+        raise Malformed("bad_flags", "nak_stream/psn without MSG")
+    return Ack(
+        path=path,
+        inc=inc,
+        dst_conn=dst,
+        psn=psn,
+        stamp=stamp,
+        token=token,
+        cum=cum,
+        rate_hint=hint,
+        ce=ce,
+        acked=acked,
+        flags=flags,
+        rnr_timer=rt,
+        nak_stream=nak_stream,
+        rnr_psn=rnr_psn,
+        sack=int.from_bytes(sack, "little"),
+        shared=shared,
+    )

@@ -98,6 +98,8 @@ pub struct Params {
     /// Delayed ACK (MetaRoCE, [`Config::ack_every`], [`Config::ack_delay_ns`]).
     pub ack_every: u8,
     pub ack_delay_ns: u32,
+    /// ACK bundles (MetaRoCE, [`Config::ack_bundle`]).
+    pub ack_bundle: u8,
     pub base_window: u32,
     pub sample_ns: u64,
     pub seed: u64,
@@ -280,6 +282,7 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
                         ack_timeout_ns: self.params.ack_timeout_ns,
                         ack_every: self.params.ack_every,
                         ack_delay_ns: self.params.ack_delay_ns,
+                        ack_bundle: self.params.ack_bundle,
                         min_rto_ns: self.params.min_rto_ns,
                         ..Config::default()
                     };

@@ -209,6 +209,7 @@ pub(crate) fn meta_params() -> Params {
         ack_timeout_ns: 0,
         ack_every: metaroce_proto::conn::Config::DEFAULT.ack_every,
         ack_delay_ns: metaroce_proto::conn::Config::DEFAULT.ack_delay_ns,
+        ack_bundle: metaroce_proto::conn::Config::DEFAULT.ack_bundle,
         base_window: 128 * 1024,
         sample_ns: 0,
         seed: 1,
@@ -395,7 +396,7 @@ fn baseline_packets_are_classed_by_kind() {
 }
 
 /// The kernel-configuration column runs the module's delayed ACK: the defaults of its
-/// `ack_every` and `ack_delay_us` parameters in include/metaroce.h.
+/// `ack_every`, `ack_delay_us` and `ack_bundle` parameters in include/metaroce.h.
 #[test]
 fn kernel_column_acks_as_the_module() {
     let h = include_str!("../../../include/metaroce.h");
@@ -418,6 +419,13 @@ fn kernel_column_acks_as_the_module() {
         crate::scenarios::KERNEL_ACK_DELAY_NS,
         define("METAROCE_DEFAULT_ACK_DELAY_US") * 1000
     );
+    assert_eq!(
+        u32::from(crate::scenarios::KERNEL_ACK_BUNDLE),
+        define("METAROCE_DEFAULT_ACK_BUNDLE")
+    );
     let p = crate::scenarios::params(true, 8, 1, 0);
-    assert_eq!((p.ack_every, p.ack_delay_ns), (2, 100_000));
+    assert_eq!(
+        (p.ack_every, p.ack_delay_ns, p.ack_bundle),
+        (2, 100_000, 16)
+    );
 }

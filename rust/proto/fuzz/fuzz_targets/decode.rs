@@ -1,8 +1,8 @@
 //! Packet decoding: any byte string decodes or is rejected with a reason, never a panic,
-//! and whatever decodes re-encodes to the same bytes.
+//! and whatever decodes re-encodes to the same bytes (an ACK bundle, every ACK of it).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use metaroce_proto::wire::{decode, Packet};
+use metaroce_proto::wire::{decode, decode_acks, Packet, ACK_LEN};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(p) = decode(data) {
@@ -19,5 +19,16 @@ fuzz_target!(|data: &[u8]| {
             _ => hl,
         };
         assert_eq!(&out[..hdr], &data[..hdr]);
+        if let Packet::Ack(first) = p {
+            let acks = decode_acks(data).expect("an ACK that decodes is a valid bundle");
+            assert_eq!(acks.len() * ACK_LEN, data.len());
+            for (k, a) in acks.enumerate() {
+                if k == 0 {
+                    assert_eq!(a, first);
+                }
+                let n = a.encode(&mut out).expect("a bundled ACK re-encodes");
+                assert_eq!(&out[..n], &data[k * ACK_LEN..(k + 1) * ACK_LEN]);
+            }
+        }
     }
 });

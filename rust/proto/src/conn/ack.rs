@@ -7,12 +7,13 @@ use super::super::path::{PathState, Tlp};
 use super::super::sack::{seq_lt, SACK_BITS};
 use super::super::time::Instant;
 use super::super::wire::{
-    set_shared, AckHeader, DropReason, AF_CLOSED, AF_INV, AF_MSG, AF_NAK, AF_RNR,
+    set_shared, AckHeader, DropReason, ACK_LEN, AF_CLOSED, AF_INV, AF_MSG, AF_NAK, AF_RNR,
+    MAX_ACK_BUNDLE, MAX_DATA_HEADER,
 };
 use super::timers::Timer;
 use super::{
     charge, port_for, rnr_timer_ns, App, ConnError, ConnState, Connection, Event, LossCause,
-    RefusalKind, RxEvent, Transmit, TxKind, NO_STREAM,
+    RefusalKind, RxEvent, Transmit, TxKind, MAX_PATHS, NO_STREAM,
 };
 
 /// The fewest PSNs after a packet on its path that an ACK must report received (SACK)
@@ -524,8 +525,18 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         self.timers.set(Timer::Pacing, now.add_nanos(wait));
     }
 
+    /// Writes the next ACK datagram to `buf`: the ACK of the path that made it due (or
+    /// the lowest pending), then, with [`Config::ack_bundle`](super::Config::ack_bundle)
+    /// above 1, the ACKs of the other pending paths that go to the same destination
+    /// and plane, as many as the bundle and `mtu` plus a DATA header allow
+    /// (`Documentation/transport.rst`, "ACK bundles"). A path left out stays pending.
     pub(super) fn send_ack<A: App>(&mut self, buf: &mut [u8], app: &mut A) -> Option<Transmit> {
-        let p = self.reports.ack_pending.trailing_zeros() as usize;
+        let lead = usize::from(self.reports.ack_lead);
+        let p = if lead < 64 && self.reports.ack_pending & (1u64 << lead) != 0 {
+            lead
+        } else {
+            self.reports.ack_pending.trailing_zeros() as usize
+        };
         self.reports.ack_pending &= !(1u64 << (p % 64));
         self.rx.get(p)?;
         if self.peer_inc == 0 {
@@ -534,6 +545,65 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.reports.ack_pending = 0;
             return None;
         }
+        let to = self.write_ack(p, buf, None, app)?;
+        let plane = self.ack_plane_of(p);
+        let most = usize::from(self.cfg.ack_bundle).clamp(1, MAX_ACK_BUNDLE);
+        let room = buf
+            .len()
+            .min(usize::from(self.cfg.mtu) + MAX_DATA_HEADER)
+            .min(most * ACK_LEN);
+        let mut len = ACK_LEN;
+        // Candidates: every path owing an ACK or holding packets back.
+        let mut rest = self.reports.ack_pending;
+        if room >= 2 * ACK_LEN {
+            for (q, r) in self.rx.iter().enumerate().take(MAX_PATHS) {
+                if r.acked > 0 && q != p {
+                    rest |= 1u64 << q;
+                }
+            }
+        }
+        while rest != 0 && len + ACK_LEN <= room {
+            let q = rest.trailing_zeros() as usize;
+            rest &= !(1u64 << q);
+            if self.ack_plane_of(q) != plane {
+                continue;
+            }
+            let Some(out) = buf.get_mut(len..) else { break };
+            if self.write_ack(q, out, Some(to), app).is_some() {
+                self.reports.ack_pending &= !(1u64 << q);
+                len += ACK_LEN;
+            }
+        }
+        if len > ACK_LEN && self.rx.iter().all(|r| r.acked == 0) {
+            // Nothing held back is left for the delayed-ACK timer.
+            self.timers.stop(Timer::DelayedAck);
+        }
+        Some(Transmit {
+            len,
+            path: p as u8,
+            // From this end's source port of the same path index; a path beyond
+            // the `paths` this end sends on has its first port, never 0.
+            src_port: match self.tx.get(p) {
+                Some(t) if p < usize::from(self.cfg.paths) => t.src_port,
+                _ => port_for(&self.cfg, p as u8, 0),
+            },
+            plane,
+            ect: false,
+            kind: TxKind::Ack,
+        })
+    }
+
+    /// Writes path `p`'s ACK to the start of `out` and takes what it reports (the
+    /// path's CE and packet counts, its NAK or RNR report) as sent; returns where it
+    /// goes, (`dst_conn`, token). With `to`, an ACK that would go elsewhere is not
+    /// written and changes nothing.
+    fn write_ack<A: App>(
+        &mut self,
+        p: usize,
+        out: &mut [u8],
+        to: Option<(u32, u32)>,
+        app: &mut A,
+    ) -> Option<(u32, u32)> {
         // A NAK for this path goes first; an RNR report for it waits for the next ACK.
         let nak = self
             .reports
@@ -549,6 +619,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             .filter(|n| n.stream != NO_STREAM)
             .map(|n| (n.stream, n.msn));
         let (dst, token) = self.ack_to(p, named.map(|(s, _)| s), app)?;
+        if to.is_some_and(|t| t != (dst, token)) {
+            return None;
+        }
         // On the wire a shared connection's stream is its member's (0 or 1).
         let named = match named {
             Some((s, m)) if self.cfg.shared => Some((app.stream_out(s)?.1, m)),
@@ -581,8 +654,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             nak_msn: named.map_or(0, |(_, m)| m),
             sack: rx.sack,
         };
-        let len = h.encode(buf)?;
-        set_shared(buf, self.cfg.shared)?;
+        h.encode(out)?;
+        set_shared(out, self.cfg.shared)?;
         self.stats.ce_echoed = self.stats.ce_echoed.wrapping_add(u32::from(rx.ce));
         rx.ce = 0;
         rx.acked = 0;
@@ -592,18 +665,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if nak.is_some() {
             self.reports.nak = None;
         }
-        Some(Transmit {
-            len,
-            path: p as u8,
-            // From this end's source port of the same path index; a path beyond
-            // the `paths` this end sends on has its first port, never 0.
-            src_port: match self.tx.get(p) {
-                Some(t) if p < usize::from(self.cfg.paths) => t.src_port,
-                _ => port_for(&self.cfg, p as u8, 0),
-            },
-            plane: self.ack_plane_of(p),
-            ect: false,
-            kind: TxKind::Ack,
-        })
+        Some((dst, token))
     }
 }

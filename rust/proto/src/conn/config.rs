@@ -80,6 +80,12 @@ pub struct Config {
     pub pacing_slack_us: u16,
     /// ACK after this many data packets on a path (1 = every packet).
     pub ack_every: u8,
+    /// The most ACKs one datagram carries (`Documentation/transport.rst`, "ACK
+    /// bundles"): an ACK going out takes with it the ACK of every other path that holds
+    /// packets back, up to this many in all, and as many as fit in `mtu` plus a DATA
+    /// packet's largest header. 1 (the default) sends each path's ACK alone; 0 counts as
+    /// 1; above [`MAX_ACK_BUNDLE`](crate::wire::MAX_ACK_BUNDLE) counts as it.
+    pub ack_bundle: u8,
     /// Longest an ACK is delayed, ns.
     pub ack_delay_ns: u32,
     /// Initial connection window (bytes of window charge); it then grows by the bytes
@@ -122,6 +128,7 @@ impl Config {
             pacing_slack_us: 0,
             init_qwnd: 4160,
             ack_every: 1,
+            ack_bundle: 1,
             ack_delay_ns: 2_000,
             cc: CcConfig::DEFAULT,
         }

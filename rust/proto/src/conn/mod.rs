@@ -356,6 +356,9 @@ const NO_STREAM: u16 = u16::MAX;
 struct Reports {
     /// Paths owing an ACK (bit per path).
     ack_pending: u64,
+    /// The path whose packet made the next ACK due at once: the ACK datagram goes
+    /// out on its port (with bundling, so bundles ride every path's port in turn).
+    ack_lead: u8,
     /// The latest RNR refusal not yet reported.
     rnr: Option<Refusal>,
     /// The latest NAK not yet sent (on its path it goes before an RNR report), or a
@@ -389,6 +392,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         },
         reports: Reports {
             ack_pending: 0,
+            ack_lead: 0,
             rnr: None,
             nak: None,
         },

@@ -8,9 +8,8 @@ use super::super::sack::SACK_BITS;
 use super::super::stream::{RxVerdict, Stream};
 use super::super::time::Instant;
 use super::super::wire::{
-    decode, decode_ack_packet, decode_data_packet, decode_probe_packet, is_shared, peek_type,
-    DataHeader, DropReason, Op, PacketType, ProbeHeader, DF_ACKREQ, DF_IMM, DF_LAST, DF_RETH,
-    DF_SE,
+    decode, decode_acks, decode_data_packet, decode_probe_packet, is_shared, peek_type, DataHeader,
+    DropReason, Op, PacketType, ProbeHeader, DF_ACKREQ, DF_IMM, DF_LAST, DF_RETH, DF_SE,
 };
 use super::timers::Timer;
 use super::{
@@ -39,23 +38,46 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             Some(PacketType::Data) => {
                 let (h, payload) = decode_data_packet(buf)?;
                 self.mode_check(buf)?;
-                self.on_data(now, &h, payload, ce, app)
+                let r = self.on_data(now, &h, payload, ce, app);
+                self.lead_ack(h.path);
+                r
             }
             Some(PacketType::Ack) => {
-                let a = decode_ack_packet(buf)?;
+                let acks = decode_acks(buf)?;
                 self.mode_check(buf)?;
-                self.on_ack(now, &a, app)
+                // Each ACK of a bundle is judged as if it had come alone: one refused
+                // changes nothing, the others take effect; the datagram counts as
+                // dropped under the first refused one's reason (`Documentation/
+                // transport.rst`, "ACK bundles").
+                let mut r = Ok(RxEvent::Ack);
+                for a in acks {
+                    let one = self.on_ack(now, &a, app);
+                    if r.is_ok() {
+                        r = one;
+                    }
+                }
+                r
             }
             Some(PacketType::Probe) => {
                 let pr = decode_probe_packet(buf)?;
                 self.mode_check(buf)?;
-                self.on_probe(&pr, app)
+                let r = self.on_probe(&pr, app);
+                self.lead_ack(pr.path);
+                r
             }
             // Too short, DATAGRAM (not a connection's) or unknown: `decode` says why.
             Some(PacketType::Datagram) | None => match decode(buf) {
                 Err(e) => Err(e),
                 Ok(_) => Err(DropReason::UnknownType),
             },
+        }
+    }
+
+    /// If the packet just handled, on `path`, made its path's ACK due, the ACK
+    /// datagram goes out on that path's port ([`Connection::send_ack`]).
+    fn lead_ack(&mut self, path: u8) {
+        if path < 64 && self.reports.ack_pending & (1u64 << path) != 0 {
+            self.reports.ack_lead = path;
         }
     }
 

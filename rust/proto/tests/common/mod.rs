@@ -37,7 +37,7 @@ pub fn pattern(stream: u16, msn: u32, off: u32) -> u8 {
 }
 
 /// Sender + receiver application: messages queued per stream, placement bookkeeping.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct TestApp {
     pub msgs: [Vec<u32>; 4],
     pub placed: BTreeMap<(u16, u32), Vec<u8>>,
@@ -298,8 +298,8 @@ pub fn spine_of(from_a: bool, src_port: u16, spines: u16) -> u16 {
 
 /// The kernel module's timers (RTO floor one 4 ms tick, init 20 ms, max 500 ms)
 /// with the verbs limits perftest asks for (`timeout` 14: 67 ms, `retry_cnt` 7),
-/// 8 paths, MTU 1024, and its delayed ACK (`ack_every` 2, `ack_delay_us` 100: the
-/// module parameters' defaults).
+/// 8 paths, MTU 1024, its delayed ACK (`ack_every` 2, `ack_delay_us` 100) and ACK
+/// bundles (`ack_bundle` 16): the module parameters' defaults.
 pub fn kernel_like_config(local: u32, peer: u32) -> Config {
     Config {
         local_conn: local,
@@ -313,6 +313,7 @@ pub fn kernel_like_config(local: u32, peer: u32) -> Config {
         retry_cnt: 7,
         ack_timeout_ns: 4096 << 14,
         ack_every: 2,
+        ack_bundle: 16,
         ack_delay_ns: 100_000,
         ..Config::default()
     }

@@ -58,6 +58,9 @@ pub const KERNEL_MIN_RTO: u32 = 1_000_000;
 /// `ack_delay_us` parameters (`METAROCE_DEFAULT_ACK_*` in include/metaroce.h).
 pub const KERNEL_ACK_EVERY: u8 = 2;
 pub const KERNEL_ACK_DELAY_NS: u32 = 100_000;
+/// The kernel module's ACK bundles: its `ack_bundle` parameter's default
+/// (`METAROCE_DEFAULT_ACK_BUNDLE`).
+pub const KERNEL_ACK_BUNDLE: u8 = 16;
 /// Line rate, bits/s.
 pub const LINE: f64 = GBPS as f64 * 1e9;
 /// RoCEv2 local ACK timeout on lossy fabrics: IBA `timeout` 6 = 262 µs. Above the
@@ -297,6 +300,11 @@ pub fn params(kernel: bool, paths: u8, seed: u64, sample_ns: u64) -> Params {
             KERNEL_ACK_DELAY_NS
         } else {
             metaroce_proto::conn::Config::DEFAULT.ack_delay_ns
+        },
+        ack_bundle: if k {
+            KERNEL_ACK_BUNDLE
+        } else {
+            metaroce_proto::conn::Config::DEFAULT.ack_bundle
         },
         base_window: 128 * 1024,
         sample_ns,
