@@ -109,7 +109,7 @@ fn bundles_cut_ack_datagrams_not_feedback() {
 fn bundles_survive_loss_of_data_and_acks() {
     for seed in 1..=6u64 {
         let mut n = net(16, 0.02);
-        n.rng = Rng(seed * 7919 | 1);
+        n.rng = Rng((seed * 7919) | 1);
         n.lose_acks = true;
         send(&mut n, 24, 64 * 1024);
         assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
