@@ -524,38 +524,68 @@ local function dissect_data(tvb, tree, n, problem)
     return info, hl
 end
 
--- A lone ACK's header checks (H7) on the record at the start of `tvb`.
+-- A lone ACK's header checks (H7) on the record at the start of `tvb`; whether
+-- one failed.
 local function ack_flag_checks(tvb, problem)
     local flags = tvb(32, 1):uint()
+    local bad = false
     if band(flags, bnot(bor(AF_RNR, AF_NAK, AF_INV, AF_MSG, AF_CLOSED))) ~= 0 then
+        bad = true
         problem("bad_flags", tvb(32, 1), "reserved ACK flag bits set")
     end
     if band(flags, bor(AF_INV, AF_MSG)) ~= 0 and band(flags, AF_NAK) == 0 then
+        bad = true
         problem("bad_flags", tvb(32, 1), "INV or MSG without NAK")
     end
     if band(flags, AF_CLOSED) ~= 0 and band(flags, bor(AF_NAK, AF_MSG, AF_INV)) ~= bor(AF_NAK, AF_MSG) then
+        bad = true
         problem("bad_flags", tvb(32, 1), "CLOSED without NAK and MSG, or with INV")
     end
     if band(flags, AF_MSG) == 0 then
         if tvb(34, 2):uint() ~= 0 then
+            bad = true
             problem("bad_flags", tvb(34, 2), "NAK stream (bytes 34-35) not 0 without MSG")
         end
         if tvb(8, 4):uint() ~= 0 then
+            bad = true
             problem("bad_flags", tvb(8, 4), "an ACK's PSN must be 0 without MSG")
         end
     end
+    return bad
 end
 
 -- The further ACKs of a bundle (Documentation/transport.rst, "ACK bundles"):
--- each checked as a lone ACK, and for repeating the first's version, type,
--- incarnation, destination and token (H17).
+-- each in turn checked as a lone ACK (a tail shorter than an ACK: its common
+-- header's checks, then truncated), then for repeating the first's version,
+-- type, incarnation, destination and token (H17). The first check that fails
+-- decides, as in rust/proto/src/wire/bundle.rs.
 local function dissect_bundle(tvb, tree, n, problem)
-    local count = n / ACK_LEN
-    tree:add(f.bundle, count):set_generated()
+    local count = math.floor(n / ACK_LEN)
+    if n % ACK_LEN == 0 then
+        tree:add(f.bundle, count):set_generated()
+    end
     local paths = {}
-    for k = 1, count - 1 do
+    for k = 1, math.ceil(n / ACK_LEN) - 1 do
         local o = k * ACK_LEN
-        local r = tvb(o, ACK_LEN):tvb()
+        local left = n - o
+        if left < COMMON_LEN then
+            problem("truncated", tvb(o), string.format("ACK %d of the bundle: %d bytes", k + 1, left))
+            break
+        end
+        local r = tvb(o, math.min(left, ACK_LEN)):tvb()
+        if r(0, 1):uint() ~= VERSION then
+            problem("bad_version", r(0, 1), string.format("ACK %d: version %d", k + 1, r(0, 1):uint()))
+            break
+        elseif band(r(1, 1):uint(), TYPE_MASK) ~= T_ACK then
+            problem("unknown_type", r(1, 1), string.format("ACK %d: type %d", k + 1, band(r(1, 1):uint(), TYPE_MASK)))
+            break
+        elseif r(3, 2):uint() == 0 then
+            problem("bad_flags", r(3, 2), string.format("ACK %d: incarnation 0", k + 1))
+            break
+        elseif left < ACK_LEN then
+            problem("truncated", tvb(o), string.format("ACK %d of the bundle: %d bytes of %d", k + 1, left, ACK_LEN))
+            break
+        end
         local st = tree:add(metaroce, tvb(o, ACK_LEN), string.format("ACK %d of %d: path %d", k + 1, count,
             r(2, 1):uint()))
         st:add(f.bundle_path, r(2, 1))
@@ -574,38 +604,23 @@ local function dissect_bundle(tvb, tree, n, problem)
         end
         st:add(f.bundle_sack_count, sacked):set_generated()
         paths[#paths + 1] = tostring(r(2, 1):uint())
-        if r(0, 1):uint() ~= VERSION then
-            problem("bad_version", r(0, 1), string.format("ACK %d: version %d", k + 1, r(0, 1):uint()))
-        elseif band(r(1, 1):uint(), TYPE_MASK) ~= T_ACK then
-            problem("unknown_type", r(1, 1), string.format("ACK %d: type %d", k + 1, band(r(1, 1):uint(), TYPE_MASK)))
-        elseif r(3, 2):uint() == 0 then
-            problem("bad_flags", r(3, 2), string.format("ACK %d: incarnation 0", k + 1))
+        if ack_flag_checks(r, problem) then
+            break
         end
-        ack_flag_checks(r, problem)
         if r(0, 2):bytes() ~= tvb(0, 2):bytes() or r(3, 5):bytes() ~= tvb(3, 5):bytes()
             or r(16, 4):bytes() ~= tvb(16, 4):bytes() then
             problem("wrong_connection", tvb(o, ACK_LEN),
                 string.format("ACK %d of the bundle: another version, type, incarnation, destination or token", k + 1))
+            break
         end
     end
-    return string.format(" +%d bundled (p%s)", count - 1, table.concat(paths, ",p"))
+    return string.format(" +%d bundled (p%s)", #paths, table.concat(paths, ",p"))
 end
 
 local function dissect_ack(tvb, tree, n, problem)
     if n < ACK_LEN then
         problem("truncated", tvb(0), string.format("ACK of %d bytes: it has %d", n, ACK_LEN))
         return "ACK (truncated)"
-    end
-    local extra = ""
-    if n > MAX_ACK_BUNDLE * ACK_LEN then
-        problem("length_mismatch", tvb(ACK_LEN), string.format("ACK datagram of %d bytes: at most %d ACKs",
-            n, MAX_ACK_BUNDLE))
-    elseif n % ACK_LEN ~= 0 then
-        local o = n - n % ACK_LEN
-        problem("truncated", tvb(o), string.format("ACK datagram of %d bytes: its last ACK has %d of %d",
-            n, n - o, ACK_LEN))
-    elseif n > ACK_LEN then
-        extra = dissect_bundle(tvb, tree, n, problem)
     end
     local cum = tvb(20, 4):uint()
     local flags = tvb(32, 1):uint()
@@ -626,6 +641,15 @@ local function dissect_ack(tvb, tree, n, problem)
     tree:add(f.nak_msn, tvb(8, 4))
     tree:add(f.rnr_psn, tvb(36, 4))
     ack_flag_checks(tvb, problem)
+    -- A bundle: its length (H6), after the first ACK's own checks, then its
+    -- further ACKs.
+    local extra = ""
+    if n > MAX_ACK_BUNDLE * ACK_LEN then
+        problem("length_mismatch", tvb(ACK_LEN), string.format("ACK datagram of %d bytes: at most %d ACKs",
+            n, MAX_ACK_BUNDLE))
+    elseif n > ACK_LEN then
+        extra = dissect_bundle(tvb, tree, n, problem)
+    end
 
     -- SACK: bit i (byte i/8, bit i%8, LSB first) stands for PSN cum + 1 + i.
     local sk = tree:add(f.sack, tvb(SACK_OFFSET, 32))

@@ -674,13 +674,22 @@ fn malformed() -> Vec<Vec<u8>> {
         set(&bundle(&ackp, 3, 0), 2 * wire::ACK_LEN + 19, 9), // wrong_connection: token
         set(&bundle(&ackp, 2, 0), wire::ACK_LEN + 7, 9), // wrong_connection: dst_conn
         set(&bundle(&ackp, 2, 0), wire::ACK_LEN + 32, 0x80), // bad_flags: a bundled ACK's flags
-        grow(&probep),                  // length_mismatch: PROBE
-        set(&dg, 31, 4),                // length_mismatch: DATAGRAM
-        past,                           // bad_offset: past msg_len
-        overflow,                       // bad_offset: overflow
-        empty,                          // bad_offset: empty packet
-        set(&send, 2, 64),              // bad_path: DATA
-        set(&probep, 2, 200),           // bad_path: PROBE
+        set(&bundle(&ackp, 17, 0), 32, 0x80), // bad_flags: the first ACK before the length
+        set(&bundle(&ackp, 2, 10), 32, 0x80), // bad_flags: the first ACK before a torn tail
+        set(&bundle(&ackp, 2, 30), 2 * wire::ACK_LEN, 0), // bad_version: a torn tail's
+        set(
+            &set(&bundle(&ackp, 2, 10), wire::ACK_LEN + 7, 9),
+            2 * wire::ACK_LEN,
+            0,
+        ), // wrong_connection before a torn tail
+        set(&set(&bundle(&ackp, 2, 0), 32, 0x80), wire::ACK_LEN + 19, 9), // bad_flags before wrong_connection
+        grow(&probep),                                                    // length_mismatch: PROBE
+        set(&dg, 31, 4),      // length_mismatch: DATAGRAM
+        past,                 // bad_offset: past msg_len
+        overflow,             // bad_offset: overflow
+        empty,                // bad_offset: empty packet
+        set(&send, 2, 64),    // bad_path: DATA
+        set(&probep, 2, 200), // bad_path: PROBE
     ]
 }
 

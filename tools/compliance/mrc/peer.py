@@ -646,7 +646,7 @@ class RcPeer:
                 a.acked = min(a.acked + old.acked, 0xFFFF)
                 a.ce = min(a.ce + old.ce, 0xFFFF)
             self._held[path] = a
-            if len(self._held) >= self.bundle_acks:
+            if len(self._held) >= min(self.bundle_acks, wire.MAX_ACK_BUNDLE):
                 self.flush_acks()
             return a
         self.flush_acks()

@@ -353,14 +353,14 @@ def seq_diff(a, b):
 
 
 # The bytes every record of an ACK bundle repeats from the first (version, type,
-# inc, dst_conn, token): §ACK bundles, H7b.
+# inc, dst_conn, token): §ACK bundles, H17.
 _BUNDLE_SAME = ((0, 2), (3, 8), (16, 20))
 MAX_ACK_BUNDLE = 16
 
 
 def decode_acks(b: bytes):
     """Decode an ACK datagram: one 72-byte ACK or a bundle of up to 16 (§ACK
-    bundles, H4-H7b, each record in turn); raises Malformed for the whole datagram."""
+    bundles, H1-H7 and H17, each record in turn); raises Malformed for the whole datagram."""
     if not b:
         raise Malformed("truncated")
     out = [_ack_record(b[:72])]

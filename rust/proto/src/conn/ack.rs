@@ -537,6 +537,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         } else {
             self.reports.ack_pending.trailing_zeros() as usize
         };
+        // Used once: a later datagram is led by the next packet that makes one due,
+        // else by the lowest path due.
+        self.reports.ack_lead = u8::MAX;
         self.reports.ack_pending &= !(1u64 << (p % 64));
         self.rx.get(p)?;
         if self.peer_inc == 0 {

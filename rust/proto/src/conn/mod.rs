@@ -358,6 +358,7 @@ struct Reports {
     ack_pending: u64,
     /// The path whose packet made the next ACK due at once: the ACK datagram goes
     /// out on its port (with bundling, so bundles ride every path's port in turn).
+    /// `u8::MAX`: none (the lowest path due leads).
     ack_lead: u8,
     /// The latest RNR refusal not yet reported.
     rnr: Option<Refusal>,
@@ -392,7 +393,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         },
         reports: Reports {
             ack_pending: 0,
-            ack_lead: 0,
+            ack_lead: u8::MAX,
             rnr: None,
             nak: None,
         },

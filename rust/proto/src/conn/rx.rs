@@ -38,8 +38,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             Some(PacketType::Data) => {
                 let (h, payload) = decode_data_packet(buf)?;
                 self.mode_check(buf)?;
+                let due = self.reports.ack_pending;
                 let r = self.on_data(now, &h, payload, ce, app);
-                self.lead_ack(h.path);
+                self.lead_ack(h.path, due);
                 r
             }
             Some(PacketType::Ack) => {
@@ -47,12 +48,15 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 self.mode_check(buf)?;
                 // Each ACK of a bundle is judged as if it had come alone: one refused
                 // changes nothing, the others take effect; the datagram counts as
-                // dropped under the first refused one's reason (`Documentation/
-                // transport.rst`, "ACK bundles").
+                // dropped under the first refused one's reason, but for the `Closed`
+                // of the ACKs after one that failed the connection (a NAK)
+                // (`Documentation/transport.rst`, "ACK bundles").
+                let open = !matches!(self.state, ConnState::Error(_));
                 let mut r = Ok(RxEvent::Ack);
                 for a in acks {
                     let one = self.on_ack(now, &a, app);
-                    if r.is_ok() {
+                    let closed_here = open && one == Err(DropReason::Closed);
+                    if r.is_ok() && !closed_here {
                         r = one;
                     }
                 }
@@ -61,8 +65,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             Some(PacketType::Probe) => {
                 let pr = decode_probe_packet(buf)?;
                 self.mode_check(buf)?;
+                let due = self.reports.ack_pending;
                 let r = self.on_probe(&pr, app);
-                self.lead_ack(pr.path);
+                self.lead_ack(pr.path, due);
                 r
             }
             // Too short, DATAGRAM (not a connection's) or unknown: `decode` says why.
@@ -73,10 +78,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
     }
 
-    /// If the packet just handled, on `path`, made its path's ACK due, the ACK
-    /// datagram goes out on that path's port ([`Connection::send_ack`]).
-    fn lead_ack(&mut self, path: u8) {
-        if path < 64 && self.reports.ack_pending & (1u64 << path) != 0 {
+    /// If the packet just handled, on `path`, made its path's ACK due (it was not
+    /// before, `due`), the ACK datagram goes out on that path's port
+    /// ([`Connection::send_ack`]).
+    fn lead_ack(&mut self, path: u8, due: u64) {
+        let bit = 1u64.checked_shl(u32::from(path)).unwrap_or(0);
+        if self.reports.ack_pending & !due & bit != 0 {
             self.reports.ack_lead = path;
         }
     }
