@@ -14,6 +14,8 @@
 # one "# STATS" line with the mr0 counters that changed during the run.
 #   MR_ACK_SETTINGS="1/0 4/100" qemu/vm-run -n 2 -t 1800 tests/guest/ack-sweep.sh
 #   MR_ACK_SETTINGS="2/100/1 2/100/16 2/100/1 2/100/16" ...   (ACK bundles off/on)
+# MR_NETEM (host environment), e.g. "loss 1%": a netem qdisc on both guests'
+# egress for the whole sweep.
 . "$MR_REPO/tests/lib.sh"
 server() { ((MR_ID == 1)); }
 stats() { rdma statistic show link mr0/1 2>/dev/null; }
@@ -27,6 +29,10 @@ changed() {
 }
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
 tc qdisc del dev "$MR_IF" root >/dev/null 2>&1
+if [[ -n ${MR_NETEM:-} ]]; then
+  # shellcheck disable=SC2086 # the netem arguments, split
+  check "netem $MR_NETEM on $MR_IF" tc qdisc add dev "$MR_IF" root netem $MR_NETEM
+fi
 check "insmod metaroce.ko shared=0" insmod "$MR_REPO/metaroce.ko" shared=0
 check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
 check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"

@@ -27,6 +27,7 @@ use crate::ffi::net::RouteCache;
 use crate::ffi::sync::BhGuard;
 use crate::proto::conn::{PathWants, TxKind};
 use crate::proto::ident::Ident;
+use crate::proto::wire::{ACK_LEN, MAX_DATA_HEADER};
 use kernel::alloc::KVVec;
 use kernel::sync::Mutex;
 
@@ -372,12 +373,21 @@ impl Peer {
     fn new(dev: &Arc<DevShared<Qp>>, src: IpAddr, dst: IpAddr, class: u8) -> Result<Arc<Peer>> {
         let mut conn = crate::ffi::boxed::copy_to_heap(&PeerConn::BLANK, GFP_KERNEL)?;
         let r = || u64::from(crate::ffi::random::random_u32());
+        let base = transport_config(dev);
+        // An ACK bundle must fit the netdev as a member's DATA does: at most
+        // the port's active MTU plus a DATA packet's largest headers (the
+        // connection's own `mtu` is the largest any member may have).
+        let fit = (super::ud::port_mtu(dev.ifindex) + MAX_DATA_HEADER) / ACK_LEN;
         let cfg = Config {
             shared: true,
             // Every path's first PSN: the peer takes them from the floors.
             tx_ident: Ident(r() << 32 | r()),
             mtu: 4096,
-            ..transport_config(dev)
+            ack_bundle: base
+                .ack_bundle
+                .min(u8::try_from(fit).unwrap_or(u8::MAX))
+                .max(1),
+            ..base
         };
         conn.reset(cfg);
         let slots = Slots::new(FIRST_ROOM)?;

@@ -216,7 +216,7 @@ const UD_MAX_PAYLOAD: usize = 4096;
 /// gone), as `active_mtu` says then.
 ///
 /// [`WIRE_OVERHEAD`]: crate::verbs::device::WIRE_OVERHEAD
-fn port_mtu(ifindex: i32) -> usize {
+pub(super) fn port_mtu(ifindex: i32) -> usize {
     crate::ffi::net::netdev_mtu(ifindex)
         .and_then(|m| crate::ffi::rdma::ib_mtu_for(m, crate::verbs::device::WIRE_OVERHEAD))
         .map_or(256, |(_, bytes)| bytes as usize)
