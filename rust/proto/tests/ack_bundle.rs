@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use metaroce_proto::conn::{Event, LossCause, RxEvent};
+use metaroce_proto::conn::RxEvent;
 use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{decode_acks, peek_type, DropReason, PacketType, ACK_LEN};
 
@@ -21,28 +21,6 @@ fn net(bundle: u8, loss: f64) -> Net {
     n.connect(a, b);
     n.keep_trace = true;
     n
-}
-
-fn send(n: &mut Net, count: usize, len: u32) -> u64 {
-    let t0 = n.now;
-    for _ in 0..count {
-        n.app_a.msgs[0].push(len);
-    }
-    assert!(n.run(t0 + 2_000_000_000), "messages stuck");
-    n.now - t0
-}
-
-fn tail_probes(n: &Net) -> usize {
-    let probe = |e: &&Event| {
-        matches!(
-            e,
-            Event::Lost {
-                cause: LossCause::TailProbe,
-                ..
-            }
-        )
-    };
-    n.app_a.events.iter().filter(probe).count()
 }
 
 /// (ACK datagrams, ACK records) the receiver delivered to the sender since trace
@@ -65,14 +43,14 @@ fn bundles_cut_ack_datagrams_not_feedback() {
     let mut per = Vec::new();
     for bundle in [1u8, 16] {
         let mut n = net(bundle, 0.0);
-        send(&mut n, 8, 64 * 1024); // warm: RTT samples on every path
+        send_all(&mut n, 8, 64 * 1024); // warm: RTT samples on every path
         let (data0, t0) = (n.sent[0], n.trace.len());
-        let took = send(&mut n, 32, 64 * 1024);
+        let took = send_all(&mut n, 32, 64 * 1024);
         let data = n.sent[0] - data0;
         let (dgrams, records) = acks(&n, t0);
         assert_eq!(data, 32 * 64, "bundle {bundle}: data packets sent");
         assert_eq!(n.a.stats().retx, 0, "bundle {bundle}: spurious resends");
-        assert_eq!(tail_probes(&n), 0, "bundle {bundle}: tail probes");
+        assert_eq!(tail_probe_count(&n), 0, "bundle {bundle}: tail probes");
         assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
         assert_eq!(n.app_b.completed[0].len(), 40);
         per.push((
@@ -111,7 +89,7 @@ fn bundles_survive_loss_of_data_and_acks() {
         let mut n = net(16, 0.02);
         n.rng = Rng((seed * 7919) | 1);
         n.lose_acks = true;
-        send(&mut n, 24, 64 * 1024);
+        send_all(&mut n, 24, 64 * 1024);
         assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
         assert!(n.app_a.errors.is_empty(), "{:?}", n.app_a.errors);
         assert_eq!(n.app_b.completed[0], (0..24).collect::<Vec<u32>>());
@@ -146,7 +124,7 @@ fn catch_bundle(n: &mut Net) -> Vec<u8> {
 #[test]
 fn a_bundle_is_judged_record_by_record() {
     let mut n = net(16, 0.0);
-    send(&mut n, 2, 64 * 1024);
+    send_all(&mut n, 2, 64 * 1024);
     let b = catch_bundle(&mut n);
     let now = Instant(n.now);
     let a0 = n.a;

@@ -7,7 +7,6 @@
 
 mod common;
 use common::*;
-use metaroce_proto::conn::{Event, LossCause};
 
 /// A pair with 8 paths whose receiver `b` acknowledges every `every` packets of a
 /// path, or after `delay_ns`; the sender `a` knows that delay (its probe timeouts
@@ -21,46 +20,19 @@ fn net(every: u8, delay_ns: u32) -> Net {
     n
 }
 
-/// Posts `count` messages of `len` bytes on stream 0 and runs until they are
-/// acknowledged; the time it took, ns.
-fn send(n: &mut Net, count: usize, len: u32) -> u64 {
-    let t0 = n.now;
-    for _ in 0..count {
-        n.app_a.msgs[0].push(len);
-    }
-    assert!(n.run(t0 + 1_000_000_000), "messages stuck");
-    n.now - t0
-}
-
-fn tail_probes(n: &Net) -> usize {
-    n.app_a
-        .events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::Lost {
-                    cause: LossCause::TailProbe,
-                    ..
-                }
-            )
-        })
-        .count()
-}
-
 #[test]
 fn a_last_packet_flushes_every_path() {
     // ack_every 8 and a 20 ms delay: neither fires for a 16-packet message sprayed
     // over 8 paths (2 a path); only the last packet's flush acknowledges the others.
     let mut n = net(8, 20_000_000);
-    send(&mut n, 4, 16 * 1024); // warm: RTT samples on every path
+    send_all(&mut n, 4, 16 * 1024); // warm: RTT samples on every path
     let acks0 = n.sent[1];
-    let took = send(&mut n, 1, 16 * 1024);
+    let took = send_all(&mut n, 1, 16 * 1024);
     assert!(
         took < 1_000_000,
         "the message took {took} ns: it waited for the timer"
     );
-    assert_eq!(tail_probes(&n), 0, "{:?}", n.app_a.events);
+    assert_eq!(tail_probe_count(&n), 0, "{:?}", n.app_a.events);
     assert_eq!(n.a.stats().retx, 0, "spurious retransmissions");
     let acks = n.sent[1] - acks0;
     assert!(
@@ -77,9 +49,9 @@ fn ack_every_coalesces_without_spurious_resends() {
     let mut per = Vec::new();
     for every in [1u8, 4] {
         let mut n = net(every, 200_000);
-        send(&mut n, 8, 64 * 1024); // warm
+        send_all(&mut n, 8, 64 * 1024); // warm
         let (acks0, data0) = (n.sent[1], n.sent[0]);
-        send(&mut n, 32, 64 * 1024);
+        send_all(&mut n, 32, 64 * 1024);
         let (acks, data) = (n.sent[1] - acks0, n.sent[0] - data0);
         assert_eq!(data, 32 * 64, "ack_every {every}: data packets sent");
         assert_eq!(
@@ -87,7 +59,7 @@ fn ack_every_coalesces_without_spurious_resends() {
             0,
             "ack_every {every}: spurious retransmissions"
         );
-        assert_eq!(tail_probes(&n), 0, "ack_every {every}: tail probes");
+        assert_eq!(tail_probe_count(&n), 0, "ack_every {every}: tail probes");
         per.push(acks as f64 / data as f64);
     }
     assert!(per[0] >= 0.99, "ack_every 1: {} ACKs per packet", per[0]);

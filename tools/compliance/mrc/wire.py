@@ -244,17 +244,21 @@ def encode(p, payload_len=None) -> bytes:
     raise ValueError(p)
 
 
-def decode(b: bytes):
-    """Decode and check a datagram (H1-H15, the ACK and DATAGRAM rules); raises
-    Malformed with the reason the spec names."""
+def _read_common(b: bytes):
+    """The common header's fields (H1, H2): (type without SHARED, shared, path, inc,
+    dst_conn, psn, stamp, token)."""
     if len(b) < 20:
         raise Malformed("truncated", f"{len(b)} bytes")
     version, t, path, inc, dst, psn, stamp, token = COMMON.unpack_from(b)
-    dst = int.from_bytes(dst, "big")
     if version != VERSION:
         raise Malformed("bad_version", str(version))
-    shared = bool(t & TYPE_SHARED)
-    t &= 0x7F
+    return t & 0x7F, bool(t & TYPE_SHARED), path, inc, int.from_bytes(dst, "big"), psn, stamp, token
+
+
+def decode(b: bytes):
+    """Decode and check a datagram (H1-H15, the ACK and DATAGRAM rules); raises
+    Malformed with the reason the spec names."""
+    t, shared, path, inc, dst, psn, stamp, token = _read_common(b)
     if t == DATA:
         if inc == 0:
             raise Malformed("bad_flags", "inc 0")
@@ -375,15 +379,9 @@ def decode_acks(b: bytes):
 
 
 def _ack_record(b: bytes):
-    if len(b) < 20:
-        raise Malformed("truncated", f"{len(b)} bytes")
-    version, t, path, inc, dst, psn, stamp, token = COMMON.unpack_from(b)
-    dst = int.from_bytes(dst, "big")
-    if version != VERSION:
-        raise Malformed("bad_version", str(version))
-    shared = bool(t & TYPE_SHARED)
-    if t & 0x7F != ACK:
-        raise Malformed("unknown_type", str(t & 0x7F))
+    t, shared, path, inc, dst, psn, stamp, token = _read_common(b)
+    if t != ACK:
+        raise Malformed("unknown_type", str(t))
     if inc == 0:
         raise Malformed("bad_flags", "inc 0")
     if len(b) < 72:

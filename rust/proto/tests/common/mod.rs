@@ -558,3 +558,28 @@ impl Net {
             .sum()
     }
 }
+
+/// Posts `count` messages of `len` bytes on `a`'s stream 0 and runs until they are
+/// acknowledged (within 2 s); the time it took, ns.
+pub fn send_all(n: &mut Net, count: usize, len: u32) -> u64 {
+    let t0 = n.now;
+    for _ in 0..count {
+        n.app_a.msgs[0].push(len);
+    }
+    assert!(n.run(t0 + 2_000_000_000), "messages stuck");
+    n.now - t0
+}
+
+/// Tail-loss probes `a` reported.
+pub fn tail_probe_count(n: &Net) -> usize {
+    let probe = |e: &&Event| {
+        matches!(
+            e,
+            Event::Lost {
+                cause: metaroce_proto::conn::LossCause::TailProbe,
+                ..
+            }
+        )
+    };
+    n.app_a.events.iter().filter(probe).count()
+}
