@@ -50,26 +50,8 @@ for d, pre in ((ab, "A → B"), (ba, "B → A")):
     check(psns and all(d.first_psn(int(i)) == int(v, 16) for i, v in psns), f"{pre} first PSNs")
     check(ssns and all(d.first_ssn(int(i)) == int(v, 16) for i, v in ssns), f"{pre} first SSNs")
 
-# Every datagram: "N. X → Y: TYPE key value ..." then "::" and the hex lines.
-n = 0
-for m in re.finditer(
-    r"^\d+\. [AB] → [AB]: ([\s\S]*?)\n\n +::\n\n((?:     [0-9a-f]{4}  [^\n]*\n)+)"
-    r"(?:           … (\d+) more payload bytes\n)?",
-    doc,
-    re.M,
-):
-    text, dump, more = " ".join(m.group(1).split()), m.group(2), int(m.group(3) or 0)
-    raw = bytes.fromhex("".join(l[11:].strip().replace(" ", "") for l in dump.splitlines()))
-    if more:
-        raw += bytes(more)  # elided payload: the header's fields are what is checked
-    n += 1
-    try:
-        p = wire.decode(raw)
-    except wire.Malformed as e:
-        check(False, f"{text[:60]}: decodes ({e})")
-        continue
-    if not more:
-        check(wire.encode(p) == raw, f"{text[:60]}: re-encodes to the same bytes")
+def fields(text, p):
+    """The decoded line `text` of one datagram (or of one ACK of a bundle) against `p`."""
     kind = text.split()[0]
     check(wire.TYPE_NAMES[p.type] == kind, f"{text[:60]}: type {kind}")
     kv = dict(
@@ -91,6 +73,38 @@ for m in re.finditer(
     if p.type == wire.DATA:
         op = re.search(r" op (\w+)", text).group(1)
         check(wire.OP_NAMES[p.op] == op, f"{text[:60]}: op {op}")
+
+
+# Every datagram: "N. X → Y: TYPE key value ..." then "::" and the hex lines.
+n = 0
+for m in re.finditer(
+    r"^\d+\. [AB] → [AB]: ([\s\S]*?)\n\n +::\n\n((?:     [0-9a-f]{4}  [^\n]*\n)+)"
+    r"(?:           … (\d+) more payload bytes\n)?",
+    doc,
+    re.M,
+):
+    text, dump, more = " ".join(m.group(1).split()), m.group(2), int(m.group(3) or 0)
+    raw = bytes.fromhex("".join(l[11:].strip().replace(" ", "") for l in dump.splitlines()))
+    if more:
+        raw += bytes(more)  # elided payload: the header's fields are what is checked
+    n += 1
+    try:
+        p = wire.decode(raw)
+    except wire.Malformed as e:
+        check(False, f"{text[:60]}: decodes ({e})")
+        continue
+    if text.startswith("ACK bundle of "):
+        # "ACK bundle of N: ACK ... + ACK ...": each ACK of the bundle in turn.
+        parts = text.split(": ", 1)[1].split(" + ")
+        acks = wire.decode_acks(raw)
+        check(len(parts) == len(acks), f"{text[:60]}: {len(parts)} ACKs, decoded {len(acks)}")
+        check(b"".join(wire.encode(a) for a in acks) == raw, f"{text[:60]}: re-encodes to the same bytes")
+        for part, a in zip(parts, acks):
+            fields(part, a)
+        continue
+    if not more:
+        check(wire.encode(p) == raw, f"{text[:60]}: re-encodes to the same bytes")
+    fields(text, p)
 check(n >= 50, f"{n} datagrams found in the examples")
 print(
     f"{'ok' if not fails else 'not ok'} - tools/compliance codec and keys against {n} worked-example datagrams "

@@ -145,6 +145,21 @@ fn describe(b: &[u8]) -> String {
             }
             s
         }
+        Ok(Packet::Ack(_)) if b.len() > wire::ACK_LEN => {
+            // An ACK bundle: each ACK as it would travel alone, " + " between them.
+            let acks = wire::decode_acks(b).map(|x| x.collect::<Vec<_>>());
+            let parts: Vec<String> = acks
+                .unwrap_or_default()
+                .iter()
+                .map(|a| {
+                    let mut one = [0u8; wire::ACK_LEN];
+                    a.encode(&mut one);
+                    wire::set_shared(&mut one, wire::is_shared(b));
+                    describe(&one)
+                })
+                .collect();
+            format!("ACK bundle of {}: {}", parts.len(), parts.join(" + "))
+        }
         Ok(Packet::Ack(a)) => {
             let sacked: Vec<String> = (0..256u32)
                 .filter(|&i| a.sack.get(i))
@@ -298,6 +313,11 @@ impl Ex {
 /// operation (and a second region for SEND_WITH_INV to invalidate), both regions
 /// filled with patterns. Returns the pair and A's and B's region addresses.
 fn connected_pair() -> (Pair, u64, u64) {
+    connected_pair_with(|_| {})
+}
+
+/// [`connected_pair`], B's configuration changed by `b_cfg`.
+fn connected_pair_with(b_cfg: impl Fn(&mut Config)) -> (Pair, u64, u64) {
     let link = Link {
         loss_ppm: 0,
         dup_ppm: 0,
@@ -310,7 +330,9 @@ fn connected_pair() -> (Pair, u64, u64) {
     let (a_tx, b_tx) = keys();
     let base = *p.a.conn.config();
     p.a.connect(cfg(&base, A_QPN, B_QPN, a_tx, b_tx, 50000));
-    p.b.connect(cfg(&base, B_QPN, A_QPN, b_tx, a_tx, 60000));
+    let mut bc = cfg(&base, B_QPN, A_QPN, b_tx, a_tx, 60000);
+    b_cfg(&mut bc);
+    p.b.connect(bc);
     let all =
         access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
     let a = p.a.host.reg_mr(A_MR, 4096, access::LOCAL_WRITE);
@@ -624,6 +646,25 @@ fn main() {
         Some((20, WcStatus::LocLenErr)),
         "B's receive could not hold it"
     );
+
+    // An ACK bundle: B acknowledges every 2nd packet of a path and bundles.
+    let (p, a, b) = connected_pair_with(|c| {
+        c.ack_every = 2;
+        c.ack_bundle = 16;
+        c.ack_delay_ns = 100_000;
+    });
+    ex.p = p;
+    ex.section(
+        "RDMA WRITE of 1024 bytes, acknowledged in ACK bundles",
+        "Two QPs set up as above, anew, but B acknowledges a path every 2nd packet and \
+         bundles its ACKs (``Documentation/transport.rst``, \"ACK bundles\"; the kernel's \
+         defaults, ``ack_every`` 2 and ``ack_bundle`` 16). A's four packets go over paths \
+         0 and 1 in turn. Path 0's second packet makes its ACK due, and path 1's, held back, \
+         rides along: one datagram of two 72-byte ACKs, from B's source port of path 0. \
+         The last packet makes path 1's ACK due at once, alone (path 0 holds nothing).",
+    );
+    ex.post(SqEntry::signaled(WrOpcode::RdmaWrite, 30, vec![sge(a, 0, 1024, A_MR)]).at(b, B_MR));
+    assert_eq!(send_cq(&ex.p), ["30 Success"], "the WRITE completed");
 
     ex.section(
         "UD SEND with immediate data",
