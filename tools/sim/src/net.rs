@@ -43,9 +43,10 @@ pub fn flow_key(src: u32, dst: u32, sport: u16) -> u64 {
 }
 
 /// Bytes of a MetaRoCE datagram kept per packet: every header (data 68 B at most, ACK
-/// 65 B, probe, datagram) fits, so a packet's payload is never copied or stored. The
+/// 72 B, probe, datagram) fits, so a packet's payload is never copied or stored. The
 /// receiver sees the header followed by stale bytes; payload contents are not simulated
-/// (the test application counts bytes, it does not check them).
+/// (the test application counts bytes, it does not check them). A longer datagram that
+/// is not DATA (an ACK bundle) is kept whole ([`Body::MetaLong`]).
 pub const HEAD: usize = 128;
 const _: () = assert!(
     metaroce_proto::wire::MAX_DATA_HEADER <= HEAD
@@ -60,6 +61,9 @@ pub enum Body {
     /// A MetaRoCE datagram of `len` UDP payload bytes, of which the first
     /// `min(len, HEAD)` are kept.
     Meta { len: u16, head: [u8; HEAD] },
+    /// A MetaRoCE datagram longer than [`HEAD`] whose every byte matters (an ACK
+    /// bundle, `Documentation/transport.rst`, "ACK bundles"), kept whole.
+    MetaLong(Box<[u8]>),
     /// A toy go-back-N baseline packet.
     Toy(BasePkt),
     /// A packet of a [`endpoint::Endpoint`] (DCQCN RoCEv2, IRN, ...).
@@ -134,6 +138,11 @@ impl Pool {
     /// `head`, written in place (no packet-sized copies); the rest of the kept head is
     /// left as it was (only `min(len, HEAD)` bytes are ever read).
     pub fn alloc_meta(&mut self, p: Pkt, len: u16, head: &[u8]) -> u32 {
+        if head.len() > HEAD {
+            // Kept whole (an ACK bundle): `head` is the datagram.
+            debug_assert_eq!(head.len(), usize::from(len));
+            return self.alloc(p, Body::MetaLong(head.into()));
+        }
         let i = match self.free.pop() {
             Some(i) => {
                 self.pkts[i as usize] = p;

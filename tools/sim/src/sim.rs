@@ -579,10 +579,20 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
         let now = Instant(self.now);
         let ce = self.fabric.pool.get(pid).ce;
         let id = match self.fabric.pool.body(pid) {
-            Body::Meta { len, head } => {
-                let len = usize::from(*len);
-                let kept = len.min(HEAD);
-                self.rxbuf[..kept].copy_from_slice(&head[..kept]);
+            Body::Meta { .. } | Body::MetaLong(_) => {
+                let len = match self.fabric.pool.body(pid) {
+                    Body::Meta { len, head } => {
+                        let len = usize::from(*len);
+                        let kept = len.min(HEAD);
+                        self.rxbuf[..kept].copy_from_slice(&head[..kept]);
+                        len
+                    }
+                    Body::MetaLong(b) => {
+                        self.rxbuf[..b.len()].copy_from_slice(b);
+                        b.len()
+                    }
+                    _ => 0,
+                };
                 self.fabric.pool.free(pid);
                 let bytes = &self.rxbuf[..len];
                 let Ok(id) = peek_dst_conn(bytes) else {
@@ -759,8 +769,14 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
         match &mut slot.ep {
             Ep::Meta(c, app) => {
                 let t = c.poll_transmit(Instant(now), &mut self.buf, &mut **app)?;
-                let kept = t.len.min(HEAD);
                 let class = if self.buf[1] == 1 { DATA } else { CTRL };
+                // DATA: its headers (the payload is not simulated); anything else
+                // whole (an ACK bundle is longer than `HEAD`).
+                let kept = if class == DATA {
+                    t.len.min(HEAD)
+                } else {
+                    t.len
+                };
                 let p = pkt(t.src_port, class, t.len as u32 + OVERHEAD, t.ect);
                 Some(
                     self.fabric
