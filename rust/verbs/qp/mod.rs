@@ -67,7 +67,7 @@ use peer::{Link, Peer};
 use post::{fold_stats, send_counted};
 
 /// The protocol connection of one RC QP: room for 64 paths (the `paths`
-/// module parameter says how many are used), 64 packets in flight. 9640
+/// module parameter says how many are used), 64 packets in flight. 9712
 /// bytes, allocated at RTR (Documentation/device.rst, "Paths"). Its two
 /// streams (requests; READ/atomic responses) are the engine's.
 type Conn = Connection<{ crate::proto::conn::MAX_PATHS }, 1, 64>;
