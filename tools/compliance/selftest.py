@@ -50,6 +50,7 @@ for d, pre in ((ab, "A → B"), (ba, "B → A")):
     check(psns and all(d.first_psn(int(i)) == int(v, 16) for i, v in psns), f"{pre} first PSNs")
     check(ssns and all(d.first_ssn(int(i)) == int(v, 16) for i, v in ssns), f"{pre} first SSNs")
 
+
 def fields(text, p):
     """The decoded line `text` of one datagram (or of one ACK of a bundle) against `p`."""
     kind = text.split()[0]

@@ -391,12 +391,7 @@ def _ack_record(b: bytes):
         raise Malformed("bad_flags", "reserved ACK flag")
     if flags & (AF_INV | AF_MSG) and not flags & AF_NAK:
         raise Malformed("bad_flags", "INV/MSG without NAK")
-    if (
-        flags & AF_CLOSED
-        and (flags & (AF_NAK | AF_MSG)) != (AF_NAK | AF_MSG)
-        or flags & AF_CLOSED
-        and flags & AF_INV
-    ):
+    if flags & AF_CLOSED and (flags & (AF_NAK | AF_MSG)) != (AF_NAK | AF_MSG) or flags & AF_CLOSED and flags & AF_INV:
         raise Malformed("bad_flags", "CLOSED")
     if not flags & AF_MSG and (nak_stream or psn):
         raise Malformed("bad_flags", "nak_stream/psn without MSG")

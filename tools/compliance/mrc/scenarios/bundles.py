@@ -35,7 +35,12 @@ def peer_bundles(ctx):
 @scenario(
     "ACK bundles from the IUT (SHOULD): its ACK datagrams carry several paths' ACKs, each as it would travel "
     "alone, and every packet is acknowledged",
-    ["§ACK bundles", "C19"],
+    [
+        "§ACK bundles",
+        "C19",
+        "SHOULD NOT put one path in a bundle twice",
+        "goes in the same datagram, if it goes to the same",
+    ],
 )
 def iut_bundles(ctx):
     peer, qp = ctx.rc_pair(mtu=1024)

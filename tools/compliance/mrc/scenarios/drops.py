@@ -201,7 +201,12 @@ CASES = [
         lambda peer: e(_ack(peer, nak_stream=1)),
         ["H7", "``nak_stream``: Without MSG it"],
     ),
-    ("rx_drop_truncated", "ACK bundle of 2 ACKs and 71 bytes", lambda peer: e(_ack(peer)) * 2 + e(_ack(peer))[:71], ["H5"]),
+    (
+        "rx_drop_truncated",
+        "ACK bundle of 2 ACKs and 71 bytes",
+        lambda peer: e(_ack(peer)) * 2 + e(_ack(peer))[:71],
+        ["H5"],
+    ),
     (
         "rx_drop_length_mismatch",
         "ACK bundle of 17 ACKs",

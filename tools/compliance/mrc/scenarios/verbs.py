@@ -154,7 +154,9 @@ def ack_ports(ctx):
     # A bundle's port is its first ACK's path's (C4, §ACK bundles).
     got = {a.path: r.sport for r, a in peer.acks[n:] if a is (r.bundle or (a,))[0]}
     bad = {k: (v, ports.get(k)) for k, v in got.items() if k in ports and v != ports[k]}
-    ctx.should(not bad and got, "C4 (SHOULD): each ACK datagram from the IUT's source port of its first ACK's path", bad or got)
+    ctx.should(
+        not bad and got, "C4 (SHOULD): each ACK datagram from the IUT's source port of its first ACK's path", bad or got
+    )
 
 
 @scenario(
