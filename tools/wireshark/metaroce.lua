@@ -610,7 +610,7 @@ local function dissect_bundle(tvb, tree, n, problem)
         if r(0, 2):bytes() ~= tvb(0, 2):bytes() or r(3, 5):bytes() ~= tvb(3, 5):bytes()
             or r(16, 4):bytes() ~= tvb(16, 4):bytes() then
             problem("wrong_connection", tvb(o, ACK_LEN),
-                string.format("ACK %d of the bundle: another version, type, incarnation, destination or token", k + 1))
+                string.format("ACK %d of the bundle: another SHARED bit, incarnation, destination or token", k + 1))
             break
         end
     end

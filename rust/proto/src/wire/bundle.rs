@@ -11,8 +11,9 @@ use super::{decode_ack_packet, field, AckHeader, DropReason, ACK_LEN};
 pub const MAX_ACK_BUNDLE: usize = 16;
 
 /// The bytes every record of a bundle repeats from the first: version and type
-/// (with `SHARED`), incarnation and destination, and the token. Only the path, the
-/// echoed stamp, the NAK's MSN and the ACK body differ.
+/// (with `SHARED`; version and type are each record's own checks first, so only the
+/// `SHARED` bit can differ here), incarnation and destination, and the token. Only the
+/// path, the echoed stamp, the NAK's MSN and the ACK body differ.
 const SAME: [field::Field; 3] = [0..2, 3..8, 16..20];
 
 /// The validated records of an ACK datagram, in order ([`decode_acks`]).
@@ -47,7 +48,7 @@ impl Iterator for AckBundle<'_> {
 /// Decodes and validates an ACK datagram of one or more records: every record
 /// passes the checks of a lone ACK ([`decode_ack_packet`]; a tail shorter than a
 /// record is `Truncated`), there are at most [`MAX_ACK_BUNDLE`]
-/// (`LengthMismatch`), and each repeats the first's version, type, incarnation,
+/// (`LengthMismatch`), and each repeats the first's `SHARED` bit, incarnation,
 /// destination and token (`WrongConnection`: a record for another connection).
 /// Nothing is returned unless the whole datagram passes.
 pub fn decode_acks(buf: &[u8]) -> Result<AckBundle<'_>, DropReason> {

@@ -66,6 +66,13 @@ def _probe(peer, **kw):
     return wire.Probe(**d)
 
 
+def _flip(raw, off, mask):
+    """`raw` with byte `off` XORed with `mask`."""
+    b = bytearray(raw)
+    b[off] ^= mask
+    return bytes(b)
+
+
 def _set(raw, off, fmt, val):
     b = bytearray(raw)
     struct.pack_into(fmt, b, off, val)
@@ -224,6 +231,79 @@ CASES = [
         "ACK bundle whose 2nd ACK has another token",
         lambda peer: e(_ack(peer)) + e(_ack(peer, token=peer.rxd.token ^ 0x100)),
         ["H17"],
+    ),
+    (
+        "rx_drop_unknown_type",
+        "ACK bundle whose 2nd record is typed DATA",
+        lambda peer: e(_ack(peer)) + _flip(e(_ack(peer)), 1, 0x03),
+        ["H17", "H3"],
+    ),
+    (
+        "rx_drop_unknown_type",
+        "ACK bundle whose 2nd record is typed PROBE",
+        lambda peer: e(_ack(peer)) + _flip(e(_ack(peer)), 1, 0x01),
+        ["H17"],
+    ),
+    (
+        "rx_drop_bad_version",
+        "ACK bundle whose 2nd record is version 4",
+        lambda peer: e(_ack(peer)) + _flip(e(_ack(peer)), 0, 0x01),
+        ["H17"],
+    ),
+    (
+        "rx_drop_bad_flags",
+        "ACK bundle whose 2nd record has inc 0",
+        lambda peer: e(_ack(peer)) + e(_ack(peer, inc=0)),
+        ["H17"],
+    ),
+    (
+        "rx_drop_bad_flags",
+        "ACK bundle whose 2nd record has a PSN without MSG",
+        lambda peer: e(_ack(peer)) + e(_ack(peer, psn=5)),
+        ["H17"],
+    ),
+    (
+        "rx_drop_wrong_connection",
+        "ACK bundle whose 2nd record has the other SHARED bit",
+        lambda peer: e(_ack(peer)) + _flip(e(_ack(peer)), 1, 0x80),
+        ["H17"],
+    ),
+    (
+        "rx_drop_wrong_connection",
+        "ACK bundle whose 2nd record has another incarnation",
+        lambda peer: e(_ack(peer)) + e(_ack(peer, inc=(peer.iut_inc or 1) ^ 0x11)),
+        ["H17"],
+    ),
+    (
+        "rx_drop_wrong_connection",
+        "ACK bundle whose 2nd record names another QP, and a torn tail",
+        lambda peer: e(_ack(peer)) + e(_ack(peer, dst_conn=peer.iut_qpn ^ 1)) + b"\x05\x02",
+        ["H17"],
+    ),
+    ("rx_drop_length_mismatch", "ACK bundle of 16 ACKs and a byte", lambda peer: e(_ack(peer)) * 16 + b"\x05", ["H6"]),
+    (
+        "rx_drop_truncated",
+        "ACK bundle with a tail of 19 bytes",
+        lambda peer: e(_ack(peer)) + e(_ack(peer))[:19],
+        ["H5"],
+    ),
+    (
+        "rx_drop_bad_path",
+        "ACK bundle: a valid ACK, then one of path 40",
+        lambda peer: e(_ack(peer)) + e(_ack(peer, path=40)),
+        ["V2", "§ACK bundles"],
+    ),
+    (
+        "rx_drop_bad_token",
+        "ACK bundle of two ACKs with another token",
+        lambda peer: e(_ack(peer, token=peer.rxd.token ^ 0x100)) * 2,
+        ["V3"],
+    ),
+    (
+        "rx_drop_mode_mismatch",
+        "ACK bundle of two ACKs of the other mode",
+        lambda peer: _flip(e(_ack(peer)), 1, 0x80) * 2,
+        ["H16"],
     ),
     ("rx_drop_bad_path", "ACK of a path the IUT never sent on", lambda peer: e(_ack(peer, path=40)), ["V2"]),
     ("rx_drop_bad_token", "ACK with another token", lambda peer: e(_ack(peer, token=peer.rxd.token ^ 0x100)), ["V3"]),
