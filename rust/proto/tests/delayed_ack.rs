@@ -65,3 +65,81 @@ fn ack_every_coalesces_without_spurious_resends() {
     assert!(per[0] >= 0.99, "ack_every 1: {} ACKs per packet", per[0]);
     assert!(per[1] <= 0.5, "ack_every 4: {} ACKs per packet", per[1]);
 }
+
+/// (DATA packets with ACKREQ, DATA packets, ACK datagrams) in `n`'s trace since
+/// entry `from`.
+fn ackreqs(n: &Net, from: usize) -> (usize, usize, usize) {
+    use metaroce_proto::wire::{decode_data_packet, peek_type, PacketType, DF_ACKREQ};
+    let mut c = (0, 0, 0);
+    for (_, to_b, bytes, _) in &n.trace[from..] {
+        match peek_type(bytes) {
+            Some(PacketType::Data) if *to_b => {
+                let (h, _) = decode_data_packet(bytes).expect("the sender's DATA decodes");
+                c.0 += usize::from(h.flags & DF_ACKREQ != 0);
+                c.1 += 1;
+            }
+            Some(PacketType::Ack) if !to_b => c.2 += 1,
+            _ => {}
+        }
+    }
+    c
+}
+
+#[test]
+fn a_window_limited_sender_does_not_ask_for_each_ack() {
+    // Every path's window held at 6 KiB (five packets): the sender is window-limited
+    // throughout, with some 40 packets in flight. The receiver's every-2nd-packet ACKs
+    // keep it going; ACKREQ on every packet (as before stop 48: 2016 of 2048) had each
+    // acknowledged alone.
+    let mut n = net(2, 100_000);
+    let (mut a, mut b) = (config(1, 2, 8), config(2, 1, 8));
+    (a.cc.init_pwnd, a.cc.max_pwnd) = (6 * 1024, 6 * 1024);
+    (b.ack_every, b.ack_bundle) = (2, 16);
+    (a.ack_delay_ns, b.ack_delay_ns) = (100_000, 100_000);
+    n.connect(a, b);
+    n.keep_trace = true;
+    send_all(&mut n, 4, 64 * 1024); // warm: the start-up ramp
+    let t0 = n.trace.len();
+    send_all(&mut n, 32, 64 * 1024);
+    let (req, data, acks) = ackreqs(&n, t0);
+    assert_eq!(data, 32 * 64);
+    assert_eq!(n.a.stats().retx, 0, "spurious retransmissions");
+    assert_eq!(tail_probe_count(&n), 0, "tail probes");
+    eprintln!("{req} ACKREQ, {acks} ACK datagrams for {data} DATA packets");
+    assert!(
+        req * 20 <= data,
+        "{req} of {data} DATA packets asked for an ACK at once"
+    );
+    // A path's every 2nd packet (ACK-clocked, the others rarely hold one to bundle):
+    // about half as many ACK datagrams as DATA packets, against one each when every
+    // packet asks.
+    assert!(
+        acks * 10 <= data * 6,
+        "{acks} ACK datagrams for {data} DATA packets"
+    );
+}
+
+#[test]
+fn a_sender_with_a_packet_a_path_still_asks() {
+    // Windows of one packet a path and a 20 ms delayed-ACK timer: with at most one
+    // packet a path in flight, every path holds its packet back; the sender's ACKREQ
+    // is all that has it acknowledged before the timer.
+    let mut n = net(2, 20_000_000);
+    let (mut a, mut b) = (config(1, 2, 8), config(2, 1, 8));
+    (a.cc.init_pwnd, a.cc.min_pwnd, a.cc.max_pwnd) = (1088, 1088, 1088);
+    b.ack_every = 2;
+    (a.ack_delay_ns, b.ack_delay_ns) = (20_000_000, 20_000_000);
+    n.connect(a, b);
+    n.keep_trace = true;
+    send_all(&mut n, 2, 16 * 1024); // warm
+    let t0 = n.trace.len();
+    let took = send_all(&mut n, 4, 16 * 1024);
+    let (req, data, _) = ackreqs(&n, t0);
+    assert_eq!(data, 64);
+    assert!(req > 0, "no ACKREQ with one packet a path");
+    assert!(
+        took < 20_000_000,
+        "4 messages took {took} ns: the sender waited for the delayed-ACK timer"
+    );
+    assert_eq!(tail_probe_count(&n), 0, "tail probes");
+}

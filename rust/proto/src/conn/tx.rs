@@ -132,6 +132,20 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             && (t.inflight == 0 || t.inflight < t.cc.pwnd)
     }
 
+    /// Whether a path other than `p` has room for `bytes` more (as
+    /// [`Self::has_room`] judges, with `bytes` already sent on it).
+    fn room_beside(&self, p: usize, bytes: u32) -> bool {
+        let n = usize::from(self.cfg.paths).min(P);
+        (0..n).any(|q| {
+            q != p
+                && self.has_room(q)
+                && self
+                    .tx
+                    .get(q)
+                    .is_some_and(|t| t.inflight.saturating_add(bytes) <= t.cc.pwnd)
+        })
+    }
+
     /// The path for a new data packet: round robin over the paths with room.
     fn pick_path(&mut self) -> Option<usize> {
         self.pick_path_but(None)
@@ -411,13 +425,21 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if retransmit {
             flags |= DF_RETX;
         }
-        // A window (path, start-up ramp or hint cap) is full after this packet: ask for
-        // an immediate ACK rather than wait for the receiver's delayed-ACK timer.
-        let two = charge(len).saturating_mul(2);
+        // The sender can send nothing more after this packet (the start-up ramp or the
+        // hint cap is full, or this path's window is and no other path has room) and
+        // so few packets are in flight that each path may hold its last one back for
+        // the delayed-ACK timer: ask for an immediate ACK. With at least two packets a
+        // path in flight, some path reaches the peer's `ack_every` (the kernel's 2)
+        // and its ACK takes the others' along in a bundle; asking on every packet of
+        // a window-limited connection would have each acknowledged alone.
+        let one = charge(len);
+        let two = one.saturating_mul(2);
         let conn_cap = self.flight.ramp.min(self.hint_cap().unwrap_or(u32::MAX));
-        if t.inflight.saturating_add(two) > t.cc.pwnd
-            || self.flight.inflight.saturating_add(two) > conn_cap
-        {
+        let blocked = self.flight.inflight.saturating_add(two) > conn_cap
+            || (t.inflight.saturating_add(two) > t.cc.pwnd && !self.room_beside(p, two));
+        let paths = u32::from(self.cfg.paths).min(P as u32);
+        let few = self.flight.inflight.saturating_add(one) < two.saturating_mul(paths);
+        if blocked && few {
             flags |= DF_ACKREQ;
         }
         let h = DataHeader {
