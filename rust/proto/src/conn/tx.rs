@@ -427,18 +427,22 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         // The sender can send nothing more after this packet (the start-up ramp or the
         // hint cap is full, or this path's window is and no other path has room) and
-        // so few packets are in flight that each path may hold its last one back for
-        // the delayed-ACK timer: ask for an immediate ACK. With at least two packets a
-        // path in flight, some path reaches the peer's `ack_every` (the kernel's 2)
-        // and its ACK takes the others' along in a bundle; asking on every packet of
-        // a window-limited connection would have each acknowledged alone.
+        // so few packets are in flight that the paths' ACKs may all wait on packets the
+        // receiver holds back for its delayed-ACK timer: ask for an immediate ACK. The
+        // peer's `ack_every` is taken to be this end's (as its `ack_delay_ns` is, for
+        // the probe timeouts); with twice that many packets a path in flight, paths
+        // reach it as ACKs free their windows, and each ACK takes the others' held
+        // packets along in a bundle. Asking on every packet of a window-limited
+        // connection had each acknowledged alone.
         let one = charge(len);
         let two = one.saturating_mul(2);
         let conn_cap = self.flight.ramp.min(self.hint_cap().unwrap_or(u32::MAX));
         let blocked = self.flight.inflight.saturating_add(two) > conn_cap
             || (t.inflight.saturating_add(two) > t.cc.pwnd && !self.room_beside(p, two));
         let paths = u32::from(self.cfg.paths).min(P as u32);
-        let few = self.flight.inflight.saturating_add(one) < two.saturating_mul(paths);
+        let every = u32::from(self.cfg.ack_every.max(2));
+        let few = self.flight.inflight.saturating_add(one)
+            < two.saturating_mul(every).saturating_mul(paths);
         if blocked && few {
             flags |= DF_ACKREQ;
         }
