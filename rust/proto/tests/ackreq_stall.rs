@@ -20,23 +20,6 @@ struct R {
     retx: u32,
 }
 
-fn count(n: &Net, from: usize) -> (usize, usize, usize) {
-    use metaroce_proto::wire::{decode_data_packet, peek_type, PacketType, DF_ACKREQ};
-    let mut c = (0, 0, 0);
-    for (_, to_b, bytes, _) in &n.trace[from..] {
-        match peek_type(bytes) {
-            Some(PacketType::Data) if *to_b => {
-                let (h, _) = decode_data_packet(bytes).expect("DATA decodes");
-                c.0 += usize::from(h.flags & DF_ACKREQ != 0);
-                c.1 += 1;
-            }
-            Some(PacketType::Ack) if !to_b => c.2 += 1,
-            _ => {}
-        }
-    }
-    c
-}
-
 /// `paths` paths; `f` adjusts (a, b); `warm` messages of `len` first, then `count`
 /// messages of `len` timed.
 #[allow(clippy::too_many_arguments)]
@@ -79,7 +62,7 @@ fn run(
         n.app_a.msgs[0].push(len);
     }
     assert!(n.run(start + 60_000_000_000), "{name}: stuck");
-    let (req, data, acks) = count(&n, t0);
+    let (req, data, acks) = ackreqs(&n, t0);
     let r = R {
         took: n.now - start,
         req,
@@ -107,14 +90,13 @@ fn pin(a: &mut Config, pkts: u32) {
 }
 
 /// The kernel accepts `ack_every` up to 64 (rust/ffi/params.rs); with 4 (the
-/// default until stop 46) and a window-limited single path of three packets, a rule
-/// assuming the peer acknowledges every 2nd packet never asked, and each window
-/// waited for the receiver's timer.
-#[test]
-fn ack_every_4_one_path_three_packets_does_not_wait_for_the_timer() {
+/// default until stop 46) and a window-limited connection of three packets a path, a
+/// rule assuming the peer acknowledges every 2nd packet never asked, and each window
+/// waited for the receiver's timer. One message of `len` over `paths` paths.
+fn ack_every_4_three_packets_a_path(name: &str, paths: u8, len: u32) {
     let r = run(
-        "assert: every 4, 1 path, pwnd 3",
-        1,
+        name,
+        paths,
         0.0,
         |a, b| {
             pin(a, 3);
@@ -123,31 +105,21 @@ fn ack_every_4_one_path_three_packets_does_not_wait_for_the_timer() {
         0,
         1,
         1,
-        64 * 1024,
+        len,
     );
-    assert!(r.took < u64::from(DELAY), "took {} ns", r.took);
+    assert!(r.took < u64::from(DELAY), "{name}: took {} ns", r.took);
     // A wait for the timer shows as tail probes of the held packets (and resends).
-    assert_eq!((r.probes, r.retx), (0, 0), "tail probes, resends");
+    assert_eq!((r.probes, r.retx), (0, 0), "{name}: tail probes, resends");
+}
+
+#[test]
+fn ack_every_4_one_path_three_packets_does_not_wait_for_the_timer() {
+    ack_every_4_three_packets_a_path("every 4, 1 path, pwnd 3", 1, 64 * 1024);
 }
 
 #[test]
 fn ack_every_4_eight_paths_three_packets_does_not_wait_for_the_timer() {
-    let r = run(
-        "assert: every 4, 8 paths, pwnd 3",
-        8,
-        0.0,
-        |a, b| {
-            pin(a, 3);
-            (a.ack_every, b.ack_every, b.ack_bundle) = (4, 4, 16);
-        },
-        0,
-        1,
-        1,
-        256 * 1024,
-    );
-    assert!(r.took < u64::from(DELAY), "took {} ns", r.took);
-    // A wait for the timer shows as tail probes of the held packets (and resends).
-    assert_eq!((r.probes, r.retx), (0, 0), "tail probes, resends");
+    ack_every_4_three_packets_a_path("every 4, 8 paths, pwnd 3", 8, 256 * 1024);
 }
 
 /// Kernel-like timers and ACK settings (common::kernel_like_config: 100 us delay,

@@ -66,25 +66,6 @@ fn ack_every_coalesces_without_spurious_resends() {
     assert!(per[1] <= 0.5, "ack_every 4: {} ACKs per packet", per[1]);
 }
 
-/// (DATA packets with ACKREQ, DATA packets, ACK datagrams) in `n`'s trace since
-/// entry `from`.
-fn ackreqs(n: &Net, from: usize) -> (usize, usize, usize) {
-    use metaroce_proto::wire::{decode_data_packet, peek_type, PacketType, DF_ACKREQ};
-    let mut c = (0, 0, 0);
-    for (_, to_b, bytes, _) in &n.trace[from..] {
-        match peek_type(bytes) {
-            Some(PacketType::Data) if *to_b => {
-                let (h, _) = decode_data_packet(bytes).expect("the sender's DATA decodes");
-                c.0 += usize::from(h.flags & DF_ACKREQ != 0);
-                c.1 += 1;
-            }
-            Some(PacketType::Ack) if !to_b => c.2 += 1,
-            _ => {}
-        }
-    }
-    c
-}
-
 #[test]
 fn a_window_limited_sender_does_not_ask_for_each_ack() {
     // Every path's window held at 6 KiB (five packets): the sender is window-limited

@@ -583,3 +583,22 @@ pub fn tail_probe_count(n: &Net) -> usize {
     };
     n.app_a.events.iter().filter(probe).count()
 }
+
+/// (DATA packets with ACKREQ, DATA packets, ACK datagrams) in `n`'s trace since
+/// entry `from`.
+pub fn ackreqs(n: &Net, from: usize) -> (usize, usize, usize) {
+    use metaroce_proto::wire::{decode_data_packet, peek_type, PacketType, DF_ACKREQ};
+    let mut c = (0, 0, 0);
+    for (_, to_b, bytes, _) in &n.trace[from..] {
+        match peek_type(bytes) {
+            Some(PacketType::Data) if *to_b => {
+                let (h, _) = decode_data_packet(bytes).expect("the sender's DATA decodes");
+                c.0 += usize::from(h.flags & DF_ACKREQ != 0);
+                c.1 += 1;
+            }
+            Some(PacketType::Ack) if !to_b => c.2 += 1,
+            _ => {}
+        }
+    }
+    c
+}
