@@ -437,13 +437,17 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let one = charge(len);
         let two = one.saturating_mul(2);
         let conn_cap = self.flight.ramp.min(self.hint_cap().unwrap_or(u32::MAX));
-        let blocked = self.flight.inflight.saturating_add(two) > conn_cap
-            || (t.inflight.saturating_add(two) > t.cc.pwnd && !self.room_beside(p, two));
         let paths = u32::from(self.cfg.paths).min(P as u32);
         let every = u32::from(self.cfg.ack_every.max(2));
         let few = self.flight.inflight.saturating_add(one)
             < two.saturating_mul(every).saturating_mul(paths);
-        if blocked && few {
+        // `few` first: the walk over the paths runs only when it can matter (a
+        // window-limited connection, the common case, skips it on every packet).
+        let blocked = || {
+            self.flight.inflight.saturating_add(two) > conn_cap
+                || (t.inflight.saturating_add(two) > t.cc.pwnd && !self.room_beside(p, two))
+        };
+        if few && blocked() {
             flags |= DF_ACKREQ;
         }
         let h = DataHeader {
