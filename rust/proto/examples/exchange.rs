@@ -659,11 +659,9 @@ fn main() {
         "Two QPs set up as above, anew, but B acknowledges a path every 2nd packet and \
          bundles its ACKs (``Documentation/transport.rst``, \"ACK bundles\"; the kernel's \
          defaults, ``ack_every`` 2 and ``ack_bundle`` 16). A's four packets go over paths \
-         0 and 1 in turn. Path 0's second packet does not make its ACK due: bundling, \
-         ``ack_every`` counts on average over the paths holding packets back, and they \
-         hold 1.5 each. The last packet makes path 1's ACK due at once, and path 0's, \
-         held back, rides along: one datagram of two 72-byte ACKs of 2 packets each, from \
-         B's source port of path 1.",
+         0 and 1 in turn. Path 0's second packet makes its ACK due, and path 1's, held back, \
+         rides along: one datagram of two 72-byte ACKs, from B's source port of path 0. \
+         The last packet makes path 1's ACK due at once, alone (path 0 holds nothing).",
     );
     ex.post(SqEntry::signaled(WrOpcode::RdmaWrite, 30, vec![sge(a, 0, 1024, A_MR)]).at(b, B_MR));
     assert_eq!(send_cq(&ex.p), ["30 Success"], "the WRITE completed");

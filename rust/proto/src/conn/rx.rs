@@ -78,33 +78,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
     }
 
-    /// Whether a path holding `held` packets back (the one just received among them)
-    /// is due its ACK for their number alone: at `ack_every` of them; with ACK bundles
-    /// (`ack_bundle` above 1), once the paths holding packets back hold `ack_every` each
-    /// on average, or this one twice that. A bundle takes every path holding packets
-    /// back along, so the first path to reach `ack_every` would otherwise send one
-    /// datagram for little more than one packet a path (a 64 KiB WRITE on 8 paths and
-    /// `ack_every` 2: 8-9 ACK datagrams); on average, a datagram acknowledges
-    /// `ack_every` packets a path, as each path's ACK alone would, and no path holds
-    /// more than twice that (`Documentation/transport.rst`, "ACK bundles").
-    fn held_due(&self, held: u16) -> bool {
-        let every = u16::from(self.cfg.ack_every.max(1));
-        if held < every {
-            return false;
-        }
-        if self.cfg.ack_bundle <= 1 || held >= every.saturating_mul(2) {
-            return true;
-        }
-        let (mut sum, mut paths) = (0u32, 0u32);
-        for r in self.rx.iter().take(MAX_PATHS) {
-            if r.acked > 0 {
-                sum += u32::from(r.acked);
-                paths += 1;
-            }
-        }
-        sum >= u32::from(every) * paths
-    }
-
     /// If the packet just handled, on `path`, made its path's ACK due (it was not
     /// before, `due`), the ACK datagram goes out on that path's port
     /// ([`Connection::send_ack`]).
@@ -448,13 +421,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let in_order = h.psn == rx.cum;
         rx.mark(h.psn);
         rx.acked = rx.acked.saturating_add(1);
-        let held = rx.acked;
         if ce {
             rx.ce = rx.ce.saturating_add(1);
         }
-        // ACK at once on anything the sender must hear about quickly; otherwise after
-        // `ack_every` packets of the path ([`Self::held_due`]), or after `ack_delay_ns`.
-        let urgent = self.held_due(held)
+        // ACK at once on anything the sender must hear about quickly; otherwise every
+        // `ack_every` packets of the path, or after `ack_delay_ns`.
+        let urgent = rx.acked >= u16::from(self.cfg.ack_every)
             || last
             || completed
             || ce

@@ -425,41 +425,29 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if retransmit {
             flags |= DF_RETX;
         }
-        // Ask for an immediate ACK (ACKREQ; Documentation/transport.rst, "Flag rules")
-        // when either
-        // - the start-up ramp or the hint cap is full after this packet, or would be
-        //   within the packets the receiver may hold back for its delayed ACK
-        //   (`ack_every - 1` a path): the ACK that frees the cap must be asked for
-        //   before the cap is reached, or a cap-limited connection idles a round trip
-        //   each time; or
-        // - this path's window is full and no other path has room, with so few packets
-        //   in flight (under twice `ack_every` a path) that the paths' ACKs may all
-        //   wait on packets the receiver holds back for its timer. With more, paths
-        //   reach `ack_every` as ACKs free their windows, and each ACK takes the
-        //   others' held packets along in a bundle; asking on every packet of a
-        //   window-limited connection had each acknowledged alone.
-        // The peer's `ack_every` is taken to be this end's (as its `ack_delay_ns` is,
-        // for the probe timeouts).
+        // The sender can send nothing more after this packet (the start-up ramp or the
+        // hint cap is full, or this path's window is and no other path has room) and
+        // so few packets are in flight that the paths' ACKs may all wait on packets the
+        // receiver holds back for its delayed-ACK timer: ask for an immediate ACK. The
+        // peer's `ack_every` is taken to be this end's (as its `ack_delay_ns` is, for
+        // the probe timeouts); with twice that many packets a path in flight, paths
+        // reach it as ACKs free their windows, and each ACK takes the others' held
+        // packets along in a bundle. Asking on every packet of a window-limited
+        // connection had each acknowledged alone.
         let one = charge(len);
         let two = one.saturating_mul(2);
         let conn_cap = self.flight.ramp.min(self.hint_cap().unwrap_or(u32::MAX));
         let paths = u32::from(self.cfg.paths).min(P as u32);
-        let held = one
-            .saturating_mul(u32::from(self.cfg.ack_every.max(1)) - 1)
-            .saturating_mul(paths);
-        let cap_full = self
-            .flight
-            .inflight
-            .saturating_add(two)
-            .saturating_add(held)
-            > conn_cap;
         let every = u32::from(self.cfg.ack_every.max(2));
         let few = self.flight.inflight.saturating_add(one)
             < two.saturating_mul(every).saturating_mul(paths);
         // `few` first: the walk over the paths runs only when it can matter (a
         // window-limited connection, the common case, skips it on every packet).
-        let blocked = || t.inflight.saturating_add(two) > t.cc.pwnd && !self.room_beside(p, two);
-        if cap_full || (few && blocked()) {
+        let blocked = || {
+            self.flight.inflight.saturating_add(two) > conn_cap
+                || (t.inflight.saturating_add(two) > t.cc.pwnd && !self.room_beside(p, two))
+        };
+        if few && blocked() {
             flags |= DF_ACKREQ;
         }
         let h = DataHeader {

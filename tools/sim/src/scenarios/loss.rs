@@ -120,9 +120,9 @@ pub fn run(sc: Scale) -> Section {
             ),
             // A lone flow of the kernel's configuration near line rate too (95-96
             // %): a guard on the column the module runs, which no target names (a
-            // simulator that kept only 128 bytes of an ACK bundle put it at 32 %;
-            // a receiver holding `ack_every` packets a path on average, with the
-            // sender asking for an ACK only once its hint cap was full, at 93-94 %).
+            // simulator that kept only 128 bytes of an ACK bundle put it at 32 %; a
+            // receiver holding `ack_every` packets a path on average, tried at stop
+            // 49, at 93-94 %: Documentation/bench.rst, "Data path (stop 49)").
             Loss::LastHop(p) if *p == 0.0 => ("—".to_string(), None, kernel.map(|k| k >= 95.0)),
             _ => ("—".to_string(), None, None),
         };
