@@ -335,12 +335,14 @@ def check_capture(rundir):
         n_retx = sum(1 for e in eg if e["retx"])
         eg_bytes = sum(e["bytes"] for e in eg)
         # destroy_qp repeats the ACK of every path once (rust/verbs/qp/control.rs),
-        # counted like any datagram sent. They end the capture.
+        # counted like any datagram sent. They end the capture, alone or bundled
+        # (72 bytes an ACK, Documentation/transport.rst "ACK bundles"): counted by
+        # ACK, not by datagram (a bundle of 8 is one datagram).
         tail = 0
         for e in reversed(eg):
             if e["type"] != 2 or e["acked"] != 0:
                 break
-            tail += 1
+            tail += max(1, e["bytes"] // 72)
         print("guest %d sent (captured): %d DATA (%d RETX), %d ACK, %d PROBE, %d DATAGRAM, %d "
               "UDP payload bytes, ending in %d ACKs of nothing new; netem: %d sent, %d dropped; "
               "module: tx_packets %d, tx_bytes %d, retransmits %d, probes %d, paths %d; "
