@@ -91,7 +91,7 @@ impl kernel::Module for Metaroce {
         let transport = Arc::new(net::Transport::new(port)?, GFP_KERNEL)?;
         let devices = ffi::rdma::Registration::new(module, transport)?;
         pr_info!(
-            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={} ack_every={} ack_bundle={} ack_delay_us={}\n",
+            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={} ack_every={} ack_bundle={} ack_delay_us={} link_payload={}\n",
             ffi::version(),
             port,
             paths,
@@ -99,7 +99,8 @@ impl kernel::Module for Metaroce {
             u8::from(ffi::params::shared()),
             ffi::params::ack_every(),
             ffi::params::ack_bundle(),
-            ffi::params::ack_delay_ns() / 1000
+            ffi::params::ack_delay_ns() / 1000,
+            u8::from(ffi::params::link_payload())
         );
         Ok(Metaroce {
             devices,

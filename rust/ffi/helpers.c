@@ -108,6 +108,19 @@ u32 metaroce_param_ack_every(void)
 	return READ_ONCE(ack_every);
 }
 
+static bool link_payload = true;
+module_param(link_payload, bool, 0644);
+MODULE_PARM_DESC(link_payload,
+		 "RC and UC QPs whose path_mtu is the port's active MTU cut "
+		 "messages at the link's full payload (netdev MTU less 128 bytes, "
+		 "at most 4096; default on), not at path_mtu; read at modify_qp "
+		 "to RTR");
+
+bool metaroce_param_link_payload(void)
+{
+	return READ_ONCE(link_payload);
+}
+
 static uint ack_bundle = METAROCE_DEFAULT_ACK_BUNDLE;
 module_param(ack_bundle, uint, 0644);
 MODULE_PARM_DESC(ack_bundle,

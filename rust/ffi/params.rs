@@ -28,6 +28,15 @@ pub(crate) fn shared() -> bool {
     unsafe { bindings::metaroce_param_shared() }
 }
 
+/// The `link_payload` module parameter: whether a QP whose `path_mtu` is the
+/// port's active MTU sends the link's full payload per DATA packet
+/// (Documentation/transport.rst, C7).
+pub(crate) fn link_payload() -> bool {
+    // SAFETY: `metaroce_param_link_payload` takes no arguments and reads a
+    // `bool` module parameter with `READ_ONCE` (sysfs may write it at any time).
+    unsafe { bindings::metaroce_param_link_payload() }
+}
+
 /// The `rx_mbps` module parameter: a device's inbound capacity in Mb/s, 0 =
 /// the netdev's link speed.
 pub(crate) fn rx_mbps() -> u32 {

@@ -63,7 +63,7 @@ impl Uc {
     fn packets(&mut self) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         loop {
-            let mut buf = vec![0u8; usize::from(MTU) + MAX_DATA_HEADER];
+            let mut buf = vec![0u8; usize::from(self.a.link.mtu) + MAX_DATA_HEADER];
             let a = &mut self.a;
             let Some(n) = a.rc.uc_transmit(&mut a.host, &mut a.link, 7, &mut buf) else {
                 return out;
@@ -487,4 +487,37 @@ fn random_loss_never_delivers_a_partial_or_misordered_message() {
     }
     // Some but not all messages made it across the runs.
     assert!(total.0 > 0 && total.0 < total.1, "{total:?}");
+}
+
+/// A sender cutting larger than the receiver (C7: the kernel sends the link's payload
+/// where `path_mtu` is the port's active MTU): dropped as `bad_offset` at the receiver's
+/// own MTU, the message then lost whole; taken whole up to its `rx_mtu`.
+#[test]
+fn a_receiver_takes_packets_up_to_its_rx_mtu() {
+    for (rx_mtu, whole) in [
+        (0u16, false),
+        (MTU + 127, false),
+        (MTU + 128, true),
+        (4096, true),
+    ] {
+        let mut u = pair(false);
+        u.a.link.mtu = MTU + 128;
+        u.b.link.rx_mtu = rx_mtu;
+        u.write(WrOpcode::RdmaWrite, 1, 0, 1000, 0, 0);
+        let pk = u.packets();
+        assert_eq!(pk.len(), 3, "1000 bytes at {}", MTU + 128);
+        let r: Vec<_> = pk.iter().map(|p| u.deliver(p)).collect();
+        if whole {
+            assert_eq!(
+                r.last(),
+                Some(&Ok(UcRx::Completed)),
+                "rx_mtu {rx_mtu}: {r:?}"
+            );
+            assert_eq!(u.b_bytes(0, 1000), sent_pattern(0, 1000));
+        } else {
+            assert_eq!(r[0], Err(DropReason::BadOffset), "rx_mtu {rx_mtu}");
+            assert!(r.iter().all(|x| *x != Ok(UcRx::Completed)), "{r:?}");
+            assert!(u.b_bytes(0, 1000).iter().all(|&x| x == 0));
+        }
+    }
 }

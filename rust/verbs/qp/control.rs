@@ -9,6 +9,7 @@ use crate::ffi::rdma::QpCreated;
 use crate::proto::conn::MAX_PATHS;
 use crate::proto::ident::Ident;
 use crate::proto::rc;
+use crate::verbs::device::segments;
 use kernel::alloc::KVec;
 
 impl Qp {
@@ -300,7 +301,9 @@ impl Qp {
                         let t = &io.attr;
                         let (_, rx) = this.idents(t, t.rq_psn);
                         if let Some(u) = uc {
-                            u.open_rx(this.qpn, 128u16 << t.path_mtu.clamp(1, 5), rx);
+                            let (cut, take) = segments(this.dev.ifindex, t.path_mtu);
+                            u.open_rx(this.qpn, cut, rx);
+                            u.rx_mtu = take;
                         }
                     }
                     QpState::Rtr
@@ -317,7 +320,7 @@ impl Qp {
                                 dest_qpn: t.dest_qpn,
                                 tx,
                                 rx,
-                                mtu: 128u16 << t.path_mtu.clamp(1, 5),
+                                mtu: segments(this.dev.ifindex, t.path_mtu).0,
                                 class: io.class,
                             };
                             then = Then::Join(j, src, dst, cur);
@@ -416,8 +419,8 @@ impl Qp {
     /// The connection's configuration (Documentation/device.rst, "Paths",
     /// "Pacing and fair share", "Retransmission timeouts").
     pub(super) fn config(&self, io: &Io) -> Config {
-        let mtu = 128u16 << io.attr.path_mtu.clamp(1, 5);
         let t = &io.attr;
+        let (mtu, rx_mtu) = segments(self.dev.ifindex, t.path_mtu);
         // Until RTS names `sq_psn`, both keys come from `rq_psn`: a QP that
         // stays in RTR (a responder serving READs and atomics) still answers.
         let (tx_ident, rx_ident) = self.idents(t, t.rq_psn);
@@ -427,6 +430,7 @@ impl Qp {
             tx_ident,
             rx_ident,
             mtu,
+            rx_mtu,
             ..transport_config(&self.dev)
         };
         rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);

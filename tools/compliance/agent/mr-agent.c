@@ -24,7 +24,8 @@
  * remote read, remote atomic, MW bind). GIDs are 32 hex digits, no colons.
  * off= is 0 when absent.
  *
- *   info -> ok dev= gid= gid_index= active_mtu=BYTES max_mtu=BYTES ip=
+ *   info -> ok dev= gid= gid_index= active_mtu=BYTES max_mtu=BYTES ip= link_mtu=BYTES
+ *           (link_mtu: the MTU of the GID's netdev, 0 if unknown)
  *   mr len=N [access=LIST (lw,rw,rr,ra)] -> ok mr= addr= rkey= lkey= len=
  *       buffer: posix_memalign(4096), zeroed
  *   mrfree mr=ID -> ok

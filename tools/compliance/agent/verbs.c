@@ -120,6 +120,34 @@ static int free_mr(struct mr_ent *m)
 
 /* ---- commands: 0 with the reply's key=value part in out, or -1 with errmsg ---- */
 
+/*
+ * The MTU of the netdev under GID gid_index, from sysfs (the RDMA core's
+ * gid_attrs/ndevs and the netdev's mtu); 0 if either cannot be read.
+ */
+static int netdev_mtu(void)
+{
+	char path[256], name[64];
+	int mtu = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d",
+		 devname, gid_index);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (fscanf(f, "%63s", name) != 1)
+		name[0] = 0;
+	fclose(f);
+	if (!name[0] || strchr(name, '/'))
+		return 0;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", name);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (fscanf(f, "%d", &mtu) != 1)
+		mtu = 0;
+	fclose(f);
+	return mtu;
+}
+
 int cmd_info(struct args *a)
 {
 	struct ibv_port_attr pa;
@@ -141,6 +169,7 @@ int cmd_info(struct args *a)
 		fprintf(out, "%02x", g.raw[i]);
 	fprintf(out, " gid_index=%d active_mtu=%d max_mtu=%d ip=%s", gid_index,
 		128 << pa.active_mtu, 128 << pa.max_mtu, ip);   /* IBV_MTU_256 is 1 */
+	fprintf(out, " link_mtu=%d", netdev_mtu());
 	return 0;
 }
 

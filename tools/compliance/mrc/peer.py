@@ -15,6 +15,7 @@ source address and port, for the scenario to check.
 import random
 import select
 import socket
+import subprocess
 import struct
 import time
 from dataclasses import dataclass
@@ -43,6 +44,18 @@ class Rx:
     bundle: tuple = ()  # an ACK datagram's every ACK (§ACK bundles); pkt is the first
 
 
+def _link_mtu(ip):
+    """The MTU of the netdev holding address ip (`ip -o addr show to IP`), 0 if
+    none is found."""
+    try:
+        out = subprocess.run(["ip", "-o", "addr", "show", "to", ip], capture_output=True, text=True, timeout=5).stdout
+        name = out.split()[1].split("@")[0]
+        with open(f"/sys/class/net/{name}/mtu") as f:
+            return int(f.read())
+    except (OSError, IndexError, ValueError, subprocess.SubprocessError):
+        return 0
+
+
 class Net:
     """The peer's UDP endpoint: one receive socket on the MetaRoCE port (C3),
     one send socket per source port (each path's: C4)."""
@@ -59,6 +72,9 @@ class Net:
         else:
             self.rx.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVTCLASS, 1)
         self.rx.bind((my_ip, port))
+        # C7: what a DATA this receiver takes may carry, beyond the path MTU: its
+        # link's payload (4096 if the link is not found).
+        self.link_payload = wire.link_payload(_link_mtu(my_ip)) or 4096
         self.tx = {}
         self.log = []  # every Rx, in arrival order
         self.peers = {}  # QPN -> the peer QP a datagram's dst_conn names
@@ -178,6 +194,11 @@ class RcPeer:
         self.my_qpn = my_qpn if my_qpn is not None else random.randrange(16, 1 << 24)
         self.my_psn = my_psn if my_psn is not None else random.randrange(0, 1 << 24)
         self.iut_qpn, self.iut_psn, self.mtu = iut_qpn, iut_psn, mtu
+        # C7: the most payload a DATA from the IUT may carry (the path MTU, or up to this
+        # receiver's link payload), and each message's segment size as first seen.
+        self.take = max(mtu, net.link_payload)
+        self.iut_link = 0  # the IUT's link payload, where the suite knows it (C7)
+        self.cuts = {}
         self.my_gid, self.iut_gid = gid_bytes(net.my_ip), gid_bytes(net.iut_ip)
         self.shared = shared
         self.uc = False  # the IUT's QP is UC: SSN = PSN, no stream window (UC section)
@@ -497,10 +518,15 @@ class RcPeer:
     def on_data(self, rec, p):
         self.data_rx.append((rec, p))
         self._check_sender_fields(rec, p)
-        if len(p.payload) > self.mtu:
-            self.violate("C7", f"{len(p.payload)} payload bytes over path MTU {self.mtu}")
-        if p.payload and not p.flags & wire.F_LAST and len(p.payload) != self.mtu:
-            self.violate("C7", f"a non-last packet of {len(p.payload)} bytes (MTU {self.mtu})")
+        n = len(p.payload)
+        if n > self.take:
+            self.violate("C7", f"{n} payload bytes, over path MTU {self.mtu} and this link's payload {self.take}")
+        if n and not p.flags & wire.F_LAST:
+            cut = self.cuts.setdefault((p.stream, p.msn), n)
+            if not wire.cut_ok(n, self.mtu):
+                self.violate("C7", f"a non-last packet of {n} bytes (MTU {self.mtu}; nor a link's payload above it)")
+            elif n != cut or p.offset % n:
+                self.violate("C7", f"a non-last packet of {n} bytes at offset {p.offset} in a message cut at {cut}")
         if p.stream not in (0, 1):
             self.violate("C10", f"stream {p.stream}")
             return

@@ -16,6 +16,7 @@ import time
 import traceback
 
 from . import spec as specmod
+from . import wire
 from .agent import Agent, AgentError
 from .ident import gid_bytes
 from .peer import Net, RcPeer
@@ -93,6 +94,19 @@ class Ctx:
     def iut_gid(self):
         return self.info["gid"]
 
+    def iut_cut(self, mtu):
+        """The segment size the reference kernel cuts at for path MTU mtu (C7): its
+        link's payload where mtu is its port's active MTU, else mtu; None if the agent
+        does not know the IUT's link MTU."""
+        link = wire.link_payload(int(self.info.get("link_mtu", 0)))
+        if not link:
+            return None
+        return link if mtu == int(self.info.get("active_mtu", 0)) and mtu <= link < 2 * mtu else mtu
+
+    def iut_link_payload(self):
+        """The IUT's link payload (C7), 0 if unknown."""
+        return wire.link_payload(int(self.info.get("link_mtu", 0)))
+
     def net_gid(self):
         """The peer's own GID (its address, C2), as the agent takes it."""
         return gid_bytes(self.net.my_ip).hex()
@@ -105,6 +119,7 @@ class Ctx:
         self.qps.append(qp)
         iut_psn = random.randrange(1 << 24) if iut_psn is None else iut_psn
         peer = RcPeer(self.net, qp["qpn"], iut_psn, mtu, paths=paths, shared=self.shared, log=self.diag)
+        peer.iut_link = self.iut_link_payload()
         self.peers.append(peer)
         if connect:
             self.connect(qp, peer, rtr_only=rtr_only, **conn_kw)

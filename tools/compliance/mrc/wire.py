@@ -345,6 +345,20 @@ def decode(b: bytes):
     raise Malformed("unknown_type", str(t))
 
 
+def link_payload(link_mtu):
+    """C7: the payload of a DATA packet that fills a link of MTU link_mtu bytes: the
+    MTU less 128 bytes (IPv6, UDP and the largest MetaRoCE header, with room), down to
+    a multiple of 8, at most 4096; 0 if link_mtu is unknown (0) or too small."""
+    return min(max(link_mtu - 128, 0), 4096) & ~7 if link_mtu else 0
+
+
+def cut_ok(s, mtu):
+    """C7: whether s bytes is a segment size a sender of path MTU mtu may cut at: the
+    path MTU, or a link's payload above it (below the next IB MTU, at most 4096, a
+    multiple of 8)."""
+    return s == mtu or (mtu < s < 2 * mtu and s <= 4096 and s % 8 == 0)
+
+
 def seq_lt(a, b):
     """Serial-number order of 32-bit sequence numbers (a < b)."""
     return ((a - b) & 0xFFFFFFFF) >= 0x80000000

@@ -37,8 +37,14 @@ pub struct Config {
     pub shared: bool,
     /// Number of paths in use, 1..=P (and at most 64).
     pub paths: u8,
-    /// Payload bytes per full packet.
+    /// Payload bytes per full packet: what this end sends (a shared connection's
+    /// members may send less, [`super::MsgInfo::mtu`]).
     pub mtu: u16,
+    /// The most payload a DATA packet this end accepts may carry, bytes; 0 (or less
+    /// than `mtu`): `mtu`. Larger than `mtu` where the peer may cut its messages
+    /// larger than this end does (the kernel: a peer sending the link's full payload,
+    /// Documentation/transport.rst C7); a DATA over it is dropped as `bad_offset`.
+    pub rx_mtu: u16,
     /// Source port of path 0; path i starts at `base_src_port + i`.
     pub base_src_port: u16,
     /// Bytes each packet costs on the wire below the MetaRoCE header (Ethernet, IP, UDP,
@@ -114,6 +120,7 @@ impl Config {
             shared: false,
             paths: 8,
             mtu: 4096,
+            rx_mtu: 0,
             base_src_port: 49152,
             wire_overhead: 66,
             init_rto_ns: 1_000_000,

@@ -317,7 +317,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.inc_check(h.inc)?;
             (key, None)
         };
-        if h.payload_len > self.cfg.mtu {
+        if h.payload_len > self.cfg.mtu.max(self.cfg.rx_mtu) {
             return Err(DropReason::BadOffset);
         }
         let s = match member {

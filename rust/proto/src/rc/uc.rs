@@ -84,8 +84,11 @@ pub struct UcLink {
     pub local_conn: u32,
     /// The peer's.
     pub peer_conn: u32,
-    /// Largest payload per packet, bytes.
+    /// Largest payload per packet this QP sends, bytes.
     pub mtu: u16,
+    /// The most payload a packet it accepts may carry, bytes; 0 (or less than `mtu`):
+    /// `mtu` (as [`crate::conn::Config::rx_mtu`]).
+    pub rx_mtu: u16,
     /// The UDP source port the host sends from (ECMP entropy; the core does not use it).
     pub src_port: u16,
     tx_ident: Ident,
@@ -306,7 +309,7 @@ impl<T: Tables> Engine<T> {
         if link.rx_ident == Ident::DEFAULT || h.token != link.rx_ident.token() {
             return Err(DropReason::BadToken);
         }
-        if h.payload_len > link.mtu {
+        if h.payload_len > link.mtu.max(link.rx_mtu) {
             return Err(DropReason::BadOffset);
         }
         let op = Op::from_u8(h.op).ok_or(DropReason::UnknownOp)?;
