@@ -4,6 +4,7 @@
 
 use super::super::path::PathState;
 use super::super::plane::plane_of;
+use super::super::stream::STREAM_WINDOW;
 use super::super::time::Instant;
 use super::super::wire::{
     set_shared, DataHeader, ProbeHeader, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX,
@@ -198,6 +199,13 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             }
         }
         None
+    }
+
+    /// Whether every in-flight record is taken once the packet being built is sent
+    /// (a new one takes a record; a retransmission has one).
+    fn records_full(&self, retransmit: bool) -> bool {
+        let busy: u32 = self.flight.busy.iter().map(|w| w.count_ones()).sum();
+        busy.saturating_add(u32::from(!retransmit)) >= N as u32
     }
 
     fn find_free(&self) -> Option<(usize, usize)> {
@@ -443,11 +451,18 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             < two.saturating_mul(every).saturating_mul(paths);
         // `few` first: the walk over the paths runs only when it can matter (a
         // window-limited connection, the common case, skips it on every packet).
+        // Besides the windows, two limits stop the sender: the in-flight records (`N`)
+        // and the stream's window of `STREAM_WINDOW` unacknowledged packets. This
+        // packet takes the last free record or the window's last SSN: the paths hold
+        // `N / paths` (or `STREAM_WINDOW / paths`) packets each at most, below
+        // `ack_every` when paths are many, and nothing more would be sent to take
+        // them past it.
         let blocked = || {
             self.flight.inflight.saturating_add(two) > conn_cap
                 || (t.inflight.saturating_add(two) > t.cc.pwnd && !self.room_beside(p, two))
+                || self.records_full(retransmit)
         };
-        if few && blocked() {
+        if few && (blocked() || (!retransmit && window_full(stream, app))) {
             flags |= DF_ACKREQ;
         }
         let h = DataHeader {
@@ -515,4 +530,17 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             },
         })
     }
+}
+
+/// Whether a new packet of `stream` takes the last SSN of its window: the stream can
+/// send nothing more until an acknowledgement moves it
+/// ([`super::super::stream::StreamTx::can_send`]).
+fn window_full<A: App>(stream: u16, app: &mut A) -> bool {
+    app.stream(stream).is_some_and(|st| {
+        st.tx
+            .next_ssn
+            .wrapping_sub(st.tx.acked_base)
+            .wrapping_add(1)
+            >= STREAM_WINDOW
+    })
 }
