@@ -118,42 +118,38 @@ fn report(what: &str, o: &Out) {
     );
 }
 
-/// The per-QP kernel connection's 64 records over 64 paths (the `paths` parameter's
-/// most) and over 8 paths with `ack_every` 9 (its range is 1-64): each path holds at
-/// most 1 (or 8) packets, below `ack_every`. 8 x 256 KiB would take 20 ms a round
-/// without the ask; with it, about a millisecond.
-#[test]
-fn a_full_record_pool_asks() {
-    for (paths, every) in [(64u8, 2u8), (64, 4), (32, 3), (8, 9), (8, 16)] {
-        let o = transfer::<64, 1, 64>(paths, every, 8, 256 * 1024);
-        report(&format!("64 records, {paths} paths, ack_every {every}"), &o);
+/// 8 x 256 KiB over each `(paths, ack_every)` of `cases` on connections of `N`
+/// records: no wait for the 20 ms timer (a round would take it), nothing resent, and
+/// ACKREQ about once a round, not on every packet.
+fn asks_at_the_limit<const W: usize, const N: usize>(cases: &[(u8, u8)]) {
+    for &(paths, every) in cases {
+        let o = transfer::<64, W, N>(paths, every, 8, 256 * 1024);
+        report(
+            &format!("{N} records, {paths} paths, ack_every {every}"),
+            &o,
+        );
         assert!(
             o.took < 10_000_000,
-            "{paths} paths, ack_every {every}: waited for the timer"
+            "{N} records, {paths} paths, ack_every {every}: waited for the timer"
         );
         assert_eq!(o.retx, 0);
-        // Asked about once a round, not on every packet.
         assert!(o.asked * 4 < o.data, "{} of {} asked", o.asked, o.data);
     }
+}
+
+/// The per-QP kernel connection's 64 records over 64 paths (the `paths` parameter's
+/// most) and over 8 paths with `ack_every` 9 (its range is 1-64): each path holds at
+/// most 1 (or 8) packets, below `ack_every`.
+#[test]
+fn a_full_record_pool_asks() {
+    asks_at_the_limit::<1, 64>(&[(64, 2), (64, 4), (32, 3), (8, 9), (8, 16)]);
 }
 
 /// The kernel's shared connection (256 records): a stream's 128-packet window over 64
 /// paths is 2 packets a path, below `ack_every` 3 or 4.
 #[test]
 fn a_full_stream_window_asks() {
-    for (paths, every) in [(64u8, 3u8), (64, 4), (16, 9)] {
-        let o = transfer::<64, 4, 256>(paths, every, 8, 256 * 1024);
-        report(
-            &format!("256 records, {paths} paths, ack_every {every}"),
-            &o,
-        );
-        assert!(
-            o.took < 10_000_000,
-            "{paths} paths, ack_every {every}: waited for the timer"
-        );
-        assert_eq!(o.retx, 0);
-        assert!(o.asked * 4 < o.data, "{} of {} asked", o.asked, o.data);
-    }
+    asks_at_the_limit::<4, 256>(&[(64, 3), (64, 4), (16, 9)]);
 }
 
 /// Where the paths reach `ack_every` below the limits (8 paths at the default 2), the
