@@ -94,12 +94,12 @@ pub(crate) extern "C" fn metaroce_rust_proto_selftest() -> c_int {
 }
 
 /// Pure helpers of the RDMA skin: the node GUID from a MAC (RFC 4291 EUI-64),
-/// the active IB MTU for a netdev MTU, and a QP's segment size and receive
-/// limit (Documentation/transport.rst C7). Returns 0, or the failed check.
+/// the active IB MTU for a netdev MTU, and a QP's segment size
+/// (Documentation/transport.rst C7). Returns 0, or the failed check.
 #[no_mangle]
 pub(crate) extern "C" fn metaroce_rust_rdma_selftest() -> c_int {
     use crate::ffi::rdma::{eui64_from_mac, ib_mtu_for};
-    use crate::verbs::device::cut_and_take;
+    use crate::verbs::device::cut_at;
 
     let checks = [
         eui64_from_mac([0x52, 0x54, 0x00, 0x6d, 0x72, 0x01])
@@ -110,16 +110,17 @@ pub(crate) extern "C" fn metaroce_rust_rdma_selftest() -> c_int {
         ib_mtu_for(384, 128) == Some((1, 256)),
         ib_mtu_for(383, 128).is_none(),
         ib_mtu_for(100, 128).is_none(),
-        // (netdev MTU, enum ib_mtu, link_payload) -> (cut at, take up to)
-        cut_and_take(1500, 3, true) == (1368, 1368),
-        cut_and_take(1500, 3, false) == (1024, 1368),
-        cut_and_take(1500, 2, true) == (512, 1368),
-        cut_and_take(1500, 0, true) == (256, 1368),
-        cut_and_take(1200, 3, true) == (1072, 1072),
-        cut_and_take(2176, 4, true) == (2048, 2048),
-        cut_and_take(9000, 5, true) == (4096, 4096),
-        cut_and_take(9000, 3, true) == (1024, 4096),
-        cut_and_take(0, 3, true) == (1024, 1024),
+        // (netdev MTU, enum ib_mtu, link_payload) -> cut at
+        cut_at(1500, 3, true) == 1368,
+        cut_at(1500, 3, false) == 1024,
+        cut_at(1500, 2, true) == 512,
+        cut_at(1500, 0, true) == 256,
+        cut_at(1200, 3, true) == 1072,
+        cut_at(2176, 4, true) == 2048,
+        cut_at(9000, 5, true) == 4096,
+        cut_at(9000, 3, true) == 1024,
+        cut_at(0, 3, true) == 1024,
+        cut_at(u32::MAX, 5, true) == 4096,
     ];
     match checks.iter().position(|ok| !ok) {
         Some(i) => i as c_int + 1,

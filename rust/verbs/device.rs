@@ -49,37 +49,45 @@ const MAX_WR: u32 = (1 << 15) - 1;
 /// at 80). The active MTU is the largest IB MTU that fits after them.
 pub(crate) const WIRE_OVERHEAD: u32 = 40 + 8 + 80;
 
-/// A QP's DATA packet sizes for its `path_mtu` (`enum ib_mtu`) on the link of
-/// netdev `ifindex` (Documentation/transport.rst, C7): `(cut, take)`, the
-/// payload it cuts messages at and the most a packet it accepts may carry.
+/// The most payload a DATA packet carries (the largest IB MTU, and the most a
+/// QP's datagram buffer holds): what every RC and UC QP and shared connection
+/// takes, whatever its `path_mtu` (Documentation/transport.rst, C7).
+pub(crate) const MAX_PAYLOAD: u16 = 4096;
+
+/// The payload an RC or UC QP cuts its messages at for its `path_mtu` (`enum
+/// ib_mtu`) on the link of netdev `ifindex` (Documentation/transport.rst, C7).
 ///
 /// The link's payload is the netdev's MTU less [`WIRE_OVERHEAD`], down to a
-/// multiple of 8, at most 4096 (the largest IB MTU: what a QP's datagram buffer
-/// holds and a shared connection takes). Where `path_mtu` is the largest IB MTU
-/// within it (the port's active MTU, what perftest and rdma_cm pick) and the
-/// `link_payload` module parameter is on, the QP cuts at the link's payload (1368
-/// bytes on a 1500-byte link, where `path_mtu` is 1024); else at `path_mtu`, which
-/// then says what the path carries. It takes up to the link's payload whatever its
-/// own `path_mtu` (its peer may cut there), and at least `path_mtu`.
-pub(crate) fn segments(ifindex: i32, path_mtu: u32) -> (u16, u16) {
+/// multiple of 8, at most [`MAX_PAYLOAD`]. Where `path_mtu` is the largest IB
+/// MTU within it (the port's active MTU, what perftest and rdma_cm pick) and the
+/// `link_payload` module parameter is on, the QP cuts at the link's payload
+/// (1368 bytes on a 1500-byte link, where `path_mtu` is 1024); else at
+/// `path_mtu`, which then says what the path carries.
+pub(crate) fn segment(ifindex: i32, path_mtu: u32) -> u16 {
     let netdev_mtu = crate::ffi::net::netdev_mtu(ifindex).unwrap_or(0);
-    cut_and_take(netdev_mtu, path_mtu, crate::ffi::params::link_payload())
+    cut_at(netdev_mtu, path_mtu, crate::ffi::params::link_payload())
 }
 
-/// [`segments`] for a netdev MTU of `netdev_mtu` bytes (0: no netdev) with
-/// the `link_payload` parameter `on`.
-pub(crate) fn cut_and_take(netdev_mtu: u32, path_mtu: u32, on: bool) -> (u16, u16) {
+/// [`segment`] for a netdev MTU of `netdev_mtu` bytes (0: no netdev) with the
+/// `link_payload` parameter `on`.
+pub(crate) fn cut_at(netdev_mtu: u32, path_mtu: u32, on: bool) -> u16 {
     let pmtu = 128u16 << path_mtu.clamp(1, 5);
     let link = link_payload(netdev_mtu);
     let fills = link >= pmtu && link < pmtu.saturating_mul(2);
-    let cut = if fills && on { link } else { pmtu };
-    (cut, link.max(pmtu))
+    if fills && on {
+        link
+    } else {
+        pmtu
+    }
 }
 
-/// The link's payload for a netdev MTU of `netdev_mtu` bytes ([`segments`]):
+/// The link's payload for a netdev MTU of `netdev_mtu` bytes ([`segment`]):
 /// 0 if not even 8 bytes fit.
 pub(crate) fn link_payload(netdev_mtu: u32) -> u16 {
-    (netdev_mtu.saturating_sub(WIRE_OVERHEAD).min(4096) & !7) as u16
+    (netdev_mtu
+        .saturating_sub(WIRE_OVERHEAD)
+        .min(u32::from(MAX_PAYLOAD))
+        & !7) as u16
 }
 
 /// The metaroce driver.

@@ -9,7 +9,7 @@ use crate::ffi::rdma::QpCreated;
 use crate::proto::conn::MAX_PATHS;
 use crate::proto::ident::Ident;
 use crate::proto::rc;
-use crate::verbs::device::segments;
+use crate::verbs::device::{segment, MAX_PAYLOAD};
 use kernel::alloc::KVec;
 
 impl Qp {
@@ -301,9 +301,8 @@ impl Qp {
                         let t = &io.attr;
                         let (_, rx) = this.idents(t, t.rq_psn);
                         if let Some(u) = uc {
-                            let (cut, take) = segments(this.dev.ifindex, t.path_mtu);
-                            u.open_rx(this.qpn, cut, rx);
-                            u.rx_mtu = take;
+                            u.open_rx(this.qpn, segment(this.dev.ifindex, t.path_mtu), rx);
+                            u.rx_mtu = MAX_PAYLOAD;
                         }
                     }
                     QpState::Rtr
@@ -320,7 +319,7 @@ impl Qp {
                                 dest_qpn: t.dest_qpn,
                                 tx,
                                 rx,
-                                mtu: segments(this.dev.ifindex, t.path_mtu).0,
+                                mtu: segment(this.dev.ifindex, t.path_mtu),
                                 class: io.class,
                             };
                             then = Then::Join(j, src, dst, cur);
@@ -420,7 +419,7 @@ impl Qp {
     /// "Pacing and fair share", "Retransmission timeouts").
     pub(super) fn config(&self, io: &Io) -> Config {
         let t = &io.attr;
-        let (mtu, rx_mtu) = segments(self.dev.ifindex, t.path_mtu);
+        let mtu = segment(self.dev.ifindex, t.path_mtu);
         // Until RTS names `sq_psn`, both keys come from `rq_psn`: a QP that
         // stays in RTR (a responder serving READs and atomics) still answers.
         let (tx_ident, rx_ident) = self.idents(t, t.rq_psn);
@@ -430,7 +429,7 @@ impl Qp {
             tx_ident,
             rx_ident,
             mtu,
-            rx_mtu,
+            rx_mtu: MAX_PAYLOAD,
             ..transport_config(&self.dev)
         };
         rc::retry_config(&mut c, t.timeout, t.retry_cnt, t.rnr_retry);

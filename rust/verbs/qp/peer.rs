@@ -28,6 +28,7 @@ use crate::ffi::sync::BhGuard;
 use crate::proto::conn::{PathWants, TxKind};
 use crate::proto::ident::Ident;
 use crate::proto::wire::{ACK_LEN, MAX_DATA_HEADER};
+use crate::verbs::device::MAX_PAYLOAD;
 use kernel::alloc::KVVec;
 use kernel::sync::Mutex;
 
@@ -368,8 +369,9 @@ impl Peer {
         Ok(Link { peer, id })
     }
 
-    /// A connection without members. It accepts packets of up to 4096 payload
-    /// bytes, the largest path MTU; each member sends at most its own.
+    /// A connection without members. It accepts packets of up to
+    /// [`MAX_PAYLOAD`] bytes, the most any QP cuts at; each member sends at most
+    /// its own cut.
     fn new(dev: &Arc<DevShared<Qp>>, src: IpAddr, dst: IpAddr, class: u8) -> Result<Arc<Peer>> {
         let mut conn = crate::ffi::boxed::copy_to_heap(&PeerConn::BLANK, GFP_KERNEL)?;
         let r = || u64::from(crate::ffi::random::random_u32());
@@ -382,7 +384,7 @@ impl Peer {
             shared: true,
             // Every path's first PSN: the peer takes them from the floors.
             tx_ident: Ident(r() << 32 | r()),
-            mtu: 4096,
+            mtu: MAX_PAYLOAD,
             ack_bundle: base
                 .ack_bundle
                 .min(u8::try_from(fit).unwrap_or(u8::MAX))

@@ -72,9 +72,9 @@ class Net:
         else:
             self.rx.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVTCLASS, 1)
         self.rx.bind((my_ip, port))
-        # C7: what a DATA this receiver takes may carry, beyond the path MTU: its
-        # link's payload (4096 if the link is not found).
-        self.link_payload = wire.link_payload(_link_mtu(my_ip)) or 4096
+        # C7: this end's link payload (0 if the link is not found): what the IUT's
+        # cut may not exceed on a path of this link's MTU.
+        self.link_payload = wire.link_payload(_link_mtu(my_ip))
         self.tx = {}
         self.log = []  # every Rx, in arrival order
         self.peers = {}  # QPN -> the peer QP a datagram's dst_conn names
@@ -194,10 +194,10 @@ class RcPeer:
         self.my_qpn = my_qpn if my_qpn is not None else random.randrange(16, 1 << 24)
         self.my_psn = my_psn if my_psn is not None else random.randrange(0, 1 << 24)
         self.iut_qpn, self.iut_psn, self.mtu = iut_qpn, iut_psn, mtu
-        # C7: the most payload a DATA from the IUT may carry (the path MTU, or up to this
-        # receiver's link payload), and each message's segment size as first seen.
-        self.take = max(mtu, net.link_payload)
-        self.iut_link = 0  # the IUT's link payload, where the suite knows it (C7)
+        # C7: the most payload a DATA from the IUT may carry (MAX_PAYLOAD, and on this
+        # link its payload: a larger datagram would not fit it), and each message's
+        # segment size as first seen.
+        self.take = max(mtu, min(net.link_payload or wire.MAX_PAYLOAD, wire.MAX_PAYLOAD))
         self.cuts = {}
         self.my_gid, self.iut_gid = gid_bytes(net.my_ip), gid_bytes(net.iut_ip)
         self.shared = shared
@@ -520,7 +520,7 @@ class RcPeer:
         self._check_sender_fields(rec, p)
         n = len(p.payload)
         if n > self.take:
-            self.violate("C7", f"{n} payload bytes, over path MTU {self.mtu} and this link's payload {self.take}")
+            self.violate("C7", f"{n} payload bytes: over path MTU {self.mtu} and the link's payload {self.take}")
         if n and not p.flags & wire.F_LAST:
             cut = self.cuts.setdefault((p.stream, p.msn), n)
             if not wire.cut_ok(n, self.mtu):

@@ -103,10 +103,6 @@ class Ctx:
             return None
         return link if mtu == int(self.info.get("active_mtu", 0)) and mtu <= link < 2 * mtu else mtu
 
-    def iut_link_payload(self):
-        """The IUT's link payload (C7), 0 if unknown."""
-        return wire.link_payload(int(self.info.get("link_mtu", 0)))
-
     def net_gid(self):
         """The peer's own GID (its address, C2), as the agent takes it."""
         return gid_bytes(self.net.my_ip).hex()
@@ -119,7 +115,6 @@ class Ctx:
         self.qps.append(qp)
         iut_psn = random.randrange(1 << 24) if iut_psn is None else iut_psn
         peer = RcPeer(self.net, qp["qpn"], iut_psn, mtu, paths=paths, shared=self.shared, log=self.diag)
-        peer.iut_link = self.iut_link_payload()
         self.peers.append(peer)
         if connect:
             self.connect(qp, peer, rtr_only=rtr_only, **conn_kw)

@@ -345,6 +345,9 @@ def decode(b: bytes):
     raise Malformed("unknown_type", str(t))
 
 
+MAX_PAYLOAD = 4096  # C7: the most payload a DATA packet carries, and every receiver takes
+
+
 def link_payload(link_mtu):
     """C7: the payload of a DATA packet that fills a link of MTU link_mtu bytes: the
     MTU less 128 bytes (IPv6, UDP and the largest MetaRoCE header, with room), down to

@@ -209,6 +209,9 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     /// The last [`Connection::poll_transmit`] was held back by pacing: the pacing
     /// deadline ([`timers::Timer::Pacing`]) is one [`Connection::poll_timeout`] reports.
     paced: bool,
+    /// No ACKREQ for a full record pool or stream window before this instant (one a
+    /// round trip: [`Connection::build_data`]).
+    limit_ask_at: Instant,
     /// Paths owing or awaiting a probe's answer (bit per path): those in the probing
     /// state, and active ones holding back new data for a tail-loss probe's
     /// ([`timers`]).
@@ -399,6 +402,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         },
         timers: TimerTable::new(),
         paced: false,
+        limit_ask_at: Instant::ZERO,
         probing: 0,
         peer_hint: 0,
         local_hint: 0,

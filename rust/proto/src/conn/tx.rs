@@ -201,11 +201,29 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         None
     }
 
-    /// Whether every in-flight record is taken once the packet being built is sent
-    /// (a new one takes a record; a retransmission has one).
-    fn records_full(&self, retransmit: bool) -> bool {
-        let busy: u32 = self.flight.busy.iter().map(|w| w.count_ones()).sum();
-        busy.saturating_add(u32::from(!retransmit)) >= N as u32
+    /// Whether the packet being built of `stream` fills a limit that holds every
+    /// path below `ack_every` packets: it takes the last free in-flight record
+    /// (a new one takes a record; a retransmission has one) and `N` records are fewer
+    /// than `ack_every` a path, or it takes the last SSN of its stream's window
+    /// (`StreamTx::can_send`) and `STREAM_WINDOW` packets are.
+    fn limit_full<A: App>(&self, stream: u16, retransmit: bool, app: &mut A) -> bool {
+        let paths = u32::from(self.cfg.paths).min(P as u32);
+        let below = |n: u32| n < u32::from(self.cfg.ack_every).saturating_mul(paths);
+        if below(N as u32) {
+            let busy: u32 = self.flight.busy.iter().map(|w| w.count_ones()).sum();
+            if busy.saturating_add(u32::from(!retransmit)) >= N as u32 {
+                return true;
+            }
+        }
+        !retransmit
+            && below(STREAM_WINDOW)
+            && app.stream(stream).is_some_and(|st| {
+                st.tx
+                    .next_ssn
+                    .wrapping_sub(st.tx.acked_base)
+                    .wrapping_add(1)
+                    >= STREAM_WINDOW
+            })
     }
 
     fn find_free(&self) -> Option<(usize, usize)> {
@@ -451,19 +469,22 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             < two.saturating_mul(every).saturating_mul(paths);
         // `few` first: the walk over the paths runs only when it can matter (a
         // window-limited connection, the common case, skips it on every packet).
-        // Besides the windows, two limits stop the sender: the in-flight records (`N`)
-        // and the stream's window of `STREAM_WINDOW` unacknowledged packets. This
-        // packet takes the last free record or the window's last SSN: the paths hold
-        // `N / paths` (or `STREAM_WINDOW / paths`) packets each at most, below
-        // `ack_every` when paths are many, and nothing more would be sent to take
-        // them past it.
         let blocked = || {
             self.flight.inflight.saturating_add(two) > conn_cap
                 || (t.inflight.saturating_add(two) > t.cc.pwnd && !self.room_beside(p, two))
-                || self.records_full(retransmit)
         };
-        if few && (blocked() || (!retransmit && window_full(stream, app))) {
+        if few && blocked() {
             flags |= DF_ACKREQ;
+        } else if few && now >= self.limit_ask_at && self.limit_full(stream, retransmit, app) {
+            // Two more limits stop the sender: the in-flight records (`N`) and a
+            // stream's window of `STREAM_WINDOW` unacknowledged packets. Where one
+            // holds each path below `ack_every` (many paths), no path's ACK comes due
+            // once it is full: ask on the packet that fills it, at most once in the
+            // smallest RTT (no answer comes sooner; each refill after an ACK fills it
+            // again). The smoothed RTT, queueing included, held asks back past the
+            // refills that needed them: the delayed-ACK timer again.
+            flags |= DF_ACKREQ;
+            self.limit_ask_at = now.add_nanos(u64::from(self.min_rtt));
         }
         let h = DataHeader {
             path: p as u8,
@@ -530,17 +551,4 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             },
         })
     }
-}
-
-/// Whether a new packet of `stream` takes the last SSN of its window: the stream can
-/// send nothing more until an acknowledgement moves it
-/// ([`super::super::stream::StreamTx::can_send`]).
-fn window_full<A: App>(stream: u16, app: &mut A) -> bool {
-    app.stream(stream).is_some_and(|st| {
-        st.tx
-            .next_ssn
-            .wrapping_sub(st.tx.acked_base)
-            .wrapping_add(1)
-            >= STREAM_WINDOW
-    })
 }
