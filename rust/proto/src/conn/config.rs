@@ -42,8 +42,9 @@ pub struct Config {
     pub mtu: u16,
     /// The most payload a DATA packet this end accepts may carry, bytes; 0 (or less
     /// than `mtu`): `mtu`. Larger than `mtu` where the peer may cut its messages
-    /// larger than this end does (the kernel: a peer sending the link's full payload,
-    /// Documentation/transport.rst C7); a DATA over it is dropped as `bad_offset`.
+    /// larger than this end does (the kernel sets 4096 on every connection, since a
+    /// peer may send its link's full payload: Documentation/transport.rst C7); a DATA
+    /// over it is dropped as `bad_offset`.
     pub rx_mtu: u16,
     /// Source port of path 0; path i starts at `base_src_port + i`.
     pub base_src_port: u16,

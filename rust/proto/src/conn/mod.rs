@@ -209,8 +209,8 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     /// The last [`Connection::poll_transmit`] was held back by pacing: the pacing
     /// deadline ([`timers::Timer::Pacing`]) is one [`Connection::poll_timeout`] reports.
     paced: bool,
-    /// No ACKREQ for a full record pool or stream window before this instant (one a
-    /// round trip: [`Connection::build_data`]).
+    /// No ACKREQ for a full record pool or stream window before this instant (at most
+    /// one in the smallest RTT sample: [`Connection::build_data`]).
     limit_ask_at: Instant,
     /// Paths owing or awaiting a probe's answer (bit per path): those in the probing
     /// state, and active ones holding back new data for a tail-loss probe's

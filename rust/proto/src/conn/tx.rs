@@ -481,8 +481,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             // holds each path below `ack_every` (many paths), no path's ACK comes due
             // once it is full: ask on the packet that fills it, at most once in the
             // smallest RTT (no answer comes sooner; each refill after an ACK fills it
-            // again). The smoothed RTT, queueing included, held asks back past the
-            // refills that needed them: the delayed-ACK timer again.
+            // again; the smoothed RTT, queueing included, held asks back past refills
+            // that needed them).
             flags |= DF_ACKREQ;
             self.limit_ask_at = now.add_nanos(u64::from(self.min_rtt));
         }
