@@ -75,6 +75,19 @@ unsigned int metaroce_ifindex_mtu(int ifindex);
 void metaroce_kfree_skb(struct sk_buff *skb);
 void metaroce_consume_skb(struct sk_buff *skb);
 int metaroce_skb_linearize(struct sk_buff *skb);
+/*
+ * A received skb (data at the UDP header) as at most two pieces, without
+ * copying its payload: the first min(`head`, len) bytes pulled into the
+ * linear part (pskb_may_pull), then the linear part in *head_len bytes at
+ * *head_ptr and, if the rest lies in one page fragment the CPU can address
+ * (no frag list, no unreadable or highmem page), *tail_len bytes at
+ * *tail_ptr (0 and NULL for a linear skb). Returns false, with the pointers
+ * unset, if it cannot: the caller linearizes. The pointers stay valid while
+ * the caller owns the skb and changes nothing of it.
+ */
+bool metaroce_skb_pieces(struct sk_buff *skb, unsigned int head,
+			 const u8 **head_ptr, unsigned int *head_len,
+			 const u8 **tail_ptr, unsigned int *tail_len);
 /* The ifindex of the netdev the skb came in on. */
 int metaroce_skb_iif(const struct sk_buff *skb);
 /* skb->data, skb->len, skb_network_header(). */

@@ -166,7 +166,7 @@ struct TestRx {
 }
 
 impl crate::ffi::net::UdpReceiver for TestRx {
-    fn receive(&self, payload: &[u8], meta: &crate::ffi::net::RxMeta) {
+    fn receive(&self, payload: &[u8], tail: &[u8], meta: &crate::ffi::net::RxMeta) {
         use crate::ffi::net::{ecn, IpAddr};
         use core::sync::atomic::Ordering::SeqCst;
 
@@ -177,7 +177,8 @@ impl crate::ffi::net::UdpReceiver for TestRx {
             (&self.v4, LO4, TEST_SRC_PORT4)
         };
         let mut bad = 0;
-        if payload.len() != test_payload_len(v6) {
+        // A receiver that takes nothing in pieces gets every datagram whole.
+        if payload.len() != test_payload_len(v6) || !tail.is_empty() {
             bad |= 1;
         }
         if payload

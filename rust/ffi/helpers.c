@@ -1068,6 +1068,33 @@ int metaroce_skb_linearize(struct sk_buff *skb)
 	return skb_linearize(skb);
 }
 
+bool metaroce_skb_pieces(struct sk_buff *skb, unsigned int head,
+			 const u8 **head_ptr, unsigned int *head_len,
+			 const u8 **tail_ptr, unsigned int *tail_len)
+{
+	const skb_frag_t *frag;
+	void *tail = NULL;
+
+	if (!pskb_may_pull(skb, min(head, skb->len)))
+		return false;
+	if (skb_is_nonlinear(skb)) {
+		if (skb_has_frag_list(skb) || !skb_frags_readable(skb) ||
+		    skb_shinfo(skb)->nr_frags != 1)
+			return false;
+		frag = &skb_shinfo(skb)->frags[0];
+		if (skb_frag_size(frag) != skb->data_len)
+			return false;
+		tail = skb_frag_address_safe(frag);
+		if (!tail)
+			return false;
+	}
+	*head_ptr = skb->data;
+	*head_len = skb_headlen(skb);
+	*tail_ptr = tail;
+	*tail_len = skb->data_len;
+	return true;
+}
+
 u8 *metaroce_skb_data(const struct sk_buff *skb)
 {
 	return skb->data;

@@ -69,6 +69,19 @@ pub(crate) struct Span {
     kernel: bool,
 }
 
+impl Span {
+    /// The span's bytes from `n` on (`EFAULT` if it has fewer than `n`).
+    pub(crate) fn after(self, n: usize) -> Result<Span> {
+        let len = self.len.checked_sub(n).ok_or(EFAULT)?;
+        // A kernel range's tail is inside it: the invariant holds.
+        Ok(Span {
+            at: self.at + n,
+            len,
+            kernel: self.kernel,
+        })
+    }
+}
+
 /// Pages of a fast-registration MR, as `ib_sg_to_pages` found them in a
 /// scatterlist the consumer mapped for the device (`ib_map_mr_sg`). Made
 /// only by this layer's `map_mr_sg` callback.

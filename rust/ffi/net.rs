@@ -120,10 +120,25 @@ pub(crate) struct RxMeta {
 
 /// Receive hook of a [`UdpTunnel`].
 pub(crate) trait UdpReceiver: Send + Sync + 'static {
+    /// Bytes of a datagram's UDP payload that [`Self::takes_pieces`] needs
+    /// to see (the tunnel pulls that many, or the whole datagram, into the
+    /// first piece).
+    const HEAD: usize = 0;
+
+    /// Whether the receiver takes the datagram whose UDP payload starts with
+    /// `head` (at least [`Self::HEAD`] bytes, or all of it) in two pieces,
+    /// as the device left it: its linear part and one page fragment, with
+    /// no copy. Otherwise, as by default, the tunnel linearizes it first (a
+    /// copy, and an allocation when the skb's head has no room).
+    fn takes_pieces(&self, _head: &[u8]) -> bool {
+        false
+    }
+
     /// Called in softirq, inside an RCU read-side critical section, for every
-    /// datagram to the tunnel's port, with the UDP payload as one linear
-    /// slice (which lives for the call only). Must not sleep.
-    fn receive(&self, payload: &[u8], meta: &RxMeta);
+    /// datagram to the tunnel's port, with the UDP payload as `head` then
+    /// `tail` back to back (`tail` is empty unless [`Self::takes_pieces`]
+    /// said yes; both live for the call only). Must not sleep.
+    fn receive(&self, head: &[u8], tail: &[u8], meta: &RxMeta);
 }
 
 /// What the sockets' `sk_user_data` points to (see the module invariants).
@@ -659,37 +674,111 @@ impl Drop for RouteCache {
     }
 }
 
-/// The payload and headers of a received datagram, passed to `f`.
+/// The UDP header and datagram of `skb` in at most two pieces (its linear
+/// part, then one page fragment), with [`UdpReceiver::HEAD`] bytes of the
+/// payload (or all of it) in the first; `None` if it cannot be had that way.
 ///
-/// Returns `None` (and `f` is not called) if the datagram is malformed or
+/// # Safety
+///
+/// As [`with_datagram`]; the slices live while the caller owns the skb and
+/// changes nothing of it.
+unsafe fn pieces<'a, R: UdpReceiver>(skb: *mut b::sk_buff) -> Option<(&'a [u8], &'a [u8])> {
+    let (mut hp, mut hl, mut tp, mut tl) = (ptr::null(), 0u32, ptr::null(), 0u32);
+    // SAFETY: the caller owns the skb; the out-pointers are valid. Pulling
+    // may reallocate the skb's head, so its pointers are read after it.
+    let ok = unsafe {
+        b::metaroce_skb_pieces(
+            skb,
+            (8 + R::HEAD) as u32,
+            &mut hp,
+            &mut hl,
+            &mut tp,
+            &mut tl,
+        )
+    };
+    if !ok {
+        return None;
+    }
+    // SAFETY: the helper's contract: `hl` readable bytes at `hp` (the linear
+    // part, never empty: it holds the UDP header), `tl` at `tp` when `tl` is
+    // not 0; nothing changes them while we own the skb and do not modify it.
+    let head = unsafe { slice::from_raw_parts(hp, hl as usize) };
+    let tail = if tl == 0 || tp.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: as above.
+        unsafe { slice::from_raw_parts(tp, tl as usize) }
+    };
+    Some((head, tail))
+}
+
+/// Hands the payload and headers of a received datagram to `r`: in two
+/// pieces where the skb has them and `r` takes them, else linearized.
+///
+/// Returns `false` (and `r` is not called) if the datagram is malformed or
 /// cannot be linearized.
 ///
 /// # Safety
 ///
 /// `skb` is a received UDP datagram owned by the caller, with `data` at the
 /// UDP header and the network header set, as `encap_rcv` gets it.
-unsafe fn with_datagram<T>(skb: *mut b::sk_buff, f: impl FnOnce(&[u8], &RxMeta) -> T) -> Option<T> {
-    // SAFETY: the caller owns the skb; linearizing may reallocate its head
-    // (keeping the header offsets), so the pointers are read after it.
-    if unsafe { b::metaroce_skb_linearize(skb) } != 0 {
-        return None;
+unsafe fn with_datagram<R: UdpReceiver>(skb: *mut b::sk_buff, r: &R) -> bool {
+    // SAFETY: our caller's contract is `pieces`'.
+    let mut got = unsafe { pieces::<R>(skb) };
+    if let Some((h, t)) = got {
+        if !t.is_empty() && !r.takes_pieces(h.get(8..).unwrap_or(&[])) {
+            got = None;
+        }
     }
-    // SAFETY: a linear skb has `len` readable bytes at `data`.
-    let (data, len) = unsafe { (b::metaroce_skb_data(skb), b::metaroce_skb_len(skb) as usize) };
-    // SAFETY: as above: `data` and `len` describe the linear payload.
-    let udp = unsafe { slice::from_raw_parts(data, len) };
+    let (udp, tail) = match got {
+        Some(p) => p,
+        None => {
+            // SAFETY: the caller owns the skb; linearizing may reallocate its
+            // head (keeping the header offsets), so the pointers are read
+            // after it. (The pieces above are not used again.)
+            if unsafe { b::metaroce_skb_linearize(skb) } != 0 {
+                return false;
+            }
+            // SAFETY: a linear skb has `len` readable bytes at `data`.
+            let (data, len) =
+                unsafe { (b::metaroce_skb_data(skb), b::metaroce_skb_len(skb) as usize) };
+            // SAFETY: as above: `data` and `len` describe the linear payload.
+            (unsafe { slice::from_raw_parts(data, len) }, &[][..])
+        }
+    };
+    let len = udp.len() + tail.len();
     // SAFETY: the caller guarantees the network header is set.
     let nh = unsafe { b::metaroce_skb_network_header(skb) };
-    let ip_len = (data as usize).checked_sub(nh as usize)?;
+    let Some(ip_len) = (udp.as_ptr() as usize).checked_sub(nh as usize) else {
+        return false;
+    };
     // SAFETY: the IP header (and any extension headers) lie in the skb's
     // linear head, from the network header up to the UDP header at `data`.
     let ip = unsafe { slice::from_raw_parts(nh, ip_len) };
 
-    let ulen = usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?]));
+    // SAFETY: the caller owns the skb.
+    let iif = unsafe { b::metaroce_skb_iif(skb) };
+    let Some(meta) = meta_of(ip, udp, iif) else {
+        return false;
+    };
+    let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
     if !(8..=len).contains(&ulen) {
-        return None;
+        return false;
     }
-    let src_port = u16::from_be_bytes([udp[0], udp[1]]);
+    // The UDP payload: bytes 8..ulen of the two pieces (the UDP layer trims
+    // the skb to `ulen`, so `tail` is normally whole).
+    let head = udp.get(8..ulen.min(udp.len())).unwrap_or(&[]);
+    let tail = tail.get(..ulen.saturating_sub(udp.len())).unwrap_or(&[]);
+    r.receive(head, tail, &meta);
+    true
+}
+
+/// The addresses, source port, ECN field and ingress of a datagram from its
+/// IP header `ip` and UDP header (the first 8 bytes of `udp`); `None` if
+/// they cannot be read.
+fn meta_of(ip: &[u8], udp: &[u8], iif: i32) -> Option<RxMeta> {
+    let src_port = u16::from_be_bytes([*udp.first()?, *udp.get(1)?]);
+    udp.get(..8)?;
     let (src, dst, dsfield) = match ip.first()? >> 4 {
         4 if ip.len() >= 20 => (
             IpAddr::V4(ip[12..16].try_into().ok()?),
@@ -704,16 +793,14 @@ unsafe fn with_datagram<T>(skb: *mut b::sk_buff, f: impl FnOnce(&[u8], &RxMeta) 
         _ => return None,
     };
     let ecn = dsfield & 3;
-    let meta = RxMeta {
+    Some(RxMeta {
         src,
         dst,
         src_port,
         ce: ecn == ecn::CE,
         ecn,
-        // SAFETY: the caller owns the skb.
-        iif: unsafe { b::metaroce_skb_iif(skb) },
-    };
-    Some(f(&udp[8..ulen], &meta))
+        iif,
+    })
 }
 
 /// `encap_rcv` of the tunnel sockets: hand the datagram to the receiver and
@@ -738,8 +825,8 @@ unsafe extern "C" fn encap_rcv<R: UdpReceiver>(sk: *mut b::sock, skb: *mut b::sk
     // are inside the receive path's RCU read-side critical section.
     let shared = unsafe { &*user.cast::<Shared<R>>() };
     // SAFETY: the skb is as `with_datagram` requires (our caller's contract).
-    let delivered = unsafe { with_datagram(skb, |p, m| shared.receiver.receive(p, m)) };
-    if delivered.is_some() {
+    let delivered = unsafe { with_datagram(skb, &*shared.receiver) };
+    if delivered {
         // SAFETY: the skb is ours; the payload slice died with the callback.
         unsafe { b::metaroce_consume_skb(skb) };
     } else {

@@ -9,15 +9,18 @@
 
 use crate::ffi::net::{Dest, IpAddr, RouteCache, RxMeta, TxDatagram, UdpReceiver, UdpTunnel};
 use crate::ffi::rcu_map::RcuMap;
-use crate::proto::wire::peek_dst_conn;
+use crate::proto::bytes::Bytes;
+use crate::proto::wire::{data_in_pieces, peek_dst_conn, MAX_DATA_HEADER};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// Something that takes the packets of one connection.
 pub(crate) trait Endpoint: Send + Sync + 'static {
-    /// A datagram for this endpoint (softirq).
-    fn receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta);
+    /// A datagram for this endpoint (softirq): its UDP payload, in two
+    /// pieces only if it is DATA whose first piece holds its header
+    /// ([`data_in_pieces`]).
+    fn receive(this: &Arc<Self>, dg: Bytes<'_>, meta: &RxMeta);
 }
 
 /// Lowest QPN handed out (0 and 1 are the special QPs of IBTA 10.2.4).
@@ -41,12 +44,21 @@ pub(crate) struct Dispatch<P: Endpoint> {
 }
 
 impl<P: Endpoint> UdpReceiver for Dispatch<P> {
-    fn receive(&self, payload: &[u8], meta: &RxMeta) {
-        let Ok(qpn) = peek_dst_conn(payload) else {
+    const HEAD: usize = MAX_DATA_HEADER;
+
+    /// DATA goes to the core in pieces (its payload is copied once, from the
+    /// device's page into the target memory); anything else whole.
+    fn takes_pieces(&self, head: &[u8]) -> bool {
+        data_in_pieces(head)
+    }
+
+    fn receive(&self, head: &[u8], tail: &[u8], meta: &RxMeta) {
+        let Ok(qpn) = peek_dst_conn(head) else {
             self.unknown.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        let receive = |ep: &Arc<P>| P::receive(ep, payload, meta);
+        let dg = Bytes::new(head, tail);
+        let receive = |ep: &Arc<P>| P::receive(ep, dg, meta);
         let found = if qpn == GSI_QPN {
             meta.dst
                 .local_ifindex()

@@ -75,8 +75,13 @@ pub(crate) const BAD_RESPONSES: usize = 23;
 pub(crate) const DROP_FIRST: usize = 24;
 /// How many drop reasons [`NAMES`] names.
 pub(crate) const NUM_DROP_REASONS: usize = 19;
+/// DATA datagrams received in two pieces as the network device left them
+/// (an skb's linear part and one page fragment) and placed from there: their
+/// payload copied once, never gathered into one buffer first (every other
+/// datagram is linearized; `Documentation/device.rst`, "Counters").
+pub(crate) const RX_PIECES: usize = DROP_FIRST + NUM_DROP_REASONS;
 /// Number of device counters.
-pub(crate) const NUM_COUNTERS: usize = DROP_FIRST + NUM_DROP_REASONS;
+pub(crate) const NUM_COUNTERS: usize = RX_PIECES + 1;
 
 /// The counter names, by index.
 const NAME_STRS: [&CStr; NUM_COUNTERS] = [
@@ -124,6 +129,7 @@ const NAME_STRS: [&CStr; NUM_COUNTERS] = [
     c_str!("rx_drop_bad_token"),
     c_str!("rx_drop_stale_incarnation"),
     c_str!("rx_drop_mode_mismatch"),
+    c_str!("rx_pieces"),
 ];
 
 /// The counter names as the RDMA core takes them, by index.

@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+pub mod bytes;
 pub mod cc;
 pub mod conn;
 pub mod fair;

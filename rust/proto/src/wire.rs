@@ -3,6 +3,7 @@
 //! (see [`super::sack`]). Decoding never panics and rejects malformed input with a
 //! [`DropReason`].
 
+use super::bytes::Bytes;
 use super::sack::{Sack, SACK_BYTES};
 
 /// Protocol version carried in byte 0.
@@ -501,6 +502,39 @@ pub fn decode_data_packet(buf: &[u8]) -> Result<(DataHeader, &[u8]), DropReason>
     decode_data(buf, &c)
 }
 
+/// [`decode_data_packet`] of a datagram a host hands over in pieces ([`Bytes`]): the
+/// same validation and drop reasons, the lengths checked against the whole datagram.
+/// The first piece must hold the header whole (at least
+/// `min(`[`MAX_DATA_HEADER`]`, len)` bytes, as [`data_in_pieces`] checks); a header cut
+/// across the pieces is `Truncated`.
+#[inline]
+pub fn decode_data_pieces(dg: Bytes<'_>) -> Result<(DataHeader, Bytes<'_>), DropReason> {
+    let c = common(dg.head())?;
+    if c.t != PacketType::Data as u8 {
+        return Err(DropReason::UnknownType);
+    }
+    decode_data_in(dg, &c)
+}
+
+/// Whether a datagram whose first piece is `head` may be handed to
+/// [`crate::conn::Connection::handle_pieces_on`] in pieces: it says it is DATA and
+/// `head` holds its header whole (read without validating anything else). Any other
+/// datagram goes whole.
+#[inline]
+pub fn data_in_pieces(head: &[u8]) -> bool {
+    let Some(flags) = head.get(field::data::FLAGS) else {
+        return false;
+    };
+    let mut n = DATA_LEN;
+    if flags & DF_RETH != 0 {
+        n += RETH_LEN;
+    }
+    if flags & DF_IMM != 0 {
+        n += IMM_LEN;
+    }
+    peek_type(head) == Some(PacketType::Data) && head.len() >= n
+}
+
 /// Decodes a datagram that must be one lone ACK (exactly [`ACK_LEN`] bytes; a bundle
 /// of several is [`decode_acks`]'s).
 #[inline]
@@ -577,12 +611,23 @@ pub fn decode_probe_packet(buf: &[u8]) -> Result<ProbeHeader, DropReason> {
 
 #[inline]
 fn decode_data<'a>(buf: &'a [u8], c: &Common) -> Result<(DataHeader, &'a [u8]), DropReason> {
+    let (h, payload) = decode_data_in(Bytes::from(buf), c)?;
+    Ok((h, payload.head()))
+}
+
+/// [`decode_data`] of a datagram in pieces: the header is read from the first piece (a
+/// header that does not lie whole in it reads as `Truncated`), the lengths are checked
+/// against the whole.
+#[inline]
+fn decode_data_in<'a>(dg: Bytes<'a>, c: &Common) -> Result<(DataHeader, Bytes<'a>), DropReason> {
+    let buf = dg.head();
+    let total = dg.len();
     // Incarnation 0 is no connection's (checked right after the type, as for ACK and
     // PROBE).
     if c.inc == 0 {
         return Err(DropReason::BadFlags);
     }
-    if buf.len() < DATA_LEN {
+    if total < DATA_LEN {
         return Err(DropReason::Truncated);
     }
     use field::data::*;
@@ -613,10 +658,10 @@ fn decode_data<'a>(buf: &'a [u8], c: &Common) -> Result<(DataHeader, &'a [u8]), 
         imm: 0,
     };
     let hl = h.header_len();
-    if buf.len() < hl {
+    if total < hl {
         return Err(DropReason::Truncated);
     }
-    if buf.len() - hl != h.payload_len as usize {
+    if total - hl != h.payload_len as usize {
         return Err(DropReason::LengthMismatch);
     }
     let mut ext = buf.get(DATA_LEN..).ok_or(DropReason::Truncated)?;
@@ -655,7 +700,7 @@ fn decode_data<'a>(buf: &'a [u8], c: &Common) -> Result<(DataHeader, &'a [u8]), 
     if flags & DF_SE != 0 && !last {
         return Err(DropReason::BadFlags);
     }
-    let payload = buf.get(hl..).ok_or(DropReason::Truncated)?;
+    let payload = dg.skip(hl).ok_or(DropReason::Truncated)?;
     Ok((h, payload))
 }
 

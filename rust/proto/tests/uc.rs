@@ -73,9 +73,11 @@ impl Uc {
         }
     }
 
+    /// Delivers `p` to B in pieces, as the kernel may (`testkit::as_received`).
     fn deliver(&mut self, p: &[u8]) -> Result<UcRx, DropReason> {
         let b = &mut self.b;
-        b.rc.uc_receive(&mut b.host, &mut b.link, p)
+        let dg = metaroce_proto::testkit::as_received(p);
+        b.rc.uc_receive_pieces(&mut b.host, &mut b.link, dg)
     }
 
     fn send(&mut self, op: WrOpcode, wr_id: u64, off: usize, len: usize, imm: u32) {

@@ -11,6 +11,7 @@ use super::super::keys::{self, Kind};
 use super::super::mr::{access, MrEntry, Span};
 use super::*;
 use crate::ffi::rxe_abi::Sge;
+use crate::proto::bytes::Bytes;
 use crate::proto::rc::{AtomicOp, MemError, Memory};
 
 /// The engine's name for a failed access: `EFAULT` (outside the region) is
@@ -21,6 +22,17 @@ fn mem_err(e: Error) -> MemError {
     } else {
         MemError::Denied
     }
+}
+
+/// Writes `src`'s pieces back to back into span `at` of region `e` (checked
+/// for all of `src` by the caller, in the same hold of the region).
+fn write_pieces(e: &MrEntry, at: Span, src: Bytes<'_>) -> Result {
+    let [head, tail] = src.pieces();
+    e.write(at, head)?;
+    if !tail.is_empty() {
+        e.write(at.after(head.len())?, tail)?;
+    }
+    Ok(())
 }
 
 impl Glue<'_> {
@@ -110,10 +122,10 @@ impl Memory for Glue<'_> {
         &mut self,
         sge: &Sge,
         skip: usize,
-        src: &[u8],
+        src: Bytes<'_>,
     ) -> core::result::Result<(), MemError> {
         self.local(sge, skip, src.len(), access::LOCAL_WRITE, |e, at| {
-            e.write(at, src)
+            write_pieces(e, at, src)
         })
     }
     fn remote_check(
@@ -139,11 +151,11 @@ impl Memory for Glue<'_> {
         &mut self,
         rkey: u32,
         va: u64,
-        src: &[u8],
+        src: Bytes<'_>,
     ) -> core::result::Result<(), MemError> {
         let write = || {
             self.remote(rkey, va, src.len(), access::REMOTE_WRITE, |e, off| {
-                e.write(off, src)
+                write_pieces(e, off, src)
             })
         };
         // ATOMIC_WRITE's 8 aligned bytes must not land between an atomic's

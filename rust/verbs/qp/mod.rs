@@ -52,6 +52,7 @@ use crate::ffi::timer::{impl_has_timer, now_ns, Timer, TimerCallback};
 use crate::ffi::udata::UContext;
 use crate::ffi::wr::{RecvWrs, SendWrs};
 use crate::net::Endpoint;
+use crate::proto::bytes::Bytes;
 use crate::proto::conn::{Config, Connection, RxEvent, Stats, Transmit};
 use crate::proto::rc::{Engine, UcLink};
 use crate::proto::time::Instant;
@@ -180,9 +181,12 @@ impl TimerCallback for Qp {
 }
 
 impl Endpoint for Qp {
-    fn receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
+    fn receive(this: &Arc<Self>, dg: Bytes<'_>, meta: &RxMeta) {
         this.dev.count(counter::RX_PACKETS, 1);
-        this.dev.count(counter::RX_BYTES, payload.len() as u64);
+        this.dev.count(counter::RX_BYTES, dg.len() as u64);
+        if !dg.pieces()[1].is_empty() {
+            this.dev.count(counter::RX_PIECES, 1);
+        }
         if meta.ce {
             this.dev.count(counter::ECN_CE, 1);
         }
@@ -190,36 +194,40 @@ impl Endpoint for Qp {
             let mut g = this.inner.lock();
             let Inner { io, rc, .. } = &mut *g;
             let mut env = Glue { qp: this, io };
-            let r = env.datagram_in(rc, payload, meta);
+            // (Only DATA comes in pieces, and a UD QP takes none.)
+            let r = match dg.pieces() {
+                [whole, []] => env.datagram_in(rc, whole, meta),
+                _ => Err(counter::DROP_FIRST + DropReason::UnknownType as usize),
+            };
             match r {
-                Err(reason) => this.drop_rx(payload, meta, reason),
-                Ok(()) => this.trace_rx(payload, meta, None),
+                Err(reason) => this.drop_rx(dg, meta, reason),
+                Ok(()) => this.trace_rx(dg, meta, None),
             }
             rc.settle(&mut env);
             return;
         }
         if this.qp_type == QpType::Uc {
-            Qp::uc_receive(this, payload, meta);
+            Qp::uc_receive(this, dg, meta);
             return;
         }
         let mut g = this.inner.lock();
         if let Some(l) = g.link.clone() {
             // In the error state too: the connection answers that the QP is
             // closed (transport.rst, "Shared connections").
-            let ok = this.admits(&g.io, true, payload, meta);
+            let ok = this.admits(&g.io, true, dg, meta);
             drop(g);
             if ok {
-                Peer::receive(&l.peer, this, l.id, payload, meta);
+                Peer::receive(&l.peer, this, l.id, dg, meta);
             }
             return;
         }
         {
             let Inner { conn, io, rc, .. } = &mut *g;
             let Some(c) = conn else {
-                this.drop_rx(payload, meta, counter::DROP_QP_STATE);
+                this.drop_rx(dg, meta, counter::DROP_QP_STATE);
                 return;
             };
-            if !this.admits(io, rc.lingers(), payload, meta) {
+            if !this.admits(io, rc.lingers(), dg, meta) {
                 return;
             }
             let now = Instant(now_ns());
@@ -228,12 +236,12 @@ impl Endpoint for Qp {
             let (planes, up) = this.dev.planes.state();
             c.set_planes(planes, up);
             let plane = this.dev.planes.plane_of_iif(meta.iif);
-            let r = c.handle_packet_on(now, payload, meta.ce, plane, &mut app);
+            let r = c.handle_pieces_on(now, dg, meta.ce, plane, &mut app);
             match r {
-                Err(reason) => this.drop_rx(payload, meta, counter::DROP_FIRST + reason as usize),
-                Ok(_) => this.trace_rx(payload, meta, None),
+                Err(reason) => this.drop_rx(dg, meta, counter::DROP_FIRST + reason as usize),
+                Ok(_) => this.trace_rx(dg, meta, None),
             }
-            this.note_share(c, r, now, payload.len());
+            this.note_share(c, r, now, dg.len());
         }
         // The ACK goes out before the lock is released (see `pump_locked`).
         Qp::pump_locked(this, g);
@@ -246,7 +254,7 @@ impl Qp {
     /// `lingers` after refusing a request (so that it answers the requester,
     /// `Engine::lingers`), and only from the peer set by `modify_qp`. A
     /// refused one is counted (`rx_drops` and its reason) and traced.
-    fn admits(&self, io: &Io, lingers: bool, payload: &[u8], meta: &RxMeta) -> bool {
+    fn admits(&self, io: &Io, lingers: bool, dg: Bytes<'_>, meta: &RxMeta) -> bool {
         let reason = if !io.takes_packets(lingers) {
             counter::DROP_QP_STATE
         } else if io.dst != Some(meta.src) {
@@ -254,7 +262,7 @@ impl Qp {
         } else {
             return true;
         };
-        self.drop_rx(payload, meta, reason);
+        self.drop_rx(dg, meta, reason);
         false
     }
 
@@ -282,13 +290,13 @@ impl Qp {
 
     /// Counts datagram `payload` as dropped for device counter `reason`
     /// (with `rx_drops`) and traces it (`metaroce:rx`).
-    fn drop_rx(&self, payload: &[u8], meta: &RxMeta, reason: usize) {
+    fn drop_rx(&self, dg: Bytes<'_>, meta: &RxMeta, reason: usize) {
         self.dev.count(counter::RX_DROPS, 1);
         self.dev.count(reason, 1);
         if reason == counter::DROP_FIRST + DropReason::ModeMismatch as usize {
             self.dev.note_mode_mismatch(&meta.src);
         }
-        self.trace_rx(payload, meta, Some(reason));
+        self.trace_rx(dg, meta, Some(reason));
     }
 }
 

@@ -39,9 +39,10 @@ impl Qp {
 
     /// `metaroce:rx` for datagram `bytes` received from `meta`; `drop`: the
     /// device counter of the reason it was dropped (`None`: accepted).
-    pub(super) fn trace_rx(&self, bytes: &[u8], meta: &RxMeta, drop: Option<usize>) {
+    pub(super) fn trace_rx(&self, dg: Bytes<'_>, meta: &RxMeta, drop: Option<usize>) {
         if trace::rx_enabled() {
-            let p = pkt(self.qpn, bytes, None, meta.src_port, false);
+            let mut p = pkt(self.qpn, dg.head(), None, meta.src_port, false);
+            p.len = u32::try_from(dg.len()).unwrap_or(u32::MAX);
             trace::rx(&p, drop.map(counter::drop_name));
         }
     }

@@ -508,7 +508,7 @@ impl Peer {
 
     /// A datagram the dispatch table gave member `id`'s QP `qp` (which
     /// admitted it).
-    pub(super) fn receive(this: &Arc<Self>, qp: &Qp, id: u16, payload: &[u8], meta: &RxMeta) {
+    pub(super) fn receive(this: &Arc<Self>, qp: &Qp, id: u16, dg: Bytes<'_>, meta: &RxMeta) {
         let mut g = this.inner.lock();
         let now = Instant(now_ns());
         let arrived = Some((qp.qpn, id));
@@ -516,13 +516,13 @@ impl Peer {
         let plane = this.dev.planes.plane_of_iif(meta.iif);
         let r = g.run(&this.dev, arrived, |c, mux, _| {
             c.set_planes(planes, up);
-            c.handle_packet_on(now, payload, meta.ce, plane, mux)
+            c.handle_pieces_on(now, dg, meta.ce, plane, mux)
         });
         match r {
-            Err(reason) => qp.drop_rx(payload, meta, counter::DROP_FIRST + reason as usize),
-            Ok(_) => qp.trace_rx(payload, meta, None),
+            Err(reason) => qp.drop_rx(dg, meta, counter::DROP_FIRST + reason as usize),
+            Ok(_) => qp.trace_rx(dg, meta, None),
         }
-        qp.note_share(&mut *g.conn, r, now, payload.len());
+        qp.note_share(&mut *g.conn, r, now, dg.len());
         Peer::pump_locked(this, g);
     }
 

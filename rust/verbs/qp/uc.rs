@@ -55,22 +55,20 @@ impl Qp {
 
     /// A datagram for a UC QP: from its peer, in RTR, RTS or SQD, then the
     /// core's checks and placement.
-    pub(super) fn uc_receive(this: &Arc<Self>, payload: &[u8], meta: &RxMeta) {
+    pub(super) fn uc_receive(this: &Arc<Self>, dg: Bytes<'_>, meta: &RxMeta) {
         let mut g = this.inner.lock();
         let Inner { uc, io, rc, .. } = &mut *g;
         let Some(uc) = uc.as_deref_mut() else {
             return;
         };
-        if !this.admits(io, false, payload, meta) {
+        if !this.admits(io, false, dg, meta) {
             return;
         }
         let mut env = Glue { qp: this, io };
         let before = uc.stats().rx_dropped;
-        match rc.uc_receive(&mut env, uc, payload) {
-            Err(r) => this.drop_rx(payload, meta, counter::DROP_FIRST + r as usize),
-            Ok(UcRx::Placed | UcRx::Completed | UcRx::Discarded) => {
-                this.trace_rx(payload, meta, None)
-            }
+        match rc.uc_receive_pieces(&mut env, uc, dg) {
+            Err(r) => this.drop_rx(dg, meta, counter::DROP_FIRST + r as usize),
+            Ok(UcRx::Placed | UcRx::Completed | UcRx::Discarded) => this.trace_rx(dg, meta, None),
         }
         let dropped = uc.stats().rx_dropped.wrapping_sub(before);
         if dropped != 0 {

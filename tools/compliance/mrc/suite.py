@@ -57,6 +57,11 @@ class Skip(Exception):
     """Raised by a scenario that cannot run here (reported as TAP SKIP)."""
 
 
+# Seconds between two reads of the IUT's counters (Ctx.counters).
+COUNTERS_FRESH = 0.025
+_counters_at = 0.0
+
+
 class Ctx:
     def __init__(self, args, agent, net, info):
         self.args, self.agent, self.net, self.info = args, agent, net, info
@@ -186,7 +191,18 @@ class Ctx:
         self.pumping(lambda: self.agent.cmd("recv", qp=qp["id"], mr=mr["id"], off=off, len=length, wr=wr))
 
     def counters(self):
-        return self.agent.counters()
+        """The IUT device's counters, read at least COUNTERS_FRESH seconds
+        after the previous read: the RDMA core keeps a device's counters for
+        RDMA_HW_STATS_DEFAULT_LIFESPAN (10 ms, in jiffies) and answers a read
+        sooner than that with the values it read last, so a count taken right
+        after a reply would miss what the reply's datagram changed."""
+        global _counters_at
+        wait = _counters_at + COUNTERS_FRESH - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        c = self.agent.counters()
+        _counters_at = time.monotonic()
+        return c
 
     def mr(self, length=65536, access=None):
         return self.agent.mr(length, access)

@@ -1,6 +1,7 @@
 //! The application (verbs layer) as the connection sees it: the [`App`] trait it
 //! implements and the types that cross it (messages, placements, refusals, errors).
 
+use super::super::bytes::Bytes;
 use super::super::ident::Ident;
 use super::super::stream::Stream;
 use super::super::wire::{DropReason, Op, Reth};
@@ -50,8 +51,8 @@ pub struct Placement<'a> {
     pub tag: u16,
     /// The packet is the last of a message that asked for a solicited event.
     pub solicited: bool,
-    /// Payload bytes.
-    pub payload: &'a [u8],
+    /// Payload bytes (in the pieces the host received them in, [`Bytes`]).
+    pub payload: Bytes<'a>,
 }
 
 /// Receiver-not-ready: the application cannot take this packet yet; the value is the 5-bit

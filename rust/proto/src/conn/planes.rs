@@ -7,6 +7,7 @@
 //! Nothing of this is on the wire: planes are each end's own business, like source
 //! ports. Both ends reach each other's one address on every plane.
 
+use super::super::bytes::Bytes;
 use super::super::plane::{plane_of, MAX_PLANES};
 use super::super::time::Instant;
 use super::super::wire::DropReason;
@@ -39,8 +40,21 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         plane: u8,
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
+        self.handle_pieces_on(now, Bytes::from(buf), ce, plane, app)
+    }
+
+    /// [`Connection::handle_pieces`] for a datagram that came in on plane `plane` (as
+    /// [`Connection::handle_packet_on`]).
+    pub fn handle_pieces_on<A: App>(
+        &mut self,
+        now: Instant,
+        dg: Bytes<'_>,
+        ce: bool,
+        plane: u8,
+        app: &mut A,
+    ) -> Result<RxEvent, DropReason> {
         self.ingress = if plane < self.planes { plane } else { 0 };
-        let r = self.handle_packet(now, buf, ce, app);
+        let r = self.handle_pieces(now, dg, ce, app);
         self.ingress = 0;
         r
     }

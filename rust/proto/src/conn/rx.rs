@@ -3,13 +3,15 @@
 //! [`App::place`] (a refusal queues an RNR report or a NAK), probes are answered. ACKs
 //! are the sender's business ([`super::ack`]).
 
+use super::super::bytes::Bytes;
 use super::super::path::PathRx;
 use super::super::sack::SACK_BITS;
 use super::super::stream::{RxVerdict, Stream};
 use super::super::time::Instant;
 use super::super::wire::{
-    decode, decode_acks, decode_data_packet, decode_probe_packet, is_shared, peek_type, DataHeader,
-    DropReason, Op, PacketType, ProbeHeader, DF_ACKREQ, DF_IMM, DF_LAST, DF_RETH, DF_SE,
+    data_in_pieces, decode, decode_acks, decode_data_pieces, decode_probe_packet, is_shared,
+    peek_type, DataHeader, DropReason, Op, PacketType, ProbeHeader, DF_ACKREQ, DF_IMM, DF_LAST,
+    DF_RETH, DF_SE,
 };
 use super::timers::Timer;
 use super::{
@@ -27,6 +29,25 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         ce: bool,
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {
+        self.handle_pieces(now, Bytes::from(buf), ce, app)
+    }
+
+    /// [`Self::handle_packet`] of a datagram the host hands over in pieces ([`Bytes`]),
+    /// so that a DATA packet's payload is copied once, from where the network device
+    /// put it into its final memory. Only DATA whose first piece holds its header
+    /// ([`data_in_pieces`]) may come in pieces; any other datagram with a second piece
+    /// is `Truncated`. The verdicts are those of the datagram whole.
+    pub fn handle_pieces<A: App>(
+        &mut self,
+        now: Instant,
+        dg: Bytes<'_>,
+        ce: bool,
+        app: &mut A,
+    ) -> Result<RxEvent, DropReason> {
+        let buf = dg.head();
+        if buf.len() != dg.len() && !data_in_pieces(buf) {
+            return Err(DropReason::Truncated);
+        }
         if self.state == ConnState::Error(ConnError::Aborted) {
             return Err(DropReason::Closed);
         }
@@ -36,7 +57,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         // anything of it is looked up (`Documentation/transport.rst`, H16).
         match peek_type(buf) {
             Some(PacketType::Data) => {
-                let (h, payload) = decode_data_packet(buf)?;
+                let (h, payload) = decode_data_pieces(dg)?;
                 self.mode_check(buf)?;
                 let due = self.reports.ack_pending;
                 let r = self.on_data(now, &h, payload, ce, app);
@@ -302,7 +323,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         &mut self,
         now: Instant,
         h: &DataHeader,
-        payload: &[u8],
+        payload: Bytes<'_>,
         ce: bool,
         app: &mut A,
     ) -> Result<RxEvent, DropReason> {

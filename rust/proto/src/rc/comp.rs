@@ -2,6 +2,7 @@
 //! order, READ and atomic responses placed into the WQEs they answer, the error state
 //! and its flush, and a completion queue overrun.
 
+use super::super::bytes::Bytes;
 use super::super::conn::{ConnError, Placement, Refuse};
 use super::super::wire::Op;
 use super::env::Env;
@@ -294,7 +295,8 @@ impl<T: Tables> Engine<T> {
         // error; siw's Read Response check) fail the WQE, whichever packet shows it,
         // before the message could complete with bytes missing or misplaced.
         let len = if read { m.length } else { 8 };
-        let original = <[u8; 8]>::try_from(p.payload).ok();
+        let mut b = [0u8; 8];
+        let original = p.payload.copy_to(&mut b).then_some(b);
         if p.msg_len != len || (!read && original.is_none()) {
             self.bad_response(env, Some(msn), WcStatus::LocLenErr);
             return Ok(());
@@ -305,7 +307,7 @@ impl<T: Tables> Engine<T> {
         let data = match original {
             Some(b) if !read => {
                 v = u64::from_be_bytes(b).to_ne_bytes();
-                &v[..]
+                Bytes::from(&v[..])
             }
             _ => p.payload,
         };

@@ -3,6 +3,7 @@
 //! (RQ or SRQ) to scatter a datagram into. UD's own rules (address handles, Q_Keys,
 //! GRH) stay with the host.
 
+use super::super::bytes::Bytes;
 use super::env::{Env, MemError};
 use super::sge::gather;
 use super::types::{SendWqe, WcStatus};
@@ -81,9 +82,9 @@ impl<T: Tables> Engine<T> {
         let mut fits = true;
         for p in parts {
             let r = if srq {
-                self.scatter_taken(env, 0, off, p)
+                self.scatter_taken(env, 0, off, Bytes::from(*p))
             } else {
-                Self::scatter(env, self.rq_cons, off, p)
+                Self::scatter(env, self.rq_cons, off, Bytes::from(*p))
             };
             fits &= r.is_ok();
             if !fits {

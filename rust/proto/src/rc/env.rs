@@ -4,6 +4,7 @@
 //! `*_advance`). Every method is infallible or reports failure in its return value; none
 //! may panic.
 
+use super::super::bytes::Bytes;
 use super::super::conn::Event;
 use super::types::{Attrs, Cqe, QpMode, RecvWqe, ScatterGather, SendWqe, WcStatus};
 
@@ -101,14 +102,17 @@ pub trait Memory: HostSge {
     fn local_check(&mut self, sge: &Self::Sge, skip: usize, len: usize) -> Result<(), MemError>;
     /// Reads `dst.len()` bytes at `skip` into local SGE `sge`.
     fn local_read(&mut self, sge: &Self::Sge, skip: usize, dst: &mut [u8]) -> Result<(), MemError>;
-    /// Writes `src` at `skip` into local SGE `sge` (needs `IB_ACCESS_LOCAL_WRITE`).
-    fn local_write(&mut self, sge: &Self::Sge, skip: usize, src: &[u8]) -> Result<(), MemError>;
+    /// Writes `src` (its pieces back to back) at `skip` into local SGE `sge` (needs
+    /// `IB_ACCESS_LOCAL_WRITE`).
+    fn local_write(&mut self, sge: &Self::Sge, skip: usize, src: Bytes<'_>)
+        -> Result<(), MemError>;
     /// Checks that `rkey` opens `len` bytes at `va` with `need` ([`super::access`]).
     fn remote_check(&mut self, rkey: u32, va: u64, len: usize, need: u32) -> Result<(), MemError>;
     /// Reads for an RDMA READ (needs `REMOTE_READ`).
     fn remote_read(&mut self, rkey: u32, va: u64, dst: &mut [u8]) -> Result<(), MemError>;
-    /// Writes for an RDMA WRITE or ATOMIC_WRITE (needs `REMOTE_WRITE`).
-    fn remote_write(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), MemError>;
+    /// Writes `src` (its pieces back to back) for an RDMA WRITE or ATOMIC_WRITE (needs
+    /// `REMOTE_WRITE`), all of it or nothing (the whole range checked first).
+    fn remote_write(&mut self, rkey: u32, va: u64, src: Bytes<'_>) -> Result<(), MemError>;
     /// Checks `REMOTE_ATOMIC` access to the 8 bytes at `va` and applies `op` under the
     /// region's lock: returns the original value (host order).
     fn remote_atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError>;

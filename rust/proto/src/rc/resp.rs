@@ -356,7 +356,7 @@ impl<T: Tables> Engine<T> {
             // a READ or atomic is one packet.)
             let mut data = [0u8; 16];
             if let Some(d) = data.get_mut(..p.payload.len()) {
-                d.copy_from_slice(p.payload);
+                p.payload.copy_to(d);
             }
             *e = Resp {
                 va: r.va,

@@ -1,6 +1,7 @@
 //! Scatter/gather (IBTA 10.7.2.1): a message's bytes mapped onto a WQE's SGEs, each
 //! piece checked and accessed through [`Memory`] (lkey, PD, access and bounds).
 
+use super::super::bytes::Bytes;
 use super::env::{Env, MemError, Memory};
 use super::types::{send_flags, ScatterGather, SendWqe, WrOpcode};
 use super::{Engine, SendMsg, Tables};
@@ -31,8 +32,8 @@ pub(super) enum Dir<'a> {
     Check,
     /// Reads the pieces into this buffer.
     Read(&'a mut [u8]),
-    /// Writes this buffer into the pieces (needs local write access).
-    Write(&'a [u8]),
+    /// Writes these bytes into the pieces (needs local write access).
+    Write(Bytes<'a>),
 }
 
 /// Maps bytes `[offset, offset + len)` of a WQE's data onto its `n` SGEs (`sge(env, i)`)
@@ -67,7 +68,7 @@ pub(super) fn walk<M: Memory + ?Sized>(
                 env.local_read(&s, skip, d)?
             }
             Dir::Write(src) => {
-                let src = src.get(done..end).ok_or(SgeError::Len)?;
+                let src = src.get(done, end).ok_or(SgeError::Len)?;
                 env.local_write(&s, skip, src)?
             }
         }
@@ -127,7 +128,7 @@ impl<T: Tables> Engine<T> {
         env: &mut E,
         slot: u32,
         offset: u32,
-        data: &[u8],
+        data: Bytes<'_>,
     ) -> Result<(), SgeError> {
         let w = env.rq_wqe(slot).ok_or(SgeError::Prot)?;
         if w.num_sge > env.attrs().max_recv_sge {
@@ -152,7 +153,7 @@ impl<T: Tables> Engine<T> {
         env: &mut E,
         i: usize,
         offset: u32,
-        data: &[u8],
+        data: Bytes<'_>,
     ) -> Result<(), SgeError> {
         let ms = env.attrs().srq_sge.unwrap_or(0) as usize;
         let t = self.t.taken().get(i).copied().ok_or(SgeError::Prot)?;
@@ -183,7 +184,7 @@ impl<T: Tables> Engine<T> {
         env: &mut E,
         m: &SendMsg,
         offset: u32,
-        data: &[u8],
+        data: Bytes<'_>,
     ) -> Result<(), SgeError> {
         let n = m.num_sge.min(env.attrs().max_send_sge);
         let slot = m.slot;

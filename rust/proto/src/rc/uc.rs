@@ -16,11 +16,12 @@
 //! The engine's SQ/RQ/SRQ handling, gather/scatter and completions are shared with RC;
 //! the link state ([`UcLink`]) is the caller's, next to the engine.
 
+use super::super::bytes::Bytes;
 use super::super::ident::Ident;
 use super::super::path::FLOOR_WINDOW;
 use super::super::wire::{
-    decode, decode_data_packet, is_shared, peek_type, DataHeader, DropReason, Op, PacketType, Reth,
-    DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_SE,
+    data_in_pieces, decode, decode_data_pieces, is_shared, peek_type, DataHeader, DropReason, Op,
+    PacketType, Reth, DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_SE,
 };
 use super::env::Env;
 use super::sge::{gather, SgeError};
@@ -292,10 +293,26 @@ impl<T: Tables> Engine<T> {
         link: &mut UcLink,
         buf: &[u8],
     ) -> Result<UcRx, DropReason> {
+        self.uc_receive_pieces(env, link, Bytes::from(buf))
+    }
+
+    /// [`Self::uc_receive`] of a datagram the host hands over in pieces (as
+    /// [`crate::conn::Connection::handle_pieces`]: only DATA whose first piece holds its
+    /// header, [`data_in_pieces`]; any other datagram with a second piece is `Truncated`).
+    pub fn uc_receive_pieces<E: Env<Sge = T::Sge>>(
+        &mut self,
+        env: &mut E,
+        link: &mut UcLink,
+        dg: Bytes<'_>,
+    ) -> Result<UcRx, DropReason> {
+        let buf = dg.head();
+        if buf.len() != dg.len() && !data_in_pieces(buf) {
+            return Err(DropReason::Truncated);
+        }
         if peek_type(buf) != Some(PacketType::Data) {
             return Err(decode(buf).err().unwrap_or(DropReason::UnknownType));
         }
-        let (h, payload) = decode_data_packet(buf)?;
+        let (h, payload) = decode_data_pieces(dg)?;
         // A UC QP is never a shared connection's (Documentation/transport.rst, C22).
         if is_shared(buf) {
             return Err(DropReason::ModeMismatch);

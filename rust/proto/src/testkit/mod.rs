@@ -1,10 +1,28 @@
 //! Reusable applications for tests, the simulator, benchmarks, fuzzing and examples
 //! (host only: the kernel module does not include this file). `no_std`, no allocation.
 
+use crate::bytes::Bytes;
 use crate::conn::{App, ConnError, MsgInfo, Placement, Refuse, Rnr, Unreadable};
 use crate::ident::Ident;
 use crate::stream::{Stream, StreamTable};
 use crate::wire::{Op, Reth};
+
+/// `dg` as a network stack may hand it over (Linux: an skb's head and a page fragment):
+/// a DATA datagram cut in two somewhere after its longest possible header (at a point
+/// that depends on its bytes, so a run sees many cuts, none of them random), any
+/// other datagram whole. The model nodes deliver every datagram this way, so every
+/// test of them takes payloads in pieces as the kernel does.
+pub fn as_received(dg: &[u8]) -> Bytes<'_> {
+    let lo = crate::wire::MAX_DATA_HEADER.min(dg.len());
+    if !crate::wire::data_in_pieces(&dg[..lo]) {
+        return Bytes::from(dg);
+    }
+    let h = dg.iter().take(24).fold(0usize, |a, &b| {
+        a.wrapping_mul(31).wrapping_add(usize::from(b))
+    });
+    let (head, tail) = dg.split_at(lo + h % (dg.len() - lo + 1));
+    Bytes::new(head, tail)
+}
 
 /// A bulk sender and counting receiver: every stream below `streams` (at most
 /// [`BULK_STREAMS`]) carries `limit` messages (`u32::MAX`: endless), each described by

@@ -289,7 +289,12 @@ impl Pair {
                     Err(())
                 } else {
                     n.conn
-                        .handle_packet(now, &bytes, false, &mut n.engine.bind(&mut n.host))
+                        .handle_pieces(
+                            now,
+                            super::as_received(&bytes),
+                            false,
+                            &mut n.engine.bind(&mut n.host),
+                        )
                         .map_err(|_| ())
                 };
                 if r.is_err() {

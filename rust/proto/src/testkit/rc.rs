@@ -3,6 +3,7 @@
 //! of them talk over a model link in [`super::pair`] (re-exported here). Host only (uses
 //! `alloc`).
 
+use crate::bytes::Bytes;
 use crate::rc::{
     self, access, AtomicOp, Attrs, Completions, Cqe, HostSge, LocalOps, MemError, Memory, Observe,
     QpControl, QpMode, RecvQueue, RecvWqe, Resp, RxMsg, RxRecv, SendMsg, SendQueue, SendWqe, Sge,
@@ -332,10 +333,10 @@ impl Memory for Host {
         let va = in_sge(sge, skip, dst.len())?;
         self.access(sge.lkey, va, dst.len(), 0, |b| dst.copy_from_slice(b))
     }
-    fn local_write(&mut self, sge: &Sge, skip: usize, src: &[u8]) -> Result<(), MemError> {
+    fn local_write(&mut self, sge: &Sge, skip: usize, src: Bytes<'_>) -> Result<(), MemError> {
         let va = in_sge(sge, skip, src.len())?;
         self.access(sge.lkey, va, src.len(), access::LOCAL_WRITE, |b| {
-            b.copy_from_slice(src)
+            src.copy_to(b);
         })
     }
     fn remote_check(&mut self, rkey: u32, va: u64, len: usize, need: u32) -> Result<(), MemError> {
@@ -346,9 +347,9 @@ impl Memory for Host {
             dst.copy_from_slice(b)
         })
     }
-    fn remote_write(&mut self, rkey: u32, va: u64, src: &[u8]) -> Result<(), MemError> {
+    fn remote_write(&mut self, rkey: u32, va: u64, src: Bytes<'_>) -> Result<(), MemError> {
         self.access(rkey, va, src.len(), access::REMOTE_WRITE, |b| {
-            b.copy_from_slice(src)
+            src.copy_to(b);
         })
     }
     fn remote_atomic(&mut self, rkey: u32, va: u64, op: AtomicOp) -> Result<u64, MemError> {

@@ -463,7 +463,10 @@ impl SharedPair {
                 let before = self.recv_counts(to);
                 let now = Instant(self.now);
                 let (conn, mut mux) = self.nodes[to].mux();
-                if conn.handle_packet(now, &bytes, false, &mut mux).is_err() {
+                if conn
+                    .handle_pieces(now, super::as_received(&bytes), false, &mut mux)
+                    .is_err()
+                {
                     self.rx_drops[to] += 1;
                 }
                 self.note_completions(to, &before);

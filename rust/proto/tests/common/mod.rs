@@ -162,9 +162,9 @@ impl App for TestApp {
             .entry(key)
             .or_insert_with(|| vec![0u8; p.msg_len as usize]);
         let cnt = self.placed_count.entry(key).or_insert(0);
-        for (i, b) in p.payload.iter().enumerate() {
+        for (i, b) in p.payload.bytes().enumerate() {
             let o = p.offset as usize + i;
-            if *b != pattern(p.stream, p.msn, o as u32) {
+            if b != pattern(p.stream, p.msn, o as u32) {
                 self.violations.push(format!("bad byte {key:?} @{o}"));
                 break;
             }

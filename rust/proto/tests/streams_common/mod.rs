@@ -135,7 +135,7 @@ impl App for Mini {
             p.stream,
             p.msn,
             p.offset,
-            p.payload.first().copied().unwrap_or(0),
+            p.payload.bytes().next().unwrap_or(0),
         ));
         Ok(())
     }
