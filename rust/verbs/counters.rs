@@ -77,8 +77,9 @@ pub(crate) const DROP_FIRST: usize = 24;
 pub(crate) const NUM_DROP_REASONS: usize = 19;
 /// DATA datagrams received in two pieces as the network device left them
 /// (an skb's linear part and one page fragment) and placed from there: their
-/// payload copied once, never gathered into one buffer first (every other
-/// datagram is linearized; `Documentation/device.rst`, "Counters").
+/// payload copied once, never gathered into one buffer first. Counted once
+/// placed (not when dropped, or a duplicate); every datagram not taken in
+/// pieces is linearized (`Documentation/device.rst`).
 pub(crate) const RX_PIECES: usize = DROP_FIRST + NUM_DROP_REASONS;
 /// Number of device counters.
 pub(crate) const NUM_COUNTERS: usize = RX_PIECES + 1;

@@ -184,9 +184,6 @@ impl Endpoint for Qp {
     fn receive(this: &Arc<Self>, dg: Bytes<'_>, meta: &RxMeta) {
         this.dev.count(counter::RX_PACKETS, 1);
         this.dev.count(counter::RX_BYTES, dg.len() as u64);
-        if !dg.pieces()[1].is_empty() {
-            this.dev.count(counter::RX_PIECES, 1);
-        }
         if meta.ce {
             this.dev.count(counter::ECN_CE, 1);
         }
@@ -239,7 +236,7 @@ impl Endpoint for Qp {
             let r = c.handle_pieces_on(now, dg, meta.ce, plane, &mut app);
             match r {
                 Err(reason) => this.drop_rx(dg, meta, counter::DROP_FIRST + reason as usize),
-                Ok(_) => this.trace_rx(dg, meta, None),
+                Ok(ev) => this.took(dg, meta, ev == RxEvent::Data),
             }
             this.note_share(c, r, now, dg.len());
         }
@@ -286,6 +283,15 @@ impl Qp {
                 c.set_rate_hint(hint);
             }
         }
+    }
+
+    /// Traces datagram `dg`, which the QP (or its connection) took; `placed`:
+    /// its payload was placed, counted in `rx_pieces` if it came in pieces.
+    fn took(&self, dg: Bytes<'_>, meta: &RxMeta, placed: bool) {
+        if placed && !dg.pieces()[1].is_empty() {
+            self.dev.count(counter::RX_PIECES, 1);
+        }
+        self.trace_rx(dg, meta, None);
     }
 
     /// Counts datagram `payload` as dropped for device counter `reason`

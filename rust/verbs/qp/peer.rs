@@ -520,7 +520,7 @@ impl Peer {
         });
         match r {
             Err(reason) => qp.drop_rx(dg, meta, counter::DROP_FIRST + reason as usize),
-            Ok(_) => qp.trace_rx(dg, meta, None),
+            Ok(ev) => qp.took(dg, meta, ev == RxEvent::Data),
         }
         qp.note_share(&mut *g.conn, r, now, dg.len());
         Peer::pump_locked(this, g);

@@ -68,7 +68,7 @@ impl Qp {
         let before = uc.stats().rx_dropped;
         match rc.uc_receive_pieces(&mut env, uc, dg) {
             Err(r) => this.drop_rx(dg, meta, counter::DROP_FIRST + r as usize),
-            Ok(UcRx::Placed | UcRx::Completed | UcRx::Discarded) => this.trace_rx(dg, meta, None),
+            Ok(r) => this.took(dg, meta, matches!(r, UcRx::Placed | UcRx::Completed)),
         }
         let dropped = uc.stats().rx_dropped.wrapping_sub(before);
         if dropped != 0 {
