@@ -17,51 +17,26 @@ const PLANES: u8 = 2;
 /// short of the retry limit (`retry_cnt` x paths timeouts without progress).
 const STALL_NS: u64 = 500_000;
 
-/// Two nodes on two planes, each of 4 streams with `msgs` 64 KiB messages to send from
-/// `a`; `dead`: plane 1 drops everything, counted in `sent_dead`; `stall`: every plane
-/// drops everything.
-struct Planes {
-    n: Net,
-    dead: Rc<Cell<bool>>,
-    stall: Rc<Cell<bool>>,
-    sent_dead: Rc<Cell<u64>>,
-}
-
-fn two_planes(seed: u64, msgs: usize) -> Planes {
-    let mut n = Net::new(seed, 8, 0.0);
-    n.a.set_planes(PLANES, 0b11);
-    n.b.set_planes(PLANES, 0b11);
-    for s in 0..4 {
-        n.app_a.msgs[s] = vec![64 * 1024; msgs];
-    }
-    let dead = Rc::new(Cell::new(false));
-    let stall = Rc::new(Cell::new(false));
-    let sent_dead = Rc::new(Cell::new(0u64));
-    let (d, st, sd) = (dead.clone(), stall.clone(), sent_dead.clone());
-    n.filter = Some(Box::new(move |_from_a: bool, t: &Transmit| {
-        let on_1 = t.plane == 1;
-        if on_1 && d.get() {
-            sd.set(sd.get() + 1);
-        }
-        (on_1 && d.get()) || st.get()
-    }));
-    Planes {
-        n,
-        dead,
-        stall,
-        sent_dead,
-    }
-}
-
 #[test]
 fn a_plane_that_fails_silently_costs_its_paths_one_move_and_the_application_nothing() {
     for seed in 1..=8u64 {
-        let Planes {
-            mut n,
-            dead,
-            sent_dead,
-            ..
-        } = two_planes(seed, 16);
+        let mut n = Net::new(seed, 8, 0.0);
+        n.a.set_planes(PLANES, 0b11);
+        n.b.set_planes(PLANES, 0b11);
+        for s in 0..4 {
+            n.app_a.msgs[s] = vec![64 * 1024; 16];
+        }
+        let dead = Rc::new(Cell::new(false));
+        // Datagrams that reached plane 1 while it was dead: (from a, path, moves).
+        let sent_dead = Rc::new(Cell::new(0u64));
+        let (d, sd) = (dead.clone(), sent_dead.clone());
+        n.filter = Some(Box::new(move |_from_a: bool, t: &Transmit| {
+            let on_1 = t.plane == 1;
+            if on_1 && d.get() {
+                sd.set(sd.get() + 1);
+            }
+            on_1 && d.get()
+        }));
         assert!(!n.run(150_000), "seed {seed}: done before the failure");
         // Both planes carried data before it.
         let before: [u64; 2] = core::array::from_fn(|k| {
@@ -114,12 +89,23 @@ fn a_plane_that_fails_silently_costs_its_paths_one_move_and_the_application_noth
 #[test]
 fn a_stall_after_a_plane_failed_does_not_send_paths_back_to_it() {
     for seed in 1..=8u64 {
-        let Planes {
-            mut n,
-            dead,
-            stall,
-            sent_dead,
-        } = two_planes(seed, 8);
+        let mut n = Net::new(seed, 8, 0.0);
+        n.a.set_planes(PLANES, 0b11);
+        n.b.set_planes(PLANES, 0b11);
+        for s in 0..4 {
+            n.app_a.msgs[s] = vec![64 * 1024; 8];
+        }
+        let dead = Rc::new(Cell::new(false));
+        let stall = Rc::new(Cell::new(false));
+        let sent_dead = Rc::new(Cell::new(0u64));
+        let (d, st, sd) = (dead.clone(), stall.clone(), sent_dead.clone());
+        n.filter = Some(Box::new(move |_from_a: bool, t: &Transmit| {
+            let on_1 = t.plane == 1;
+            if on_1 && d.get() {
+                sd.set(sd.get() + 1);
+            }
+            (on_1 && d.get()) || st.get()
+        }));
         assert!(!n.run(150_000), "seed {seed}: done before the failure");
         dead.set(true);
         assert!(
