@@ -132,10 +132,6 @@ pub struct PathTx {
     pub src_port: u16,
     /// Times this path was moved to a new source port.
     pub moves: u16,
-    /// Steps the path took through the planes: one a move, and one more for each
-    /// plane a move passed over as failing (its plane: [`crate::plane::plane_of`] of
-    /// this; Documentation/transport.rst, "Planes").
-    pub plane_steps: u16,
     /// Retransmissions sent on this path (wrapping; in the struct's padding).
     pub retx: u16,
     /// Packets the peer reported CE-marked on this path, as its ACKs echoed them
@@ -279,7 +275,6 @@ impl PathTx {
         reo: Reorder::NONE,
         src_port: 0,
         moves: 0,
-        plane_steps: 0,
         retx: 0,
         ce: 0,
         base_psn: 0,

@@ -33,23 +33,6 @@ pub fn plane_of(path: u8, moves: u16, n: u8, up: u8) -> u8 {
         .unwrap_or(0)
 }
 
-/// The plane steps of path `path` after it moves off the plane of `steps` (see
-/// [`plane_of`]; `n` planes, `up` those that work): the next plane in its cycle that
-/// is not `suspect` (bit `k`: a path moved off plane `k` after consecutive timeouts and
-/// nothing sent on it has been answered since), so that a path leaving a working plane
-/// for an ordinary loss does not go back to one that failed silently; while every
-/// working plane is suspect, the plane `answered` last; with one plane, the next step.
-pub fn next_plane_steps(path: u8, steps: u16, n: u8, up: u8, suspect: u8, answered: u8) -> u16 {
-    let n = n.min(MAX_PLANES);
-    let after = |i: u8| steps.wrapping_add(u16::from(i));
-    if n <= 1 {
-        return after(1);
-    }
-    let clear = (1..=n).find(|&i| suspect & (1 << plane_of(path, after(i), n, up)) == 0);
-    let last = || (1..=n).find(|&i| plane_of(path, after(i), n, up) == answered);
-    after(clear.or_else(last).unwrap_or(1))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,37 +70,6 @@ mod tests {
                 assert!(plane_of(path, u16::MAX, n, 0xff) < n);
             }
         }
-    }
-
-    #[test]
-    fn a_move_passes_over_suspect_planes() {
-        // Nothing suspect: the next plane, as a move always went.
-        for path in 0..16u8 {
-            for n in 2..=4u8 {
-                let s = next_plane_steps(path, 0, n, 0xff, 0, 0);
-                assert_eq!(
-                    plane_of(path, s, n, 0xff),
-                    (plane_of(path, 0, n, 0xff) + 1) % n
-                );
-            }
-        }
-        // Two planes, plane 1 suspect: a path moving off plane 0 stays on plane 0.
-        let s = next_plane_steps(0, 0, 2, 0b11, 0b10, 0);
-        assert_eq!(plane_of(0, s, 2, 0b11), 0);
-        // Four planes, 1 and 2 suspect: from plane 0 to plane 3.
-        let s = next_plane_steps(0, 0, 4, 0xff, 0b0110, 0);
-        assert_eq!(plane_of(0, s, 4, 0xff), 3);
-        // Every plane suspect (a stall of the whole connection): the plane answered
-        // last, whichever the path leaves.
-        for from in 0..2u16 {
-            let s = next_plane_steps(0, from, 2, 0b11, 0b11, 0);
-            assert_eq!(plane_of(0, s, 2, 0b11), 0, "from {from}");
-        }
-        // A down plane is never chosen, suspect or not.
-        let s = next_plane_steps(1, 0, 3, 0b101, 0b001, 0);
-        assert_eq!(plane_of(1, s, 3, 0b101), 2);
-        // One plane: steps still count.
-        assert_eq!(next_plane_steps(5, 7, 1, 0xff, 0xff, 0), 8);
     }
 
     #[test]

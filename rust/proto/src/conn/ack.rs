@@ -308,8 +308,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.timers.set(Timer::RnrRetry, wait);
         }
         let mut rearm = false;
-        // Whether the path answered (its plane works: `plane_answered`).
-        let mut alive = rtt_ok;
         // A congested path shares its additive increase with the connection's other
         // congested paths (cc.rs).
         // Only a path already marked can be congested after this ACK (an ACK carrying
@@ -330,7 +328,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             // An RNR refusal answers as an acknowledgement does: the packet reached
             // the peer over this path, so the path is alive and its RTO restarts.
             let answered = acked_bytes > 0 || rnr_any || marker;
-            alive |= answered;
             if answered {
                 t.timeouts = 0;
                 t.backoff = 0;
@@ -350,9 +347,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             } else if !t.reo.hold() {
                 rearm = (answered && !was_pto) || t.rto_at == Instant::NEVER;
             }
-        }
-        if alive {
-            self.plane_answered(p);
         }
         if reordered {
             // Reordering is seldom a single route's: a NIC's queues, a host's software

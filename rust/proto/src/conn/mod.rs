@@ -264,12 +264,6 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     planes_up: u8,
     ingress: u8,
     ack_plane: [u8; P],
-    /// Planes a path moved off after consecutive timeouts with nothing sent on them
-    /// answered since (bit per plane), and the plane of the newest answer: where
-    /// moving paths do not go, and where they go when every plane is so
-    /// ([`super::plane::next_plane_steps`]).
-    plane_suspect: u8,
-    plane_answered: u8,
     stats: Stats,
 }
 
@@ -431,8 +425,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         planes_up: u8::MAX,
         ingress: 0,
         ack_plane: [0; P],
-        plane_suspect: 0,
-        plane_answered: 0,
         stats: Stats::EMPTY,
     };
 

@@ -8,7 +8,7 @@
 //! ports. Both ends reach each other's one address on every plane.
 
 use super::super::bytes::Bytes;
-use super::super::plane::{next_plane_steps, plane_of, MAX_PLANES};
+use super::super::plane::{plane_of, MAX_PLANES};
 use super::super::time::Instant;
 use super::super::wire::DropReason;
 use super::{App, Connection, RxEvent};
@@ -18,48 +18,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// their bit set in `up` work (bit `k`: plane `k`). Takes effect with the next
     /// datagram: paths change planes by [`plane_of`]'s rule, nothing is resent. A
     /// new connection has one plane.
-    /// A change of either forgets which planes paths moved off
-    /// ([`next_plane_steps`]): the host saw the planes change, so every plane that
-    /// works may be tried again.
     pub fn set_planes(&mut self, n: u8, up: u8) {
-        let n = n.clamp(1, MAX_PLANES);
-        if (n, up) != (self.planes, self.planes_up) {
-            self.plane_suspect = 0;
-        }
-        self.planes = n;
+        self.planes = n.clamp(1, MAX_PLANES);
         self.planes_up = up;
-    }
-
-    /// The plane path `p` sends DATA and PROBE on ([`plane_of`] of its plane steps).
-    pub fn path_plane(&self, p: usize) -> u8 {
-        let steps = self.tx.get(p).map_or(0, |t| t.plane_steps);
-        plane_of(p as u8, steps, self.planes, self.planes_up)
-    }
-
-    /// Path `p` moves to a new source port: it leaves its plane (suspect from now on,
-    /// until something sent on it is answered) for the next one that is not suspect
-    /// ([`next_plane_steps`]).
-    pub(super) fn move_plane(&mut self, p: usize) {
-        let from = self.path_plane(p);
-        self.plane_suspect |= 1 << from;
-        let (n, up, sus, ans) = (
-            self.planes,
-            self.planes_up,
-            self.plane_suspect,
-            self.plane_answered,
-        );
-        if let Some(t) = self.tx.get_mut(p) {
-            t.plane_steps = next_plane_steps(p as u8, t.plane_steps, n, up, sus, ans);
-        }
-    }
-
-    /// Something path `p` sent was answered: its plane works.
-    pub(super) fn plane_answered(&mut self, p: usize) {
-        if self.planes > 1 {
-            let k = self.path_plane(p);
-            self.plane_suspect &= !(1 << k);
-            self.plane_answered = k;
-        }
     }
 
     /// How many planes the connection sends over, and which work (bit per plane).
@@ -113,6 +74,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if k < self.planes && self.planes_up & (1 << k) != 0 {
             return k;
         }
-        self.path_plane(p)
+        let moves = self.tx.get(p).map_or(0, |t| t.moves);
+        plane_of(p as u8, moves, self.planes, self.planes_up)
     }
 }

@@ -397,7 +397,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         if moved {
             self.stats.moves = self.stats.moves.wrapping_add(1);
-            self.move_plane(p);
         }
     }
 

@@ -111,7 +111,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             len,
             path: p as u8,
             src_port: t.src_port,
-            plane: plane_of(p as u8, t.plane_steps, self.planes, self.planes_up),
+            plane: plane_of(p as u8, t.moves, self.planes, self.planes_up),
             ect: true,
             kind: TxKind::Probe,
         })
@@ -530,7 +530,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.fail_stream(stream, ConnError::LocalProtection, app);
             return None;
         }
-        let (src_port, steps) = (t.src_port, t.plane_steps);
+        let (src_port, moves) = (t.src_port, t.moves);
         let psn = t.next_psn;
         if let Some(t) = self.tx.get_mut(p) {
             t.next_psn = t.next_psn.wrapping_add(1);
@@ -539,7 +539,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             len: hl + usize::from(len),
             path: p as u8,
             src_port,
-            plane: plane_of(p as u8, steps, self.planes, self.planes_up),
+            plane: plane_of(p as u8, moves, self.planes, self.planes_up),
             ect: true,
             kind: TxKind::Data {
                 stream,
