@@ -294,7 +294,7 @@ impl Qp {
         self.trace_rx(dg, meta, None);
     }
 
-    /// Counts datagram `payload` as dropped for device counter `reason`
+    /// Counts datagram `dg` as dropped for device counter `reason`
     /// (with `rx_drops`) and traces it (`metaroce:rx`).
     fn drop_rx(&self, dg: Bytes<'_>, meta: &RxMeta, reason: usize) {
         self.dev.count(counter::RX_DROPS, 1);
