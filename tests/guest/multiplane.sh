@@ -39,6 +39,9 @@ for b in "$paths_bin" "$planes_bin"; do
   else fail "out/${b##*/} missing or older than its sources: run 'make -C tools/metaroce-dv' on the host"; done_testing; fi
 done
 
+# netem now, not when plane 1 is to fail: loading it under TCG can take
+# longer than the rest of the transfer.
+load_kmod sch_netem >/dev/null 2>&1
 # One host address per guest, routed over both planes.
 host=198.18.2.$MR_ID peer_host=198.18.2.$((3 - MR_ID))
 for k in all default "$MR_IF" "$MR_IF2"; do sysctl -qw "net.ipv4.conf.$k.rp_filter=0"; done

@@ -132,6 +132,16 @@ pub struct PathTx {
     pub src_port: u16,
     /// Times this path was moved to a new source port.
     pub moves: u16,
+    /// Steps the path took through the planes (its plane: [`crate::plane::plane_of`]
+    /// of this; a move adds what [`crate::plane::move_steps`] says; Documentation/
+    /// transport.rst, "Planes").
+    pub plane_steps: u16,
+    /// Moves since the path's last answer (saturating).
+    pub silent_moves: u8,
+    /// Whether the path sent anything since its last answer (an ACK of something it
+    /// sent while active, or the answer validating it): the connection notes when its
+    /// silence began, for planes ([`crate::plane::move_steps`]).
+    pub sent_since_answer: bool,
     /// Retransmissions sent on this path (wrapping; in the struct's padding).
     pub retx: u16,
     /// Packets the peer reported CE-marked on this path, as its ACKs echoed them
@@ -275,6 +285,9 @@ impl PathTx {
         reo: Reorder::NONE,
         src_port: 0,
         moves: 0,
+        plane_steps: 0,
+        silent_moves: 0,
+        sent_since_answer: false,
         retx: 0,
         ce: 0,
         base_psn: 0,

@@ -121,10 +121,7 @@ pub(super) fn report<const P: usize, const W: usize, const N: usize>(
             ce: p.ce,
             retx: p.retx,
             moves: p.moves,
-            plane: {
-                let (n, up) = c.planes();
-                crate::proto::plane::plane_of(i as u8, p.moves, n, up)
-            },
+            plane: c.path_plane(i),
         };
         if !out.path(&info) {
             break;

@@ -123,6 +123,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         // sample from it.
         let report = a.flags & (AF_RNR | AF_NAK) != 0;
         let mut marker = false;
+        // Whether this ACK validated the path (an answer to a probe sent since it went
+        // Probing or moved, on its plane) and whether it was active before it.
+        let mut validated = false;
+        let was_active = self.tx.get(p).is_some_and(|t| t.state == PathState::Active);
         if let Some(t) = self.tx.get_mut(p) {
             if sample < 1 << 31 && sample > 0 && !report {
                 t.rtt_sample(sample);
@@ -141,6 +145,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 marker = true;
             }
             if t.state == PathState::Probing && t.probe_stamp != 0 && since_probe {
+                validated = true;
                 self.probing &= !(1u64 << (p % 64));
                 t.state = PathState::Active;
                 app.event(Event::PathState {
@@ -308,6 +313,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.timers.set(Timer::RnrRetry, wait);
         }
         let mut rearm = false;
+        // Whether the path answered on its plane ([`Self::note_answer`]): validated, or
+        // acknowledged while active (a probing path has sent nothing on its plane but
+        // probes, so an acknowledgement then is a late one from before it moved).
+        let mut alive = validated;
         // A congested path shares its additive increase with the connection's other
         // congested paths (cc.rs).
         // Only a path already marked can be congested after this ACK (an ACK carrying
@@ -328,6 +337,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             // An RNR refusal answers as an acknowledgement does: the packet reached
             // the peer over this path, so the path is alive and its RTO restarts.
             let answered = acked_bytes > 0 || rnr_any || marker;
+            alive |= answered && was_active;
             if answered {
                 t.timeouts = 0;
                 t.backoff = 0;
@@ -347,6 +357,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             } else if !t.reo.hold() {
                 rearm = (answered && !was_pto) || t.rto_at == Instant::NEVER;
             }
+        }
+        if alive {
+            self.note_answer(p, now);
         }
         if reordered {
             // Reordering is seldom a single route's: a NIC's queues, a host's software

@@ -26,6 +26,7 @@ mod tx;
 use super::cc::PathCc;
 use super::ident::Ident;
 use super::path::{PathRx, PathState, PathTx};
+use super::plane::MAX_PLANES;
 use super::time::Instant;
 use timers::{Timer, TimerTable};
 
@@ -264,6 +265,13 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     planes_up: u8,
     ingress: u8,
     ack_plane: [u8; P],
+    /// When each plane last answered a path on it (microseconds,
+    /// [`Instant::as_micros32`]; bit `k` of `planes_heard`: plane `k` ever did), and
+    /// when each path's silence began (its first transmission since its last answer,
+    /// or that answer): where a moving path goes ([`super::plane::move_steps`]).
+    plane_answered: [u32; MAX_PLANES as usize],
+    planes_heard: u8,
+    quiet_from: [u32; P],
     stats: Stats,
 }
 
@@ -425,6 +433,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         planes_up: u8::MAX,
         ingress: 0,
         ack_plane: [0; P],
+        plane_answered: [0; MAX_PLANES as usize],
+        planes_heard: 0,
+        quiet_from: [0; P],
         stats: Stats::EMPTY,
     };
 

@@ -140,7 +140,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             } else if t.tlp == Tlp::Marker && t.state == PathState::Active {
                 self.marker_overdue(now, p, app);
             } else {
-                self.path_timeout(p, app);
+                self.path_timeout(now, p, app);
             }
         }
     }
@@ -331,7 +331,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
     }
 
-    pub(super) fn path_timeout<A: App>(&mut self, p: usize, app: &mut A) {
+    pub(super) fn path_timeout<A: App>(&mut self, now: Instant, p: usize, app: &mut A) {
         self.stats.timeouts = self.stats.timeouts.wrapping_add(1);
         // The timeout that expired (its backoff grows below).
         let expired = self.tx.get(p).map(|t| self.rto(t)).unwrap_or(0);
@@ -397,6 +397,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         if moved {
             self.stats.moves = self.stats.moves.wrapping_add(1);
+            self.move_plane(p, now);
         }
     }
 

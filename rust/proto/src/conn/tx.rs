@@ -96,6 +96,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let len = h.encode(buf)?;
         set_shared(buf, self.cfg.shared)?;
         t.probe_due = false;
+        let first = !core::mem::replace(&mut t.sent_since_answer, true);
         // The first probe since the path went Probing (or moved) marks when
         // validation may start: an answer to it or to any later probe counts. On an
         // active path, a tail-loss probe's marker: what the path still has in flight
@@ -107,11 +108,15 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if t.state == PathState::Probing {
             t.rto_at = now.add_nanos(rto);
         }
+        let (src_port, steps) = (t.src_port, t.plane_steps);
+        if first {
+            self.went_quiet(p, now);
+        }
         Some(Transmit {
             len,
             path: p as u8,
-            src_port: t.src_port,
-            plane: plane_of(p as u8, t.moves, self.planes, self.planes_up),
+            src_port,
+            plane: plane_of(p as u8, steps, self.planes, self.planes_up),
             ect: true,
             kind: TxKind::Probe,
         })
@@ -530,16 +535,21 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.fail_stream(stream, ConnError::LocalProtection, app);
             return None;
         }
-        let (src_port, moves) = (t.src_port, t.moves);
+        let (src_port, steps) = (t.src_port, t.plane_steps);
         let psn = t.next_psn;
+        let mut first = false;
         if let Some(t) = self.tx.get_mut(p) {
             t.next_psn = t.next_psn.wrapping_add(1);
+            first = !core::mem::replace(&mut t.sent_since_answer, true);
+        }
+        if first {
+            self.went_quiet(p, now);
         }
         Some(Transmit {
             len: hl + usize::from(len),
             path: p as u8,
             src_port,
-            plane: plane_of(p as u8, moves, self.planes, self.planes_up),
+            plane: plane_of(p as u8, steps, self.planes, self.planes_up),
             ect: true,
             kind: TxKind::Data {
                 stream,
