@@ -10,6 +10,7 @@
 # -S / -P: the device shares connections / has one per QP (MR_SHARED; this
 # script's default is per-QP, the module's shared). RUN.PY ARGS: e.g. --only
 # sack-hole malformed. About 2.5 minutes a mode under TCG, boot included.
+# On a debug kernel (or with MR_SLOW above 1) the suite runs with --slow.
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 dev=mr0
 export MR_SHARED=${MR_SHARED:-0}
@@ -21,6 +22,11 @@ done
 set -- "${args[@]}"
 opts=()
 ((MR_SHARED)) && opts+=(--shared)
+# A debug kernel (or MR_SLOW) stalls for tens of milliseconds under TCG: the
+# suite's --slow timers (RNR 491.52 ms, verbs timeout 18), so that a stall of
+# the IUT is not taken for a timer it broke (rnr-to-iut read resends its loss
+# timers raced out as "sooner than the RNR timer" on the debug kernel).
+(($(slow 1) > 1)) && opts+=(--slow)
 agent=$MR_REPO/out/mr-agent
 if ((MR_ID == 1)); then
   # Without the agent the peer has nothing to talk to: say so, and let guest 2
