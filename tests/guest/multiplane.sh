@@ -115,18 +115,23 @@ upto() {
     [[ -n $at ]]; do ((SECONDS < end)) || return 1; nap 0.2; done
   echo "$at"
 }
+# latest: the messages done by the tool's newest progress line (0: none yet).
+latest() { awk '/^# conn at / { sub(":", "", $4); n = $4 + 0 } END { print n + 0 }' "$out"; }
 (
   if ((MR_ID == 2)); then
-    at=$(upto $((msgs / 4))) || exit 0
+    upto $((msgs / 4)) >/dev/null || exit 0
+    # What plane 1 carried before it fails (read first: under TCG the
+    # failure takes a moment to set up, and the paths leave it soon after).
+    plane1_tx >"$MR_RUNDIR/multiplane.tx-before.$MR_ID"
     tc qdisc add dev "$MR_IF2" root netem loss 100%
   else
-    at=$(upto $((msgs / 2))) || exit 0
+    upto $((msgs / 2)) >/dev/null || exit 0
     ip link set "$MR_IF2" down
   fi
-  # Still mid-transfer once it failed: the tool has not printed its end.
+  # Still mid-transfer once it failed: the tool has not printed its end. The
+  # message named is the newest progress line once the failure is in place.
   grep -c '^# conn end' "$out" >"$MR_RUNDIR/multiplane.ended.$MR_ID"
-  echo "$at" >"$MR_RUNDIR/multiplane.at.$MR_ID"
-  ((MR_ID == 1)) || plane1_tx >"$MR_RUNDIR/multiplane.tx-before.$MR_ID"
+  latest >"$MR_RUNDIR/multiplane.at.$MR_ID"
 ) &
 failer=$!
 t0=$SECONDS
@@ -140,11 +145,11 @@ else fail "$dev: metaroce-paths $role -n $msgs exits 0 across the plane failures
 at=$(cat "$MR_RUNDIR/multiplane.at.$MR_ID" 2>/dev/null)
 ended=$(cat "$MR_RUNDIR/multiplane.ended.$MR_ID" 2>/dev/null)
 if [[ -n $at && $ended == 0 ]]; then
-  pass "$dev: plane 1 failed mid-transfer (here: $( ((MR_ID == 2)) && echo "netem loss 100% on $MR_IF2" || echo "$MR_IF2 down"), at message ${at} of $msgs)"
+  pass "$dev: plane 1 failed mid-transfer (here: $( ((MR_ID == 2)) && echo "netem loss 100% on $MR_IF2" || echo "$MR_IF2 down"), in place by message ${at} of $msgs)"
 else fail "$dev: plane 1 failed mid-transfer" "at message ${at:-never}; the transfer had ended by then: ${ended:-?}"; fi
 if ((MR_ID == 2)); then
   before=$(cat "$MR_RUNDIR/multiplane.tx-before.$MR_ID" 2>/dev/null)
-  if ((${before:-0} > 0)); then pass "$dev: plane 1 carried $before datagrams by the time it failed"
+  if ((${before:-0} > 0)); then pass "$dev: plane 1 carried $before datagrams before it failed"
   else fail "$dev: plane 1 carried datagrams before it failed" "plane 1 tx_packets ${before:-?}"; fi
   # At the end every path sends on plane 0.
   end_paths=$(grep '^# path end:' "$out")

@@ -16,7 +16,8 @@ use super::{App, Connection, RxEvent};
 /// A path silent on its plane tries another plane with no sign that it works
 /// ([`Connection::move_plane`]) on a move after `EXPLORE_MOVES` moves without an answer,
 /// once its silence has lasted `EXPLORE_RTTS` of the connection's smallest round trip
-/// and `EXPLORE_MIN_RTOS` of its smallest RTO.
+/// and `EXPLORE_MIN_RTOS` of its RTO floor (`Config::min_rto_ns`), or a quarter of
+/// its verbs retry budget if that is shorter.
 pub(super) const EXPLORE_MOVES: u8 = 2;
 /// See [`EXPLORE_MOVES`].
 pub(super) const EXPLORE_RTTS: u64 = 128;
@@ -43,8 +44,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// since the path went silent ([`Connection::went_quiet`]); else it keeps its plane,
     /// unless it explores ([`move_steps`]): it moved [`EXPLORE_MOVES`] times before
     /// without an answer and its silence is long ([`EXPLORE_RTTS`],
-    /// [`EXPLORE_MIN_RTOS`]). A stall of the whole connection (a paused or overloaded
-    /// host) is short; a plane that failed silently stays failed.
+    /// [`EXPLORE_MIN_RTOS`], capped at a quarter of the verbs retry budget). A stall of
+    /// the whole connection (a paused or overloaded host) is short; a plane that failed
+    /// silently stays failed.
     pub(super) fn move_plane(&mut self, p: usize, now: Instant) {
         let (n, up) = (self.planes, self.planes_up);
         let Some(t) = self.tx.get(p) else { return };
@@ -54,9 +56,15 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             .filter(|&k| heard & (1 << k) != 0)
             .filter(|&k| micros32_after(self.plane_answered[usize::from(k)], since))
             .fold(0u8, |m, k| m | 1 << k);
-        let quiet = u64::from(self.min_rtt)
+        let mut quiet = u64::from(self.min_rtt)
             .saturating_mul(EXPLORE_RTTS)
             .max(u64::from(self.cfg.min_rto_ns).saturating_mul(EXPLORE_MIN_RTOS));
+        // Within a quarter of the verbs retry budget (`retry_cnt + 1` local ACK
+        // timeouts without progress), so that the try comes before the QP would fail.
+        if let Some(t) = self.ack_timeout() {
+            let budget = t.saturating_mul(u64::from(self.cfg.retry_cnt) + 1);
+            quiet = quiet.min(budget / 4);
+        }
         // (A silence past 35 minutes reads as negative: long enough.)
         let silence = now.as_micros32().wrapping_sub(since) as i32;
         let long = silence < 0 || (silence as u64).saturating_mul(1000) >= quiet;
