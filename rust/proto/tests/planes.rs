@@ -175,68 +175,74 @@ fn a_stall_after_a_plane_failed_does_not_send_paths_back_to_it() {
     }
 }
 
+/// Runs `n` (two planes, 4 streams of 8 64 KiB messages from `a`) through two failures:
+/// `step` ns in, plane 1 fails silently in both directions; once that batch is done,
+/// plane 1 heals with nothing sent on it, a second batch starts and `step` ns in plane 0,
+/// which every path is on now, fails silently too. Checks that both batches complete,
+/// every message once, in order, with no error; returns the net at the end.
+fn only_plane_in_use_fails(mut n: Net, seed: u64, step: u64) -> Net {
+    n.a.set_planes(PLANES, 0b11);
+    n.b.set_planes(PLANES, 0b11);
+    for s in 0..4 {
+        n.app_a.msgs[s] = vec![64 * 1024; 8];
+    }
+    // The plane that drops everything: none (2), 1, then 0.
+    let dead = Rc::new(Cell::new(2u8));
+    let d = dead.clone();
+    n.filter = Some(Box::new(move |_from_a: bool, t: &Transmit| {
+        t.plane == d.get()
+    }));
+    assert!(!n.run(step), "seed {seed}: done before the failure");
+    dead.set(1);
+    let t = n.now;
+    assert!(
+        n.run(t + 20_000_000_000),
+        "seed {seed}: not done after plane 1 failed"
+    );
+    // Every path that carries data left plane 1.
+    for p in 0..8 {
+        if n.a.path(p).unwrap().state == PathState::Active {
+            assert_eq!(n.a.path_plane(p), 0, "seed {seed}: path {p} on plane 1");
+        }
+    }
+    for s in 0..4 {
+        n.app_a.msgs[s].extend([64 * 1024; 8]);
+    }
+    let t = n.now;
+    assert!(!n.run(t + step), "seed {seed}: second batch done at once");
+    dead.set(0);
+    let t = n.now;
+    assert!(
+        n.run(t + 20_000_000_000),
+        "seed {seed}: second batch not done: stats {:?} errors {:?} {:?}",
+        n.a.stats(),
+        n.app_a.errors,
+        n.app_b.errors
+    );
+    assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
+    assert!(
+        n.app_a.errors.is_empty() && n.app_b.errors.is_empty(),
+        "seed {seed}: errors {:?} {:?}",
+        n.app_a.errors,
+        n.app_b.errors
+    );
+    for s in 0..4 {
+        assert_eq!(n.app_b.completed[s], (0..16).collect::<Vec<u32>>());
+    }
+    n
+}
+
 /// Plane 1 fails silently and its paths leave it; it heals with nothing sent on it; then
-/// plane 0, which every path is on now, fails silently too. The paths find no other plane
-/// answering, keep theirs for two moves, then try plane 1 (it may have healed: it has),
-/// and the first there to be answered brings the rest: nothing is lost, no error, and
-/// every path that carries data ends on plane 1. (Under a rule that never tried a plane without a sign
-/// that it works, every path stays on plane 0 and the connection fails.)
+/// plane 0, which every path is on now, fails silently too ([`only_plane_in_use_fails`]).
+/// The paths find no other plane answering, keep theirs for two moves, then try plane 1
+/// (it may have healed: it has), and the first there to be answered brings the rest:
+/// nothing is lost, no error, and every path that carries data ends on plane 1. (Under
+/// a rule that never tried a plane without a sign that it works, every path stays on
+/// plane 0 and the connection fails: checked.)
 #[test]
 fn when_the_only_plane_in_use_fails_the_paths_find_a_healed_one() {
     for seed in 1..=8u64 {
-        let mut n = Net::new(seed, 8, 0.0);
-        n.a.set_planes(PLANES, 0b11);
-        n.b.set_planes(PLANES, 0b11);
-        for s in 0..4 {
-            n.app_a.msgs[s] = vec![64 * 1024; 8];
-        }
-        // The plane that drops everything: none (2), 1, then 0.
-        let dead = Rc::new(Cell::new(2u8));
-        let d = dead.clone();
-        n.filter = Some(Box::new(move |_from_a: bool, t: &Transmit| {
-            t.plane == d.get()
-        }));
-        assert!(!n.run(150_000), "seed {seed}: done before the failure");
-        dead.set(1);
-        assert!(
-            n.run(2_000_000_000),
-            "seed {seed}: not done after plane 1 failed"
-        );
-        for p in 0..8 {
-            assert_eq!(
-                n.a.path_plane(p),
-                0,
-                "seed {seed}: path {p} still on plane 1"
-            );
-        }
-        // Plane 1 heals, plane 0 fails, mid-way through a second batch.
-        for s in 0..4 {
-            n.app_a.msgs[s].extend([64 * 1024; 8]);
-        }
-        let t = n.now;
-        assert!(
-            !n.run(t + 100_000),
-            "seed {seed}: second batch done at once"
-        );
-        dead.set(0);
-        let t = n.now;
-        assert!(
-            n.run(t + 4_000_000_000),
-            "seed {seed}: second batch not done: stats {:?} errors {:?} {:?}",
-            n.a.stats(),
-            n.app_a.errors,
-            n.app_b.errors
-        );
-        assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
-        assert!(
-            n.app_a.errors.is_empty() && n.app_b.errors.is_empty(),
-            "seed {seed}: errors {:?} {:?}",
-            n.app_a.errors,
-            n.app_b.errors
-        );
-        for s in 0..4 {
-            assert_eq!(n.app_b.completed[s], (0..16).collect::<Vec<u32>>());
-        }
+        let n = only_plane_in_use_fails(Net::new(seed, 8, 0.0), seed, 150_000);
         // The paths that carry data are on plane 1; any other is still probing plane 0
         // (it moves at its next timeout: the batch may end first).
         let active: Vec<usize> = (0..8)
@@ -268,47 +274,6 @@ fn with_kernel_timers_and_long_round_trips_the_try_comes_before_the_retry_limit(
             *d = 2_000_000 + *d * 100;
         }
         n.tick = 4_000_000;
-        n.a.set_planes(PLANES, 0b11);
-        n.b.set_planes(PLANES, 0b11);
-        for s in 0..4 {
-            n.app_a.msgs[s] = vec![64 * 1024; 8];
-        }
-        let dead = Rc::new(Cell::new(2u8));
-        let d = dead.clone();
-        n.filter = Some(Box::new(move |_from_a: bool, t: &Transmit| {
-            t.plane == d.get()
-        }));
-        assert!(!n.run(20_000_000), "seed {seed}: done before the failure");
-        dead.set(1);
-        assert!(
-            n.run(20_000_000_000),
-            "seed {seed}: not done after plane 1 failed"
-        );
-        for s in 0..4 {
-            n.app_a.msgs[s].extend([64 * 1024; 8]);
-        }
-        let t = n.now;
-        assert!(
-            !n.run(t + 20_000_000),
-            "seed {seed}: second batch done at once"
-        );
-        dead.set(0);
-        let t = n.now;
-        assert!(
-            n.run(t + 20_000_000_000),
-            "seed {seed}: second batch not done: errors {:?} {:?}",
-            n.app_a.errors,
-            n.app_b.errors
-        );
-        assert!(n.app_b.violations.is_empty(), "{:?}", n.app_b.violations);
-        assert!(
-            n.app_a.errors.is_empty() && n.app_b.errors.is_empty(),
-            "seed {seed}: errors {:?} {:?}",
-            n.app_a.errors,
-            n.app_b.errors
-        );
-        for s in 0..4 {
-            assert_eq!(n.app_b.completed[s], (0..16).collect::<Vec<u32>>());
-        }
+        only_plane_in_use_fails(n, seed, 20_000_000);
     }
 }
