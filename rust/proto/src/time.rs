@@ -31,7 +31,8 @@ impl Instant {
     }
 
     /// The low 32 bits of the time in microseconds (wrapping every 71 minutes; two
-    /// such times compare by [`micros32_after`] within 35 minutes of each other).
+    /// such times compare as serial numbers, [`super::sack::seq_lt`], within 35 minutes of
+    /// each other).
     pub const fn as_micros32(self) -> u32 {
         (self.0 / 1000) as u32
     }
@@ -74,27 +75,22 @@ pub const fn pacing_slack_us(lag_ns: u64) -> u16 {
     }
 }
 
-/// Whether microsecond time `a` ([`Instant::as_micros32`]) is later than `b`, for times
-/// within 35 minutes of each other (wrapping).
-pub const fn micros32_after(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::sack::seq_lt;
     use super::*;
 
     #[test]
     fn microsecond_times_compare_across_the_wrap() {
         let t = Instant(5_000_000);
         assert_eq!(t.as_micros32(), 5_000);
-        assert!(micros32_after(5_001, 5_000) && !micros32_after(5_000, 5_000));
-        assert!(!micros32_after(4_999, 5_000));
+        assert!(seq_lt(5_000, 5_001) && !seq_lt(5_000, 5_000));
+        assert!(!seq_lt(5_000, 4_999));
         // Across the wrap of the 32 bits (71 minutes).
         let before = Instant((u64::from(u32::MAX) - 10) * 1000).as_micros32();
         let after = Instant((u64::from(u32::MAX) + 10) * 1000).as_micros32();
-        assert!(after < before && micros32_after(after, before));
-        assert!(!micros32_after(before, after));
+        assert!(after < before && seq_lt(before, after));
+        assert!(!seq_lt(after, before));
     }
 
     #[test]

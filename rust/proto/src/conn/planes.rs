@@ -9,7 +9,8 @@
 
 use super::super::bytes::Bytes;
 use super::super::plane::{move_steps, plane_of, MAX_PLANES};
-use super::super::time::{micros32_after, Instant};
+use super::super::sack::{seq_diff, seq_lt};
+use super::super::time::Instant;
 use super::super::wire::DropReason;
 use super::{App, Connection, RxEvent};
 
@@ -54,7 +55,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         let heard = self.planes_heard;
         let alive = (0..n.min(MAX_PLANES))
             .filter(|&k| heard & (1 << k) != 0)
-            .filter(|&k| micros32_after(self.plane_answered[usize::from(k)], since))
+            .filter(|&k| seq_lt(since, self.plane_answered[usize::from(k)]))
             .fold(0u8, |m, k| m | 1 << k);
         let mut quiet = u64::from(self.min_rtt)
             .saturating_mul(EXPLORE_RTTS)
@@ -66,7 +67,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             quiet = quiet.min(budget / 4);
         }
         // (A silence past 35 minutes reads as negative: long enough.)
-        let silence = now.as_micros32().wrapping_sub(since) as i32;
+        let silence = seq_diff(now.as_micros32(), since);
         let long = silence < 0 || (silence as u64).saturating_mul(1000) >= quiet;
         let explore = t.silent_moves >= EXPLORE_MOVES && long;
         if let Some(t) = self.tx.get_mut(p) {
