@@ -22,9 +22,10 @@
 //! a member whose streams are closed (its peer hears `CLOSED`).
 
 use super::mux::{split, Closing, Member, Mux, Ready};
+use super::xmit::{capacity, Batch};
 use super::*;
-use crate::ffi::net::RouteCache;
-use crate::ffi::sync::BhGuard;
+use crate::ffi::net::{RouteCache, TxDatagram};
+use crate::ffi::sync::{BhDisabled, BhGuard};
 use crate::proto::conn::{PathWants, TxKind};
 use crate::proto::ident::Ident;
 use crate::proto::wire::{ACK_LEN, MAX_DATA_HEADER};
@@ -158,8 +159,13 @@ struct PeerInner {
     /// Some member (the one probes are addressed to).
     some: Option<u16>,
     closing: Closing,
-    /// One datagram being built.
+    /// One datagram being built, when no skb could be had.
     scratch: KVec<u8>,
+    /// An skb allocated but not used by the last round of the pump.
+    spare: Option<TxDatagram>,
+    /// A context is sending the connection's datagrams (`xmit`): others
+    /// leave them to it.
+    sending: bool,
     /// Its output routes, by path.
     routes: RouteCache,
     /// The connection's counters when last added to the device's.
@@ -402,6 +408,8 @@ impl Peer {
             some: None,
             closing: Closing::default(),
             scratch,
+            spare: None,
+            sending: false,
             routes: RouteCache::new(),
             last_stats: Stats::default(),
             retry: (0, 0, 0),
@@ -538,47 +546,118 @@ impl Peer {
     }
 
     /// [`Self::pump`] with the lock held (at most 256 datagrams), then arms
-    /// the timer for the connection's next deadline.
-    fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, PeerInner>) {
-        let dev = &*this.dev;
-        let slack = dev.pacing_slack_us();
+    /// the timer for the connection's next deadline. The datagrams are built
+    /// under the lock and sent after it is dropped, in batches
+    /// ([`xmit`](super::xmit)); if another context is sending for this
+    /// connection, that one sends them.
+    fn pump_locked<'a>(this: &'a Arc<Self>, mut g: BhGuard<'a, PeerInner>) {
+        if g.sending {
+            // It polls the connection again after its batch.
+            return;
+        }
+        // Bottom halves stay off until `sending` is clear again (`xmit`).
+        let _bh = BhDisabled::new();
+        g.sending = true;
         let mut budget = 256;
+        let mut batch = Batch::new();
         let next = loop {
-            let now = Instant(now_ns());
-            g.conn.set_pacing_slack_us(slack);
-            let (planes, up) = dev.planes.state();
-            g.conn.set_planes(planes, up);
-            let t = if budget > 0 {
-                g.run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux))
-            } else {
-                None
-            };
-            let Some(t) = t else {
-                let PeerInner {
-                    conn, last_stats, ..
-                } = &mut *g;
-                fold_stats(dev, conn.stats(), last_stats);
-                dev.fair.note_rtt(conn.min_rtt());
-                break conn.poll_timeout();
-            };
-            budget -= 1;
-            // The member's QPN, for the trace event only.
-            let qpn = if crate::ffi::trace::tx_enabled() {
-                g.trace_qpn(&t)
-            } else {
-                0
-            };
-            let PeerInner {
-                scratch, routes, ..
-            } = &mut *g;
-            let len = t.len.min(scratch.len());
-            let bytes = scratch.get(..len).unwrap_or(&[]);
-            let routes = Some((routes, usize::from(t.path)));
-            send_counted(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
+            let next = Peer::build_locked(this, &mut g, &mut batch, &mut budget);
+            if batch.is_empty() {
+                g.sending = false;
+                break next;
+            }
+            drop(g);
+            batch.send(&this.dev);
+            g = this.inner.lock();
         };
         drop(g);
         if let Some(at) = next {
             Timer::arm(this, at.as_nanos());
+        }
+    }
+
+    /// Builds into `batch` (until it is full) what the connection has to
+    /// send, each datagram straight into its skb, at most `budget` datagrams
+    /// (counted down). When it stops for another reason, returns the time to
+    /// poll again: the connection's next deadline when it has nothing more to
+    /// send, now when the budget is spent (the timer sends the rest).
+    fn build_locked(
+        this: &Arc<Self>,
+        g: &mut BhGuard<'_, PeerInner>,
+        batch: &mut Batch,
+        budget: &mut u32,
+    ) -> Option<Instant> {
+        let dev = &*this.dev;
+        let slack = dev.pacing_slack_us();
+        loop {
+            if batch.is_full() {
+                return None;
+            }
+            let now = Instant(now_ns());
+            g.conn.set_pacing_slack_us(slack);
+            let (planes, up) = dev.planes.state();
+            g.conn.set_planes(planes, up);
+            if *budget == 0 {
+                // Whatever is left (some of it may be another context's,
+                // which left it to this one) goes from the timer, at once.
+                let PeerInner {
+                    conn, last_stats, ..
+                } = &mut **g;
+                fold_stats(dev, conn.stats(), last_stats);
+                return Some(now);
+            }
+            let t = {
+                let cap = capacity(g.conn.config().mtu.into(), g.scratch.len());
+                match g.spare.take().or_else(|| TxDatagram::new(cap).ok()) {
+                    Some(mut d) => {
+                        let t = g.run(dev, None, |c, mux, _| c.poll_transmit(now, d.buf(), mux));
+                        match t {
+                            Some(t) => {
+                                let qpn = Peer::trace_qpn(g, &t);
+                                let routes = Some((&mut g.routes, usize::from(t.path)));
+                                batch.push(dev, qpn, &this.src, &this.dst, &t, d, routes);
+                                Some(())
+                            }
+                            None => {
+                                g.spare = Some(d);
+                                None
+                            }
+                        }
+                    }
+                    None => {
+                        let t = g.run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux));
+                        t.map(|t| {
+                            let qpn = Peer::trace_qpn(g, &t);
+                            let PeerInner {
+                                scratch, routes, ..
+                            } = &mut **g;
+                            let len = t.len.min(scratch.len());
+                            let bytes = scratch.get(..len).unwrap_or(&[]);
+                            let routes = Some((routes, usize::from(t.path)));
+                            batch.push_bytes(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
+                        })
+                    }
+                }
+            };
+            if t.is_none() {
+                let PeerInner {
+                    conn, last_stats, ..
+                } = &mut **g;
+                fold_stats(dev, conn.stats(), last_stats);
+                dev.fair.note_rtt(conn.min_rtt());
+                return conn.poll_timeout();
+            }
+            *budget -= 1;
+        }
+    }
+
+    /// The QPN of the member datagram `t` is for, when `metaroce:tx` is
+    /// traced (0 otherwise: the trace event is its only user).
+    fn trace_qpn(g: &PeerInner, t: &Transmit) -> u32 {
+        if crate::ffi::trace::tx_enabled() {
+            g.trace_qpn(t)
+        } else {
+            0
         }
     }
 

@@ -4,8 +4,10 @@
 //! `ib_post_recv`, and the pump that sends what the protocol core has to send
 //! and arms the QP's timer.
 
+use super::xmit::{capacity, Batch};
 use super::*;
 use crate::ffi::net::{Dest, RouteCache, TxDatagram};
+use crate::ffi::sync::BhDisabled;
 use crate::proto::conn::TxKind;
 
 impl Qp {
@@ -102,8 +104,9 @@ impl Qp {
         r
     }
 
-    /// Sends whatever the core has to send (at most 256 datagrams per call),
-    /// then arms the timer for the core's next deadline.
+    /// Sends whatever the core has to send (at most 256 datagrams per call;
+    /// the timer sends the rest), then arms the timer for the core's next
+    /// deadline.
     pub(super) fn pump(this: &Arc<Self>) {
         Self::pump_locked(this, this.inner.lock());
     }
@@ -121,20 +124,61 @@ impl Qp {
 
     /// [`Self::pump`] with the QP lock already held (`g`), so that what the
     /// caller just did and the datagrams it calls for (the ACK of data whose
-    /// completion user space can already see) are one critical section: a
-    /// `destroy_qp` racing the receive cannot discard that ACK.
+    /// completion user space can already see) are built in one critical
+    /// section: a `destroy_qp` racing the receive cannot discard that ACK.
+    /// They are sent after the lock is dropped, in batches
+    /// ([`xmit`](super::xmit)); if another context is sending for this QP,
+    /// that one sends them.
     ///
     /// A member of a shared connection has the connection send (without
     /// this lock: the connection's comes first).
-    pub(super) fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, Inner>) {
+    pub(super) fn pump_locked<'a>(this: &'a Arc<Self>, mut g: BhGuard<'a, Inner>) {
         if let Some(l) = g.link.clone() {
             drop(g);
             Peer::pump(&l.peer, Some(l.id));
             return;
         }
+        if g.io.sending {
+            // It polls the connection again after its batch.
+            return;
+        }
+        // Bottom halves stay off until `sending` is clear again (`xmit`).
+        let _bh = BhDisabled::new();
+        g.io.sending = true;
         let mut budget = 256;
-        let slack = this.dev.pacing_slack_us();
+        let mut batch = Batch::new();
         let next = loop {
+            let next = Self::build_locked(this, &mut g, &mut batch, &mut budget);
+            if batch.is_empty() {
+                g.io.sending = false;
+                break next;
+            }
+            drop(g);
+            batch.send(&this.dev);
+            g = this.inner.lock();
+        };
+        drop(g);
+        if let Some(at) = next {
+            Timer::arm(this, at.as_nanos());
+        }
+    }
+
+    /// Builds into `batch` (until it is full) what the core has to send, at
+    /// most `budget` datagrams (counted down). When it stops for another
+    /// reason, returns the time to poll again: the core's next deadline when
+    /// it has nothing more to send, now when the budget is spent (the timer
+    /// sends the rest); `None` without a connection.
+    fn build_locked(
+        this: &Arc<Self>,
+        g: &mut BhGuard<'_, Inner>,
+        batch: &mut Batch,
+        budget: &mut u32,
+    ) -> Option<Instant> {
+        let slack = this.dev.pacing_slack_us();
+        loop {
+            if batch.is_full() {
+                return None;
+            }
             let Inner {
                 conn,
                 io,
@@ -142,9 +186,9 @@ impl Qp {
                 scratch,
                 tx,
                 ..
-            } = &mut *g;
+            } = &mut **g;
             let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), io.src, io.dst) else {
-                return;
+                return None;
             };
             let now = Instant(now_ns());
             c.set_pacing_slack_us(slack);
@@ -157,19 +201,23 @@ impl Qp {
             // The datagram is written straight into its skb (kept for the
             // next round when nothing was written); into `scratch` and
             // copied only when no skb could be had.
-            let t = if budget == 0 {
-                None
-            } else {
+            if *budget == 0 {
+                // Whatever is left (some of it may be another context's,
+                // which left it to this one) goes from the timer, at once.
+                this.fold_stats(c, env.io);
+                return Some(now);
+            }
+            let t = {
                 if tx.is_none() {
                     *tx = KBox::new(TxCache::new(), GFP_ATOMIC).ok();
                 }
-                let cap = (c.config().mtu as usize + DATAGRAM_ROOM).min(scratch.len());
+                let cap = capacity(c.config().mtu.into(), scratch.len());
                 let spare = tx.as_mut().and_then(|x| x.spare.take());
                 match spare.or_else(|| TxDatagram::new(cap).ok()) {
                     Some(mut d) => match c.poll_transmit(now, d.buf(), &mut rc.bind(&mut env)) {
                         Some(t) => {
                             let routes = tx.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
-                            send_datagram(&this.dev, this.qpn, &src, &dst, &t, d, routes);
+                            batch.push(&this.dev, this.qpn, &src, &dst, &t, d, routes);
                             Some(t)
                         }
                         None => {
@@ -184,37 +232,20 @@ impl Qp {
                         .inspect(|t| {
                             let len = t.len.min(scratch.len());
                             let routes = tx.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
-                            send_counted(
-                                &this.dev,
-                                this.qpn,
-                                &src,
-                                &dst,
-                                t,
-                                &scratch[..len],
-                                routes,
-                            );
+                            let bytes = &scratch[..len];
+                            batch.push_bytes(&this.dev, this.qpn, &src, &dst, t, bytes, routes);
                         }),
                 }
             };
             if t.is_none() {
                 this.fold_stats(c, env.io);
                 this.dev.fair.note_rtt(c.min_rtt());
-                break c.poll_timeout();
+                return c.poll_timeout();
             }
-            // Sent under the QP lock: the tunnel transmits with bottom halves
-            // off, so a datagram to this host is received later, in softirq.
-            budget -= 1;
-        };
-        drop(g);
-        if let Some(at) = next {
-            Timer::arm(this, at.as_nanos());
+            *budget -= 1;
         }
     }
 }
-
-/// Room a datagram needs beyond the path MTU's payload
-/// ([`Connection::poll_transmit`]: at least `mtu + 84` bytes).
-const DATAGRAM_ROOM: usize = 84;
 
 /// What an RC QP keeps between transmissions: its output routes, and a
 /// datagram (an skb) allocated but not used by the last round of the pump.
