@@ -98,7 +98,7 @@ impl Qp {
             dst: None,
             last_stats: Stats::default(),
             dead: false,
-            sending: false,
+            sender: Default::default(),
             class: 0,
         };
         let mut rc = Some(rc);

@@ -87,9 +87,8 @@ struct Io {
     /// The connection's counters when last added to the device's.
     last_stats: Stats,
     dead: bool,
-    /// A context is sending this QP's datagrams (`xmit`): others leave them
-    /// to it.
-    sending: bool,
+    /// Which context sends an RC QP's datagrams (`xmit`).
+    sender: xmit::Sender,
     /// Its stream class (the extension API; 0 unless pinned before RTR):
     /// on a device that shares connections, part of the connection's key.
     class: u8,

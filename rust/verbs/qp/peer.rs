@@ -22,9 +22,9 @@
 //! a member whose streams are closed (its peer hears `CLOSED`).
 
 use super::mux::{split, Closing, Member, Mux, Ready};
-use super::xmit::{capacity, Batch};
+use super::xmit::{Batch, Sender};
 use super::*;
-use crate::ffi::net::{RouteCache, TxDatagram};
+use crate::ffi::net::RouteCache;
 use crate::ffi::sync::{BhDisabled, BhGuard};
 use crate::proto::conn::{PathWants, TxKind};
 use crate::proto::ident::Ident;
@@ -159,13 +159,10 @@ struct PeerInner {
     /// Some member (the one probes are addressed to).
     some: Option<u16>,
     closing: Closing,
-    /// One datagram being built, when no skb could be had.
+    /// One datagram being built.
     scratch: KVec<u8>,
-    /// An skb allocated but not used by the last round of the pump.
-    spare: Option<TxDatagram>,
-    /// A context is sending the connection's datagrams (`xmit`): others
-    /// leave them to it.
-    sending: bool,
+    /// Which context sends the connection's datagrams (`xmit`).
+    sender: Sender,
     /// Its output routes, by path.
     routes: RouteCache,
     /// The connection's counters when last added to the device's.
@@ -408,8 +405,7 @@ impl Peer {
             some: None,
             closing: Closing::default(),
             scratch,
-            spare: None,
-            sending: false,
+            sender: Sender::default(),
             routes: RouteCache::new(),
             last_stats: Stats::default(),
             retry: (0, 0, 0),
@@ -551,36 +547,42 @@ impl Peer {
     /// ([`xmit`](super::xmit)); if another context is sending for this
     /// connection, that one sends them.
     fn pump_locked<'a>(this: &'a Arc<Self>, mut g: BhGuard<'a, PeerInner>) {
-        if g.sending {
-            // It polls the connection again after its batch.
+        if !g.sender.begin() {
+            // Another context is sending: it polls again after its batch.
             return;
         }
-        // Bottom halves stay off until `sending` is clear again (`xmit`).
+        // Bottom halves stay off until the sender ends (`xmit`).
         let _bh = BhDisabled::new();
-        g.sending = true;
         let mut budget = 256;
         let mut batch = Batch::new();
         let next = loop {
             let next = Peer::build_locked(this, &mut g, &mut batch, &mut budget);
             if batch.is_empty() {
-                g.sending = false;
+                g.sender.end();
                 break next;
             }
+            let full = batch.is_full();
             drop(g);
             batch.send(&this.dev);
             g = this.inner.lock();
+            if !g.sender.again(full) {
+                g.sender.end();
+                break next;
+            }
         };
-        drop(g);
+        // Armed under the lock: a context that pumps next arms after this
+        // one, for the state it saw (the timer moves earlier or later).
         if let Some(at) = next {
             Timer::arm(this, at.as_nanos());
         }
+        drop(g);
     }
 
     /// Builds into `batch` (until it is full) what the connection has to
-    /// send, each datagram straight into its skb, at most `budget` datagrams
-    /// (counted down). When it stops for another reason, returns the time to
-    /// poll again: the connection's next deadline when it has nothing more to
-    /// send, now when the budget is spent (the timer sends the rest).
+    /// send, at most `budget` datagrams (counted down). When it stops for
+    /// another reason, returns the time to poll again: the connection's next
+    /// deadline when it has nothing more to send, now when the budget is
+    /// spent (the timer sends the rest).
     fn build_locked(
         this: &Arc<Self>,
         g: &mut BhGuard<'_, PeerInner>,
@@ -606,39 +608,21 @@ impl Peer {
                 fold_stats(dev, conn.stats(), last_stats);
                 return Some(now);
             }
-            let t = {
-                let cap = capacity(g.conn.config().mtu.into(), g.scratch.len());
-                match g.spare.take().or_else(|| TxDatagram::new(cap).ok()) {
-                    Some(mut d) => {
-                        let t = g.run(dev, None, |c, mux, _| c.poll_transmit(now, d.buf(), mux));
-                        match t {
-                            Some(t) => {
-                                let qpn = Peer::trace_qpn(g, &t);
-                                let routes = Some((&mut g.routes, usize::from(t.path)));
-                                batch.push(dev, qpn, &this.src, &this.dst, &t, d, routes);
-                                Some(())
-                            }
-                            None => {
-                                g.spare = Some(d);
-                                None
-                            }
-                        }
-                    }
-                    None => {
-                        let t = g.run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux));
-                        t.map(|t| {
-                            let qpn = Peer::trace_qpn(g, &t);
-                            let PeerInner {
-                                scratch, routes, ..
-                            } = &mut **g;
-                            let len = t.len.min(scratch.len());
-                            let bytes = scratch.get(..len).unwrap_or(&[]);
-                            let routes = Some((routes, usize::from(t.path)));
-                            batch.push_bytes(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
-                        })
-                    }
-                }
-            };
+            // Built in `scratch` and copied into an skb of its size: the
+            // connection's datagrams range up to its members' largest MTU
+            // (4 KiB), and most are far shorter than that.
+            let t = g
+                .run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux))
+                .map(|t| {
+                    let qpn = Peer::trace_qpn(g, &t);
+                    let PeerInner {
+                        scratch, routes, ..
+                    } = &mut **g;
+                    let len = t.len.min(scratch.len());
+                    let bytes = scratch.get(..len).unwrap_or(&[]);
+                    let routes = Some((routes, usize::from(t.path)));
+                    batch.push_bytes(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
+                });
             if t.is_none() {
                 let PeerInner {
                     conn, last_stats, ..

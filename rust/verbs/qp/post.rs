@@ -138,29 +138,35 @@ impl Qp {
             Peer::pump(&l.peer, Some(l.id));
             return;
         }
-        if g.io.sending {
-            // It polls the connection again after its batch.
+        if !g.io.sender.begin() {
+            // Another context is sending: it polls again after its batch.
             return;
         }
-        // Bottom halves stay off until `sending` is clear again (`xmit`).
+        // Bottom halves stay off until the sender ends (`xmit`).
         let _bh = BhDisabled::new();
-        g.io.sending = true;
         let mut budget = 256;
         let mut batch = Batch::new();
         let next = loop {
             let next = Self::build_locked(this, &mut g, &mut batch, &mut budget);
             if batch.is_empty() {
-                g.io.sending = false;
+                g.io.sender.end();
                 break next;
             }
+            let full = batch.is_full();
             drop(g);
             batch.send(&this.dev);
             g = this.inner.lock();
+            if !g.io.sender.again(full) {
+                g.io.sender.end();
+                break next;
+            }
         };
-        drop(g);
+        // Armed under the lock: a context that pumps next arms after this
+        // one, for the state it saw (the timer moves earlier or later).
         if let Some(at) = next {
             Timer::arm(this, at.as_nanos());
         }
+        drop(g);
     }
 
     /// Builds into `batch` (until it is full) what the core has to send, at
