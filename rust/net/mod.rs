@@ -171,18 +171,6 @@ impl<P: Endpoint> Transport<P> {
         self.port
     }
 
-    /// Sends the first `len` bytes of datagram `d` (see
-    /// [`UdpTunnel::send_datagram`]).
-    pub(crate) fn send_datagram(
-        &self,
-        d: TxDatagram,
-        len: usize,
-        to: &Dest,
-        routes: Option<(&mut RouteCache, usize)>,
-    ) -> Result {
-        self.tunnel.send_datagram(d, len, to, routes)
-    }
-
     /// Routes the first `len` bytes of datagram `d` for [`Self::xmit`] (see
     /// [`UdpTunnel::prepare`]).
     pub(crate) fn prepare(

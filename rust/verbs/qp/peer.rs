@@ -22,10 +22,10 @@
 //! a member whose streams are closed (its peer hears `CLOSED`).
 
 use super::mux::{split, Closing, Member, Mux, Ready};
-use super::xmit::{Batch, Sender};
+use super::xmit::{self, Batch, Sender};
 use super::*;
 use crate::ffi::net::RouteCache;
-use crate::ffi::sync::{BhDisabled, BhGuard};
+use crate::ffi::sync::BhGuard;
 use crate::proto::conn::{PathWants, TxKind};
 use crate::proto::ident::Ident;
 use crate::proto::wire::{ACK_LEN, MAX_DATA_HEADER};
@@ -543,39 +543,18 @@ impl Peer {
 
     /// [`Self::pump`] with the lock held (at most 256 datagrams), then arms
     /// the timer for the connection's next deadline. The datagrams are built
-    /// under the lock and sent after it is dropped, in batches
+    /// under the lock and sent after it is dropped
     /// ([`xmit`](super::xmit)); if another context is sending for this
     /// connection, that one sends them.
-    fn pump_locked<'a>(this: &'a Arc<Self>, mut g: BhGuard<'a, PeerInner>) {
-        if !g.sender.begin() {
-            // Another context is sending: it polls again after its batch.
-            return;
-        }
-        // Bottom halves stay off until the sender ends (`xmit`).
-        let _bh = BhDisabled::new();
-        let mut budget = 256;
-        let mut batch = Batch::new();
-        let next = loop {
-            let next = Peer::build_locked(this, &mut g, &mut batch, &mut budget);
-            if batch.is_empty() {
-                g.sender.end();
-                break next;
-            }
-            let full = batch.is_full();
-            drop(g);
-            batch.send(&this.dev);
-            g = this.inner.lock();
-            if !g.sender.again(full) {
-                g.sender.end();
-                break next;
-            }
-        };
-        // Armed under the lock: a context that pumps next arms after this
-        // one, for the state it saw (the timer moves earlier or later).
-        if let Some(at) = next {
-            Timer::arm(this, at.as_nanos());
-        }
-        drop(g);
+    fn pump_locked<'a>(this: &'a Arc<Self>, g: BhGuard<'a, PeerInner>) {
+        xmit::pump(
+            &this.inner,
+            g,
+            &this.dev,
+            |i| &mut i.sender,
+            |g, batch, budget| Peer::build_locked(this, g, batch, budget),
+            |at| Timer::arm(this, at.as_nanos()),
+        );
     }
 
     /// Builds into `batch` (until it is full) what the connection has to

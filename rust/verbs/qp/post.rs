@@ -4,19 +4,11 @@
 //! `ib_post_recv`, and the pump that sends what the protocol core has to send
 //! and arms the QP's timer.
 
-use super::xmit::{capacity, Batch};
+use super::xmit::{self, capacity, Batch};
 use super::*;
-use crate::ffi::net::{Dest, RouteCache, TxDatagram};
-use crate::ffi::sync::BhDisabled;
-use crate::proto::conn::TxKind;
+use crate::ffi::net::{RouteCache, TxDatagram};
 
 impl Qp {
-    /// Sends datagram `bytes` the core described in `t` from `src` to `dst`
-    /// through the device's netdev, counted and traced ([`send_counted`]).
-    pub(super) fn send_counted(&self, src: &IpAddr, dst: &IpAddr, t: &Transmit, bytes: &[u8]) {
-        send_counted(&self.dev, self.qpn, src, dst, t, bytes, None);
-    }
-
     /// Adds what connection `c`'s counters gained since `io.last_stats` to
     /// the device's counters.
     pub(super) fn fold_stats(&self, c: &Conn, io: &mut Io) {
@@ -126,47 +118,26 @@ impl Qp {
     /// caller just did and the datagrams it calls for (the ACK of data whose
     /// completion user space can already see) are built in one critical
     /// section: a `destroy_qp` racing the receive cannot discard that ACK.
-    /// They are sent after the lock is dropped, in batches
+    /// They are sent after the lock is dropped
     /// ([`xmit`](super::xmit)); if another context is sending for this QP,
     /// that one sends them.
     ///
     /// A member of a shared connection has the connection send (without
     /// this lock: the connection's comes first).
-    pub(super) fn pump_locked<'a>(this: &'a Arc<Self>, mut g: BhGuard<'a, Inner>) {
+    pub(super) fn pump_locked<'a>(this: &'a Arc<Self>, g: BhGuard<'a, Inner>) {
         if let Some(l) = g.link.clone() {
             drop(g);
             Peer::pump(&l.peer, Some(l.id));
             return;
         }
-        if !g.io.sender.begin() {
-            // Another context is sending: it polls again after its batch.
-            return;
-        }
-        // Bottom halves stay off until the sender ends (`xmit`).
-        let _bh = BhDisabled::new();
-        let mut budget = 256;
-        let mut batch = Batch::new();
-        let next = loop {
-            let next = Self::build_locked(this, &mut g, &mut batch, &mut budget);
-            if batch.is_empty() {
-                g.io.sender.end();
-                break next;
-            }
-            let full = batch.is_full();
-            drop(g);
-            batch.send(&this.dev);
-            g = this.inner.lock();
-            if !g.io.sender.again(full) {
-                g.io.sender.end();
-                break next;
-            }
-        };
-        // Armed under the lock: a context that pumps next arms after this
-        // one, for the state it saw (the timer moves earlier or later).
-        if let Some(at) = next {
-            Timer::arm(this, at.as_nanos());
-        }
-        drop(g);
+        xmit::pump(
+            &this.inner,
+            g,
+            &this.dev,
+            |i| &mut i.io.sender,
+            |g, batch, budget| Self::build_locked(this, g, batch, budget),
+            |at| Timer::arm(this, at.as_nanos()),
+        );
     }
 
     /// Builds into `batch` (until it is full) what the core has to send, at
@@ -267,63 +238,6 @@ impl TxCache {
             spare: None,
         }
     }
-}
-
-/// Sends datagram `d`, the first `t.len` bytes of which the core wrote as
-/// `t` describes, from `src` to `dst` through device `dev`'s netdev, routed
-/// through `routes` (slot: the path) when given; traced (`metaroce:tx`,
-/// under QPN `qpn`) as it is handed over, counted (`tx_packets`,
-/// `tx_bytes`, `probes`) if it went out.
-pub(super) fn send_datagram(
-    dev: &DevShared<Qp>,
-    qpn: u32,
-    src: &IpAddr,
-    dst: &IpAddr,
-    t: &Transmit,
-    mut d: TxDatagram,
-    routes: Option<(&mut RouteCache, usize)>,
-) {
-    let len = t.len.min(d.buf().len());
-    observe::trace_tx(qpn, t, &d.buf()[..len]);
-    let to = Dest {
-        src: *src,
-        dst: *dst,
-        oif: dev.planes.oif(t),
-        src_port: t.src_port,
-        dst_port: dev.transport.port(),
-        ect: t.ect,
-    };
-    if dev.transport.send_datagram(d, len, &to, routes).is_ok() {
-        dev.count(counter::TX_PACKETS, 1);
-        dev.count(counter::TX_BYTES, len as u64);
-        if t.kind == TxKind::Probe {
-            dev.count(counter::PROBES, 1);
-        }
-    }
-}
-
-/// Sends datagram `bytes` the core described in `t` from `src` to `dst`
-/// through device `dev`'s netdev (copied into an skb; routed through
-/// `routes` when given), as [`send_datagram`]. Nothing goes out (and
-/// nothing is counted) if no skb can be had.
-pub(super) fn send_counted(
-    dev: &DevShared<Qp>,
-    qpn: u32,
-    src: &IpAddr,
-    dst: &IpAddr,
-    t: &Transmit,
-    bytes: &[u8],
-    routes: Option<(&mut RouteCache, usize)>,
-) {
-    let Ok(mut d) = TxDatagram::new(bytes.len()) else {
-        return;
-    };
-    d.buf().copy_from_slice(bytes);
-    let t = Transmit {
-        len: bytes.len(),
-        ..*t
-    };
-    send_datagram(dev, qpn, src, dst, &t, d, routes);
 }
 
 /// Adds what a connection's counters `st` gained since `last` to device

@@ -17,7 +17,11 @@
 
 use super::*;
 use crate::ffi::net::{Dest, RouteCache, Routed, TxDatagram};
+use crate::ffi::sync::{BhDisabled, BhGuard, BhLock};
 use crate::proto::conn::TxKind;
+
+/// The most datagrams one pump sends (then the timer sends the rest).
+const BUDGET: u32 = 256;
 
 /// Datagrams built per hold of a connection's lock. 1: each leaves as soon
 /// as it is built. 8 was measured (Documentation/bench.rst, "Data path (stop
@@ -34,6 +38,50 @@ const DATAGRAM_ROOM: usize = 84;
 /// scratch buffer is `scratch` bytes (the larger could not be sent whole).
 pub(super) fn capacity(mtu: usize, scratch: usize) -> usize {
     (mtu + DATAGRAM_ROOM).min(scratch)
+}
+
+/// The pump of a connection behind `lock`, whose guard `g` the caller
+/// holds. Unless another context is sending (then it returns at once: that
+/// one polls again), it becomes the sender (`sender` finds its [`Sender`])
+/// and, a batch at a time, builds under the lock (`build(g, batch,
+/// budget)`: at most `budget` datagrams, counted down; when it stops before
+/// the batch is full it returns the time to poll again), sends without it,
+/// and takes it again; at most [`BUDGET`] datagrams. Then it calls `arm`
+/// with that time, if any, under the lock: a context that pumps next arms
+/// after this one, for the state it saw (a timer moves earlier or later).
+pub(super) fn pump<'a, T>(
+    lock: &'a BhLock<T>,
+    mut g: BhGuard<'a, T>,
+    dev: &DevShared<Qp>,
+    sender: fn(&mut T) -> &mut Sender,
+    mut build: impl FnMut(&mut BhGuard<'a, T>, &mut Batch, &mut u32) -> Option<Instant>,
+    arm: impl FnOnce(Instant),
+) {
+    if !sender(&mut g).begin() {
+        return;
+    }
+    // Bottom halves stay off until the sender ends.
+    let _bh = BhDisabled::new();
+    let mut budget = BUDGET;
+    let mut batch = Batch::new();
+    let next = loop {
+        let next = build(&mut g, &mut batch, &mut budget);
+        if batch.is_empty() {
+            break next;
+        }
+        let full = batch.is_full();
+        drop(g);
+        batch.send(dev);
+        g = lock.lock();
+        if !sender(&mut g).again(full) {
+            break next;
+        }
+    };
+    sender(&mut g).end();
+    if let Some(at) = next {
+        arm(at);
+    }
+    drop(g);
 }
 
 /// Which context sends a connection's datagrams (kept under its lock).
