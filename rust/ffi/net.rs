@@ -337,32 +337,13 @@ impl<R: UdpReceiver> UdpTunnel<R> {
         to: &Dest,
         routes: Option<(&mut RouteCache, usize)>,
     ) -> Result {
-        let r = self.prepare(d, len, to, routes)?;
-        self.xmit(r);
-        Ok(())
-    }
-
-    /// The first `len` bytes of datagram `d` (at most its capacity), routed
-    /// as [`Self::send_datagram`] routes them, ready for [`Self::xmit`]: the
-    /// first half of `send_datagram`, so that a sender can route under its
-    /// lock and transmit after dropping it. Callable in any context but
-    /// hard-interrupt (bottom halves are disabled for the lookup).
-    ///
-    /// Errors: as [`Self::send_datagram`]. The datagram is consumed either
-    /// way.
-    pub(crate) fn prepare(
-        &self,
-        d: TxDatagram,
-        len: usize,
-        to: &Dest,
-        routes: Option<(&mut RouteCache, usize)>,
-    ) -> Result<Routed> {
+        const TTL: u8 = 64;
         let tos = if to.ect { ecn::ECT0 } else { ecn::NOT_ECT };
         let (sport, dport) = (to.src_port.to_be(), to.dst_port.to_be());
         let skb = d.trimmed(len);
         let oif = to.oif;
         let _bh = BhDisabled::new();
-        let (route, addrs) = match (to.src, to.dst) {
+        match (to.src, to.dst) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
                 let (s, d) = (u32::from_ne_bytes(s), u32::from_ne_bytes(d));
                 let mut err = 0;
@@ -377,12 +358,33 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                         cache.route4(self.sock4, slot, key, tos, dport, &mut err)
                     }
                     // SAFETY: `sock4` is live (type invariant); `err` is a
-                    // valid out-pointer. Bottom halves are disabled.
+                    // valid out-pointer.
                     None => unsafe {
                         b::metaroce_route4(self.sock4, s, d, sport, dport, tos, oif, &mut err)
                     },
                 };
-                (Route::new(dst)?, Addrs::V4(s, d))
+                let route = Route::new(dst)?;
+                // SAFETY: `sock4` is live; the route is an IPv4 `rtable`
+                // (`dst` is its first field) and its reference, like the skb,
+                // passes to `udp_tunnel_xmit_skb`, which consumes both.
+                // Bottom halves are disabled, as the xmit path requires.
+                unsafe {
+                    b::udp_tunnel_xmit_skb(
+                        route.into_raw().cast::<b::rtable>(),
+                        (*self.sock4).sk,
+                        skb.into_raw(),
+                        s,
+                        d,
+                        tos,
+                        TTL,
+                        (b::IP_DF as u16).to_be(),
+                        sport,
+                        dport,
+                        false,
+                        false,
+                    )
+                };
+                Ok(())
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 if self.sock6.is_null() {
@@ -403,70 +405,12 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                         &mut err,
                     )
                 };
-                (Route::new(dst)?, Addrs::V6(in6(s), in6(d)))
-            }
-            _ => return Err(EINVAL),
-        };
-        Ok(Routed {
-            skb,
-            route,
-            addrs,
-            tos,
-            sport,
-            dport,
-        })
-    }
-
-    /// Hands routed datagram `r` to `udp_tunnel_xmit_skb` /
-    /// `udp_tunnel6_xmit_skb` (the second half of [`Self::send_datagram`]).
-    /// Never sleeps; callable in any context but hard-interrupt. An IPv6
-    /// datagram is dropped if this tunnel has no IPv6 socket (it was routed
-    /// through another tunnel's).
-    pub(crate) fn xmit(&self, r: Routed) {
-        const TTL: u8 = 64;
-        let Routed {
-            skb,
-            route,
-            addrs,
-            tos,
-            sport,
-            dport,
-        } = r;
-        let _bh = BhDisabled::new();
-        match addrs {
-            Addrs::V4(s, d) => {
-                // SAFETY: `sock4` is live; the route is an IPv4 `rtable`
-                // (`dst` is its first field: `Routed`'s invariant) and its
-                // reference, like the skb, passes to `udp_tunnel_xmit_skb`,
-                // which consumes both. Bottom halves are disabled, as the
-                // xmit path requires.
-                unsafe {
-                    b::udp_tunnel_xmit_skb(
-                        route.into_raw().cast::<b::rtable>(),
-                        (*self.sock4).sk,
-                        skb.into_raw(),
-                        s,
-                        d,
-                        tos,
-                        TTL,
-                        (b::IP_DF as u16).to_be(),
-                        sport,
-                        dport,
-                        false,
-                        false,
-                    )
-                };
-            }
-            Addrs::V6(s6, d6) => {
-                if self.sock6.is_null() {
-                    // `route` and `skb` are released by their `Drop`.
-                    return;
-                }
-                // SAFETY: `sock6` is live (checked non-null); the route
-                // reference and the skb pass to `udp_tunnel6_xmit_skb`, which
-                // consumes both; the addresses are read during the call. No
-                // tunnel netdev (null) to count statistics on. Bottom halves
-                // are disabled.
+                let route = Route::new(dst)?;
+                let (s6, d6) = (in6(s), in6(d));
+                // SAFETY: `sock6` is live; the route reference and the skb
+                // pass to `udp_tunnel6_xmit_skb`, which consumes both; the
+                // addresses are read during the call. No tunnel netdev (null)
+                // to count statistics on. Bottom halves are disabled.
                 unsafe {
                     b::udp_tunnel6_xmit_skb(
                         route.into_raw(),
@@ -483,32 +427,11 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                         false,
                     )
                 };
+                Ok(())
             }
+            _ => Err(EINVAL),
         }
     }
-}
-
-/// The addresses of a [`Routed`] datagram (IPv4 in network order).
-enum Addrs {
-    V4(u32, u32),
-    V6(b::in6_addr, b::in6_addr),
-}
-
-/// A datagram with its output route, ready for [`UdpTunnel::xmit`]
-/// ([`UdpTunnel::prepare`]). Dropping it frees both.
-///
-/// # Invariants
-///
-/// `route` was looked up for `addrs`' family: an IPv4 `rtable` for
-/// [`Addrs::V4`], an IPv6 route for [`Addrs::V6`]. The ports are in network
-/// order.
-pub(crate) struct Routed {
-    skb: TxSkb,
-    route: Route,
-    addrs: Addrs,
-    tos: u8,
-    sport: u16,
-    dport: u16,
 }
 
 /// Where a datagram goes: addresses, the netdev to send through (0: any),

@@ -7,9 +7,7 @@
 //! Generic over the endpoint type, so this layer knows packets and
 //! addresses but nothing of verbs objects.
 
-use crate::ffi::net::{
-    Dest, IpAddr, RouteCache, Routed, RxMeta, TxDatagram, UdpReceiver, UdpTunnel,
-};
+use crate::ffi::net::{Dest, IpAddr, RouteCache, RxMeta, TxDatagram, UdpReceiver, UdpTunnel};
 use crate::ffi::rcu_map::RcuMap;
 use crate::proto::bytes::Bytes;
 use crate::proto::wire::{data_in_pieces, peek_dst_conn, MAX_DATA_HEADER};
@@ -171,21 +169,16 @@ impl<P: Endpoint> Transport<P> {
         self.port
     }
 
-    /// Routes the first `len` bytes of datagram `d` for [`Self::xmit`] (see
-    /// [`UdpTunnel::prepare`]).
-    pub(crate) fn prepare(
+    /// Sends the first `len` bytes of datagram `d` (see
+    /// [`UdpTunnel::send_datagram`]).
+    pub(crate) fn send_datagram(
         &self,
         d: TxDatagram,
         len: usize,
         to: &Dest,
         routes: Option<(&mut RouteCache, usize)>,
-    ) -> Result<Routed> {
-        self.tunnel.prepare(d, len, to, routes)
-    }
-
-    /// Sends a routed datagram (see [`UdpTunnel::xmit`]).
-    pub(crate) fn xmit(&self, r: Routed) {
-        self.tunnel.xmit(r)
+    ) -> Result {
+        self.tunnel.send_datagram(d, len, to, routes)
     }
 
     /// Sends one datagram to the peer's port through netdev `oif` (see

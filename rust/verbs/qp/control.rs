@@ -98,7 +98,6 @@ impl Qp {
             dst: None,
             last_stats: Stats::default(),
             dead: false,
-            sender: Default::default(),
             class: 0,
         };
         let mut rc = Some(rc);
@@ -478,7 +477,6 @@ impl Qp {
             this.dev.transport.remove(this.qpn);
         }
         this.timer.shutdown();
-        let mut batch = xmit::Batch::new();
         let (sq, rq, conn, link) = {
             let mut g = this.inner.lock();
             let Inner {
@@ -505,16 +503,13 @@ impl Qp {
                         break;
                     };
                     let len = t.len.min(scratch.len());
-                    let bytes = &scratch[..len];
-                    batch.push_bytes(&this.dev, this.qpn, &src, &dst, &t, bytes, None);
+                    this.send_counted(&src, &dst, &t, &scratch[..len]);
                 }
                 this.fold_stats(c, env.io);
             }
             io.dead = true;
             (io.sq.take(), io.rq.take(), conn.take(), link.take())
         };
-        // The last of the repeated ACKs (`push_bytes` sent the others).
-        batch.send(&this.dev);
         // A member leaves its connection (which repeats its ACKs).
         if let Some(l) = link {
             Peer::leave(&this.dev, l);

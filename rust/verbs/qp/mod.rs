@@ -37,7 +37,6 @@ mod post;
 mod res;
 mod uc;
 mod ud;
-mod xmit;
 
 use super::counters as counter;
 use super::cq::Cq;
@@ -66,7 +65,7 @@ pub(super) use env::RcTables;
 use observe::conn_event;
 pub(crate) use peer::PeerTable;
 use peer::{Link, Peer};
-use post::fold_stats;
+use post::{fold_stats, send_counted};
 
 /// The protocol connection of one RC QP: room for 64 paths (the `paths`
 /// module parameter says how many are used), 64 packets in flight. 9712
@@ -87,8 +86,6 @@ struct Io {
     /// The connection's counters when last added to the device's.
     last_stats: Stats,
     dead: bool,
-    /// Which context sends an RC QP's datagrams (`xmit`).
-    sender: xmit::Sender,
     /// Its stream class (the extension API; 0 unless pinned before RTR):
     /// on a device that shares connections, part of the connection's key.
     class: u8,
@@ -243,7 +240,7 @@ impl Endpoint for Qp {
             }
             this.note_share(c, r, now, dg.len());
         }
-        // The ACK is built before the lock is released (see `pump_locked`).
+        // The ACK goes out before the lock is released (see `pump_locked`).
         Qp::pump_locked(this, g);
     }
 }

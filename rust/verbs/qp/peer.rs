@@ -22,7 +22,6 @@
 //! a member whose streams are closed (its peer hears `CLOSED`).
 
 use super::mux::{split, Closing, Member, Mux, Ready};
-use super::xmit::{self, Batch, Sender};
 use super::*;
 use crate::ffi::net::RouteCache;
 use crate::ffi::sync::BhGuard;
@@ -161,8 +160,6 @@ struct PeerInner {
     closing: Closing,
     /// One datagram being built.
     scratch: KVec<u8>,
-    /// Which context sends the connection's datagrams (`xmit`).
-    sender: Sender,
     /// Its output routes, by path.
     routes: RouteCache,
     /// The connection's counters when last added to the device's.
@@ -405,7 +402,6 @@ impl Peer {
             some: None,
             closing: Closing::default(),
             scratch,
-            sender: Sender::default(),
             routes: RouteCache::new(),
             last_stats: Stats::default(),
             retry: (0, 0, 0),
@@ -542,85 +538,47 @@ impl Peer {
     }
 
     /// [`Self::pump`] with the lock held (at most 256 datagrams), then arms
-    /// the timer for the connection's next deadline. The datagrams are built
-    /// under the lock and sent after it is dropped
-    /// ([`xmit`](super::xmit)); if another context is sending for this
-    /// connection, that one sends them.
-    fn pump_locked<'a>(this: &'a Arc<Self>, g: BhGuard<'a, PeerInner>) {
-        xmit::pump(
-            &this.inner,
-            g,
-            &this.dev,
-            |i| &mut i.sender,
-            |g, batch, budget| Peer::build_locked(this, g, batch, budget),
-            |at| Timer::arm(this, at.as_nanos()),
-        );
-    }
-
-    /// Builds into `batch` (until it is full) what the connection has to
-    /// send, at most `budget` datagrams (counted down). When it stops for
-    /// another reason, returns the time to poll again: the connection's next
-    /// deadline when it has nothing more to send, now when the budget is
-    /// spent (the timer sends the rest).
-    fn build_locked(
-        this: &Arc<Self>,
-        g: &mut BhGuard<'_, PeerInner>,
-        batch: &mut Batch,
-        budget: &mut u32,
-    ) -> Option<Instant> {
+    /// the timer for the connection's next deadline.
+    fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, PeerInner>) {
         let dev = &*this.dev;
         let slack = dev.pacing_slack_us();
-        loop {
-            if batch.is_full() {
-                return None;
-            }
+        let mut budget = 256;
+        let next = loop {
             let now = Instant(now_ns());
             g.conn.set_pacing_slack_us(slack);
             let (planes, up) = dev.planes.state();
             g.conn.set_planes(planes, up);
-            if *budget == 0 {
-                // Whatever is left (some of it may be another context's,
-                // which left it to this one) goes from the timer, at once.
+            let t = if budget > 0 {
+                g.run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux))
+            } else {
+                None
+            };
+            let Some(t) = t else {
                 let PeerInner {
                     conn, last_stats, ..
-                } = &mut **g;
-                fold_stats(dev, conn.stats(), last_stats);
-                return Some(now);
-            }
-            // Built in `scratch` and copied into an skb of its size: the
-            // connection's datagrams range up to its members' largest MTU
-            // (4 KiB), and most are far shorter than that.
-            let t = g
-                .run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux))
-                .map(|t| {
-                    let qpn = Peer::trace_qpn(g, &t);
-                    let PeerInner {
-                        scratch, routes, ..
-                    } = &mut **g;
-                    let len = t.len.min(scratch.len());
-                    let bytes = scratch.get(..len).unwrap_or(&[]);
-                    let routes = Some((routes, usize::from(t.path)));
-                    batch.push_bytes(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
-                });
-            if t.is_none() {
-                let PeerInner {
-                    conn, last_stats, ..
-                } = &mut **g;
+                } = &mut *g;
                 fold_stats(dev, conn.stats(), last_stats);
                 dev.fair.note_rtt(conn.min_rtt());
-                return conn.poll_timeout();
-            }
-            *budget -= 1;
-        }
-    }
-
-    /// The QPN of the member datagram `t` is for, when `metaroce:tx` is
-    /// traced (0 otherwise: the trace event is its only user).
-    fn trace_qpn(g: &PeerInner, t: &Transmit) -> u32 {
-        if crate::ffi::trace::tx_enabled() {
-            g.trace_qpn(t)
-        } else {
-            0
+                break conn.poll_timeout();
+            };
+            budget -= 1;
+            // The member's QPN, for the trace event only.
+            let qpn = if crate::ffi::trace::tx_enabled() {
+                g.trace_qpn(&t)
+            } else {
+                0
+            };
+            let PeerInner {
+                scratch, routes, ..
+            } = &mut *g;
+            let len = t.len.min(scratch.len());
+            let bytes = scratch.get(..len).unwrap_or(&[]);
+            let routes = Some((routes, usize::from(t.path)));
+            send_counted(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
+        };
+        drop(g);
+        if let Some(at) = next {
+            Timer::arm(this, at.as_nanos());
         }
     }
 

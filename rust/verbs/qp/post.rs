@@ -4,11 +4,17 @@
 //! `ib_post_recv`, and the pump that sends what the protocol core has to send
 //! and arms the QP's timer.
 
-use super::xmit::{self, capacity, Batch};
 use super::*;
-use crate::ffi::net::{RouteCache, TxDatagram};
+use crate::ffi::net::{Dest, RouteCache, TxDatagram};
+use crate::proto::conn::TxKind;
 
 impl Qp {
+    /// Sends datagram `bytes` the core described in `t` from `src` to `dst`
+    /// through the device's netdev, counted and traced ([`send_counted`]).
+    pub(super) fn send_counted(&self, src: &IpAddr, dst: &IpAddr, t: &Transmit, bytes: &[u8]) {
+        send_counted(&self.dev, self.qpn, src, dst, t, bytes, None);
+    }
+
     /// Adds what connection `c`'s counters gained since `io.last_stats` to
     /// the device's counters.
     pub(super) fn fold_stats(&self, c: &Conn, io: &mut Io) {
@@ -96,9 +102,8 @@ impl Qp {
         r
     }
 
-    /// Sends whatever the core has to send (at most 256 datagrams per call;
-    /// the timer sends the rest), then arms the timer for the core's next
-    /// deadline.
+    /// Sends whatever the core has to send (at most 256 datagrams per call),
+    /// then arms the timer for the core's next deadline.
     pub(super) fn pump(this: &Arc<Self>) {
         Self::pump_locked(this, this.inner.lock());
     }
@@ -116,46 +121,20 @@ impl Qp {
 
     /// [`Self::pump`] with the QP lock already held (`g`), so that what the
     /// caller just did and the datagrams it calls for (the ACK of data whose
-    /// completion user space can already see) are built in one critical
-    /// section: a `destroy_qp` racing the receive cannot discard that ACK.
-    /// They are sent after the lock is dropped
-    /// ([`xmit`](super::xmit)); if another context is sending for this QP,
-    /// that one sends them.
+    /// completion user space can already see) are one critical section: a
+    /// `destroy_qp` racing the receive cannot discard that ACK.
     ///
     /// A member of a shared connection has the connection send (without
     /// this lock: the connection's comes first).
-    pub(super) fn pump_locked<'a>(this: &'a Arc<Self>, g: BhGuard<'a, Inner>) {
+    pub(super) fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, Inner>) {
         if let Some(l) = g.link.clone() {
             drop(g);
             Peer::pump(&l.peer, Some(l.id));
             return;
         }
-        xmit::pump(
-            &this.inner,
-            g,
-            &this.dev,
-            |i| &mut i.io.sender,
-            |g, batch, budget| Self::build_locked(this, g, batch, budget),
-            |at| Timer::arm(this, at.as_nanos()),
-        );
-    }
-
-    /// Builds into `batch` (until it is full) what the core has to send, at
-    /// most `budget` datagrams (counted down). When it stops for another
-    /// reason, returns the time to poll again: the core's next deadline when
-    /// it has nothing more to send, now when the budget is spent (the timer
-    /// sends the rest); `None` without a connection.
-    fn build_locked(
-        this: &Arc<Self>,
-        g: &mut BhGuard<'_, Inner>,
-        batch: &mut Batch,
-        budget: &mut u32,
-    ) -> Option<Instant> {
+        let mut budget = 256;
         let slack = this.dev.pacing_slack_us();
-        loop {
-            if batch.is_full() {
-                return None;
-            }
+        let next = loop {
             let Inner {
                 conn,
                 io,
@@ -163,9 +142,9 @@ impl Qp {
                 scratch,
                 tx,
                 ..
-            } = &mut **g;
+            } = &mut *g;
             let (Some(c), Some(src), Some(dst)) = (conn.as_mut(), io.src, io.dst) else {
-                return None;
+                return;
             };
             let now = Instant(now_ns());
             c.set_pacing_slack_us(slack);
@@ -178,23 +157,19 @@ impl Qp {
             // The datagram is written straight into its skb (kept for the
             // next round when nothing was written); into `scratch` and
             // copied only when no skb could be had.
-            if *budget == 0 {
-                // Whatever is left (some of it may be another context's,
-                // which left it to this one) goes from the timer, at once.
-                this.fold_stats(c, env.io);
-                return Some(now);
-            }
-            let t = {
+            let t = if budget == 0 {
+                None
+            } else {
                 if tx.is_none() {
                     *tx = KBox::new(TxCache::new(), GFP_ATOMIC).ok();
                 }
-                let cap = capacity(c.config().mtu.into(), scratch.len());
+                let cap = (c.config().mtu as usize + DATAGRAM_ROOM).min(scratch.len());
                 let spare = tx.as_mut().and_then(|x| x.spare.take());
                 match spare.or_else(|| TxDatagram::new(cap).ok()) {
                     Some(mut d) => match c.poll_transmit(now, d.buf(), &mut rc.bind(&mut env)) {
                         Some(t) => {
                             let routes = tx.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
-                            batch.push(&this.dev, this.qpn, &src, &dst, &t, d, routes);
+                            send_datagram(&this.dev, this.qpn, &src, &dst, &t, d, routes);
                             Some(t)
                         }
                         None => {
@@ -209,20 +184,37 @@ impl Qp {
                         .inspect(|t| {
                             let len = t.len.min(scratch.len());
                             let routes = tx.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
-                            let bytes = &scratch[..len];
-                            batch.push_bytes(&this.dev, this.qpn, &src, &dst, t, bytes, routes);
+                            send_counted(
+                                &this.dev,
+                                this.qpn,
+                                &src,
+                                &dst,
+                                t,
+                                &scratch[..len],
+                                routes,
+                            );
                         }),
                 }
             };
             if t.is_none() {
                 this.fold_stats(c, env.io);
                 this.dev.fair.note_rtt(c.min_rtt());
-                return c.poll_timeout();
+                break c.poll_timeout();
             }
-            *budget -= 1;
+            // Sent under the QP lock: the tunnel transmits with bottom halves
+            // off, so a datagram to this host is received later, in softirq.
+            budget -= 1;
+        };
+        drop(g);
+        if let Some(at) = next {
+            Timer::arm(this, at.as_nanos());
         }
     }
 }
+
+/// Room a datagram needs beyond the path MTU's payload
+/// ([`Connection::poll_transmit`]: at least `mtu + 84` bytes).
+const DATAGRAM_ROOM: usize = 84;
 
 /// What an RC QP keeps between transmissions: its output routes, and a
 /// datagram (an skb) allocated but not used by the last round of the pump.
@@ -238,6 +230,63 @@ impl TxCache {
             spare: None,
         }
     }
+}
+
+/// Sends datagram `d`, the first `t.len` bytes of which the core wrote as
+/// `t` describes, from `src` to `dst` through device `dev`'s netdev, routed
+/// through `routes` (slot: the path) when given; traced (`metaroce:tx`,
+/// under QPN `qpn`) as it is handed over, counted (`tx_packets`,
+/// `tx_bytes`, `probes`) if it went out.
+pub(super) fn send_datagram(
+    dev: &DevShared<Qp>,
+    qpn: u32,
+    src: &IpAddr,
+    dst: &IpAddr,
+    t: &Transmit,
+    mut d: TxDatagram,
+    routes: Option<(&mut RouteCache, usize)>,
+) {
+    let len = t.len.min(d.buf().len());
+    observe::trace_tx(qpn, t, &d.buf()[..len]);
+    let to = Dest {
+        src: *src,
+        dst: *dst,
+        oif: dev.planes.oif(t),
+        src_port: t.src_port,
+        dst_port: dev.transport.port(),
+        ect: t.ect,
+    };
+    if dev.transport.send_datagram(d, len, &to, routes).is_ok() {
+        dev.count(counter::TX_PACKETS, 1);
+        dev.count(counter::TX_BYTES, len as u64);
+        if t.kind == TxKind::Probe {
+            dev.count(counter::PROBES, 1);
+        }
+    }
+}
+
+/// Sends datagram `bytes` the core described in `t` from `src` to `dst`
+/// through device `dev`'s netdev (copied into an skb; routed through
+/// `routes` when given), as [`send_datagram`]. Nothing goes out (and
+/// nothing is counted) if no skb can be had.
+pub(super) fn send_counted(
+    dev: &DevShared<Qp>,
+    qpn: u32,
+    src: &IpAddr,
+    dst: &IpAddr,
+    t: &Transmit,
+    bytes: &[u8],
+    routes: Option<(&mut RouteCache, usize)>,
+) {
+    let Ok(mut d) = TxDatagram::new(bytes.len()) else {
+        return;
+    };
+    d.buf().copy_from_slice(bytes);
+    let t = Transmit {
+        len: bytes.len(),
+        ..*t
+    };
+    send_datagram(dev, qpn, src, dst, &t, d, routes);
 }
 
 /// Adds what a connection's counters `st` gained since `last` to device
