@@ -576,10 +576,13 @@ impl Peer {
             let routes = Some((routes, usize::from(t.path)));
             send_counted(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
         };
-        drop(g);
+        // Armed before the lock is released: `Timer::arm` moves a queued timer
+        // either way, so a pump racing on another CPU, arming after its own
+        // unlock, could otherwise leave the deadline of an older state.
         if let Some(at) = next {
             Timer::arm(this, at.as_nanos());
         }
+        drop(g);
     }
 
     /// The connection's state and paths for the extension API

@@ -205,10 +205,13 @@ impl Qp {
             // off, so a datagram to this host is received later, in softirq.
             budget -= 1;
         };
-        drop(g);
+        // Armed before the lock is released: `Timer::arm` moves a queued timer
+        // either way, so a pump racing on another CPU, arming after its own
+        // unlock, could otherwise leave the deadline of an older state.
         if let Some(at) = next {
             Timer::arm(this, at.as_nanos());
         }
+        drop(g);
     }
 }
 
