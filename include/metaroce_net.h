@@ -11,6 +11,7 @@
 #include <linux/types.h>
 #include <linux/hrtimer.h>
 #include <linux/spinlock_types.h>
+#include <linux/llist.h>
 
 struct sock;
 struct socket;
@@ -119,9 +120,43 @@ void metaroce_timer_lock_init(spinlock_t *lock);
 unsigned long metaroce_spin_lock_irqsave(spinlock_t *lock);
 void metaroce_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
+/*
+ * Work a received datagram leaves for the end of its receive batch
+ * (rust/ffi/defer.rs). `run` is called once per metaroce_defer_add(), in
+ * softirq context, by a per-CPU NAPI context that the CPU's net_rx_action()
+ * polls once the NIC's poll that delivered the datagram has returned.
+ */
+struct metaroce_defer {
+	/* Points to itself while not queued (init_llist_node()). */
+	struct llist_node node;
+	void (*run)(struct metaroce_defer *d);
+};
+/* Sets up every CPU's list and NAPI; before the first add. 0 or -ENOMEM. */
+int metaroce_defer_init(void);
+/* A node not queued, whose run is `run`. */
+void metaroce_defer_node_init(struct metaroce_defer *d,
+			      void (*run)(struct metaroce_defer *d));
+/*
+ * Claims a node not queued (atomically; false if it is queued): then only
+ * the claimer may metaroce_defer_add() it. Any context.
+ */
+bool metaroce_defer_claim(struct metaroce_defer *d);
+/*
+ * Adds a claimed node to this CPU's list and schedules the CPU's NAPI. The
+ * poll marks the node not queued again (with release ordering) before it
+ * calls `run`. Any context but NMI.
+ */
+void metaroce_defer_add(struct metaroce_defer *d);
+/*
+ * Waits until every queued node has run and tears the NAPIs down (module
+ * unload, once nothing can add; process context).
+ */
+void metaroce_defer_drain(void);
+
 /* In-kernel self-tests of the net and timer skin (KUnit); 0 = pass. */
 int metaroce_rust_udp_selftest(void);
 int metaroce_rust_udp_busy_selftest(void);
 int metaroce_rust_timer_selftest(void);
+int metaroce_rust_defer_selftest(void);
 
 #endif /* METAROCE_NET_H */

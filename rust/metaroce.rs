@@ -67,6 +67,9 @@ pub(crate) fn check_paths(paths: u32) -> Result {
 
 struct Metaroce {
     devices: ffi::rdma::Registration<verbs::device::Metaroce>,
+    /// Dropped after `devices` (no receive can queue any more): waits for
+    /// the connections queued for the end of a receive batch.
+    _batches: ffi::defer::Lists,
     /// Dropped after `devices`: waits for the QP references the QPN table
     /// drops after a grace period (`ffi::rcu_map`).
     _reaper: ffi::rcu_map::Reaper,
@@ -88,6 +91,8 @@ impl kernel::Module for Metaroce {
             pr_err!("paths={} refused (errno {}): 1..=64\n", paths, e.to_errno());
             return Err(e);
         }
+        // SAFETY: once, at load, before the tunnel can receive anything.
+        let batches = unsafe { ffi::defer::Lists::new()? };
         let transport = Arc::new(net::Transport::new(port)?, GFP_KERNEL)?;
         let devices = ffi::rdma::Registration::new(module, transport)?;
         pr_info!(
@@ -104,6 +109,7 @@ impl kernel::Module for Metaroce {
         );
         Ok(Metaroce {
             devices,
+            _batches: batches,
             _reaper: ffi::rcu_map::Reaper::new(),
         })
     }

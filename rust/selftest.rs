@@ -495,6 +495,94 @@ pub(crate) extern "C" fn metaroce_rust_timer_selftest() -> c_int {
     0
 }
 
+/// Owners of the self-test deferrals dropped so far.
+static DEFER_DROPS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// The owner of a self-test deferral: counts its runs and its drop.
+#[pin_data(PinnedDrop)]
+struct TestDeferred {
+    #[pin]
+    batch: crate::ffi::defer::Deferred<TestDeferred>,
+    runs: core::sync::atomic::AtomicU32,
+}
+
+#[pinned_drop]
+impl PinnedDrop for TestDeferred {
+    fn drop(self: Pin<&mut Self>) {
+        DEFER_DROPS.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+crate::ffi::defer::impl_has_deferred! { impl HasDeferred for TestDeferred { self.batch } }
+
+impl crate::ffi::defer::DeferredCallback for TestDeferred {
+    fn run(this: &kernel::sync::Arc<Self>) {
+        this.runs.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl TestDeferred {
+    fn new() -> Result<kernel::sync::Arc<Self>> {
+        kernel::sync::Arc::pin_init(
+            pin_init!(TestDeferred {
+                batch <- crate::ffi::defer::Deferred::new(),
+                runs: core::sync::atomic::AtomicU32::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+/// Work at the end of a receive batch ([`crate::ffi::defer`]): with bottom
+/// halves off (as in a receive), an owner queued three times and another
+/// queued once and then dropped by its holder have not run; once bottom
+/// halves are back on, each runs exactly once, and the dropped one is freed
+/// by its run; a run owner can be queued again. Returns 0, or the failed
+/// check.
+#[no_mangle]
+pub(crate) extern "C" fn metaroce_rust_defer_selftest() -> c_int {
+    use crate::ffi::defer::Deferred;
+    use core::sync::atomic::Ordering::SeqCst;
+
+    let drops0 = DEFER_DROPS.load(SeqCst);
+    let (Ok(a), Ok(b)) = (TestDeferred::new(), TestDeferred::new()) else {
+        return 1;
+    };
+    {
+        let _bh = crate::ffi::sync::BhDisabled::new();
+        Deferred::queue(&a);
+        Deferred::queue(&a);
+        Deferred::queue(&b);
+        Deferred::queue(&a);
+        let b_runs = b.runs.load(SeqCst);
+        drop(b);
+        // Nothing runs before this CPU's softirqs may; `b` lives on, queued.
+        if a.runs.load(SeqCst) != 0 || b_runs != 0 || DEFER_DROPS.load(SeqCst) != drops0 {
+            return 2;
+        }
+    }
+    // The work runs from softirq: at `local_bh_enable` on this CPU, or soon.
+    if !TestTimer::wait(|| a.runs.load(SeqCst) >= 1 && DEFER_DROPS.load(SeqCst) == drops0 + 1) {
+        return 3;
+    }
+    if a.runs.load(SeqCst) != 1 {
+        return 4;
+    }
+    {
+        let _bh = crate::ffi::sync::BhDisabled::new();
+        Deferred::queue(&a);
+    }
+    if !TestTimer::wait(|| a.runs.load(SeqCst) == 2) {
+        return 5;
+    }
+    // No reference left behind: dropping `a` frees it at once.
+    drop(a);
+    if DEFER_DROPS.load(SeqCst) != drops0 + 2 {
+        return 6;
+    }
+    0
+}
+
 /// Values of the [`metaroce_rust_rcu_map_selftest`] map, counted when dropped.
 struct MapValue(u32);
 

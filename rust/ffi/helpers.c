@@ -890,6 +890,113 @@ void metaroce_rcu_read_unlock(void)
 	rcu_read_unlock();
 }
 
+/* --- Work at the end of a receive batch: rust/ffi/defer.rs --- */
+
+/*
+ * Per CPU: the nodes queued during the receive batch being delivered, and a
+ * NAPI context that runs them. A NAPI scheduled while the NIC's own poll
+ * delivers the batch joins this CPU's poll list and is polled by the same
+ * net_rx_action() once the NIC's poll returns: the batch's end, with no
+ * other softirq and no work item in between. The NAPIs hang off a dummy
+ * net_device (alloc_netdev_dummy(), as drivers do for NAPI of their own).
+ */
+struct metaroce_defer_cpu {
+	struct llist_head list;
+	struct napi_struct napi;
+};
+
+static DEFINE_PER_CPU(struct metaroce_defer_cpu, metaroce_defer_cpus);
+static struct net_device *metaroce_defer_dev;
+/* Nodes queued and not yet run, for metaroce_defer_drain(). */
+static atomic_long_t metaroce_defer_pending = ATOMIC_LONG_INIT(0);
+
+static int metaroce_defer_poll(struct napi_struct *napi, int budget)
+{
+	struct metaroce_defer_cpu *c =
+		container_of(napi, struct metaroce_defer_cpu, napi);
+	struct llist_node *n = llist_reverse_order(llist_del_all(&c->list));
+	struct metaroce_defer *d, *t;
+	int done = 0;
+
+	/* `run` may queue `d` again (or free it): `t` is read before. */
+	llist_for_each_entry_safe(d, t, n, node) {
+		smp_store_release(&d->node.next, &d->node);
+		d->run(d);
+		atomic_long_dec(&metaroce_defer_pending);
+		done++;
+	}
+	/*
+	 * A node queued since llist_del_all() found the NAPI scheduled and set
+	 * its MISSED bit: napi_complete_done() schedules it again.
+	 */
+	if (done >= budget)
+		return budget;
+	napi_complete_done(napi, done);
+	return done;
+}
+
+int metaroce_defer_init(void)
+{
+	int cpu;
+
+	metaroce_defer_dev = alloc_netdev_dummy(0);
+	if (!metaroce_defer_dev)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		struct metaroce_defer_cpu *c = per_cpu_ptr(&metaroce_defer_cpus, cpu);
+
+		init_llist_head(&c->list);
+		netif_napi_add(metaroce_defer_dev, &c->napi, metaroce_defer_poll);
+		napi_enable(&c->napi);
+	}
+	return 0;
+}
+
+void metaroce_defer_node_init(struct metaroce_defer *d,
+			      void (*run)(struct metaroce_defer *d))
+{
+	init_llist_node(&d->node);
+	d->run = run;
+}
+
+bool metaroce_defer_claim(struct metaroce_defer *d)
+{
+	struct llist_node *self = &d->node;
+
+	/* Fully ordered on success: after the poll's release of the node. */
+	return try_cmpxchg(&d->node.next, &self, NULL);
+}
+
+void metaroce_defer_add(struct metaroce_defer *d)
+{
+	struct metaroce_defer_cpu *c;
+
+	atomic_long_inc(&metaroce_defer_pending);
+	c = get_cpu_ptr(&metaroce_defer_cpus);
+	llist_add(&d->node, &c->list);
+	napi_schedule(&c->napi);
+	put_cpu_ptr(&metaroce_defer_cpus);
+}
+
+void metaroce_defer_drain(void)
+{
+	int cpu;
+
+	might_sleep();
+	if (!metaroce_defer_dev)
+		return;
+	/* napi_disable() waits for a scheduled poll, which runs every node. */
+	for_each_possible_cpu(cpu)
+		napi_disable(&per_cpu_ptr(&metaroce_defer_cpus, cpu)->napi);
+	if (atomic_long_read(&metaroce_defer_pending))
+		pr_err("metaroce: %ld deferred runs lost at unload\n",
+		       atomic_long_read(&metaroce_defer_pending));
+	for_each_possible_cpu(cpu)
+		netif_napi_del(&per_cpu_ptr(&metaroce_defer_cpus, cpu)->napi);
+	free_netdev(metaroce_defer_dev);
+	metaroce_defer_dev = NULL;
+}
+
 /* --- UDP tunnel and timers: rust/ffi/net.rs, rust/ffi/timer.rs --- */
 
 int metaroce_udp_tunnel_open(bool ipv6, __be16 port, metaroce_encap_rcv_t rcv,
@@ -1227,6 +1334,11 @@ static void metaroce_test_timer(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, metaroce_rust_timer_selftest(), 0);
 }
 
+static void metaroce_test_defer(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, metaroce_rust_defer_selftest(), 0);
+}
+
 /* RCU map: lookups, EEXIST, removal deferred past readers, drop. */
 static void metaroce_test_rcu_map(struct kunit *test)
 {
@@ -1241,6 +1353,7 @@ static struct kunit_case metaroce_test_cases[] = {
 	KUNIT_CASE(metaroce_test_udp_loopback),
 	KUNIT_CASE(metaroce_test_udp_port_busy),
 	KUNIT_CASE(metaroce_test_timer),
+	KUNIT_CASE(metaroce_test_defer),
 	KUNIT_CASE(metaroce_test_rcu_map),
 	{}
 };

@@ -25,7 +25,7 @@
 //!   the data path copies through; [`racy`]: copies of memory others may
 //!   write concurrently.
 //! - [`net`]: the UDP tunnel; [`random`]: the kernel CRNG; [`timer`], [`sync`]: timers and the
-//!   softirq-safe lock; [`rcu_map`]: a `u32 → Arc` map read under RCU; [`errno`], [`params`], [`layout`], [`boxed`]: small
+//!   softirq-safe lock; [`defer`]: work left for the end of a receive batch; [`rcu_map`]: a `u32 → Arc` map read under RCU; [`errno`], [`params`], [`layout`], [`boxed`]: small
 //!   helpers ([`boxed`]: a large value copied to the heap without a stack
 //!   temporary).
 //! - [`trace`]: the module's trace events (`metaroce:*`), through the shim.
@@ -56,6 +56,7 @@ pub(crate) mod bindings {
 }
 
 pub(crate) mod boxed;
+pub(crate) mod defer;
 pub(crate) mod errno;
 pub(crate) mod layout;
 pub(crate) mod mem;

@@ -19,7 +19,7 @@ check "udp_port parameter reads 4792" bash -c "[[ \$(cat /sys/module/metaroce/pa
 res=/sys/kernel/debug/kunit/metaroce/results
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 cases="metaroce_test_layout metaroce_test_param metaroce_test_proto metaroce_test_rdma_helpers"
-cases+=" metaroce_test_udp_loopback metaroce_test_udp_port_busy metaroce_test_timer"
+cases+=" metaroce_test_udp_loopback metaroce_test_udp_port_busy metaroce_test_timer metaroce_test_defer"
 missing=""
 for c in $cases; do grep -Eq "^ +ok [0-9]+ $c\$" "$res" 2>/dev/null || missing+="$c "; done
 if [[ -r $res && -z $missing ]] && grep -Eq '^ok [0-9]+ metaroce' "$res" && ! grep -q '^ *not ok' "$res"; then

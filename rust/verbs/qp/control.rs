@@ -124,6 +124,7 @@ impl Qp {
                     rcq: rcq.clone(),
                     srq: srq.cloned(),
                     timer <- Timer::new(),
+                    batch <- Deferred::new(),
                     inner <- crate::ffi::sync::new_bh_lock!(Inner { conn: None, link: None, uc, io, rc, scratch, tx: None }, "metaroce_qp"),
                 }),
                 GFP_KERNEL,

@@ -42,6 +42,7 @@ use super::counters as counter;
 use super::cq::Cq;
 use super::shared::{DevShared, Grouped};
 use super::srq::Srq;
+use crate::ffi::defer::{impl_has_deferred, Deferred, DeferredCallback};
 use crate::ffi::net::{IpAddr, RxMeta};
 use crate::ffi::rdma::{
     modify_qp_is_ok, qp_mask, PdId, QpAttr, QpCaps, QpEvents, QpHandle, QpInit, QpState, QpType,
@@ -128,11 +129,25 @@ pub(crate) struct Qp {
     srq: Option<Arc<Srq>>,
     #[pin]
     timer: Timer<Qp>,
+    /// What a received datagram calls for, sent at the end of its receive
+    /// batch (`Documentation/device.rst`, "Data path").
+    #[pin]
+    batch: Deferred<Qp>,
     #[pin]
     inner: crate::ffi::sync::BhLock<Inner>,
 }
 
 impl_has_timer! { impl HasTimer for Qp { self.timer } }
+impl_has_deferred! { impl HasDeferred for Qp { self.batch } }
+
+impl DeferredCallback for Qp {
+    /// The end of a receive batch that delivered datagrams to this QP (RC,
+    /// a connection of its own): the ACKs and data they call for, with
+    /// every packet of the batch taken.
+    fn run(this: &Arc<Self>) {
+        Qp::pump(this);
+    }
+}
 
 // The QP object with its `Arc` count fits a `kmalloc-1k` (Documentation/
 // testing.rst, "Many QPs"): a few bytes more would take a `kmalloc-2k`.
@@ -240,8 +255,11 @@ impl Endpoint for Qp {
             }
             this.note_share(c, r, now, dg.len());
         }
-        // The ACK goes out before the lock is released (see `pump_locked`).
-        Qp::pump_locked(this, g);
+        // The ACK, and whatever else this datagram calls for, is built at
+        // the end of the receive batch, once with every datagram of the batch
+        // taken (`Documentation/device.rst`, "Data path").
+        drop(g);
+        Deferred::queue(this);
     }
 }
 

@@ -182,11 +182,24 @@ pub(crate) struct Peer {
     dev: Arc<DevShared<Qp>>,
     #[pin]
     timer: Timer<Peer>,
+    /// What a received datagram calls for, sent at the end of its receive
+    /// batch (`Documentation/device.rst`, "Data path").
+    #[pin]
+    batch: Deferred<Peer>,
     #[pin]
     inner: crate::ffi::sync::BhLock<PeerInner>,
 }
 
 impl_has_timer! { impl HasTimer for Peer { self.timer } }
+impl_has_deferred! { impl HasDeferred for Peer { self.batch } }
+
+impl DeferredCallback for Peer {
+    /// The end of a receive batch that delivered datagrams to members of
+    /// this connection: the ACKs and data they call for.
+    fn run(this: &Arc<Self>) {
+        Peer::pump(this, None);
+    }
+}
 
 impl TimerCallback for Peer {
     fn fired(this: &Arc<Self>) {
@@ -415,6 +428,7 @@ impl Peer {
                 class,
                 dev: dev.clone(),
                 timer <- Timer::new(),
+                batch <- Deferred::new(),
                 inner <- crate::ffi::sync::new_bh_lock!(inner, "metaroce_peer"),
             }),
             GFP_KERNEL,
@@ -523,7 +537,9 @@ impl Peer {
             Ok(ev) => qp.took(dg, meta, ev == RxEvent::Data),
         }
         qp.note_share(&mut *g.conn, r, now, dg.len());
-        Peer::pump_locked(this, g);
+        // Sent at the end of the receive batch (`Qp::receive`).
+        drop(g);
+        Deferred::queue(this);
     }
 
     /// Sends what the connection has to send; `id`: a member that may have
