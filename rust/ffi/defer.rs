@@ -11,12 +11,13 @@
 //! adds the owner to this CPU's list, at most once until it has run, and
 //! [`DeferredCallback::run`] is called for it in softirq context once the
 //! batch has been delivered. Each CPU's list has a NAPI context (on a dummy
-//! `net_device`), scheduled by the first owner queued: the NIC's poll is
-//! running, so `net_rx_action` polls ours right after it returns, in the
-//! same softirq run. So the wait adds no timer, no other softirq and no
-//! context switch. (A BH work item, `system_bh_wq`, does the same from the
+//! `net_device`), scheduled by the first owner queued: `net_rx_action`
+//! polls it once the NAPI contexts already scheduled on this CPU (the NIC's,
+//! whose poll delivered the datagram) have had their turn, in the same
+//! softirq run (the next one if the NIC's poll used its whole budget). So the
+//! wait adds no timer, no other softirq and no context switch. (A BH work item, `system_bh_wq`, does the same from the
 //! `TASKLET` softirq, but its bookkeeping cost a TCG guest's `ib_read_lat`
-//! 6 %: `Documentation/bench.rst`, "Data path (stop 54)".)
+//! 7-8 %: `Documentation/bench.rst`, "Data path (stop 54)".)
 //!
 //! ```ignore
 //! #[pin_data]

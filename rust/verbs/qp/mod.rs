@@ -254,6 +254,11 @@ impl Endpoint for Qp {
                 Ok(ev) => this.took(dg, meta, ev == RxEvent::Data),
             }
             this.note_share(c, r, now, dg.len());
+            if c.batch_full() {
+                // `RX_BATCH` datagrams held: answered now, not at the batch's end.
+                Qp::pump_locked(this, g);
+                return;
+            }
         }
         // The ACK, and whatever else this datagram calls for, is built at
         // the end of the receive batch, once with every datagram of the batch

@@ -537,7 +537,12 @@ impl Peer {
             Ok(ev) => qp.took(dg, meta, ev == RxEvent::Data),
         }
         qp.note_share(&mut *g.conn, r, now, dg.len());
-        // Sent at the end of the receive batch (`Qp::receive`).
+        // Sent at the end of the receive batch, or now once it is full
+        // (`Qp::receive`).
+        if g.conn.batch_full() {
+            Peer::pump_locked(this, g);
+            return;
+        }
         drop(g);
         Deferred::queue(this);
     }

@@ -39,6 +39,13 @@ pub use paths::PathWants;
 /// Largest number of paths a connection may have.
 pub const MAX_PATHS: usize = 64;
 
+/// Most datagrams a host takes from one receive batch before it answers
+/// ([`Connection::batch_full`]; Documentation/transport.rst, "Receiving", step 9): twice
+/// the bundle a sprayed transfer gets at the kernel's defaults (`ack_every` 2, 8 paths),
+/// so that the sender hears of a long batch's first packets while the host still takes
+/// its last ones.
+pub const RX_BATCH: u16 = 16;
+
 /// What a transmitted datagram is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TxKind {
@@ -272,6 +279,8 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     plane_answered: [u32; MAX_PLANES as usize],
     planes_heard: u8,
     quiet_from: [u32; P],
+    /// Datagrams taken since the host last asked what to send ([`Self::batch_full`]).
+    rx_batch: u16,
     stats: Stats,
 }
 
@@ -436,6 +445,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         plane_answered: [0; MAX_PLANES as usize],
         planes_heard: 0,
         quiet_from: [0; P],
+        rx_batch: 0,
         stats: Stats::EMPTY,
     };
 

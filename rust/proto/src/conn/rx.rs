@@ -14,6 +14,7 @@ use super::super::wire::{
     DF_RETH, DF_SE,
 };
 use super::timers::Timer;
+use super::RX_BATCH;
 use super::{
     App, ConnError, ConnState, Connection, Placement, Refusal, RefusalKind, Refuse, Rnr, RxEvent,
     MAX_PATHS, NO_STREAM,
@@ -38,6 +39,31 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// ([`data_in_pieces`]) may come in pieces; any other datagram with a second piece
     /// is `Truncated`. The verdicts are those of the datagram whole.
     pub fn handle_pieces<A: App>(
+        &mut self,
+        now: Instant,
+        dg: Bytes<'_>,
+        ce: bool,
+        app: &mut A,
+    ) -> Result<RxEvent, DropReason> {
+        let r = self.take_pieces(now, dg, ce, app);
+        if r.is_ok() {
+            self.rx_batch = self.rx_batch.saturating_add(1);
+        }
+        r
+    }
+
+    /// Whether the host should ask what to send now rather than at the end of its
+    /// receive batch: it took [`RX_BATCH`] datagrams since it last called
+    /// [`Self::poll_transmit`]. A host that hands the connection a batch of datagrams
+    /// before it polls (the kernel: what one NAPI poll delivered) answers the batch with
+    /// one ACK datagram; this bounds how long the first of them waits for it
+    /// (Documentation/transport.rst, "Receiving", step 9).
+    pub fn batch_full(&self) -> bool {
+        self.rx_batch >= RX_BATCH
+    }
+
+    /// [`Self::handle_pieces`] but for the batch count.
+    fn take_pieces<A: App>(
         &mut self,
         now: Instant,
         dg: Bytes<'_>,

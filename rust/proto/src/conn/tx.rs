@@ -25,6 +25,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         buf: &mut [u8],
         app: &mut A,
     ) -> Option<Transmit> {
+        self.rx_batch = 0;
         if self.state == ConnState::Error(ConnError::Aborted) {
             return None;
         }

@@ -284,6 +284,11 @@ pub struct Net {
     pub keep_trace: bool,
     /// Datagrams each end transmitted, lost ones included: `[a, b]`.
     pub sent: [u64; 2],
+    /// Receive batches, as a kernel's NAPI poll delivers them (0: none): a
+    /// datagram's end also takes every datagram due to it within this many ns
+    /// of the first (each at its own arrival time) before it transmits, unless
+    /// its connection's batch is full (`Connection::batch_full`).
+    pub rx_window: u64,
 }
 
 /// The spine an ECMP hash sends a datagram over: direction and source port
@@ -383,6 +388,7 @@ impl Net {
             trace: Vec::new(),
             keep_trace: false,
             sent: [0; 2],
+            rx_window: 0,
         }
     }
 
@@ -482,9 +488,22 @@ impl Net {
                 return false;
             }
             self.now = self.now.max(next);
-            let now = Instant(self.now);
-            if let Some(((at, s), _)) = self.q.iter().next().map(|(k, v)| (*k, v.clone())) {
-                if at <= self.now {
+            let mut batch: Option<(u64, bool)> = None;
+            while let Some(((at, s), _)) = self.q.iter().next().map(|(k, v)| (*k, v.clone())) {
+                // The first datagram due, then (with `rx_window`) the rest of its batch:
+                // datagrams to the same end within the window, each at its time.
+                match batch {
+                    None if at > self.now => break,
+                    Some((first, to))
+                        if at > first + self.rx_window || self.q[&(at, s)].0 != to =>
+                    {
+                        break
+                    }
+                    _ => {}
+                }
+                self.now = self.now.max(at);
+                let now = Instant(self.now);
+                {
                     let (to_b, bytes, marked, plane) = self.q.remove(&(at, s)).unwrap();
                     if let Some(f) = self.forger.as_mut() {
                         for fake in f(to_b, &bytes) {
@@ -514,8 +533,19 @@ impl Net {
                     if self.keep_trace {
                         self.trace.push((self.now, to_b, bytes, r.is_ok()));
                     }
+                    batch.get_or_insert((at, to_b));
+                }
+                // A full batch is answered at once (as the kernel does).
+                let full = match batch {
+                    Some((_, true)) => self.b.batch_full(),
+                    _ => self.a.batch_full(),
+                };
+                if self.rx_window == 0 || full {
+                    break;
                 }
             }
+            // The batch may have moved the clock on.
+            let now = Instant(self.now);
             if self.tick == 0 || self.now.is_multiple_of(self.tick) {
                 self.a.handle_timeout(now, &mut self.app_a);
                 self.b.handle_timeout(now, &mut self.app_b);
