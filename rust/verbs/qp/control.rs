@@ -491,6 +491,15 @@ impl Qp {
             // No asynchronous event from a QP being destroyed.
             rc.quiet();
             let mut env = Glue { qp: this, io };
+            // A receive completion lost to a full CQ whose pump has not run
+            // yet (it runs at the end of the receive batch, `Qp::receive`):
+            // what it received is not acknowledged, as the pump would have
+            // decided.
+            if rc.settle(&mut env) {
+                if let Some(c) = conn.as_mut() {
+                    c.abort();
+                }
+            }
             rc.flush(&mut env);
             // The peer may still wait for the ACK of what this QP received
             // last (applications often destroy right after their last
