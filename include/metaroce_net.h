@@ -122,20 +122,22 @@ void metaroce_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
 /*
  * Work a received datagram leaves for the end of its receive batch
- * (rust/ffi/defer.rs). `run` is called once per metaroce_defer_add(), in
- * softirq context, by a per-CPU NAPI context that the CPU's net_rx_action()
- * polls once the NIC's poll that delivered the datagram has returned.
+ * (rust/ffi/defer.rs). `run(d, false)` is called once per
+ * metaroce_defer_add(), in softirq context, by a per-CPU NAPI context that
+ * the CPU's net_rx_action() polls once the NIC's poll that delivered the
+ * datagram has returned; `run(d, true)` once per metaroce_defer_put(), in
+ * process context (a work item).
  */
 struct metaroce_defer {
 	/* Points to itself while not queued (init_llist_node()). */
 	struct llist_node node;
-	void (*run)(struct metaroce_defer *d);
+	void (*run)(struct metaroce_defer *d, bool put);
 };
 /* Sets up every CPU's list and NAPI; before the first add. 0 or -ENOMEM. */
 int metaroce_defer_init(void);
 /* A node not queued, whose run is `run`. */
 void metaroce_defer_node_init(struct metaroce_defer *d,
-			      void (*run)(struct metaroce_defer *d));
+			      void (*run)(struct metaroce_defer *d, bool put));
 /*
  * Claims a node not queued (atomically; false if it is queued): then only
  * the claimer may metaroce_defer_add() it. Any context.
@@ -147,6 +149,11 @@ bool metaroce_defer_claim(struct metaroce_defer *d);
  * calls `run`. Any context but NMI.
  */
 void metaroce_defer_add(struct metaroce_defer *d);
+/*
+ * Hands a claimed node to a work item that calls `run(d, true)` in process
+ * context (where its owner's last reference may be dropped). Any context.
+ */
+void metaroce_defer_put(struct metaroce_defer *d);
 /*
  * Waits until every queued node has run and tears the NAPIs down (module
  * unload, once nothing can add; process context).

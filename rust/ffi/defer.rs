@@ -31,7 +31,9 @@
 //!
 //! A queued owner holds a reference to itself (an [`Arc`] clone), which the
 //! run releases; so the owner lives until its run, and a teardown need not
-//! wait for it (the run finds whatever the teardown left). The module's
+//! wait for it (the run finds whatever the teardown left). If the run holds
+//! the last reference, it is dropped in process context (a work item): an
+//! owner's drop may sleep. The module's
 //! [`Lists`] sets the per-CPU lists up at load and, dropped at unload once
 //! nothing can queue any more, waits for every queued run.
 //!
@@ -43,11 +45,12 @@
 //!   names (the safety contract of [`HasDeferred`]); `raw.run` is
 //!   `ran::<T>`.
 //! - The node is *claimed* from a successful `metaroce_defer_claim` (its
-//!   `next` no longer points to itself) until `metaroce_defer_poll` releases
-//!   it, just before it calls `ran`. While claimed it is on a CPU's list, or
-//!   about to be added by its claimer, and it owns exactly one reference to
-//!   the `Arc<T>` holding it (taken by [`Deferred::queue`] from
-//!   [`Arc::into_raw`]), which `ran` takes back.
+//!   `next` no longer points to itself) until `metaroce_defer_poll` or
+//!   `metaroce_defer_reap` releases it, just before it calls `ran`. While
+//!   claimed it is on a CPU's list or the list of last references, or about
+//!   to be added by its claimer, and it owns exactly one reference to the
+//!   `Arc<T>` holding it (taken by [`Deferred::queue`], or by `ran` for the
+//!   last reference, from [`Arc::into_raw`]), which `ran` takes back.
 
 use super::bindings as b;
 use core::marker::PhantomData;
@@ -169,20 +172,45 @@ impl<T: HasDeferred> Deferred<T> {
 ///
 /// # Safety
 ///
-/// Called only by `metaroce_defer_poll`, for a node it took off its list and
-/// released: the reference the claim owned is now ours (type invariants), so
-/// the owner is alive.
-unsafe extern "C" fn ran<T: HasDeferred>(d: *mut b::metaroce_defer) {
+/// Called only by `metaroce_defer_poll` (`put` false) or `metaroce_defer_reap`
+/// (`put` true), for a node it took off its list and released: the reference
+/// the claim owned is now ours (type invariants), so the owner is alive.
+unsafe extern "C" fn ran<T: HasDeferred>(d: *mut b::metaroce_defer, put: bool) {
     // `raw` is the first field of the `#[repr(C)]` `Deferred<T>`.
     // SAFETY: the owner is alive (see above) and the node lies in it.
     let defer = unsafe { &*d.cast::<Deferred<T>>() };
     // SAFETY: the claim's reference (type invariants), from `Arc::into_raw`
     // of the `Arc` holding our owner, whose data pointer is `owner()`.
     let owner = unsafe { Arc::from_raw(defer.owner()) };
+    if put {
+        // Process context: the last reference, handed over below. Drops the
+        // owner and the node with it; the C side does not touch the node
+        // after this call.
+        drop(owner);
+        return;
+    }
     T::run(&owner);
-    // May be the last reference: drops the owner and the node with it; the
-    // C side does not touch the node after this call.
-    drop(owner);
+    // The last reference (its other holders let go while the run was
+    // queued) is not dropped here, in softirq: an owner's drop may sleep
+    // (a QP's last reference may hold the device's, and with it the UDP
+    // tunnel's). It goes to process context, through the same node.
+    let Some(unique) = owner.into_unique_or_drop() else {
+        return;
+    };
+    // We hold the only reference, and the node was released before this
+    // call: no one else can claim it.
+    // SAFETY: `raw` was initialized by `new` and is pinned in the owner.
+    if !unsafe { b::metaroce_defer_claim(defer.raw.get()) } {
+        // Not reachable (see above); dropping here beats a leak.
+        drop(unique);
+        return;
+    }
+    // The claim's reference again (type invariants), given back by the
+    // `put` call above.
+    let _ = Arc::into_raw(Arc::from(unique));
+    // SAFETY: we claimed the node and the reference keeps it alive until
+    // that call; any context.
+    unsafe { b::metaroce_defer_put(d) };
 }
 
 /// The per-CPU lists and NAPI contexts: set up at module load, drained and

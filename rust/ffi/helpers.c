@@ -921,7 +921,7 @@ static int metaroce_defer_poll(struct napi_struct *napi, int budget)
 	/* `run` may queue `d` again (or free it): `t` is read before. */
 	llist_for_each_entry_safe(d, t, n, node) {
 		smp_store_release(&d->node.next, &d->node);
-		d->run(d);
+		d->run(d, false);
 		atomic_long_dec(&metaroce_defer_pending);
 		done++;
 	}
@@ -952,8 +952,32 @@ int metaroce_defer_init(void)
 	return 0;
 }
 
+/* Nodes whose owners' last references are dropped in process context. */
+static LLIST_HEAD(metaroce_defer_dead);
+
+static void metaroce_defer_reap(struct work_struct *w)
+{
+	struct llist_node *n = llist_del_all(&metaroce_defer_dead);
+	struct metaroce_defer *d, *t;
+
+	llist_for_each_entry_safe(d, t, n, node) {
+		smp_store_release(&d->node.next, &d->node);
+		d->run(d, true);
+		atomic_long_dec(&metaroce_defer_pending);
+	}
+}
+
+static DECLARE_WORK(metaroce_defer_reaper, metaroce_defer_reap);
+
+void metaroce_defer_put(struct metaroce_defer *d)
+{
+	atomic_long_inc(&metaroce_defer_pending);
+	llist_add(&d->node, &metaroce_defer_dead);
+	schedule_work(&metaroce_defer_reaper);
+}
+
 void metaroce_defer_node_init(struct metaroce_defer *d,
-			      void (*run)(struct metaroce_defer *d))
+			      void (*run)(struct metaroce_defer *d, bool put))
 {
 	init_llist_node(&d->node);
 	d->run = run;
@@ -988,6 +1012,8 @@ void metaroce_defer_drain(void)
 	/* napi_disable() waits for a scheduled poll, which runs every node. */
 	for_each_possible_cpu(cpu)
 		napi_disable(&per_cpu_ptr(&metaroce_defer_cpus, cpu)->napi);
+	/* The last references those runs handed to process context. */
+	flush_work(&metaroce_defer_reaper);
 	if (atomic_long_read(&metaroce_defer_pending))
 		pr_err("metaroce: %ld deferred runs lost at unload\n",
 		       atomic_long_read(&metaroce_defer_pending));

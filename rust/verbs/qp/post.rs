@@ -119,10 +119,10 @@ impl Qp {
         rc.settle(&mut env);
     }
 
-    /// [`Self::pump`] with the QP lock already held (`g`), so that what the
-    /// caller just did and the datagrams it calls for (the ACK of data whose
-    /// completion user space can already see) are one critical section: a
-    /// `destroy_qp` racing the receive cannot discard that ACK.
+    /// [`Self::pump`] with the QP lock already held (`g`): what the caller
+    /// just did and the datagrams it calls for are one critical section. (A
+    /// receive pumps at the end of its batch, `Qp::receive`; a `destroy_qp`
+    /// that comes first sends the ACKs it owes itself, `Qp::destroy`.)
     ///
     /// A member of a shared connection has the connection send (without
     /// this lock: the connection's comes first).
