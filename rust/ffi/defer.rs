@@ -15,9 +15,10 @@
 //! polls it once the NAPI contexts already scheduled on this CPU (the NIC's,
 //! whose poll delivered the datagram) have had their turn, in the same
 //! softirq run (the next one if the NIC's poll used its whole budget). So the
-//! wait adds no timer, no other softirq and no context switch. (A BH work item, `system_bh_wq`, does the same from the
-//! `TASKLET` softirq, but its bookkeeping cost a TCG guest's `ib_read_lat`
-//! 7-8 %: `Documentation/bench.rst`, "Data path (stop 54)".)
+//! wait adds no timer, no other softirq and no context switch. (A BH work
+//! item, `system_bh_wq`, does the same from the `TASKLET` softirq, but its
+//! bookkeeping cost a TCG guest's `ib_read_lat` 7-8 %:
+//! `Documentation/bench.rst`, "Data path (stop 54)".)
 //!
 //! ```ignore
 //! #[pin_data]
@@ -214,9 +215,10 @@ unsafe extern "C" fn ran<T: HasDeferred>(d: *mut b::metaroce_defer, put: bool) {
 }
 
 /// The per-CPU lists and NAPI contexts: set up at module load, drained and
-/// torn down at unload. The module holds the one instance; dropping it waits until every
-/// queued owner has run, so it is dropped once nothing can queue any more
-/// (the devices, and with them the UDP tunnel, are gone). Process context.
+/// torn down at unload. The module holds the one instance; dropping it
+/// waits until every queued owner has run, so it is dropped once nothing can
+/// queue any more (the devices, and with them the UDP tunnel, are gone).
+/// Process context.
 pub(crate) struct Lists(());
 
 impl Lists {
