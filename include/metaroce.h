@@ -93,6 +93,7 @@ u32 metaroce_param_rx_mbps(void);
 u32 metaroce_param_ack_every(void);
 u32 metaroce_param_ack_bundle(void);
 u32 metaroce_param_ack_delay_us(void);
+bool metaroce_param_ack_ride(void);
 bool metaroce_param_link_payload(void);
 u64 metaroce_tick_ns(void);
 struct sk_buff;

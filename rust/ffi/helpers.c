@@ -144,6 +144,18 @@ u32 metaroce_param_ack_delay_us(void)
 	return READ_ONCE(ack_delay_us);
 }
 
+static bool ack_ride = true;
+module_param(ack_ride, bool, 0644);
+MODULE_PARM_DESC(ack_ride,
+		 "ACKs and a short DATA packet share a datagram (default on; "
+		 "off: each alone, as before version 6 of the wire); read when "
+		 "a connection is set up");
+
+bool metaroce_param_ack_ride(void)
+{
+	return READ_ONCE(ack_ride);
+}
+
 static uint rx_mbps;
 module_param(rx_mbps, uint, 0444);
 MODULE_PARM_DESC(rx_mbps,

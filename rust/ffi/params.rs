@@ -76,6 +76,15 @@ pub(crate) fn ack_delay_ns() -> u32 {
     v.min(MAX_ACK_DELAY_US) * 1000
 }
 
+/// The `ack_ride` module parameter: whether ACKs and a short DATA packet
+/// share a datagram (`Documentation/transport.rst`, "ACKs riding on DATA").
+/// Writable at any time; a connection takes it when it is set up.
+pub(crate) fn ack_ride() -> bool {
+    // SAFETY: `metaroce_param_ack_ride` takes no arguments and reads a
+    // `bool` module parameter with `READ_ONCE`.
+    unsafe { bindings::metaroce_param_ack_ride() }
+}
+
 /// The largest `ack_every` taken.
 const MAX_ACK_EVERY: u32 = 64;
 /// The largest `ack_bundle` taken (the wire's most, `wire::MAX_ACK_BUNDLE`).

@@ -5,7 +5,7 @@
  * MetaRoCE device's port as fast as the host lets it, from many source ports,
  * and never sees the traffic it attacks:
  *
- *   blind      well-formed version-4 DATA / ACK / PROBE (and some DATAGRAM)
+ *   blind      well-formed version-6 DATA / ACK / PROBE (and some DATAGRAM)
  *              with guessed connection modes, tokens, PSNs, floors, SSNs,
  *              cumulative PSNs, SACK bitmaps, rate hints and NAK/RNR flags,
  *              for the connection ids given with -c (the attacker knows the
@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VERSION 5
+#define VERSION 6
 #define NSOCK 16
 #define BATCH 32
 #define MAXLEN 1200
@@ -175,11 +175,19 @@ static size_t ack_one(uint8_t *b, uint32_t conn);
  * An ACK, or half the time a bundle of 2-16 ACKs (Documentation/transport.rst,
  * "ACK bundles") whose later records repeat the first's version, type, inc,
  * dst_conn and token (H17), so that it reaches the token check: at most
- * 16 x 72 = 1152 bytes, within MAXLEN.
+ * 16 x 72 = 1152 bytes, within MAXLEN. A lone ACK has a DATA riding after it
+ * a third of the time ("ACKs riding on DATA", H18: its SHARED bit the ACK's),
+ * at most 72 + 1092 bytes.
  */
 static size_t ack(uint8_t *b, uint32_t conn)
 {
 	size_t n = ack_one(b, conn);
+
+	if (below(3) == 0) {
+		n += data(b + n, conn);
+		b[72 + 1] = (b[72 + 1] & 0x7f) | (b[1] & 0x80);
+		return n;
+	}
 
 	if (below(2)) {
 		unsigned int k = 2 + below(15);

@@ -94,14 +94,20 @@ for m in re.finditer(
     except wire.Malformed as e:
         check(False, f"{text[:60]}: decodes ({e})")
         continue
-    if text.startswith("ACK bundle of "):
-        # "ACK bundle of N: ACK ... + ACK ...": each ACK of the bundle in turn.
-        parts = text.split(": ", 1)[1].split(" + ")
-        acks = wire.decode_acks(raw)
+    if text.startswith("ACK bundle of ") or " ++ riding " in text:
+        # "ACK bundle of N: ACK ... + ACK ...": each ACK of the bundle in turn; then,
+        # after " ++ riding ", the DATA riding after them (§ACKs riding on DATA).
+        text, _, riding = text.partition(" ++ riding ")
+        parts = text.split(": ", 1)[1].split(" + ") if text.startswith("ACK bundle of ") else [text]
+        acks, ride = wire.decode_ride(raw)
         check(len(parts) == len(acks), f"{text[:60]}: {len(parts)} ACKs, decoded {len(acks)}")
-        check(b"".join(wire.encode(a) for a in acks) == raw, f"{text[:60]}: re-encodes to the same bytes")
+        check((ride is None) == (not riding), f"{text[:60]}: a DATA rides iff the text says so")
+        again = b"".join(wire.encode(a) for a in acks) + (wire.encode(ride) if ride is not None else b"")
+        check(again == raw, f"{text[:60]}: re-encodes to the same bytes")
         for part, a in zip(parts, acks):
             fields(part, a)
+        if ride is not None and riding:
+            fields(riding, ride)
         continue
     if not more:
         check(wire.encode(p) == raw, f"{text[:60]}: re-encodes to the same bytes")

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: GPL-2.0
 --
 -- Wireshark dissector for the MetaRoCE transport: RDMA over UDP/IP, wire
--- version 5. The normative wire format is Documentation/transport.rst; the
+-- version 6. The normative wire format is Documentation/transport.rst; the
 -- reference encoder/decoder is rust/proto/src/wire.rs. Documentation of this
 -- dissector (fields, expert infos, conversations): Documentation/wireshark.rst.
 --
@@ -19,7 +19,7 @@
 -- first check that fails, in the order of rust/proto/src/wire.rs.
 -- Well-formed datagrams carry no expert info.
 
-local VERSION = 5
+local VERSION = 6
 local DEFAULT_PORT = 4792
 local COMMON_LEN = 20
 local DATA_LEN = 48
@@ -40,6 +40,7 @@ local MAX_PATHS = 64
 local band = (bit32 and bit32.band) or bit.band
 local bor = (bit32 and bit32.bor) or bit.bor
 local bnot = (bit32 and bit32.bnot) or bit.bnot
+local bxor = (bit32 and bit32.bxor) or bit.bxor
 
 local T_DATA, T_ACK, T_PROBE, T_DATAGRAM = 1, 2, 3, 4
 -- The type byte: the type in bits 0-6; bit 7 (SHARED) set iff the sending
@@ -168,6 +169,15 @@ local f = {
     sack_ranges = ProtoField.string("metaroce.sack.ranges", "SACKed"),
     -- An ACK bundle's further ACKs (the first is dissected as a lone ACK).
     bundle = ProtoField.uint8("metaroce.bundle", "ACKs in the datagram", base.DEC),
+    -- A DATA riding after the ACKs (Documentation/transport.rst, "ACKs riding on DATA").
+    ride_at = ProtoField.uint16("metaroce.ride", "DATA riding at byte", base.DEC),
+    ride_type = ProtoField.uint8("metaroce.ride.type", "Riding DATA: type", base.DEC, type_names, TYPE_MASK),
+    ride_path = ProtoField.uint8("metaroce.ride.path", "Riding DATA: path", base.DEC),
+    ride_inc = ProtoField.uint16("metaroce.ride.inc", "Riding DATA: incarnation", base.HEX),
+    ride_dst_conn = ProtoField.uint24("metaroce.ride.dst_conn", "Riding DATA: destination", base.HEX),
+    ride_psn = ProtoField.uint32("metaroce.ride.psn", "Riding DATA: PSN", base.DEC),
+    ride_stamp = ProtoField.uint32("metaroce.ride.stamp", "Riding DATA: stamp", base.DEC),
+    ride_token = ProtoField.uint32("metaroce.ride.token", "Riding DATA: token", base.HEX),
     bundle_path = ProtoField.uint8("metaroce.bundle.path", "Bundled ACK: path", base.DEC),
     bundle_echo = ProtoField.uint32("metaroce.bundle.echo", "Bundled ACK: echo", base.DEC),
     bundle_cum = ProtoField.uint32("metaroce.bundle.cum", "Bundled ACK: cumulative PSN", base.DEC),
@@ -617,6 +627,22 @@ local function dissect_bundle(tvb, tree, n, problem)
     return string.format(" +%d bundled (p%s)", #paths, table.concat(paths, ",p"))
 end
 
+-- Where the DATA riding after an ACK datagram's records starts
+-- (Documentation/transport.rst, "ACKs riding on DATA", H18): after the leading
+-- 72-byte records typed ACK, if what follows is typed DATA; nil if none rides.
+local function ride_at(tvb, n)
+    local cut = 0
+    while cut <= MAX_ACK_BUNDLE * ACK_LEN and n >= cut + ACK_LEN and tvb:len() >= cut + ACK_LEN
+        and band(tvb(cut + 1, 1):uint(), TYPE_MASK) == T_ACK do
+        cut = cut + ACK_LEN
+    end
+    if cut == 0 or n < cut + 2 or tvb:len() < cut + 2
+        or band(tvb(cut + 1, 1):uint(), TYPE_MASK) ~= T_DATA then
+        return nil
+    end
+    return cut
+end
+
 local function dissect_ack(tvb, tree, n, problem)
     if n < ACK_LEN then
         problem("truncated", tvb(0), string.format("ACK of %d bytes: it has %d", n, ACK_LEN))
@@ -804,7 +830,38 @@ local function dissect(tvb, pinfo, tree)
     if t == T_DATA then
         body = function() return dissect_data(tvb, tree, n, problem) end
     elseif t == T_ACK then
-        body = function() return dissect_ack(tvb, tree, n, problem), ACK_LEN end
+        body = function()
+            local cut = ride_at(tvb, n)
+            if cut == nil then
+                return dissect_ack(tvb, tree, n, problem), ACK_LEN
+            end
+            -- The ACKs, then the DATA riding after them, in a subtree of its own
+            -- with its own common header (it names its own path, PSN and token).
+            local info = dissect_ack(tvb, tree, cut, problem)
+            local r = tvb(cut):tvb()
+            local rn = n - cut
+            local st = tree:add(metaroce, tvb(cut), string.format("DATA riding after %d ACK(s)", cut / ACK_LEN))
+            st:add(f.ride_at, cut):set_generated()
+            st:add(f.ride_type, r(1, 1))
+            st:add(f.ride_path, r(2, 1))
+            st:add(f.ride_inc, r(3, 2))
+            st:add(f.ride_dst_conn, r(5, 3))
+            st:add(f.ride_psn, r(8, 4))
+            st:add(f.ride_stamp, r(12, 4))
+            st:add(f.ride_token, r(16, 4))
+            if band(bxor(r(1, 1):uint(), tvb(1, 1):uint()), TYPE_SHARED) ~= 0 then
+                problem("wrong_connection", r(1, 1), "a DATA riding on ACKs of the other SHARED bit")
+            elseif rn >= COMMON_LEN and r(0, 1):uint() ~= VERSION then
+                problem("bad_version", r(0, 1), string.format("riding DATA: version %d", r(0, 1):uint()))
+            elseif rn >= COMMON_LEN and r(3, 2):uint() == 0 then
+                problem("bad_flags", r(3, 2), "riding DATA: incarnation 0")
+            end
+            local dinfo = dissect_data(r, st, rn, problem)
+            if rn >= COMMON_LEN and r(2, 1):uint() >= MAX_PATHS then
+                problem("bad_path", r(2, 1), string.format("riding DATA: path %d", r(2, 1):uint()))
+            end
+            return string.format("%s + p%d %s", info, r(2, 1):uint(), dinfo), ACK_LEN
+        end
     elseif t == T_PROBE then
         body = function() return dissect_probe(tvb, tree, n, problem), PROBE_LEN end
     elseif t == T_DATAGRAM then
@@ -871,9 +928,19 @@ local function heuristic(tvb, pinfo, tree)
         if n ~= hl + tvb(24, 2):uint() then return false end
     elseif t == T_ACK then
         -- The PSN field is 0 unless a NAK names its message (MSG: it is nak_msn).
-        if n % ACK_LEN ~= 0 or n > MAX_ACK_BUNDLE * ACK_LEN
+        -- A DATA may ride after the ACKs: its own length rule.
+        local cut = ride_at(tvb, n) or n
+        if cut % ACK_LEN ~= 0 or cut > MAX_ACK_BUNDLE * ACK_LEN
             or (band(tvb(32, 1):uint(), AF_MSG) == 0 and tvb(8, 4):uint() ~= 0) then
             return false
+        end
+        if cut < n then
+            if n < cut + DATA_LEN or tvb:len() < cut + DATA_LEN then return false end
+            local flags = tvb(cut + 23, 1):uint()
+            local hl = DATA_LEN
+            if band(flags, DF_RETH) ~= 0 then hl = hl + RETH_LEN end
+            if band(flags, DF_IMM) ~= 0 then hl = hl + IMM_LEN end
+            if n ~= cut + hl + tvb(cut + 24, 2):uint() then return false end
         end
     elseif t == T_PROBE then
         if n ~= PROBE_LEN then return false end

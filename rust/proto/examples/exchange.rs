@@ -146,10 +146,13 @@ fn describe(b: &[u8]) -> String {
             s
         }
         Ok(Packet::Ack(_)) if b.len() > wire::ACK_LEN => {
-            // An ACK bundle: each ACK as it would travel alone, " + " between them.
-            let acks = wire::decode_acks(b).map(|x| x.collect::<Vec<_>>());
+            // An ACK bundle: each ACK as it would travel alone, " + " between them;
+            // a DATA riding after them likewise, after " ++ ".
+            let (acks, ride) = match wire::decode_ride(b) {
+                Ok((a, r)) => (a.collect::<Vec<_>>(), r),
+                Err(e) => return format!("undecodable: {}", e.name()),
+            };
             let parts: Vec<String> = acks
-                .unwrap_or_default()
                 .iter()
                 .map(|a| {
                     let mut one = [0u8; wire::ACK_LEN];
@@ -158,7 +161,16 @@ fn describe(b: &[u8]) -> String {
                     describe(&one)
                 })
                 .collect();
-            format!("ACK bundle of {}: {}", parts.len(), parts.join(" + "))
+            let one = parts.join(" + ");
+            match ride {
+                Some(d) if parts.len() == 1 => format!("{one} ++ riding {}", describe(d)),
+                Some(d) => format!(
+                    "ACK bundle of {}: {one} ++ riding {}",
+                    parts.len(),
+                    describe(d)
+                ),
+                None => format!("ACK bundle of {}: {one}", parts.len()),
+            }
         }
         Ok(Packet::Ack(a)) => {
             let sacked: Vec<String> = (0..256u32)
@@ -451,7 +463,9 @@ fn main() {
     ex.section(
         "RDMA READ of 16 bytes",
         "A zero-length READ_REQ on A's stream 0, tag 0: the first READ/atomic request; \
-         B's READ_RESP on its stream 1 with MSN 0, each acknowledged.",
+         B's READ_RESP on its stream 1 with MSN 0, each acknowledged. The response \
+         rides after B's ACK of the request, in one datagram (``Documentation/transport.rst``, \
+         \"ACKs riding on DATA\"); A, with nothing to send, acknowledges it alone.",
     );
     ex.post(
         SqEntry::signaled(WrOpcode::RdmaRead, 3, vec![sge(a, 1024, 16, A_MR)]).at(b + 2048, B_MR),

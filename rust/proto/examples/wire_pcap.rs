@@ -136,6 +136,46 @@ fn flag_bits(e: &mut Vec<(String, String)>, prefix: &str, v: u8, names: &[(u8, &
     }
 }
 
+/// A DATA packet's own fields (`riding`: after ACKs, whose header length the datagram
+/// shows).
+fn data_fields(e: &mut Vec<(String, String)>, h: &DataHeader, payload: &[u8], riding: bool) {
+    kv(e, "stream", h.stream);
+    kv(e, "op", h.op);
+    flag_bits(
+        e,
+        "flags",
+        h.flags,
+        &[
+            (wire::DF_FIRST, "first"),
+            (wire::DF_LAST, "last"),
+            (wire::DF_RETH, "reth"),
+            (wire::DF_IMM, "imm"),
+            (wire::DF_RETX, "retx"),
+            (wire::DF_ACKREQ, "ackreq"),
+            (wire::DF_SE, "se"),
+        ],
+    );
+    kv(e, "payload_len", h.payload_len);
+    kv(e, "tag", h.tag);
+    kv(e, "floor", h.floor);
+    kv(e, "ssn", h.ssn);
+    kv(e, "msn", h.msn);
+    kv(e, "offset", h.offset);
+    kv(e, "msg_len", h.msg_len);
+    if !riding {
+        kv(e, "hdr_len", h.header_len());
+    }
+    if h.flags & wire::DF_RETH != 0 {
+        kv(e, "reth.va", h.reth.va);
+        kv(e, "reth.rkey", h.reth.rkey);
+        kv(e, "reth.dma_len", h.reth.len);
+    }
+    if h.flags & wire::DF_IMM != 0 {
+        kv(e, "imm", h.imm);
+    }
+    payload_hex(e, payload);
+}
+
 /// What the dissector must show for datagram `b`: every field of a well-formed one,
 /// the drop reason of a malformed one (`bad_path`: a DATA/PROBE path the receiver
 /// has no room for, which the header decoder does not check).
@@ -157,6 +197,11 @@ fn expect(b: &[u8]) -> Vec<(String, String)> {
     let path_bad = match p {
         Some(Packet::Data(h, _)) => h.path >= 64,
         Some(Packet::Probe(h)) => h.path >= 64,
+        // A DATA riding after ACKs: its own path.
+        Some(Packet::Ack(_)) => wire::decode_ride(b)
+            .ok()
+            .and_then(|r| r.1)
+            .is_some_and(|d| d[2] >= 64),
         _ => false,
     };
     e.push((
@@ -165,41 +210,7 @@ fn expect(b: &[u8]) -> Vec<(String, String)> {
     ));
     common(&mut e, b);
     match p {
-        Some(Packet::Data(h, payload)) => {
-            kv(&mut e, "stream", h.stream);
-            kv(&mut e, "op", h.op);
-            flag_bits(
-                &mut e,
-                "flags",
-                h.flags,
-                &[
-                    (wire::DF_FIRST, "first"),
-                    (wire::DF_LAST, "last"),
-                    (wire::DF_RETH, "reth"),
-                    (wire::DF_IMM, "imm"),
-                    (wire::DF_RETX, "retx"),
-                    (wire::DF_ACKREQ, "ackreq"),
-                    (wire::DF_SE, "se"),
-                ],
-            );
-            kv(&mut e, "payload_len", h.payload_len);
-            kv(&mut e, "tag", h.tag);
-            kv(&mut e, "floor", h.floor);
-            kv(&mut e, "ssn", h.ssn);
-            kv(&mut e, "msn", h.msn);
-            kv(&mut e, "offset", h.offset);
-            kv(&mut e, "msg_len", h.msg_len);
-            kv(&mut e, "hdr_len", h.header_len());
-            if h.flags & wire::DF_RETH != 0 {
-                kv(&mut e, "reth.va", h.reth.va);
-                kv(&mut e, "reth.rkey", h.reth.rkey);
-                kv(&mut e, "reth.dma_len", h.reth.len);
-            }
-            if h.flags & wire::DF_IMM != 0 {
-                kv(&mut e, "imm", h.imm);
-            }
-            payload_hex(&mut e, payload);
-        }
+        Some(Packet::Data(h, payload)) => data_fields(&mut e, &h, payload, false),
         Some(Packet::Ack(h)) => {
             kv(&mut e, "cum", h.cum);
             kv(&mut e, "rate_hint", h.rate_hint);
@@ -228,10 +239,8 @@ fn expect(b: &[u8]) -> Vec<(String, String)> {
             kv(&mut e, "sack.count", psns.len());
             kv(&mut e, "sack.psn", psns.join(","));
             // A bundle's further ACKs (Documentation/transport.rst, "ACK bundles").
-            let rest: Vec<AckHeader> = wire::decode_acks(b)
-                .expect("decoded above")
-                .skip(1)
-                .collect();
+            let (acks, ride) = wire::decode_ride(b).expect("decoded above");
+            let rest: Vec<AckHeader> = acks.skip(1).collect();
             if !rest.is_empty() {
                 kv(&mut e, "bundle", rest.len() + 1);
                 let list = |f: &dyn Fn(&AckHeader) -> String| {
@@ -245,6 +254,21 @@ fn expect(b: &[u8]) -> Vec<(String, String)> {
                 kv(&mut e, "bundle.flags", list(&|a| a.flags.to_string()));
                 let count = |a: &AckHeader| (0..256u32).filter(|&i| a.sack.get(i)).count();
                 kv(&mut e, "bundle.sack.count", list(&|a| count(a).to_string()));
+            }
+            // A DATA riding after the ACKs (Documentation/transport.rst, "ACKs riding
+            // on DATA"): its common header as `ride.*`, then its own fields.
+            if let Some(d) = ride {
+                kv(&mut e, "ride", b.len() - d.len());
+                let u32at = |o: usize| u32::from_be_bytes([d[o], d[o + 1], d[o + 2], d[o + 3]]);
+                kv(&mut e, "ride.type", d[1] & !wire::TYPE_SHARED);
+                kv(&mut e, "ride.path", d[2]);
+                kv(&mut e, "ride.inc", u16::from_be_bytes([d[3], d[4]]));
+                kv(&mut e, "ride.dst_conn", u32at(4) & 0x00ff_ffff);
+                kv(&mut e, "ride.psn", u32at(8));
+                kv(&mut e, "ride.stamp", u32at(12));
+                kv(&mut e, "ride.token", u32at(16));
+                let (h, payload) = wire::decode_data_packet(d).expect("decoded above");
+                data_fields(&mut e, &h, payload, true);
             }
         }
         Some(Packet::Probe(h)) => kv(&mut e, "floor", h.floor),
@@ -587,6 +611,19 @@ fn handmade() -> Vec<Vec<u8>> {
     last[40..44].copy_from_slice(&2048u32.to_be_bytes());
     last[44..48].copy_from_slice(&2058u32.to_be_bytes());
     out.push(last);
+    // DATA riding after ACKs (Documentation/transport.rst, "ACKs riding on DATA"): a
+    // READ response after one ACK, a WRITE after a bundle of three.
+    let mut ride = ack(0, 1000, &[1]);
+    ride.extend_from_slice(&data(Op::ReadResp, fl, b"read back"));
+    out.push(ride);
+    let mut ride = Vec::new();
+    for k in 0..3u8 {
+        let mut a = ack(0, 3000 + u32::from(k), &[]);
+        a[2] = k;
+        ride.extend_from_slice(&a);
+    }
+    ride.extend_from_slice(&data(Op::Write, fl | DF_RETH, b"written after three ACKs"));
+    out.push(ride);
     out
 }
 
@@ -634,7 +671,7 @@ fn malformed() -> Vec<Vec<u8>> {
         cut(&probep, 23),               // truncated PROBE
         cut(&dg, 30),                   // truncated DATAGRAM
         set(&send, 0, 4),               // bad_version (version 4)
-        set(&send, 0, 6),               // bad_version
+        set(&send, 0, 7),               // bad_version
         set(&send, 1, 0),               // unknown_type
         set(&send, 1, 9),               // unknown_type
         set(&send, 1, 0x85),            // unknown_type: type 5, SHARED bit (0x80) set
@@ -690,6 +727,18 @@ fn malformed() -> Vec<Vec<u8>> {
         empty,                // bad_offset: empty packet
         set(&send, 2, 64),    // bad_path: DATA
         set(&probep, 2, 200), // bad_path: PROBE
+        // DATA riding after ACKs (H18): its reserved flag, one byte short, the other
+        // SHARED bit, after 17 ACKs, its version, a PROBE where it would ride.
+        [ackp.clone(), set(&send, 23, fl | 0x80)].concat(), // bad_flags
+        cut(
+            &[ackp.clone(), send.clone()].concat(),
+            wire::ACK_LEN + send.len() - 1,
+        ), // length_mismatch
+        [ackp.clone(), set(&send, 1, 0x81)].concat(),       // wrong_connection
+        [bundle(&ackp, 17, 0), send.clone()].concat(),      // length_mismatch
+        [ackp.clone(), set(&send, 0, 7)].concat(),          // bad_version
+        [ackp.clone(), probep.clone()].concat(),            // unknown_type: a PROBE does not ride
+        [ackp.clone(), set(&send, 2, 64)].concat(),         // bad_path: the riding DATA's
     ]
 }
 

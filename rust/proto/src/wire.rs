@@ -7,7 +7,7 @@ use super::bytes::Bytes;
 use super::sack::{Sack, SACK_BYTES};
 
 /// Protocol version carried in byte 0.
-pub const VERSION: u8 = 5;
+pub const VERSION: u8 = 6;
 /// Default UDP destination port (a module parameter; deliberately not RoCEv2's 4791).
 pub const DEFAULT_UDP_PORT: u16 = 4792;
 /// The largest destination the common header carries (24 bits: a QPN).
@@ -31,7 +31,7 @@ mod bundle;
 mod drop;
 mod field;
 mod summary;
-pub use bundle::{decode_acks, AckBundle, MAX_ACK_BUNDLE};
+pub use bundle::{decode_acks, decode_ride, AckBundle, MAX_ACK_BUNDLE};
 pub use drop::{DropCounters, DropReason};
 use field::Field;
 pub use summary::Summary;
@@ -483,9 +483,15 @@ fn common(buf: &[u8]) -> Result<Common, DropReason> {
 pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DropReason> {
     match PacketType::from_u8(common(buf)?.t) {
         Some(PacketType::Data) => decode_data_packet(buf).map(|(h, p)| Packet::Data(h, p)),
-        // A bundle of ACKs decodes as its first ([`decode_acks`] gives them all).
-        Some(PacketType::Ack) => decode_acks(buf)
-            .and_then(|mut b| b.next().ok_or(DropReason::Truncated))
+        // A bundle of ACKs decodes as its first ([`decode_acks`] gives them all; a
+        // DATA riding after them, [`decode_ride`], must decode too).
+        Some(PacketType::Ack) => decode_ride(buf)
+            .and_then(|(mut b, data)| {
+                if let Some(d) = data {
+                    decode_data_packet(d)?;
+                }
+                b.next().ok_or(DropReason::Truncated)
+            })
             .map(Packet::Ack),
         Some(PacketType::Probe) => decode_probe_packet(buf).map(Packet::Probe),
         Some(PacketType::Datagram) | None => Err(DropReason::UnknownType),

@@ -7,7 +7,7 @@
 //! that one reports the NAK's error, the rest flush; nothing is placed after a flush.
 mod rc_common;
 use metaroce_proto::rc::{access, QpMode, WcStatus, WrOpcode};
-use metaroce_proto::wire::{decode_ack_packet, peek_type, PacketType, AF_NAK};
+use metaroce_proto::wire::{decode_ack_packet, decode_ride, peek_type, PacketType, AF_NAK};
 use rc_common::*;
 
 /// A second region on A that B may READ.
@@ -82,8 +82,9 @@ fn nak_acknowledges_wqe_before_a_locally_failed_one() {
     for _ in 0..2000 {
         for (to, bytes) in p.take_wire() {
             if to == 0 && peek_type(&bytes) == Some(PacketType::Ack) {
-                let h = decode_ack_packet(&bytes).unwrap();
-                if h.flags & AF_NAK == 0 {
+                // A NAK, or lost (with whatever DATA rides on it).
+                let (mut acks, _) = decode_ride(&bytes).unwrap();
+                if !acks.any(|h| h.flags & AF_NAK != 0) {
                     continue;
                 }
             }

@@ -408,7 +408,20 @@ fn answers(p: &mut Pair, wqes: Vec<metaroce_proto::testkit::rc::SqEntry>) -> Vec
     }
     let out = p.take_wire();
     assert!(out.iter().all(|(to, _)| *to == 0));
-    out.into_iter().map(|(_, d)| d).collect()
+    // A response riding on an ACK (Documentation/transport.rst, "ACKs riding on DATA")
+    // is split off: the ACKs and the DATA each make a datagram of their own.
+    let mut split = Vec::new();
+    for (_, d) in out {
+        match metaroce_proto::wire::decode_ride(&d) {
+            Ok((_, Some(data))) => {
+                let at = d.len() - data.len();
+                split.push(d[..at].to_vec());
+                split.push(d[at..].to_vec());
+            }
+            _ => split.push(d),
+        }
+    }
+    split
 }
 
 /// Re-encodes DATA packet `d` after `f` changed its header and payload (the header's

@@ -10,7 +10,9 @@ use metaroce_proto::rc::{access, WcOpcode, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::Pair;
 use metaroce_proto::testkit::shared::SharedPair;
 use metaroce_proto::time::Instant;
-use metaroce_proto::wire::{decode_data_packet, DropReason, Op, Reth, DF_IMM, DF_RETH};
+use metaroce_proto::wire::{
+    decode_data_packet, decode_ride, peek_type, DropReason, Op, PacketType, Reth, DF_IMM, DF_RETH,
+};
 use rc_common::*;
 
 /// Ops a stream 0 must not carry, then ops a stream 1 must not carry.
@@ -54,7 +56,16 @@ fn with_op(d: &[u8], op: Op) -> Vec<u8> {
 
 /// Whether `d` is a DATA packet on stream `s`.
 fn on_stream(d: &[u8], s: u16) -> bool {
-    decode_data_packet(d).is_ok_and(|(h, _)| h.stream == s)
+    decode_data_packet(data_of(d)).is_ok_and(|(h, _)| h.stream == s)
+}
+
+/// The DATA packet of datagram `d`: itself, or the one riding after its ACKs
+/// (`Documentation/transport.rst`, "ACKs riding on DATA"); empty if none.
+fn data_of(d: &[u8]) -> &[u8] {
+    match peek_type(d) {
+        Some(PacketType::Ack) => decode_ride(d).ok().and_then(|r| r.1).unwrap_or_default(),
+        _ => d,
+    }
 }
 
 /// Hands `d` to node `to` of `p`: the drop reason, with a check that a dropped packet
@@ -95,7 +106,7 @@ fn an_op_of_the_other_stream_is_dropped_unchanged() {
         .find(|(to, d)| *to == 1 && on_stream(d, 0))
         .unwrap();
     for op in RESPONSE_OPS {
-        let forged = with_op(write, op);
+        let forged = with_op(data_of(write), op);
         assert_eq!(
             deliver(&mut p, 1, &forged),
             Err(DropReason::UnknownOp),
@@ -126,7 +137,7 @@ fn an_op_of_the_other_stream_is_dropped_unchanged() {
         .find(|(to, d)| *to == 0 && on_stream(d, 1))
         .unwrap();
     for op in REQUEST_OPS {
-        let forged = with_op(resp, op);
+        let forged = with_op(data_of(resp), op);
         assert_eq!(
             deliver(&mut p, 0, &forged),
             Err(DropReason::UnknownOp),
@@ -188,7 +199,7 @@ fn an_op_of_the_other_stream_is_dropped_on_a_shared_connection() {
     for op in RESPONSE_OPS {
         let before = format!("{:?}", p.nodes[1].conn);
         assert_eq!(
-            p.nodes[1].deliver(now, &with_op(write, op)),
+            p.nodes[1].deliver(now, &with_op(data_of(write), op)),
             Err(DropReason::UnknownOp),
             "{op:?} on wire stream 0"
         );
@@ -206,7 +217,7 @@ fn an_op_of_the_other_stream_is_dropped_on_a_shared_connection() {
     for op in REQUEST_OPS {
         let before = format!("{:?}", p.nodes[0].conn);
         assert_eq!(
-            p.nodes[0].deliver(now, &with_op(resp, op)),
+            p.nodes[0].deliver(now, &with_op(data_of(resp), op)),
             Err(DropReason::UnknownOp),
             "{op:?} on wire stream 1"
         );

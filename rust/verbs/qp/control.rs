@@ -573,6 +573,12 @@ pub(super) fn transport_config(dev: &DevShared<Qp>) -> Config {
         ack_every: crate::ffi::params::ack_every(),
         ack_bundle: crate::ffi::params::ack_bundle(),
         ack_delay_ns: crate::ffi::params::ack_delay_ns(),
+        // Bounded by the connection's MTU (the core's own limit).
+        ack_ride: if crate::ffi::params::ack_ride() {
+            u16::MAX
+        } else {
+            0
+        },
         pacing: true,
         // Twice how late the device's QP timers fire, and 20 µs more
         // (the sender catches up on that much sending time after a late

@@ -402,6 +402,12 @@ impl Peer {
                 .ack_bundle
                 .min(u8::try_from(fit).unwrap_or(u8::MAX))
                 .max(1),
+            // Within the port's MTU, whatever the members' (`mtu` is the most
+            // of any).
+            ack_ride: base.ack_ride.min(
+                u16::try_from(super::ud::port_mtu(dev.ifindex) + MAX_DATA_HEADER)
+                    .unwrap_or(u16::MAX),
+            ),
             ..base
         };
         conn.reset(cfg);

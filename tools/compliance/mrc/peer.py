@@ -42,6 +42,7 @@ class Rx:
     dport: int
     dropped: bool = False  # the scenario pretended it was lost
     bundle: tuple = ()  # an ACK datagram's every ACK (§ACK bundles); pkt is the first
+    ride: object = None  # the DATA riding after its ACKs (§ACKs riding on DATA)
 
 
 def _link_mtu(ip):
@@ -129,14 +130,15 @@ class Net:
         for lvl, typ, val in anc:
             if typ in (socket.IP_TOS, getattr(socket, "IPV6_TCLASS", 67)) and val:
                 tos = val[0] if len(val) == 1 else struct.unpack("i", val[:4])[0]
-        bundle = ()
+        bundle, ride = (), None
         try:
             pkt, err = wire.decode(data), ""
             if pkt.type == wire.ACK:
-                bundle = tuple(wire.decode_acks(data))
+                acks, ride = wire.decode_ride(data)
+                bundle = tuple(acks)
         except wire.Malformed as e:
             pkt, err = None, e.reason
-        rec = Rx(time.monotonic(), data, pkt, err, tos & 3, addr[0], addr[1], self.port, bundle=bundle)
+        rec = Rx(time.monotonic(), data, pkt, err, tos & 3, addr[0], addr[1], self.port, bundle=bundle, ride=ride)
         self.log.append(rec)
         return rec
 
@@ -249,6 +251,7 @@ class RcPeer:
         # Bundle the peer's plain ACKs, up to this many a datagram (§ACK bundles):
         # held until that many paths are due or the IUT falls quiet.
         self.bundle_acks = 1
+        self.rides_sent = 0  # datagrams whose DATA carried held ACKs (transmit's ride)
         self._held = {}
         self.bundles_sent = []  # every bundle flush_acks sent, as its Acks
         self.rnr_policy = None  # fn(Data) -> rnr_timer code: refuse with RNR
@@ -379,9 +382,10 @@ class RcPeer:
         self.rr += 1
         return p
 
-    def transmit(self, m, i, path=None, retx=False, tos=ECT0, psn=None, mutate=None):
+    def transmit(self, m, i, path=None, retx=False, tos=ECT0, psn=None, mutate=None, ride=False):
         """Send packet i of message m on a path (round robin by default) with
-        the path's next PSN; returns the datagram's wire.Data."""
+        the path's next PSN; returns the datagram's wire.Data. With ride, the ACKs
+        held for a bundle go first in the same datagram (§ACKs riding on DATA)."""
         if path is None:
             path = self.pick_path()
         p = m.packets[i].copy()
@@ -396,7 +400,13 @@ class RcPeer:
         p.floor = self._floor(path)
         if mutate:
             mutate(p)
-        self.net.send(wire.encode(p), self.port_of(path), tos)
+        raw = wire.encode(p)
+        if ride and self._held:
+            held, self._held = list(self._held.values()), {}
+            self.bundles_sent.append(held)
+            self.rides_sent += 1
+            raw = b"".join(wire.encode(a) for a in held) + raw
+        self.net.send(raw, self.port_of(path), tos)
         m.sent.append(p)
         return p
 
@@ -470,6 +480,12 @@ class RcPeer:
             # Each ACK of a bundle as if it had come alone (§ACK bundles).
             for a in rec.bundle or (p,):
                 self.on_ack(rec, a)
+            # Then the DATA riding after them, as if it had come alone (§ACKs riding
+            # on DATA).
+            if rec.ride is not None:
+                if rec.ride.shared != self.shared:
+                    self.violate("C22", f"SHARED bit {rec.ride.shared} on a riding DATA")
+                self.on_data(rec, rec.ride)
         elif p.type == wire.PROBE:
             self.on_probe(rec, p)
 
@@ -692,7 +708,7 @@ class RcPeer:
             self.violate("C5", f"ACK token {a.token:#x}, expected {self.txd.token:#x}")
         if a.inc != self.inc:
             self.violate("C6", f"ACK inc {a.inc:#x}, not the peer's incarnation {self.inc:#x}")
-        if rec.tos != 0:
+        if rec.tos != 0 and rec.ride is None:
             self.violate("C20", f"ACK sent with ECN {rec.tos}, not Not-ECT")
         if rec.dport != self.net.port:
             self.violate("C3", f"ACK to port {rec.dport}")

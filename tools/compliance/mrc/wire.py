@@ -12,7 +12,7 @@ so a scenario can also build malformed ones on purpose.
 import struct
 from dataclasses import dataclass
 
-VERSION = 5
+VERSION = 6
 DATA, ACK, PROBE, DATAGRAM = 1, 2, 3, 4
 TYPE_SHARED = 0x80
 TYPE_NAMES = {DATA: "DATA", ACK: "ACK", PROBE: "PROBE", DATAGRAM: "DATAGRAM"}
@@ -315,7 +315,7 @@ def decode(b: bytes):
         p.payload = bytes(b[o:])
         return p
     if t == ACK:
-        return decode_acks(b)[0]
+        return decode_ride(b)[0][0]
     if t == PROBE:
         if inc == 0:
             raise Malformed("bad_flags", "inc 0")
@@ -393,6 +393,25 @@ def decode_acks(b: bytes):
         if any(rec[i:j] != b[i:j] for i, j in _BUNDLE_SAME):
             raise Malformed("wrong_connection", f"record {at // 72} of a bundle names another connection")
     return out
+
+
+def decode_ride(b: bytes):
+    """Decode an ACK datagram that may carry a DATA after its ACKs (§ACKs riding on
+    DATA): (the ACKs, the riding wire.Data or None). The leading 72-byte records typed
+    ACK make a bundle (decode_acks' checks); what follows them rides if it is typed
+    DATA, carries the first record's SHARED bit and passes a DATA's own checks;
+    anything else is judged as part of the bundle. Raises Malformed for the whole
+    datagram."""
+    cut = 0
+    while cut <= 72 * MAX_ACK_BUNDLE and len(b) >= cut + 72 and b[cut + 1] & 0x7F == ACK:
+        cut += 72
+    rest = b[cut:]
+    if cut == 0 or len(rest) < 2 or rest[1] & 0x7F != DATA:
+        return decode_acks(b), None
+    acks = decode_acks(b[:cut])
+    if (rest[1] ^ b[1]) & TYPE_SHARED:
+        raise Malformed("wrong_connection", "a DATA of the other SHARED bit rides on the ACKs")
+    return acks, decode(rest)
 
 
 def _ack_record(b: bytes):

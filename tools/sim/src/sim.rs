@@ -100,6 +100,8 @@ pub struct Params {
     pub ack_delay_ns: u32,
     /// ACK bundles (MetaRoCE, [`Config::ack_bundle`]).
     pub ack_bundle: u8,
+    /// ACKs riding on DATA (MetaRoCE, [`Config::ack_ride`]).
+    pub ack_ride: u16,
     pub base_window: u32,
     pub sample_ns: u64,
     pub seed: u64,
@@ -283,6 +285,7 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
                         ack_every: self.params.ack_every,
                         ack_delay_ns: self.params.ack_delay_ns,
                         ack_bundle: self.params.ack_bundle,
+                        ack_ride: self.params.ack_ride,
                         min_rto_ns: self.params.min_rto_ns,
                         ..Config::default()
                     };

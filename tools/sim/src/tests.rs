@@ -210,6 +210,7 @@ pub(crate) fn meta_params() -> Params {
         ack_every: metaroce_proto::conn::Config::DEFAULT.ack_every,
         ack_delay_ns: metaroce_proto::conn::Config::DEFAULT.ack_delay_ns,
         ack_bundle: metaroce_proto::conn::Config::DEFAULT.ack_bundle,
+        ack_ride: metaroce_proto::conn::Config::DEFAULT.ack_ride,
         base_window: 128 * 1024,
         sample_ns: 0,
         seed: 1,
@@ -428,4 +429,7 @@ fn kernel_column_acks_as_the_module() {
         (p.ack_every, p.ack_delay_ns, p.ack_bundle),
         (2, 100_000, 16)
     );
+    // The `ack_ride` parameter is on by default (rust/ffi/helpers.c).
+    assert!(include_str!("../../../rust/ffi/helpers.c").contains("static bool ack_ride = true;"));
+    assert_eq!(p.ack_ride, u16::MAX);
 }

@@ -613,7 +613,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// path's CE and packet counts, its NAK or RNR report) as sent; returns where it
     /// goes, (`dst_conn`, token). With `to`, an ACK that would go elsewhere is not
     /// written and changes nothing.
-    fn write_ack<A: App>(
+    pub(super) fn write_ack<A: App>(
         &mut self,
         p: usize,
         out: &mut [u8],

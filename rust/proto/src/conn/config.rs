@@ -95,6 +95,12 @@ pub struct Config {
     pub ack_bundle: u8,
     /// Longest an ACK is delayed, ns.
     pub ack_delay_ns: u32,
+    /// The longest datagram in which ACKs and a DATA packet travel together, bytes
+    /// (`Documentation/transport.rst`, "ACKs riding on DATA"): an ACK going out takes
+    /// the next DATA packet along, and a DATA packet the ACKs held back for the
+    /// delayed-ACK timer, where they fit in this, and in `mtu` plus a DATA packet's
+    /// largest header. 0 (the default): each goes alone.
+    pub ack_ride: u16,
     /// Initial connection window (bytes of window charge); it then grows by the bytes
     /// acknowledged (doubling per round trip) until other limits bind.
     pub init_qwnd: u32,
@@ -138,6 +144,7 @@ impl Config {
             ack_every: 1,
             ack_bundle: 1,
             ack_delay_ns: 2_000,
+            ack_ride: 0,
             cc: CcConfig::DEFAULT,
         }
     };

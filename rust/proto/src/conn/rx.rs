@@ -9,7 +9,7 @@ use super::super::sack::SACK_BITS;
 use super::super::stream::{RxVerdict, Stream};
 use super::super::time::Instant;
 use super::super::wire::{
-    data_in_pieces, decode, decode_acks, decode_data_pieces, decode_probe_packet, is_shared,
+    data_in_pieces, decode, decode_data_pieces, decode_probe_packet, decode_ride, is_shared,
     peek_type, DataHeader, DropReason, Op, PacketType, ProbeHeader, DF_ACKREQ, DF_IMM, DF_LAST,
     DF_RETH, DF_SE,
 };
@@ -91,7 +91,14 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 r
             }
             Some(PacketType::Ack) => {
-                let acks = decode_acks(buf)?;
+                let (acks, data) = decode_ride(buf)?;
+                // A DATA riding after the ACKs is decoded before anything of the
+                // datagram is applied (`Documentation/transport.rst`, "ACKs riding on
+                // DATA").
+                let data = match data {
+                    Some(d) => Some(decode_data_pieces(Bytes::from(d))?),
+                    None => None,
+                };
                 self.mode_check(buf)?;
                 // Each ACK of a bundle is judged as if it had come alone: one refused
                 // changes nothing, the others take effect; the datagram counts as
@@ -102,6 +109,17 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 let mut r = Ok(RxEvent::Ack);
                 for a in acks {
                     let one = self.on_ack(now, &a, app);
+                    let closed_here = open && one == Err(DropReason::Closed);
+                    if r.is_ok() && !closed_here {
+                        r = one;
+                    }
+                }
+                // The DATA last, judged as if it had come alone; the datagram's
+                // verdict is the first refused record's, the DATA's if none was.
+                if let Some((h, payload)) = data {
+                    let due = self.reports.ack_pending;
+                    let one = self.on_data(now, &h, payload, ce, app);
+                    self.lead_ack(h.path, due);
                     let closed_here = open && one == Err(DropReason::Closed);
                     if r.is_ok() && !closed_here {
                         r = one;
@@ -472,10 +490,14 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             rx.ce = rx.ce.saturating_add(1);
         }
         // ACK at once on anything the sender must hear about quickly; otherwise every
-        // `ack_every` packets of the path, or after `ack_delay_ns`.
+        // `ack_every` packets of the path, or after `ack_delay_ns`. The end of a READ
+        // or atomic response completes nothing at its sender: with `ack_ride` its ACK
+        // waits, to ride on the next request (`Documentation/transport.rst`, "ACKs
+        // riding on DATA").
+        let answer =
+            self.cfg.ack_ride != 0 && (h.op == Op::ReadResp as u8 || h.op == Op::AtomicResp as u8);
         let urgent = rx.acked >= u16::from(self.cfg.ack_every)
-            || last
-            || completed
+            || ((last || completed) && !answer)
             || ce
             || !in_order
             || ev == RxEvent::Duplicate

@@ -7,13 +7,13 @@ use super::super::plane::plane_of;
 use super::super::stream::STREAM_WINDOW;
 use super::super::time::Instant;
 use super::super::wire::{
-    set_shared, DataHeader, ProbeHeader, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST, DF_RETH, DF_RETX,
-    DF_SE, MAX_DATA_HEADER,
+    set_shared, DataHeader, ProbeHeader, ACK_LEN, DATA_LEN, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST,
+    DF_RETH, DF_RETX, DF_SE, IMM_LEN, MAX_ACK_BUNDLE, MAX_DATA_HEADER, RETH_LEN,
 };
 use super::timers::Timer;
 use super::{
     charge, wrap, App, ConnError, ConnState, Connection, Event, MsgInfo, Pkt, Refusal, RefusalKind,
-    Transmit, TxKind, Unreadable, NO_STREAM,
+    Transmit, TxKind, Unreadable, MAX_PATHS, NO_STREAM,
 };
 
 impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
@@ -34,7 +34,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 self.timers.stop(Timer::DelayedAck);
             }
             if let Some(t) = self.send_ack(buf, app) {
-                return Some(t);
+                return Some(self.ride(now, buf, t, app));
             }
         }
         if self.state != ConnState::Open {
@@ -63,15 +63,106 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             // a NAK: it goes out now, not at some later timer.
             return self.send_ack(buf, app);
         }
-        if let Some(t) = &r {
-            if self.cfg.pacing && self.peer_hint != 0 {
-                let bytes = (t.len as u64).saturating_add(u64::from(self.cfg.wire_overhead));
-                let d = bytes.saturating_mul(1_000_000) / self.paced_rate().max(1);
-                let next = self.timers.get(Timer::Pacing).max(now).add_nanos(d);
-                self.timers.set(Timer::Pacing, next);
+        let t = r?;
+        self.pace(now, &t);
+        Some(self.take_held(buf, t, app))
+    }
+
+    /// Moves the pacing clock on by the time DATA `t` takes at the paced rate.
+    fn pace(&mut self, now: Instant, t: &Transmit) {
+        if self.cfg.pacing && self.peer_hint != 0 {
+            let bytes = (t.len as u64).saturating_add(u64::from(self.cfg.wire_overhead));
+            let d = bytes.saturating_mul(1_000_000) / self.paced_rate().max(1);
+            let next = self.timers.get(Timer::Pacing).max(now).add_nanos(d);
+            self.timers.set(Timer::Pacing, next);
+        }
+    }
+
+    /// The room, from the start of `buf`, for a datagram of ACKs with a DATA riding
+    /// after them: none unless this connection lets DATA ride now (open, on one plane,
+    /// no probe due, not held by pacing); at most [`Config::ack_ride`](super::Config::ack_ride)
+    /// and `mtu` plus a DATA packet's largest header, a bundle's limit
+    /// (`Documentation/transport.rst`, "ACKs riding on DATA").
+    fn ride_room(&self, buf: &[u8], paced: bool) -> usize {
+        if self.cfg.ack_ride == 0
+            || self.state != ConnState::Open
+            || self.probing != 0
+            || self.planes > 1
+            || paced
+        {
+            return 0;
+        }
+        buf.len()
+            .min(usize::from(self.cfg.ack_ride))
+            .min(usize::from(self.cfg.mtu).saturating_add(MAX_DATA_HEADER))
+    }
+
+    /// ACK datagram `acks`, just written to `buf`, takes along the next DATA packet if
+    /// it fits in the room left ([`Self::ride_room`]); a DATA that does not fit is not
+    /// built, and goes alone in the next datagram.
+    fn ride<A: App>(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        acks: Transmit,
+        app: &mut A,
+    ) -> Transmit {
+        let paced = self.cfg.pacing && self.peer_hint != 0 && now < self.pacing_due();
+        let room = self.ride_room(buf, paced);
+        let Some(rest) = buf.get_mut(acks.len..room) else {
+            return acks;
+        };
+        let Some(d) = self.send_data(now, rest, app) else {
+            return acks;
+        };
+        self.pace(now, &d);
+        Transmit {
+            len: acks.len.saturating_add(d.len),
+            ..d
+        }
+    }
+
+    /// DATA `t`, just written to `buf`, takes along the ACKs of the paths that hold
+    /// packets back for the delayed-ACK timer, as many as fit in the room
+    /// ([`Self::ride_room`]) and a bundle: they are written after it and the
+    /// datagram turned so that they lead. A DATA too long for one more ACK goes
+    /// alone.
+    fn take_held<A: App>(&mut self, buf: &mut [u8], t: Transmit, app: &mut A) -> Transmit {
+        if self.peer_inc == 0 || self.rx.iter().all(|r| r.acked == 0) {
+            return t;
+        }
+        // Not held by pacing: this DATA was just let go.
+        let room = self.ride_room(buf, false);
+        let most = usize::from(self.cfg.ack_bundle).clamp(1, MAX_ACK_BUNDLE);
+        let mut len = t.len;
+        let mut to = None;
+        let mut n = 0;
+        for q in 0..self.rx.len().min(MAX_PATHS) {
+            if n == most || len.saturating_add(ACK_LEN) > room {
+                break;
+            }
+            let held = self.rx.get(q).is_some_and(|r| r.acked > 0);
+            if !held || self.ack_plane_of(q) != t.plane {
+                continue;
+            }
+            let Some(out) = buf.get_mut(len..) else { break };
+            if let Some(w) = self.write_ack(q, out, to, app) {
+                to = Some(w);
+                self.reports.ack_pending &= !(1u64 << q);
+                len += ACK_LEN;
+                n += 1;
             }
         }
-        r
+        if n == 0 {
+            return t;
+        }
+        if let Some(b) = buf.get_mut(..len) {
+            b.rotate_left(t.len);
+        }
+        if self.rx.iter().all(|r| r.acked == 0) {
+            self.timers.stop(Timer::DelayedAck);
+        }
+        Transmit { len, ..t }
     }
 
     pub(super) fn send_probe<A: App>(
@@ -456,6 +547,18 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         if retransmit {
             flags |= DF_RETX;
+        }
+        // Room first: a packet that does not fit changes nothing (a DATA riding after
+        // ACKs is offered what room they leave, [`Self::ride`]).
+        let mut hl = DATA_LEN;
+        if flags & DF_RETH != 0 {
+            hl += RETH_LEN;
+        }
+        if flags & DF_IMM != 0 {
+            hl += IMM_LEN;
+        }
+        if buf.len() < hl.saturating_add(usize::from(len)) {
+            return None;
         }
         // The sender can send nothing more after this packet (the start-up ramp or the
         // hint cap is full, or this path's window is and no other path has room) and

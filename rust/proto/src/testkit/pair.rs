@@ -73,8 +73,9 @@ impl Node {
 }
 
 /// The model QPs' connection configuration between connection ids `local` and `peer`:
-/// 4 paths, a 1 KiB MTU, RTO 0.5-50 ms (2 ms before an RTT sample), no delayed ACK, no
-/// pacing; local ACK timeout 14 (67 ms), `retry_cnt` 7, `rnr_retry` 7.
+/// 4 paths, a 1 KiB MTU, RTO 0.5-50 ms (2 ms before an RTT sample), no delayed ACK, ACKs
+/// riding on DATA (as the kernel's), no pacing; local ACK timeout 14 (67 ms),
+/// `retry_cnt` 7, `rnr_retry` 7.
 pub fn model_config(local: u32, peer: u32) -> Config {
     let mut cfg = Config {
         local_conn: local,
@@ -86,6 +87,7 @@ pub fn model_config(local: u32, peer: u32) -> Config {
         min_rto_ns: 500_000,
         max_rto_ns: 50_000_000,
         ack_delay_ns: 0,
+        ack_ride: u16::MAX,
         pacing: false,
         ..Config::default()
     };
@@ -213,6 +215,8 @@ pub struct Pair {
     pub now: u64,
     /// Data packets each node sent (with retransmissions).
     pub data_sent: [u64; 2],
+    /// Datagrams each node sent (a DATA with ACKs riding on it is one).
+    pub datagrams: [u64; 2],
     /// Datagrams each node's connection dropped.
     pub rx_drops: [u64; 2],
 }
@@ -226,6 +230,7 @@ impl Pair {
             wire: Wire::new(link, seed),
             now: 1_000_000,
             data_sent: [0; 2],
+            datagrams: [0; 2],
             rx_drops: [0; 2],
         }
     }
@@ -257,6 +262,7 @@ impl Pair {
             if matches!(t.kind, TxKind::Data { .. }) {
                 self.data_sent[usize::from(i)] += 1;
             }
+            self.datagrams[usize::from(i)] += 1;
             let bytes = buf.get(..t.len).unwrap_or(&[]).to_vec();
             self.wire.send(self.now, i, bytes);
         }

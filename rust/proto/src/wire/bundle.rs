@@ -3,7 +3,9 @@
 //! ACK, exactly as it would travel alone; a bundle only saves the datagrams (on a
 //! soft device, a datagram costs far more than its bytes).
 
-use super::{decode_ack_packet, field, AckHeader, DropReason, ACK_LEN};
+use super::{
+    decode_ack_packet, field, is_shared, peek_type, AckHeader, DropReason, PacketType, ACK_LEN,
+};
 
 /// The most ACKs one datagram carries (1152 bytes). A sender also keeps a bundle
 /// within its path MTU's largest DATA packet (MTU + 68 bytes: 15 ACKs at 1024, 4 at
@@ -77,6 +79,35 @@ pub fn decode_acks(buf: &[u8]) -> Result<AckBundle<'_>, DropReason> {
         return Err(DropReason::Truncated);
     }
     Ok(AckBundle { rest: buf })
+}
+
+/// Decodes and validates an ACK datagram that may carry a DATA packet after its ACK
+/// records (`Documentation/transport.rst`, "ACKs riding on DATA"): the leading run of
+/// 72-byte records whose type is ACK, and what follows them if that is a DATA
+/// packet's bytes (its type DATA). The records must make a valid bundle
+/// ([`decode_acks`], with its reasons); the DATA must carry the first record's
+/// `SHARED` bit (`WrongConnection`). The DATA is returned undecoded: the caller
+/// decodes it ([`super::decode_data_pieces`]) before applying anything of the
+/// datagram. Anything else after the records is judged as part of the bundle
+/// (a torn or foreign record: [`decode_acks`]' reasons).
+pub fn decode_ride(buf: &[u8]) -> Result<(AckBundle<'_>, Option<&[u8]>), DropReason> {
+    let mut cut = 0;
+    // One record past a bundle's most is enough to refuse it (`LengthMismatch`).
+    while cut <= MAX_ACK_BUNDLE * ACK_LEN {
+        match buf.get(cut..cut + ACK_LEN) {
+            Some(rec) if peek_type(rec) == Some(PacketType::Ack) => cut += ACK_LEN,
+            _ => break,
+        }
+    }
+    let rest = buf.get(cut..).unwrap_or_default();
+    if cut == 0 || peek_type(rest) != Some(PacketType::Data) {
+        return decode_acks(buf).map(|b| (b, None));
+    }
+    let acks = decode_acks(buf.get(..cut).unwrap_or_default())?;
+    if is_shared(rest) != is_shared(buf) {
+        return Err(DropReason::WrongConnection);
+    }
+    Ok((acks, Some(rest)))
 }
 
 #[cfg(test)]
@@ -169,5 +200,92 @@ mod tests {
         b[ACK_LEN + 2] = 9;
         b[ACK_LEN + 12] ^= 1;
         assert!(decode_acks(&b[..len]).is_ok());
+    }
+
+    /// `n` ACKs with a DATA of `payload` bytes after them; its length.
+    fn ride(n: usize, payload: usize, buf: &mut [u8]) -> usize {
+        use super::super::{DataHeader, DF_FIRST, DF_LAST};
+        for i in 0..n {
+            ack(i as u8).encode(&mut buf[i * ACK_LEN..]).unwrap();
+        }
+        let h = DataHeader {
+            path: 3,
+            inc: 9,
+            dst_conn: 0x1234,
+            psn: 77,
+            token: 0x0bad_cafe,
+            op: 0,
+            flags: DF_FIRST | DF_LAST,
+            payload_len: payload as u16,
+            msg_len: payload as u32,
+            ..DataHeader::default()
+        };
+        let hl = h.encode(&mut buf[n * ACK_LEN..]).unwrap();
+        n * ACK_LEN + hl + payload
+    }
+
+    #[test]
+    fn data_rides_after_the_acks() {
+        let mut b = [0u8; 2048];
+        for n in [1, 2, MAX_ACK_BUNDLE] {
+            let len = ride(n, 64, &mut b);
+            let (acks, data) = decode_ride(&b[..len]).unwrap();
+            assert_eq!(acks.len(), n);
+            let data = data.unwrap();
+            assert_eq!(data.len(), len - n * ACK_LEN);
+            let (h, payload) = super::super::decode_data_packet(data).unwrap();
+            assert_eq!((h.psn, h.token, payload.len()), (77, 0x0bad_cafe, 64));
+            // `decode` gives the first ACK, and checks the DATA too.
+            assert_eq!(decode(&b[..len]), Ok(Packet::Ack(ack(0))));
+            // The ACKs need not repeat the DATA's incarnation or token.
+            assert_ne!(ack(0).inc, h.inc);
+        }
+        // A bundle alone has no DATA.
+        let (b2, len) = bundle(2);
+        assert!(decode_ride(&b2[..len]).unwrap().1.is_none());
+    }
+
+    #[test]
+    fn malformed_rides_are_refused_whole() {
+        let mut b = [0u8; 2048];
+        // 17 ACKs before the DATA: too many.
+        let len = ride(MAX_ACK_BUNDLE + 1, 8, &mut b);
+        assert_eq!(
+            decode_ride(&b[..len]).unwrap_err(),
+            DropReason::LengthMismatch
+        );
+        // A DATA of the other mode.
+        let len = ride(2, 8, &mut b);
+        b[2 * ACK_LEN + 1] |= super::super::TYPE_SHARED;
+        assert_eq!(
+            decode_ride(&b[..len]).unwrap_err(),
+            DropReason::WrongConnection
+        );
+        // The ACKs keep a bundle's rules: a later record for another connection.
+        let len = ride(2, 8, &mut b);
+        b[ACK_LEN + 5] ^= 1;
+        assert_eq!(
+            decode_ride(&b[..len]).unwrap_err(),
+            DropReason::WrongConnection
+        );
+        // A DATA that fails its own checks: `decode` says why; `decode_ride` leaves
+        // it to the caller.
+        let len = ride(1, 8, &mut b);
+        assert_eq!(
+            decode(&b[..len - 1]).unwrap_err(),
+            DropReason::LengthMismatch
+        );
+        // A PROBE after the ACKs does not ride: a record of the bundle.
+        let len = ride(1, 8, &mut b);
+        b[ACK_LEN + 1] = PacketType::Probe as u8;
+        assert_eq!(decode_ride(&b[..len]).unwrap_err(), DropReason::UnknownType);
+        // A torn tail after the ACKs too short to have a type: the bundle's.
+        assert_eq!(
+            decode_ride(&b[..ACK_LEN + 1]).unwrap_err(),
+            DropReason::Truncated
+        );
+        // A DATA first is no ACK datagram.
+        let len = ride(0, 8, &mut b);
+        assert_eq!(decode_ride(&b[..len]).unwrap_err(), DropReason::UnknownType);
     }
 }

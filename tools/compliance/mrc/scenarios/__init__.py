@@ -1,4 +1,4 @@
 # SPDX-License-Identifier: GPL-2.0
 """The scenarios, in the order they run."""
 
-from . import basic, verbs, grouping, loss, refusals, cc, drops, bundles, ud, uc  # noqa: F401
+from . import basic, verbs, grouping, loss, refusals, cc, drops, bundles, rides, ud, uc  # noqa: F401

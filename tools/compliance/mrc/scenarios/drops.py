@@ -231,10 +231,28 @@ CASES = [
         ["H17"],
     ),
     (
-        "rx_drop_unknown_type",
-        "ACK bundle whose 2nd record is typed DATA",
-        lambda peer: e(_ack(peer)) + _flip(e(_ack(peer)), 1, 0x03),
-        ["H17", "H3"],
+        "rx_drop_bad_flags",
+        "an ACK with a DATA riding after it whose flag 0x80 is set",
+        lambda peer: e(_ack(peer)) + e(_data(peer, flags=0x83)),
+        ["H18", "H7"],
+    ),
+    (
+        "rx_drop_length_mismatch",
+        "an ACK with a DATA riding after it, one byte short",
+        lambda peer: (e(_ack(peer)) + e(_data(peer)))[:-1],
+        ["H18", "H9"],
+    ),
+    (
+        "rx_drop_wrong_connection",
+        "an ACK with a DATA of the other SHARED bit riding after it",
+        lambda peer: e(_ack(peer)) + e(_data(peer, shared=not peer.shared)),
+        ["H18", "drop:wrong_connection"],
+    ),
+    (
+        "rx_drop_length_mismatch",
+        "16 ACKs and one more before a riding DATA",
+        lambda peer: e(_ack(peer)) * 17 + e(_data(peer)),
+        ["H18", "H6"],
     ),
     (
         "rx_drop_unknown_type",

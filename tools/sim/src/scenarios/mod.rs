@@ -61,6 +61,9 @@ pub const KERNEL_ACK_DELAY_NS: u32 = 100_000;
 /// The kernel module's ACK bundles: its `ack_bundle` parameter's default
 /// (`METAROCE_DEFAULT_ACK_BUNDLE`).
 pub const KERNEL_ACK_BUNDLE: u8 = 16;
+/// The kernel module's ACKs riding on DATA: its `ack_ride` parameter's default (on;
+/// the core bounds a ride by the MTU).
+pub const KERNEL_ACK_RIDE: u16 = u16::MAX;
 /// Line rate, bits/s.
 pub const LINE: f64 = GBPS as f64 * 1e9;
 /// RoCEv2 local ACK timeout on lossy fabrics: IBA `timeout` 6 = 262 µs. Above the
@@ -305,6 +308,11 @@ pub fn params(kernel: bool, paths: u8, seed: u64, sample_ns: u64) -> Params {
             KERNEL_ACK_BUNDLE
         } else {
             metaroce_proto::conn::Config::DEFAULT.ack_bundle
+        },
+        ack_ride: if k {
+            KERNEL_ACK_RIDE
+        } else {
+            metaroce_proto::conn::Config::DEFAULT.ack_ride
         },
         base_window: 128 * 1024,
         sample_ns,
