@@ -12,9 +12,6 @@ use metaroce_proto::time::Instant;
 use metaroce_proto::wire::{decode_ride, peek_type, DropReason, PacketType};
 use rc_common::*;
 
-/// Where READs land in A's memory.
-const LAND: usize = 1 << 15;
-
 /// A clean pair (20 µs each way) with the kernel's ACK settings and ACKs riding on
 /// DATA as `ride` says.
 fn pair(ride: bool, seed: u64) -> (Pair, u64, u64) {
@@ -29,25 +26,6 @@ fn pair(ride: bool, seed: u64) -> (Pair, u64, u64) {
         n.connect(c);
     }
     (p, a, b)
-}
-
-/// READ `len` bytes of B's READ area at `off` into A's memory at `LAND + off`.
-fn read(
-    wr_id: u64,
-    a: u64,
-    b: u64,
-    off: usize,
-    len: usize,
-) -> metaroce_proto::testkit::rc::SqEntry {
-    rdma(
-        wqe(
-            WrOpcode::RdmaRead,
-            wr_id,
-            vec![sge(a, LAND + off, len, A_MR)],
-        ),
-        b + (B_READ + off) as u64,
-        B_MR,
-    )
 }
 
 /// Runs in 2 µs steps until A has `n` send completions (at most 10 ms).

@@ -11,28 +11,6 @@ use rc_common::*;
 
 const ATOMIC_OFF: usize = 1 << 16;
 
-/// Where READs land in A's memory (past the atomics' originals, `8 * wr_id`).
-const LAND: usize = 1 << 15;
-
-/// READ `len` bytes of B's READ area at `off` into A's memory at `LAND + off`.
-fn read(
-    wr_id: u64,
-    a: u64,
-    b: u64,
-    off: usize,
-    len: usize,
-) -> metaroce_proto::testkit::rc::SqEntry {
-    rdma(
-        wqe(
-            WrOpcode::RdmaRead,
-            wr_id,
-            vec![sge(a, LAND + off, len, A_MR)],
-        ),
-        b + (B_READ + off) as u64,
-        B_MR,
-    )
-}
-
 /// FETCH_ADD of `add` on B's counter, the original value landing at A's `8 * wr_id`.
 fn fetch_add(wr_id: u64, a: u64, b: u64, add: u64) -> metaroce_proto::testkit::rc::SqEntry {
     let mut e = rdma(

@@ -38,6 +38,22 @@ pub fn setup(slots: usize, srq: bool, link: Link, seed: u64) -> (Pair, u64, u64)
 /// Offset of B's READ source area.
 pub const B_READ: usize = 1 << 17;
 
+/// Where READs land in A's memory (past the atomics' originals, `8 * wr_id`).
+pub const LAND: usize = 1 << 15;
+
+/// READ `len` bytes of B's READ area at `off` into A's memory at `LAND + off`.
+pub fn read(wr_id: u64, a: u64, b: u64, off: usize, len: usize) -> SqEntry {
+    rdma(
+        wqe(
+            WrOpcode::RdmaRead,
+            wr_id,
+            vec![sge(a, LAND + off, len, A_MR)],
+        ),
+        b + (B_READ + off) as u64,
+        B_MR,
+    )
+}
+
 pub use metaroce_proto::testkit::rc::sge;
 
 /// A signaled WQE of `op` with `sges` (its length their sum).
