@@ -851,6 +851,8 @@ local function dissect(tvb, pinfo, tree)
             st:add(f.ride_token, r(16, 4))
             if band(bxor(r(1, 1):uint(), tvb(1, 1):uint()), TYPE_SHARED) ~= 0 then
                 problem("wrong_connection", r(1, 1), "a DATA riding on ACKs of the other SHARED bit")
+            elseif rn >= COMMON_LEN and r(5, 3):uint() ~= tvb(5, 3):uint() then
+                problem("wrong_connection", r(5, 3), "a DATA riding on ACKs to another destination")
             elseif rn >= COMMON_LEN and r(0, 1):uint() ~= VERSION then
                 problem("bad_version", r(0, 1), string.format("riding DATA: version %d", r(0, 1):uint()))
             elseif rn >= COMMON_LEN and r(3, 2):uint() == 0 then

@@ -735,6 +735,7 @@ fn malformed() -> Vec<Vec<u8>> {
             wire::ACK_LEN + send.len() - 1,
         ), // length_mismatch
         [ackp.clone(), set(&send, 1, 0x81)].concat(),       // wrong_connection
+        [ackp.clone(), set(&send, 7, 0x99)].concat(),       // wrong_connection: another dst_conn
         [bundle(&ackp, 17, 0), send.clone()].concat(),      // length_mismatch
         [ackp.clone(), set(&send, 0, 7)].concat(),          // bad_version
         [ackp.clone(), probep.clone()].concat(),            // unknown_type: a PROBE does not ride

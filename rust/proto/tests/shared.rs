@@ -151,6 +151,59 @@ fn sixty_four_qps_share_one_connection_over_a_lossy_link() {
 /// error): that QP fails (the WQE with IB_WC_REM_ACCESS_ERR, the rest flushed), the
 /// other QPs' work completes, the connection stays open, and work posted afterwards on
 /// another QP still goes through.
+/// ACKs riding on DATA (Documentation/transport.rst, "ACKs riding on DATA") over a
+/// shared connection: the kernel hands a datagram to the QP its first record names, so a
+/// ride's DATA must be for the member its ACKs are addressed to (H18); on a clean link
+/// with four QPs' WRITEs, SENDs and READs under way at once, responses ride and nothing
+/// is dropped.
+#[test]
+fn rides_over_a_shared_connection_drop_nothing() {
+    let (qps, n) = (4, 8u64);
+    let mut p = setup(qps, clean(), 17);
+    let (a, b) = (va(A_MR), va(B_MR));
+    for q in 0..qps {
+        for r in 0..n {
+            let off = r as usize * 256;
+            let w = rdma(
+                wqe(WrOpcode::RdmaWrite, 2 * r, vec![sge(a, off, 200, A_MR)]),
+                b + off as u64,
+                B_MR,
+            );
+            let rd = rdma(
+                wqe(
+                    WrOpcode::RdmaRead,
+                    2 * r + 1,
+                    vec![sge(a, 128 * 1024 + off, 64, A_MR)],
+                ),
+                b + (B_READ + off) as u64,
+                B_MR,
+            );
+            for e in [w, rd] {
+                assert!(p.nodes[0].qp(q).host.post_send(e));
+            }
+        }
+    }
+    assert!(p.run(5_000_000_000));
+    assert!(p.rides[1] > 0, "no response rode on an ACK");
+    assert_eq!(p.rx_drops, [0, 0], "rides {:?}", p.rides);
+    for q in 0..qps {
+        let host = &p.nodes[0].qp(q).host;
+        let got: Vec<(u64, WcStatus)> = host.send_cq.iter().map(|c| (c.wr_id, c.status)).collect();
+        let want: Vec<(u64, WcStatus)> = (0..2 * n).map(|i| (i, WcStatus::Success)).collect();
+        assert_eq!(got, want, "QP {q}");
+        for r in 0..n as usize {
+            let off = r * 256;
+            let got = &host.mr(A_MR).unwrap().bytes[128 * 1024 + off..128 * 1024 + off + 64];
+            assert!(
+                got.iter()
+                    .enumerate()
+                    .all(|(i, &x)| x == byte(q, off + i + 7)),
+                "QP {q} READ {r}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_qp_in_error_leaves_the_others_and_the_connection_running() {
     let mut p = setup(8, lossy(5_000, 0, 20_000), 7);

@@ -409,8 +409,8 @@ def decode_ride(b: bytes):
     if cut == 0 or len(rest) < 2 or rest[1] & 0x7F != DATA:
         return decode_acks(b), None
     acks = decode_acks(b[:cut])
-    if (rest[1] ^ b[1]) & TYPE_SHARED:
-        raise Malformed("wrong_connection", "a DATA of the other SHARED bit rides on the ACKs")
+    if (rest[1] ^ b[1]) & TYPE_SHARED or rest[5:8] != b[5:8]:
+        raise Malformed("wrong_connection", "a DATA of the other SHARED bit or dst_conn rides on the ACKs")
     return acks, decode(rest)
 
 

@@ -7,8 +7,8 @@ use super::super::plane::plane_of;
 use super::super::stream::STREAM_WINDOW;
 use super::super::time::Instant;
 use super::super::wire::{
-    set_shared, DataHeader, ProbeHeader, ACK_LEN, DATA_LEN, DF_ACKREQ, DF_FIRST, DF_IMM, DF_LAST,
-    DF_RETH, DF_RETX, DF_SE, IMM_LEN, MAX_ACK_BUNDLE, MAX_DATA_HEADER, RETH_LEN,
+    peek_dst_conn, set_shared, DataHeader, ProbeHeader, ACK_LEN, DATA_LEN, DF_ACKREQ, DF_FIRST,
+    DF_IMM, DF_LAST, DF_RETH, DF_RETX, DF_SE, IMM_LEN, MAX_ACK_BUNDLE, MAX_DATA_HEADER, RETH_LEN,
 };
 use super::timers::Timer;
 use super::{
@@ -57,7 +57,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.paced = true;
             return None;
         }
-        let r = self.send_data(now, buf, app);
+        let r = self.send_data(now, buf, None, app);
         if r.is_none() && self.reports.ack_pending != 0 {
             // A failure while building data (an unreadable response) queued
             // a NAK: it goes out now, not at some later timer.
@@ -109,10 +109,15 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     ) -> Transmit {
         let paced = self.cfg.pacing && self.peer_hint != 0 && now < self.pacing_due();
         let room = self.ride_room(buf, paced);
+        // The DATA must be for the member the ACKs are addressed to: the receiver
+        // hands the datagram to the QP its first record names (H18).
+        let Ok(to) = peek_dst_conn(buf) else {
+            return acks;
+        };
         let Some(rest) = buf.get_mut(acks.len..room) else {
             return acks;
         };
-        let Some(d) = self.send_data(now, rest, app) else {
+        let Some(d) = self.send_data(now, rest, Some(to), app) else {
             return acks;
         };
         self.pace(now, &d);
@@ -133,6 +138,11 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         // Not held by pacing: this DATA was just let go.
         let room = self.ride_room(buf, false);
+        // Only ACKs addressed to the DATA's member: the receiver hands the datagram to
+        // the QP its first record names (H18).
+        let Ok(dst) = peek_dst_conn(buf) else {
+            return t;
+        };
         let most = usize::from(self.cfg.ack_bundle).clamp(1, MAX_ACK_BUNDLE);
         let mut len = t.len;
         let mut to = None;
@@ -142,7 +152,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 break;
             }
             let held = self.rx.get(q).is_some_and(|r| r.acked > 0);
-            if !held || self.ack_plane_of(q) != t.plane {
+            if !held
+                || self.ack_plane_of(q) != t.plane
+                || self.ack_to(q, None, app).map(|(d, _)| d) != Some(dst)
+            {
                 continue;
             }
             let Some(out) = buf.get_mut(len..) else { break };
@@ -340,10 +353,14 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         None
     }
 
+    /// Writes the next DATA packet (a retransmission first) to `buf`; with `to`, only
+    /// one addressed to `dst_conn` `to` (one riding after ACKs to it), else nothing
+    /// changes.
     pub(super) fn send_data<A: App>(
         &mut self,
         now: Instant,
         buf: &mut [u8],
+        to: Option<u32>,
         app: &mut A,
     ) -> Option<Transmit> {
         // Start-up ramp: the window may at most double per round trip (slow start) until
@@ -375,6 +392,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 now,
                 p,
                 buf,
+                to,
                 k.stream(),
                 msn,
                 ssn,
@@ -426,7 +444,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         };
         let len = rem.min(u32::from(mtu)) as u16;
         let p = self.pick_path()?;
-        let t = self.build_data(now, p, buf, s, msn, ssn, off, len, &info, false, app)?;
+        let t = self.build_data(now, p, buf, to, s, msn, ssn, off, len, &info, false, app)?;
         let last = off.saturating_add(u32::from(len)) >= info.len;
         if let Some(k) = self.flight.pool.get_mut(w * 64 + i) {
             *k = Pkt {
@@ -516,6 +534,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         now: Instant,
         p: usize,
         buf: &mut [u8],
+        to: Option<u32>,
         stream: u16,
         msn: u32,
         ssn: u32,
@@ -526,6 +545,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         app: &mut A,
     ) -> Option<Transmit> {
         let (dst, token, wire_stream) = self.data_to(stream, app)?;
+        if to.is_some_and(|d| d != dst) {
+            return None;
+        }
         let t = self.tx.get(p)?;
         let end = offset.saturating_add(u32::from(len));
         let last = end >= info.len;

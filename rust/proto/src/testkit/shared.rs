@@ -12,7 +12,7 @@ use crate::ident::Ident;
 use crate::rc::{Engine, QpMode};
 use crate::stream::Stream;
 use crate::time::Instant;
-use crate::wire::{DropReason, Op};
+use crate::wire::{peek_dst_conn, peek_type, DropReason, Op, PacketType};
 use alloc::vec::Vec;
 
 /// One QP: its verbs objects and RC engine, and what its pair is on the wire (it is a
@@ -92,6 +92,11 @@ pub struct Mux<'a> {
     pub qps: &'a mut [Option<Qp>],
     /// Round-robin cursor over the QPs for new data.
     pub rr: &'a mut usize,
+    /// The QPN a datagram being received was dispatched to (its first record's
+    /// `dst_conn`), as the kernel's table does: a member other than it is not the
+    /// addressee of anything in it (`rust/verbs/qp/mux.rs`, `addressee`). `None`
+    /// outside a receive.
+    pub arrived: Option<u32>,
 }
 
 impl Mux<'_> {
@@ -102,6 +107,9 @@ impl Mux<'_> {
 
     /// The member whose QPN is `qpn` (its slot is the QPN's low 12 bits).
     fn by_qpn(&mut self, qpn: u32) -> Option<(u16, &mut Qp)> {
+        if self.arrived.is_some_and(|a| a != qpn) {
+            return None;
+        }
         let q = (qpn & 0xfff) as usize;
         let qp = self.qps.get_mut(q)?.as_mut().filter(|qp| qp.qpn == qpn)?;
         Some((q as u16, qp))
@@ -275,11 +283,17 @@ pub struct SharedNode {
 
 impl SharedNode {
     fn mux(&mut self) -> (&mut Conn, Mux<'_>) {
+        self.mux_for(None)
+    }
+
+    /// [`Self::mux`] for a datagram dispatched to QPN `arrived`.
+    fn mux_for(&mut self, arrived: Option<u32>) -> (&mut Conn, Mux<'_>) {
         (
             &mut self.conn,
             Mux {
                 qps: &mut self.qps,
                 rr: &mut self.rr,
+                arrived,
             },
         )
     }
@@ -341,7 +355,7 @@ impl SharedNode {
     /// Hands datagram `bytes` to the connection at `now` (nothing is sent in answer
     /// until the pair next runs): `Err` with the reason it was dropped.
     pub fn deliver(&mut self, now: Instant, bytes: &[u8]) -> Result<(), DropReason> {
-        let (conn, mut mux) = self.mux();
+        let (conn, mut mux) = self.mux_for(peek_dst_conn(bytes).ok());
         conn.handle_packet(now, bytes, false, &mut mux).map(|_| ())
     }
 
@@ -368,6 +382,8 @@ pub struct SharedPair {
     pub completions: Vec<(u8, u16, u32, u64)>,
     /// The largest DATA payload each node sent on each stream: (node, stream, bytes).
     pub largest: Vec<(u8, u16, u16)>,
+    /// Datagrams each node sent with a DATA riding after ACKs.
+    pub rides: [u64; 2],
 }
 
 impl SharedPair {
@@ -396,6 +412,7 @@ impl SharedPair {
             lose_first_on: Vec::new(),
             completions: Vec::new(),
             largest: Vec::new(),
+            rides: [0; 2],
         }
     }
 
@@ -411,6 +428,9 @@ impl SharedPair {
             };
             let bytes = buf.get(..t.len).unwrap_or(&[]).to_vec();
             if let TxKind::Data { stream, len, .. } = t.kind {
+                if peek_type(&bytes) == Some(PacketType::Ack) {
+                    self.rides[i] += 1;
+                }
                 let node = i as u8;
                 match self
                     .largest
@@ -462,7 +482,7 @@ impl SharedPair {
                 let to = usize::from(to);
                 let before = self.recv_counts(to);
                 let now = Instant(self.now);
-                let (conn, mut mux) = self.nodes[to].mux();
+                let (conn, mut mux) = self.nodes[to].mux_for(peek_dst_conn(&bytes).ok());
                 if conn
                     .handle_pieces(now, super::as_received(&bytes), false, &mut mux)
                     .is_err()

@@ -18,6 +18,9 @@ pub const MAX_ACK_BUNDLE: usize = 16;
 /// path, the echoed stamp, the NAK's MSN and the ACK body differ.
 const SAME: [field::Field; 3] = [0..2, 3..8, 16..20];
 
+/// The destination (`dst_conn`) bytes a DATA riding after ACKs repeats from them.
+const DST: field::Field = field::common::DST_CONN;
+
 /// The validated records of an ACK datagram, in order ([`decode_acks`]).
 #[derive(Clone, Debug)]
 pub struct AckBundle<'a> {
@@ -86,7 +89,8 @@ pub fn decode_acks(buf: &[u8]) -> Result<AckBundle<'_>, DropReason> {
 /// 72-byte records whose type is ACK, and what follows them if that is a DATA
 /// packet's bytes (its type DATA). The records must make a valid bundle
 /// ([`decode_acks`], with its reasons); the DATA must carry the first record's
-/// `SHARED` bit (`WrongConnection`). The DATA is returned undecoded: the caller
+/// `SHARED` bit and `dst_conn` (`WrongConnection`: a receiver hands the datagram to
+/// the QP its first record names). The DATA is returned undecoded: the caller
 /// decodes it ([`super::decode_data_pieces`]) before applying anything of the
 /// datagram. Anything else after the records is judged as part of the bundle
 /// (a torn or foreign record: [`decode_acks`]' reasons).
@@ -104,7 +108,7 @@ pub fn decode_ride(buf: &[u8]) -> Result<(AckBundle<'_>, Option<&[u8]>), DropRea
         return decode_acks(buf).map(|b| (b, None));
     }
     let acks = decode_acks(buf.get(..cut).unwrap_or_default())?;
-    if is_shared(rest) != is_shared(buf) {
+    if is_shared(rest) != is_shared(buf) || rest.get(DST) != buf.get(DST) {
         return Err(DropReason::WrongConnection);
     }
     Ok((acks, Some(rest)))
@@ -254,13 +258,16 @@ mod tests {
             decode_ride(&b[..len]).unwrap_err(),
             DropReason::LengthMismatch
         );
-        // A DATA of the other mode.
-        let len = ride(2, 8, &mut b);
-        b[2 * ACK_LEN + 1] |= super::super::TYPE_SHARED;
-        assert_eq!(
-            decode_ride(&b[..len]).unwrap_err(),
-            DropReason::WrongConnection
-        );
+        // A DATA of the other mode, or for another connection than the ACKs'.
+        for (at, x) in [(1, super::super::TYPE_SHARED), (7, 1)] {
+            let len = ride(2, 8, &mut b);
+            b[2 * ACK_LEN + at] ^= x;
+            assert_eq!(
+                decode_ride(&b[..len]).unwrap_err(),
+                DropReason::WrongConnection,
+                "byte {at}"
+            );
+        }
         // The ACKs keep a bundle's rules: a later record for another connection.
         let len = ride(2, 8, &mut b);
         b[ACK_LEN + 5] ^= 1;

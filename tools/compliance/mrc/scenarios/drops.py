@@ -249,6 +249,12 @@ CASES = [
         ["H18", "drop:wrong_connection"],
     ),
     (
+        "rx_drop_wrong_connection",
+        "an ACK with a DATA for another QP riding after it",
+        lambda peer: e(_ack(peer)) + e(_data(peer, dst_conn=peer.iut_qpn ^ 1)),
+        ["H18"],
+    ),
+    (
         "rx_drop_length_mismatch",
         "16 ACKs and one more before a riding DATA",
         lambda peer: e(_ack(peer)) * 17 + e(_data(peer)),
