@@ -243,7 +243,7 @@ def check_capture(rundir):
               "metaroce.dst_conn", "metaroce.flags.retx", "metaroce.acked", "metaroce.ce",
               "metaroce.conn", "metaroce.conn.key", "metaroce.path", "metaroce.op",
               "metaroce.stream", "metaroce.msn", "metaroce.msg_len", "metaroce.reth.dma_len",
-              "metaroce.offset", "metaroce.payload_len"]
+              "metaroce.offset", "metaroce.payload_len", "metaroce.ride"]
     ip = {i: open(os.path.join(rundir, "ip.%d" % i)).read().strip() for i in (1, 2)}
     qps = {i: rc_qps(os.path.join(rundir, "qp.%d" % i)) for i in (1, 2)}
     for i in (1, 2):
@@ -280,7 +280,10 @@ def check_capture(rundir):
             t = int(r["metaroce.type"][0])
             if t in (1, 2, 3):
                 modes.add(r["metaroce.shared"][0] in ("1", "True"))
-            if t == 1:
+            # A DATA riding after ACKs (Documentation/transport.rst, "ACKs riding on
+            # DATA"): the frame's type is the ACKs', its DATA fields the DATA's.
+            ride = bool(r["metaroce.ride"])
+            if t == 1 or ride:
                 key = (i, src, int(r["metaroce.stream"][0]), int(r["metaroce.msn"][0]))
                 m = (int(r["metaroce.op"][0]), int(r["metaroce.msg_len"][0]),
                      int(r["metaroce.reth.dma_len"][0]) if r["metaroce.reth.dma_len"] else None)
@@ -289,7 +292,8 @@ def check_capture(rundir):
                                % (i, fr, key[1:], m, messages[key]))
                 pieces[key].add((int(r["metaroce.offset"][0]), int(r["metaroce.payload_len"][0])))
             seen.setdefault((i, j), []).append({
-                "type": t, "retx": t == 1 and r["metaroce.flags.retx"] == ["1"],
+                "type": t, "ride": ride,
+                "retx": (t == 1 or ride) and r["metaroce.flags.retx"] == ["1"],
                 "bytes": int(r["udp.length"][0]) - 8, "sport": int(r["udp.srcport"][0]),
                 "path": int(r["metaroce.path"][0]),
                 "acked": int(r["metaroce.acked"][0]) if r["metaroce.acked"] else None,
@@ -340,14 +344,16 @@ def check_capture(rundir):
         # ACK, not by datagram (a bundle of 8 is one datagram).
         tail = 0
         for e in reversed(eg):
-            if e["type"] != 2 or e["acked"] != 0:
+            if e["type"] != 2 or e["ride"] or e["acked"] != 0:
                 break
             tail += max(1, e["bytes"] // 72)
-        print("guest %d sent (captured): %d DATA (%d RETX), %d ACK, %d PROBE, %d DATAGRAM, %d "
+        print("guest %d sent (captured): %d DATA (%d RETX), %d ACK (%d with a DATA riding), %d PROBE, "
+              "%d DATAGRAM, %d "
               "UDP payload bytes, ending in %d ACKs of nothing new; netem: %d sent, %d dropped; "
               "module: tx_packets %d, tx_bytes %d, retransmits %d, probes %d, paths %d; "
               "received (captured): %d; module: rx_packets %d, unknown_qpn_drops %d"
-              % (i, n[1], n_retx, n[2], n[3], n[4], eg_bytes, tail, sent, dropped,
+              % (i, n[1], n_retx, n[2], sum(1 for e in eg if e["ride"]), n[3], n[4], eg_bytes, tail,
+                 sent, dropped,
                  d["tx_packets"], d["tx_bytes"], d["retransmits"], d["probes"], paths,
                  len(ing), d["rx_packets"], d["unknown_qpn_drops"]))
         checks = [
