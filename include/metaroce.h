@@ -29,6 +29,13 @@
  * parameter says otherwise (Documentation/transport.rst, "ACK bundles").
  */
 #define METAROCE_DEFAULT_ACK_BUNDLE 16
+/*
+ * New DATA packets a path sends in a row, as one UDP GSO burst, unless the
+ * `train` module parameter says otherwise (Documentation/device.rst, "Trains"),
+ * and the most it takes.
+ */
+#define METAROCE_DEFAULT_TRAIN 4
+#define METAROCE_MAX_TRAIN 16
 
 /*
  * The uverbs ABI version devices report: rxe's (RXE_UVERBS_ABI_VERSION), so that
@@ -94,6 +101,7 @@ u32 metaroce_param_ack_every(void);
 u32 metaroce_param_ack_bundle(void);
 u32 metaroce_param_ack_delay_us(void);
 bool metaroce_param_ack_ride(void);
+u32 metaroce_param_train(void);
 bool metaroce_param_link_payload(void);
 u64 metaroce_tick_ns(void);
 struct sk_buff;

@@ -59,9 +59,19 @@ struct dst_entry *metaroce_route4_cached(struct socket *sock,
 /*
  * An skb (GFP_ATOMIC) for a datagram of up to `len` bytes of UDP payload:
  * headroom for any link-layer, IP (v4 or v6) and UDP headers (MAX_HEADER,
- * an IPv6 header, UDP), and `len` bytes put and zeroed; NULL if none.
+ * an IPv6 header, UDP), and tailroom for `len` bytes of payload, none put
+ * yet; NULL if none.
  */
 struct sk_buff *metaroce_tx_skb_new(unsigned int len);
+/* Appends `len` zeroed bytes (skb_put_zero); the caller checked the tailroom. */
+void metaroce_skb_put_zero(struct sk_buff *skb, unsigned int len);
+/*
+ * Marks a datagram's UDP payload, not yet sent through udp_tunnel_xmit_skb /
+ * udp_tunnel6_xmit_skb, as UDP GSO (SKB_GSO_UDP_L4) segments of `seg` bytes (the
+ * last may be shorter), its checksum partial from the UDP header the xmit pushes.
+ * The payload must be longer than `seg`.
+ */
+void metaroce_skb_set_gso(struct sk_buff *skb, unsigned int seg);
 /*
  * ifindex of the netdev in init_net that owns local address `addr` (4 bytes
  * if !v6, else 16, network order), or 0 if none (__ip_dev_find /

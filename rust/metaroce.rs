@@ -96,7 +96,7 @@ impl kernel::Module for Metaroce {
         let transport = Arc::new(net::Transport::new(port)?, GFP_KERNEL)?;
         let devices = ffi::rdma::Registration::new(module, transport)?;
         pr_info!(
-            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={} ack_every={} ack_bundle={} ack_delay_us={} ack_ride={} link_payload={}\n",
+            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={} ack_every={} ack_bundle={} ack_delay_us={} ack_ride={} train={} link_payload={}\n",
             ffi::version(),
             port,
             paths,
@@ -106,6 +106,7 @@ impl kernel::Module for Metaroce {
             ffi::params::ack_bundle(),
             ffi::params::ack_delay_ns() / 1000,
             u8::from(ffi::params::ack_ride()),
+            ffi::params::train(),
             u8::from(ffi::params::link_payload())
         );
         Ok(Metaroce {

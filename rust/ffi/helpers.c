@@ -156,6 +156,19 @@ bool metaroce_param_ack_ride(void)
 	return READ_ONCE(ack_ride);
 }
 
+static uint train = METAROCE_DEFAULT_TRAIN;
+module_param(train, uint, 0644);
+MODULE_PARM_DESC(train,
+		 "Most new DATA packets a path sends in a row, handed to the "
+		 "network stack as one UDP GSO burst (1-" __stringify(METAROCE_MAX_TRAIN)
+		 ", default " __stringify(METAROCE_DEFAULT_TRAIN) "; 1: packet by "
+		 "packet over the paths); read when a connection is set up");
+
+u32 metaroce_param_train(void)
+{
+	return READ_ONCE(train);
+}
+
 static uint rx_mbps;
 module_param(rx_mbps, uint, 0444);
 MODULE_PARM_DESC(rx_mbps,
@@ -1147,11 +1160,31 @@ struct sk_buff *metaroce_tx_skb_new(unsigned int len)
 				sizeof(struct udphdr);
 	struct sk_buff *skb = alloc_skb(headroom + len, GFP_ATOMIC);
 
-	if (skb) {
+	if (skb)
 		skb_reserve(skb, headroom);
-		skb_put_zero(skb, len);
-	}
 	return skb;
+}
+
+void metaroce_skb_put_zero(struct sk_buff *skb, unsigned int len)
+{
+	skb_put_zero(skb, len);
+}
+
+void metaroce_skb_set_gso(struct sk_buff *skb, unsigned int seg)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+
+	/* As a UDP_SEGMENT socket's send (udp_send_skb, udp4_hwcsum): the
+	 * checksum left partial from the UDP header that the tunnel's xmit
+	 * pushes in front of the payload, finished per segment by the device
+	 * or by software GSO (__udp_gso_segment).
+	 */
+	sh->gso_size = seg;
+	sh->gso_type = SKB_GSO_UDP_L4;
+	sh->gso_segs = DIV_ROUND_UP(skb->len, seg);
+	skb->ip_summed = CHECKSUM_PARTIAL;
+	skb->csum_start = skb_headroom(skb) - sizeof(struct udphdr);
+	skb->csum_offset = offsetof(struct udphdr, check);
 }
 
 int metaroce_local_ifindex(bool v6, const u8 *addr)

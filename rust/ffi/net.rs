@@ -533,22 +533,26 @@ const MAX_UDP_PAYLOAD: usize = 65535 - 20 - 8;
 
 /// A datagram being written straight into the skb that will carry it (no
 /// copy on the way out): headroom for any link-layer, IP and UDP headers,
-/// and [`TxDatagram::buf`] for the UDP payload. Reusable until sent: a
-/// datagram nothing was written to (or whose writer gave up) may be kept
-/// for the next one.
+/// and up to `cap` bytes of UDP payload, zeroed as the writer asks for them
+/// ([`TxDatagram::buf_at`]). Reusable until sent: a datagram nothing was
+/// written to (or whose writer gave up) may be kept for the next one. It
+/// may carry a run of same-sized datagrams, sent as one UDP GSO burst
+/// ([`TxDatagram::set_segment`]).
 ///
 /// # Invariants
 ///
-/// `skb` is linear, with `cap` bytes of payload at its `data`, all
-/// initialized, and its length is `cap`.
+/// `skb` is linear; the first `skb->len` bytes at its `data` are
+/// initialized, and at most `cap`; its tailroom holds the rest of `cap`.
+/// `seg` is 0 or the UDP payload of each datagram of the burst.
 pub(crate) struct TxDatagram {
     skb: TxSkb,
     cap: usize,
+    seg: u16,
 }
 
 impl TxDatagram {
-    /// A datagram of up to `cap` bytes, zeroed. `EMSGSIZE` if `cap` exceeds a
-    /// UDP datagram, `ENOMEM`. Atomic allocation: any context.
+    /// A datagram of up to `cap` bytes (none zeroed yet). `EMSGSIZE` if `cap`
+    /// exceeds a UDP datagram, `ENOMEM`. Atomic allocation: any context.
     pub(crate) fn new(cap: usize) -> Result<Self> {
         if cap > MAX_UDP_PAYLOAD {
             return Err(errno(neg(b::EMSGSIZE)));
@@ -558,25 +562,72 @@ impl TxDatagram {
         if skb.is_null() {
             return Err(ENOMEM);
         }
-        // The helper put `cap` zeroed bytes: the invariants hold.
+        // The helper put nothing and left `cap` bytes of tailroom: the
+        // invariants hold.
         Ok(TxDatagram {
             skb: TxSkb(skb),
             cap,
+            seg: 0,
         })
     }
 
-    /// The payload bytes, `cap` of them (what earlier writers left there).
-    pub(crate) fn buf(&mut self) -> &mut [u8] {
-        // SAFETY: the skb is ours and linear with `cap` initialized bytes at
-        // `data` (type invariants); nobody else sees it until it is sent,
-        // and the slice borrows `self` mutably.
-        unsafe { slice::from_raw_parts_mut(b::metaroce_skb_data(self.skb.0), self.cap) }
+    /// How many payload bytes it can carry.
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
     }
 
-    /// The skb, trimmed to its first `len` bytes (at most `cap`).
+    /// The payload bytes, `cap` of them (zeroed, or what earlier writers
+    /// left there).
+    pub(crate) fn buf(&mut self) -> &mut [u8] {
+        self.buf_at(0, self.cap)
+    }
+
+    /// Payload bytes `off .. off + len` (cut at `cap`): zeroed, or what
+    /// earlier writers left there.
+    pub(crate) fn buf_at(&mut self, off: usize, len: usize) -> &mut [u8] {
+        let end = off.saturating_add(len).min(self.cap);
+        let start = off.min(end);
+        // SAFETY: the skb is ours and linear (type invariants).
+        let have = unsafe { (*self.skb.0).len } as usize;
+        if end > have {
+            // SAFETY: the skb is ours; its tailroom holds `cap - have` bytes
+            // (type invariants) and `end <= cap`; the bytes put are zeroed,
+            // so the first `end` bytes are initialized and the invariants
+            // still hold.
+            unsafe { b::metaroce_skb_put_zero(self.skb.0, (end - have) as u32) };
+        }
+        // SAFETY: the skb is ours and linear with at least `end` initialized
+        // bytes at `data` (above); nobody else sees it until it is sent, and
+        // the slice borrows `self` mutably.
+        unsafe {
+            slice::from_raw_parts_mut(b::metaroce_skb_data(self.skb.0).add(start), end - start)
+        }
+    }
+
+    /// Makes the payload a run of datagrams of `seg` bytes each, the last
+    /// possibly shorter, to go out as one UDP GSO burst (each datagram its
+    /// own UDP header and checksum, the same addresses, ports and IP
+    /// header fields). 0, or a payload of at most `seg` bytes when it is
+    /// sent: one datagram.
+    pub(crate) fn set_segment(&mut self, seg: u16) {
+        self.seg = seg;
+    }
+
+    /// The skb, trimmed to its first `len` bytes (at most those
+    /// initialized), a GSO burst if [`Self::set_segment`] said so and it
+    /// holds more than one segment.
     fn trimmed(self, len: usize) -> TxSkb {
-        // SAFETY: the skb is ours and `len.min(cap)` is at most its length.
+        let seg = self.seg;
+        // SAFETY: the skb is ours; `skb_trim` never lengthens it.
         unsafe { b::skb_trim(self.skb.0, len.min(self.cap) as u32) };
+        // SAFETY: the skb is ours and linear.
+        let len = unsafe { (*self.skb.0).len } as usize;
+        if seg != 0 && len > usize::from(seg) {
+            // SAFETY: the skb is ours, not yet sent, and its payload is
+            // longer than `seg` (the helper's precondition); the tunnel's
+            // xmit pushes the UDP header the partial checksum starts at.
+            unsafe { b::metaroce_skb_set_gso(self.skb.0, u32::from(seg)) };
+        }
         self.skb
     }
 }

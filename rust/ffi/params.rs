@@ -85,6 +85,18 @@ pub(crate) fn ack_ride() -> bool {
     unsafe { bindings::metaroce_param_ack_ride() }
 }
 
+/// The `train` module parameter as taken: the most new DATA packets a path
+/// sends in a row, handed to the network stack as one UDP GSO burst
+/// (`Documentation/device.rst`, "Trains"), 1 ..= `METAROCE_MAX_TRAIN` (0
+/// counts as 1). Writable at any time; a connection takes it when it is set
+/// up.
+pub(crate) fn train() -> u8 {
+    // SAFETY: `metaroce_param_train` takes no arguments and reads a `uint`
+    // module parameter with `READ_ONCE`.
+    let v = unsafe { bindings::metaroce_param_train() };
+    v.clamp(1, bindings::METAROCE_MAX_TRAIN) as u8
+}
+
 /// The largest `ack_every` taken.
 const MAX_ACK_EVERY: u32 = 64;
 /// The largest `ack_bundle` taken (the wire's most, `wire::MAX_ACK_BUNDLE`).

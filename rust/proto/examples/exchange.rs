@@ -1,6 +1,6 @@
 //! Worked examples of the wire (Documentation/transport-examples.rst): two RC QPs set
 //! up as the kernel sets them up (keys derived from GIDs, QPNs and PSNs; two paths,
-//! path MTU 256), one exchange per kind of operation (every op, segmentation, RNR, a
+//! path MTU 256, sprayed packet by packet), one exchange per kind of operation (every op, segmentation, RNR, a
 //! loss recovered through SACK, both kinds of NAK) and a UD datagram, every datagram in
 //! hex with its decoded fields. Generated, not written: `tests/host.sh` checks that the
 //! document is this program's output.
@@ -46,6 +46,9 @@ fn cfg(base: &Config, local: u32, peer: u32, tx: Ident, rx: Ident, port: u16) ->
         paths: 2,
         mtu: 256,
         base_src_port: port,
+        // Sprayed packet by packet (the kernel's `train` sends runs of 4 on a path:
+        // the same packets, in another order over the paths).
+        train: 1,
         ..*base
     }
 }

@@ -42,6 +42,10 @@ fn transfer<const P: usize, const W: usize, const N: usize>(
     let cfg = |l, p| {
         let mut c = kernel_like_config(l, p);
         (c.paths, c.ack_every, c.ack_delay_ns) = (paths, every, ACK_DELAY);
+        // Sprayed packet by packet: this loop answers each datagram alone, where a
+        // path's run (`train`) makes its ACK due within the run; a receiver taking
+        // batches, as the kernel does, answers a run at once (tests/train.rs).
+        c.train = 1;
         c
     };
     let (ca, cb) = (cfg(1, 2), cfg(2, 1));

@@ -579,6 +579,10 @@ pub(super) fn transport_config(dev: &DevShared<Qp>) -> Config {
         } else {
             0
         },
+        // Runs of DATA on a path, each handed to the network stack as one
+        // UDP GSO burst (`post.rs`, `Train`; Documentation/device.rst,
+        // "Trains").
+        train: crate::ffi::params::train(),
         pacing: true,
         // Twice how late the device's QP timers fire, and 20 µs more
         // (the sender catches up on that much sending time after a late

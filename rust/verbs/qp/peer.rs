@@ -408,6 +408,9 @@ impl Peer {
                 u16::try_from(super::ud::port_mtu(dev.ifindex) + MAX_DATA_HEADER)
                     .unwrap_or(u16::MAX),
             ),
+            // The connection sends each datagram alone (`pump_locked`): no
+            // runs on a path.
+            train: 1,
             ..base
         };
         conn.reset(cfg);

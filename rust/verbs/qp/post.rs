@@ -134,6 +134,9 @@ impl Qp {
         }
         let mut budget = 256;
         let slack = this.dev.pacing_slack_us();
+        // A datagram written after a run that was not of it: the first of
+        // the next.
+        let mut carry: Option<(TxDatagram, Transmit)> = None;
         let next = loop {
             let Inner {
                 conn,
@@ -156,29 +159,116 @@ impl Qp {
             }
             // The datagram is written straight into its skb (kept for the
             // next round when nothing was written); into `scratch` and
-            // copied only when no skb could be had.
-            let t = if budget == 0 {
+            // copied only when no skb could be had. A run of DATA on one
+            // path goes out as one UDP GSO burst (`train`).
+            // (A carried datagram goes out whatever the budget: the core
+            // wrote it as sent.)
+            let t = if budget == 0 && carry.is_none() {
                 None
             } else {
                 if tx.is_none() {
                     *tx = KBox::new(TxCache::new(), GFP_ATOMIC).ok();
                 }
-                let cap = (c.config().mtu as usize + DATAGRAM_ROOM).min(scratch.len());
-                let spare = tx.as_mut().and_then(|x| x.spare.take());
-                match spare.or_else(|| TxDatagram::new(cap).ok()) {
-                    Some(mut d) => match c.poll_transmit(now, d.buf(), &mut rc.bind(&mut env)) {
-                        Some(t) => {
-                            let routes = tx.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
-                            send_datagram(&this.dev, this.qpn, &src, &dst, &t, d, routes);
-                            Some(t)
-                        }
-                        None => {
-                            if let Some(x) = tx.as_mut() {
-                                x.spare = Some(d);
+                let one = (c.config().mtu as usize + DATAGRAM_ROOM).min(scratch.len());
+                let cap = one.saturating_mul(usize::from(c.config().train.max(1)).min(budget));
+                let spare = tx
+                    .as_mut()
+                    .and_then(|x| x.spare.take())
+                    .filter(|d| d.cap() >= one);
+                let first = match carry.take() {
+                    Some((d, t)) => Some((d, Some(t))),
+                    None => spare
+                        .or_else(|| TxDatagram::new(one).ok())
+                        .map(|d| (d, None)),
+                };
+                match first {
+                    Some((mut d, carried)) => {
+                        let fresh = carried.is_none();
+                        let t = match carried {
+                            Some(t) => Some(t),
+                            None => c.poll_transmit(now, d.buf_at(0, one), &mut rc.bind(&mut env)),
+                        };
+                        match t {
+                            Some(t) => {
+                                // A DATA may start a run: it moves to a datagram
+                                // with room for one (an ACK never needs it).
+                                if fresh
+                                    && matches!(t.kind, TxKind::Data { .. })
+                                    && d.cap() < cap
+                                    && cap >= 2 * one
+                                {
+                                    if let Ok(mut run) = TxDatagram::new(cap) {
+                                        run.buf_at(0, t.len).copy_from_slice(d.buf_at(0, t.len));
+                                        let small = core::mem::replace(&mut d, run);
+                                        if let Some(x) = tx.as_mut() {
+                                            x.spare = Some(small);
+                                        }
+                                    }
+                                }
+                                observe::trace_tx(this.qpn, &t, d.buf_at(0, t.len));
+                                let mut train = Train::new(t);
+                                let mut lone = None;
+                                while train.len() + one <= d.cap()
+                                    && train.wants_more()
+                                    && train.count() < budget
+                                {
+                                    let at = train.len();
+                                    let Some(u) = c.poll_transmit(
+                                        now,
+                                        d.buf_at(at, one),
+                                        &mut rc.bind(&mut env),
+                                    ) else {
+                                        break;
+                                    };
+                                    if train.take(&u) {
+                                        observe::trace_tx(this.qpn, &u, d.buf_at(at, u.len));
+                                    } else {
+                                        // Not of the run: the first of the next,
+                                        // copied to a datagram of its own.
+                                        let room = if matches!(u.kind, TxKind::Data { .. }) {
+                                            cap
+                                        } else {
+                                            one
+                                        };
+                                        carry = TxDatagram::new(room).ok().map(|mut o| {
+                                            o.buf_at(0, u.len).copy_from_slice(d.buf_at(at, u.len));
+                                            (o, u)
+                                        });
+                                        if carry.is_none() {
+                                            // No skb: the core wrote it as sent,
+                                            // and it goes, from `scratch`.
+                                            let n = u.len.min(scratch.len()).min(one);
+                                            scratch[..n].copy_from_slice(d.buf_at(at, n));
+                                            lone = Some((u, n));
+                                        }
+                                        break;
+                                    }
+                                }
+                                budget = budget.saturating_sub(train.count() - 1);
+                                let routes =
+                                    tx.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
+                                train.send(&this.dev, &src, &dst, d, routes);
+                                if let Some((u, n)) = lone {
+                                    send_counted(
+                                        &this.dev,
+                                        this.qpn,
+                                        &src,
+                                        &dst,
+                                        &u,
+                                        &scratch[..n],
+                                        None,
+                                    );
+                                }
+                                Some(t)
                             }
-                            None
+                            None => {
+                                if let Some(x) = tx.as_mut() {
+                                    x.spare = Some(d);
+                                }
+                                None
+                            }
                         }
-                    },
+                    }
                     None => c
                         .poll_transmit(now, scratch, &mut rc.bind(&mut env))
                         .inspect(|t| {
@@ -203,7 +293,7 @@ impl Qp {
             }
             // Sent under the QP lock: the tunnel transmits with bottom halves
             // off, so a datagram to this host is received later, in softirq.
-            budget -= 1;
+            budget = budget.saturating_sub(1);
         };
         // Armed before the lock is released: `Timer::arm` moves a queued timer
         // either way, so a pump racing on another CPU, arming after its own
@@ -231,6 +321,102 @@ impl TxCache {
         TxCache {
             routes: RouteCache::new(),
             spare: None,
+        }
+    }
+}
+
+/// The datagrams the pump wrote one after another into one skb: a run of
+/// DATA packets on one path, each as long as the first but the last, which
+/// may be shorter and ends it: one UDP GSO burst (`Config::train` of them at
+/// most, as the core sends).
+struct Train {
+    /// The first.
+    first: Transmit,
+    /// Datagrams in the run, and their bytes.
+    count: usize,
+    len: usize,
+    /// Whether the run is over (its last was shorter, or a datagram not of
+    /// it came next).
+    closed: bool,
+}
+
+impl Train {
+    fn new(first: Transmit) -> Self {
+        Train {
+            first,
+            count: 1,
+            len: first.len,
+            closed: !matches!(first.kind, TxKind::Data { .. }),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Whether another datagram may join (the caller also checks the room).
+    fn wants_more(&self) -> bool {
+        !self.closed
+    }
+
+    /// Takes `u`, written right after the run, if it belongs to it: DATA on
+    /// the same path, source port, plane and ECN codepoint, no longer than
+    /// the first. Otherwise it stays out, and the run is over.
+    fn take(&mut self, u: &Transmit) -> bool {
+        let f = &self.first;
+        let joins = matches!(u.kind, TxKind::Data { .. })
+            && u.path == f.path
+            && u.src_port == f.src_port
+            && u.plane == f.plane
+            && u.ect == f.ect
+            && u.len <= f.len
+            && u.len != 0;
+        if !joins {
+            self.closed = true;
+            return false;
+        }
+        self.count += 1;
+        self.len += u.len;
+        self.closed = u.len < f.len;
+        true
+    }
+
+    /// Sends the run (counted datagram by datagram, as if each went alone;
+    /// the pump traced each as it was written) from datagram `d`.
+    fn send(
+        self,
+        dev: &DevShared<Qp>,
+        src: &IpAddr,
+        dst: &IpAddr,
+        mut d: TxDatagram,
+        routes: Option<(&mut RouteCache, usize)>,
+    ) {
+        let f = &self.first;
+        let to = Dest {
+            src: *src,
+            dst: *dst,
+            oif: dev.planes.oif(f),
+            src_port: f.src_port,
+            dst_port: dev.transport.port(),
+            ect: f.ect,
+        };
+        if self.count > 1 {
+            d.set_segment(u16::try_from(f.len).unwrap_or(0));
+        }
+        if dev
+            .transport
+            .send_datagram(d, self.len, &to, routes)
+            .is_ok()
+        {
+            dev.count(counter::TX_PACKETS, self.count as u64);
+            dev.count(counter::TX_BYTES, self.len as u64);
+            if f.kind == TxKind::Probe {
+                dev.count(counter::PROBES, 1);
+            }
         }
     }
 }

@@ -102,6 +102,8 @@ pub struct Params {
     pub ack_bundle: u8,
     /// ACKs riding on DATA (MetaRoCE, [`Config::ack_ride`]).
     pub ack_ride: u16,
+    /// Runs of DATA on a path (MetaRoCE, [`Config::train`]).
+    pub train: u8,
     pub base_window: u32,
     pub sample_ns: u64,
     pub seed: u64,
@@ -277,7 +279,7 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
                         paths: self.params.paths,
                         mtu: MTU as u16,
                         base_src_port: base - base % u16::from(planes),
-                        wire_overhead: OVERHEAD as u16,
+                        wire_overhead: OVERHEAD as u8,
                         init_rto_ns: self.params.init_rto_ns,
                         max_rto_ns: self.params.max_rto_ns,
                         pacing_slack_us: self.params.pacing_slack_us,
@@ -286,6 +288,7 @@ impl<const P: usize, const W: usize, const N: usize> Sim<P, W, N> {
                         ack_delay_ns: self.params.ack_delay_ns,
                         ack_bundle: self.params.ack_bundle,
                         ack_ride: self.params.ack_ride,
+                        train: self.params.train,
                         min_rto_ns: self.params.min_rto_ns,
                         ..Config::default()
                     };

@@ -211,6 +211,7 @@ pub(crate) fn meta_params() -> Params {
         ack_delay_ns: metaroce_proto::conn::Config::DEFAULT.ack_delay_ns,
         ack_bundle: metaroce_proto::conn::Config::DEFAULT.ack_bundle,
         ack_ride: metaroce_proto::conn::Config::DEFAULT.ack_ride,
+        train: metaroce_proto::conn::Config::DEFAULT.train,
         base_window: 128 * 1024,
         sample_ns: 0,
         seed: 1,
@@ -432,4 +433,9 @@ fn kernel_column_acks_as_the_module() {
     // The `ack_ride` parameter is on by default (rust/ffi/helpers.c).
     assert!(include_str!("../../../rust/ffi/helpers.c").contains("static bool ack_ride = true;"));
     assert_eq!(p.ack_ride, u16::MAX);
+    assert_eq!(
+        u32::from(crate::scenarios::KERNEL_TRAIN),
+        define("METAROCE_DEFAULT_TRAIN")
+    );
+    assert_eq!(p.train, crate::scenarios::KERNEL_TRAIN);
 }

@@ -49,8 +49,9 @@ pub struct Config {
     /// Source port of path 0; path i starts at `base_src_port + i`.
     pub base_src_port: u16,
     /// Bytes each packet costs on the wire below the MetaRoCE header (Ethernet, IP, UDP,
-    /// preamble, gap), used for pacing.
-    pub wire_overhead: u16,
+    /// preamble, gap), used for pacing (a u8: IPv6 with a VLAN tag is 90; it keeps
+    /// this struct at 104 bytes).
+    pub wire_overhead: u8,
     /// RTO before the first RTT sample, ns.
     pub init_rto_ns: u32,
     /// Smallest RTO, ns.
@@ -101,6 +102,13 @@ pub struct Config {
     /// delayed-ACK timer, where they fit in this, and in `mtu` plus a DATA packet's
     /// largest header. 0 (the default): each goes alone.
     pub ack_ride: u16,
+    /// The most new DATA packets a path sends in a row before the round robin moves on to
+    /// the next path with room (`Documentation/transport.rst`, "Spraying"); a message's
+    /// last packet ends a run. 1 (the default; 0 counts as 1) sprays packet by packet. A host whose network stack sends
+    /// same-sized datagrams to one address and port pair as one burst (UDP GSO: one pass
+    /// through the stack and one doorbell for the lot) sets more; retransmissions and
+    /// probes choose their path as before.
+    pub train: u8,
     /// Initial connection window (bytes of window charge); it then grows by the bytes
     /// acknowledged (doubling per round trip) until other limits bind.
     pub init_qwnd: u32,
@@ -145,6 +153,7 @@ impl Config {
             ack_bundle: 1,
             ack_delay_ns: 2_000,
             ack_ride: 0,
+            train: 1,
             cc: CcConfig::DEFAULT,
         }
     };

@@ -250,6 +250,9 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     retries: u8,
     /// Round-robin cursor: the next path to try.
     rr_path: u8,
+    /// New DATA packets sent in a row on the path before `rr_path` ([`Config::train`]);
+    /// `u8::MAX` once a message's last packet ended the run.
+    rr_run: u8,
     /// The most paths this end has sent on ([`Config::paths`] at most times, more after
     /// [`Connection::set_paths`] lowered it): ACKs are taken on the paths below it, so
     /// a retired path's late answers still count.
@@ -433,6 +436,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         retry_at: Instant::NEVER,
         retries: 0,
         rr_path: 0,
+        rr_run: 0,
         sent_paths: 0,
         partial: 0,
         peer_inc: 0,

@@ -93,6 +93,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         self.sent_paths = self.sent_paths.max(n);
         if self.rr_path >= n {
             self.rr_path = 0;
+            self.rr_run = 0;
         }
         n
     }

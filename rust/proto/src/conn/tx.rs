@@ -257,8 +257,18 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         })
     }
 
-    /// The path for a new data packet: round robin over the paths with room.
+    /// The path for a new data packet: the path the last one went on while it has room
+    /// and its run is shorter than [`Config::train`](super::Config::train) and did not
+    /// end a message, else round robin over the paths with room.
     fn pick_path(&mut self) -> Option<usize> {
+        let n = usize::from(self.cfg.paths).min(P);
+        if self.rr_run != 0 && self.rr_run < self.cfg.train && n != 0 {
+            let last = wrap(usize::from(self.rr_path) + n - 1, n);
+            if self.has_room(last) {
+                self.rr_run += 1;
+                return Some(last);
+            }
+        }
         self.pick_path_but(None)
     }
 
@@ -270,6 +280,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             let p = wrap(start + k, n);
             if Some(p) != avoid && self.has_room(p) {
                 self.rr_path = wrap(p + 1, n) as u8;
+                self.rr_run = 1;
                 return Some(p);
             }
         }
@@ -467,6 +478,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             } else {
                 st.tx.tx_off = off.saturating_add(u32::from(len));
             }
+        }
+        // A message's last packet ends its path's run ([`Config::train`]): the next
+        // message starts on the next path, and a run is never one message's end and
+        // the next one's start (whose datagrams differ in length).
+        if last {
+            self.rr_run = u8::MAX;
         }
         // Streams with a message partly sent ([`Self::sending`]).
         match (off == 0, last) {

@@ -64,6 +64,9 @@ pub const KERNEL_ACK_BUNDLE: u8 = 16;
 /// The kernel module's ACKs riding on DATA: its `ack_ride` parameter's default (on;
 /// the core bounds a ride by the MTU).
 pub const KERNEL_ACK_RIDE: u16 = u16::MAX;
+/// The kernel module's trains: its `train` parameter's default
+/// (`METAROCE_DEFAULT_TRAIN`).
+pub const KERNEL_TRAIN: u8 = 4;
 /// Line rate, bits/s.
 pub const LINE: f64 = GBPS as f64 * 1e9;
 /// RoCEv2 local ACK timeout on lossy fabrics: IBA `timeout` 6 = 262 µs. Above the
@@ -313,6 +316,11 @@ pub fn params(kernel: bool, paths: u8, seed: u64, sample_ns: u64) -> Params {
             KERNEL_ACK_RIDE
         } else {
             metaroce_proto::conn::Config::DEFAULT.ack_ride
+        },
+        train: if k {
+            KERNEL_TRAIN
+        } else {
+            metaroce_proto::conn::Config::DEFAULT.train
         },
         base_window: 128 * 1024,
         sample_ns,
