@@ -529,7 +529,7 @@ impl Drop for TxSkb {
 }
 
 /// The largest UDP payload behind an IPv4 header.
-const MAX_UDP_PAYLOAD: usize = 65535 - 20 - 8;
+pub(crate) const MAX_UDP_PAYLOAD: usize = 65535 - 20 - 8;
 
 /// A datagram being written straight into the skb that will carry it (no
 /// copy on the way out): headroom for any link-layer, IP and UDP headers,

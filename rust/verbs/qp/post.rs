@@ -5,7 +5,7 @@
 //! and arms the QP's timer.
 
 use super::*;
-use crate::ffi::net::{Dest, RouteCache, TxDatagram};
+use crate::ffi::net::{Dest, RouteCache, TxDatagram, MAX_UDP_PAYLOAD};
 use crate::proto::conn::TxKind;
 
 impl Qp {
@@ -170,7 +170,11 @@ impl Qp {
                     *tx = KBox::new(TxCache::new(), GFP_ATOMIC).ok();
                 }
                 let one = (c.config().mtu as usize + DATAGRAM_ROOM).min(scratch.len());
-                let cap = one.saturating_mul(usize::from(c.config().train.max(1)).min(budget));
+                // A run fits one UDP datagram's worth of payload (a GSO skb's
+                // limit): at a 9000-byte MTU, 7 packets.
+                let most = (MAX_UDP_PAYLOAD / one.max(1)).max(1);
+                let cap =
+                    one.saturating_mul(usize::from(c.config().train.max(1)).min(budget).min(most));
                 let spare = tx
                     .as_mut()
                     .and_then(|x| x.spare.take())
