@@ -74,7 +74,7 @@ impl Node {
 
 /// The model QPs' connection configuration between connection ids `local` and `peer`:
 /// 4 paths, a 1 KiB MTU, RTO 0.5-50 ms (2 ms before an RTT sample), no delayed ACK, ACKs
-/// riding on DATA and runs of 4 DATA packets a path (as the kernel's), no pacing; local
+/// riding on DATA (as the kernel's) and runs of 4 DATA packets a path, no pacing; local
 /// ACK timeout 14 (67 ms), `retry_cnt` 7, `rnr_retry` 7.
 pub fn model_config(local: u32, peer: u32) -> Config {
     let mut cfg = Config {
@@ -88,7 +88,7 @@ pub fn model_config(local: u32, peer: u32) -> Config {
         max_rto_ns: 50_000_000,
         ack_delay_ns: 0,
         ack_ride: u16::MAX,
-        // Runs of DATA on a path, as the kernel sends them (its `train` default).
+        // Runs of DATA on a path, as the kernel sends them with `train=4`.
         train: 4,
         pacing: false,
         ..Config::default()

@@ -304,8 +304,8 @@ pub fn spine_of(from_a: bool, src_port: u16, spines: u16) -> u16 {
 /// The kernel module's timers (RTO floor one 4 ms tick, init 20 ms, max 500 ms)
 /// with the verbs limits perftest asks for (`timeout` 14: 67 ms, `retry_cnt` 7),
 /// 8 paths, MTU 1024, its delayed ACK (`ack_every` 2, `ack_delay_us` 100), ACK
-/// bundles (`ack_bundle` 16), ACKs riding on DATA (`ack_ride`) and runs of 4 DATA
-/// packets a path (`train`): the module parameters' defaults.
+/// bundles (`ack_bundle` 16) and ACKs riding on DATA (`ack_ride`), the module
+/// parameters' defaults, and runs of 4 DATA packets a path (`train=4`).
 pub fn kernel_like_config(local: u32, peer: u32) -> Config {
     Config {
         local_conn: local,
