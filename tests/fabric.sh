@@ -149,11 +149,15 @@ fabric_spine() {
         tc -n "$ns" qdisc replace dev "$d" root netem "$@" || return 1
       done ;;
     congest)
-      # A→B leaves the spine on lb. RED marks ECT packets CE from 30 kB of
-      # queue, surely at 90 kB; tbf holds the rate.
+      # A→B leaves the spine on lb. RED marks ECT packets CE from 6 kB of
+      # queue, surely at 18 kB (12 and 36 ms at 4 Mbit/s: marks must come
+      # before the sender's RTO gives a queued packet up, as a switch's ECN
+      # threshold does; at 30 kB, 60 ms of queue, the few packets marked
+      # could arrive after their resends and be dropped as stale, so
+      # nothing was echoed); tbf holds the rate.
       tc -n "$ns" qdisc replace dev lb root handle 1: tbf rate "$1" burst 16kb latency 100ms &&
-        tc -n "$ns" qdisc add dev lb parent 1:1 handle 10: red limit 400000 min 30000 \
-          max 90000 avpkt 1500 burst 30 probability 0.2 bandwidth "$1" ecn ;;
+        tc -n "$ns" qdisc add dev lb parent 1:1 handle 10: red limit 400000 min 6000 \
+          max 18000 avpkt 1500 burst 6 probability 0.2 bandwidth "$1" ecn ;;
     clear)
       for d in la lb; do
         tc -n "$ns" qdisc del dev "$d" root 2>/dev/null
