@@ -35,6 +35,7 @@ mod observe;
 mod peer;
 mod post;
 mod res;
+mod tx;
 mod uc;
 mod ud;
 
@@ -66,7 +67,7 @@ pub(super) use env::RcTables;
 use observe::conn_event;
 pub(crate) use peer::PeerTable;
 use peer::{Link, Peer};
-use post::{fold_stats, send_counted};
+use post::fold_stats;
 
 /// The protocol connection of one RC QP: room for 64 paths (the `paths`
 /// module parameter says how many are used), 64 packets in flight. 9712
@@ -108,7 +109,7 @@ struct Inner {
     /// be had).
     scratch: KVec<u8>,
     /// An RC QP's transmit state (boxed, as `uc`; from its first pump).
-    tx: Option<KBox<post::TxCache>>,
+    tx: Option<KBox<tx::TxCache>>,
 }
 
 /// A queue pair.

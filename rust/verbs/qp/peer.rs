@@ -22,8 +22,8 @@
 //! a member whose streams are closed (its peer hears `CLOSED`).
 
 use super::mux::{split, Closing, Member, Mux, Ready};
+use super::tx::{Out, Pump, Source, TxCache};
 use super::*;
-use crate::ffi::net::RouteCache;
 use crate::ffi::sync::BhGuard;
 use crate::proto::conn::{PathWants, TxKind};
 use crate::proto::ident::Ident;
@@ -158,10 +158,11 @@ struct PeerInner {
     /// Some member (the one probes are addressed to).
     some: Option<u16>,
     closing: Closing,
-    /// One datagram being built.
+    /// One datagram being built when no skb can be had.
     scratch: KVec<u8>,
-    /// Its output routes, by path.
-    routes: RouteCache,
+    /// Its transmit state (output routes by path, a spare skb), from its
+    /// first pump.
+    tx: Option<KBox<TxCache>>,
     /// The connection's counters when last added to the device's.
     last_stats: Stats,
     /// The most patient retry limits of its members so far.
@@ -206,7 +207,7 @@ impl TimerCallback for Peer {
         this.dev.note_timer(this.timer.deadline_ns(), now_ns());
         let mut g = this.inner.lock();
         let now = Instant(now_ns());
-        g.run(&this.dev, None, |c, mux, _| c.handle_timeout(now, mux));
+        g.run(&this.dev, None, |c, mux| c.handle_timeout(now, mux));
         Peer::pump_locked(this, g);
     }
 }
@@ -219,13 +220,12 @@ impl PeerInner {
         &mut self,
         dev: &DevShared<Qp>,
         arrived: Option<(u32, u16)>,
-        f: impl FnOnce(&mut PeerConn, &mut Mux<'_>, &mut [u8]) -> R,
+        f: impl FnOnce(&mut PeerConn, &mut Mux<'_>) -> R,
     ) -> R {
         let PeerInner {
             conn,
             slots,
             closing,
-            scratch,
             some,
             ..
         } = self;
@@ -250,7 +250,7 @@ impl PeerInner {
                 }
             };
         }
-        let r = f(conn, &mut mux!(), scratch);
+        let r = f(conn, &mut mux!());
         // Each close may find another member in error: a few rounds at most.
         for _ in 0..4 {
             if closing.n == 0 && !closing.overflow {
@@ -308,7 +308,7 @@ impl PeerInner {
     fn apply_paths(&mut self, dev: &DevShared<Qp>) -> u8 {
         let now = self.conn.config().paths;
         match self.wants.effective() {
-            Some(n) if n != now => self.run(dev, None, |c, mux, _| c.set_paths(n, mux)),
+            Some(n) if n != now => self.run(dev, None, |c, mux| c.set_paths(n, mux)),
             _ => now,
         }
     }
@@ -334,6 +334,28 @@ impl PeerInner {
         };
         id.and_then(|i| self.slots.members.get(usize::from(i)))
             .map_or(0, |m| m.qpn)
+    }
+}
+
+/// A shared connection as its pump sees it (at time `now`).
+struct PeerSource<'a, 'g> {
+    g: &'a mut BhGuard<'g, PeerInner>,
+    dev: &'a DevShared<Qp>,
+    now: Instant,
+}
+
+impl Source for PeerSource<'_, '_> {
+    fn poll(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+        let now = self.now;
+        self.g
+            .run(self.dev, None, |c, mux| c.poll_transmit(now, buf, mux))
+    }
+
+    fn trace(&mut self, t: &Transmit, bytes: &[u8]) {
+        // The member's QPN, looked up only when traced.
+        if crate::ffi::trace::tx_enabled() {
+            super::observe::trace_tx(self.g.trace_qpn(t), t, bytes);
+        }
     }
 }
 
@@ -408,9 +430,6 @@ impl Peer {
                 u16::try_from(super::ud::port_mtu(dev.ifindex) + MAX_DATA_HEADER)
                     .unwrap_or(u16::MAX),
             ),
-            // The connection sends each datagram alone (`pump_locked`): no
-            // runs on a path.
-            train: 1,
             ..base
         };
         conn.reset(cfg);
@@ -424,7 +443,7 @@ impl Peer {
             some: None,
             closing: Closing::default(),
             scratch,
-            routes: RouteCache::new(),
+            tx: None,
             last_stats: Stats::default(),
             retry: (0, 0, 0),
             wants: PathWants::new(),
@@ -458,7 +477,7 @@ impl Peer {
         let mut list = dev.peers.list.lock();
         let (qp, empty) = {
             let mut g = peer.inner.lock();
-            g.run(dev, None, |c, mux, _| c.close_streams(id * 2, 2, mux));
+            g.run(dev, None, |c, mux| c.close_streams(id * 2, 2, mux));
             let qp = g.slots.qps.get_mut(usize::from(id)).and_then(|q| q.take());
             if qp.is_some() {
                 let s = &mut g.slots;
@@ -537,7 +556,7 @@ impl Peer {
         let arrived = Some((qp.qpn, id));
         let (planes, up) = this.dev.planes.state();
         let plane = this.dev.planes.plane_of_iif(meta.iif);
-        let r = g.run(&this.dev, arrived, |c, mux, _| {
+        let r = g.run(&this.dev, arrived, |c, mux| {
             c.set_planes(planes, up);
             c.handle_pieces_on(now, dg, meta.ce, plane, mux)
         });
@@ -567,45 +586,43 @@ impl Peer {
         Peer::pump_locked(this, g);
     }
 
-    /// [`Self::pump`] with the lock held (at most 256 datagrams), then arms
-    /// the timer for the connection's next deadline.
+    /// [`Self::pump`] with the lock held (at most 256 datagrams, in runs
+    /// as `post.rs` sends them, `tx.rs`), then arms the timer for the
+    /// connection's next deadline.
     fn pump_locked(this: &Arc<Self>, mut g: BhGuard<'_, PeerInner>) {
         let dev = &*this.dev;
         let slack = dev.pacing_slack_us();
-        let mut budget = 256;
+        let out = Out {
+            dev,
+            src: this.src,
+            dst: this.dst,
+        };
+        // Out of the guard while the connection writes (`PeerInner::run`
+        // borrows all of it); put back below.
+        let mut scratch = core::mem::take(&mut g.scratch);
+        let mut tx = g.tx.take();
+        let mut pump = Pump::new();
         let next = loop {
-            let now = Instant(now_ns());
             g.conn.set_pacing_slack_us(slack);
             let (planes, up) = dev.planes.state();
             g.conn.set_planes(planes, up);
-            let t = if budget > 0 {
-                g.run(dev, None, |c, mux, buf| c.poll_transmit(now, buf, mux))
-            } else {
-                None
+            let (mtu, train) = (g.conn.config().mtu, g.conn.config().train);
+            let mut conn = PeerSource {
+                g: &mut g,
+                dev,
+                now: Instant(now_ns()),
             };
-            let Some(t) = t else {
+            if !pump.round(&out, mtu, train, &mut tx, &mut scratch, &mut conn) {
                 let PeerInner {
                     conn, last_stats, ..
                 } = &mut *g;
                 fold_stats(dev, conn.stats(), last_stats);
                 dev.fair.note_rtt(conn.min_rtt());
                 break conn.poll_timeout();
-            };
-            budget -= 1;
-            // The member's QPN, for the trace event only.
-            let qpn = if crate::ffi::trace::tx_enabled() {
-                g.trace_qpn(&t)
-            } else {
-                0
-            };
-            let PeerInner {
-                scratch, routes, ..
-            } = &mut *g;
-            let len = t.len.min(scratch.len());
-            let bytes = scratch.get(..len).unwrap_or(&[]);
-            let routes = Some((routes, usize::from(t.path)));
-            send_counted(dev, qpn, &this.src, &this.dst, &t, bytes, routes);
+            }
         };
+        g.scratch = scratch;
+        g.tx = tx;
         // Armed before the lock is released: `Timer::arm` moves a queued timer
         // either way, so a pump racing on another CPU, arming after its own
         // unlock, could otherwise leave the deadline of an older state.

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Transmission: how a pump (an RC QP's own connection, `post.rs`, or a
+//! shared connection, `peer.rs`) hands what the protocol core writes to the
+//! network stack. Each datagram is written straight into its skb; a run of
+//! DATA packets on one path (`Config::train`) is written one after another
+//! into one skb and goes out as one UDP GSO burst
+//! (`Documentation/device.rst`, "Trains").
+
+use super::*;
+use crate::ffi::net::{Dest, RouteCache, TxDatagram, MAX_UDP_PAYLOAD};
+use crate::proto::conn::TxKind;
+
+/// Room a datagram needs beyond the path MTU's payload
+/// ([`Connection::poll_transmit`]: at least `mtu + 84` bytes).
+pub(super) const DATAGRAM_ROOM: usize = 84;
+
+/// The most datagrams one pump call sends (then it arms its timer, and the
+/// rest goes at the next call).
+const BUDGET: usize = 256;
+
+/// What a pump keeps between calls: its output routes (one slot per path),
+/// a datagram (an skb) allocated but not written by its last round, and
+/// the length of that round's first datagram if it was a DATA (0 if not:
+/// the next round's skb is then allocated with room for a run of that
+/// length, which spares a copy).
+pub(crate) struct TxCache {
+    routes: RouteCache,
+    spare: Option<TxDatagram>,
+    data_len: usize,
+}
+
+impl TxCache {
+    fn new() -> Self {
+        TxCache {
+            routes: RouteCache::new(),
+            spare: None,
+            data_len: 0,
+        }
+    }
+}
+
+/// Where a pump sends: the device and the connection's two addresses.
+pub(super) struct Out<'a> {
+    pub(super) dev: &'a DevShared<Qp>,
+    pub(super) src: IpAddr,
+    pub(super) dst: IpAddr,
+}
+
+/// A connection as a pump sees it.
+pub(super) trait Source {
+    /// Writes the connection's next datagram into `buf` (at least the path
+    /// MTU plus [`DATAGRAM_ROOM`] bytes) and describes it, as
+    /// [`Connection::poll_transmit`] does; `None`: nothing to send now.
+    fn poll(&mut self, buf: &mut [u8]) -> Option<Transmit>;
+
+    /// Traces datagram `bytes`, which `t` describes (`metaroce:tx`).
+    fn trace(&mut self, t: &Transmit, bytes: &[u8]);
+}
+
+/// One pump call: at most [`BUDGET`] datagrams, sent round by round
+/// ([`Self::round`]).
+pub(super) struct Pump {
+    budget: usize,
+    /// A datagram the core wrote after a run it did not belong to: the
+    /// first of the next round (the core counts it as sent, so it goes out
+    /// whatever the budget).
+    carry: Option<(TxDatagram, Transmit)>,
+}
+
+impl Pump {
+    pub(super) fn new() -> Self {
+        Pump {
+            budget: BUDGET,
+            carry: None,
+        }
+    }
+
+    /// One round: the connection's next datagram, and when it is a DATA the
+    /// run that follows it on its path (up to `train` datagrams, one UDP
+    /// payload's worth, the budget left), sent as one skb. `mtu`: the
+    /// connection's path MTU; `cache`: the pump's [`TxCache`] (allocated
+    /// here on first use); `scratch`: where a datagram is written when no
+    /// skb can be had (the datagram is then copied, if an skb can be had by
+    /// then). Returns whether anything was sent: `false` when the source
+    /// had nothing, or the budget is spent.
+    pub(super) fn round(
+        &mut self,
+        out: &Out<'_>,
+        mtu: u16,
+        train: u8,
+        cache: &mut Option<KBox<TxCache>>,
+        scratch: &mut [u8],
+        src: &mut impl Source,
+    ) -> bool {
+        if self.budget == 0 && self.carry.is_none() {
+            return false;
+        }
+        if cache.is_none() {
+            *cache = KBox::new(TxCache::new(), GFP_ATOMIC).ok();
+        }
+        let one = (usize::from(mtu) + DATAGRAM_ROOM).min(scratch.len());
+        // Datagrams a run may have: `train`, within the budget.
+        let n = usize::from(train.max(1)).min(self.budget);
+        // The skb a run of datagrams `len` bytes long needs: room for the
+        // core to write one more after all but the last, within one UDP
+        // datagram's worth of payload (a GSO skb's limit: at a 9000-byte
+        // MTU, 7 packets).
+        let room = |len: usize| {
+            let k = n.min(MAX_UDP_PAYLOAD / len.max(1)).max(1);
+            (k - 1) * len + one
+        };
+        let (mut d, carried) = match self.carry.take() {
+            Some((d, t)) => (d, Some(t)),
+            None => {
+                let spare = cache
+                    .as_mut()
+                    .and_then(|x| x.spare.take())
+                    .filter(|d| d.cap() >= one);
+                // After a DATA, most likely another: room for its run.
+                let want = match cache.as_ref().map_or(0, |x| x.data_len) {
+                    0 => one,
+                    len => room(len),
+                };
+                let d = spare
+                    .or_else(|| TxDatagram::new(want).ok())
+                    .or_else(|| TxDatagram::new(one).ok().filter(|_| want > one));
+                match d {
+                    Some(d) => (d, None),
+                    None => return self.via_scratch(out, cache, scratch, src),
+                }
+            }
+        };
+        let fresh = carried.is_none();
+        let Some(t) = carried.or_else(|| src.poll(d.buf_at(0, one))) else {
+            if let Some(x) = cache.as_mut() {
+                x.spare = Some(d);
+            }
+            return false;
+        };
+        let data = matches!(t.kind, TxKind::Data { .. });
+        if let Some(x) = cache.as_mut() {
+            x.data_len = if data { t.len } else { 0 };
+        }
+        // A DATA may start a run: it moves to a datagram with room for one
+        // (an ACK never needs it). Only the first of a pump call, or the
+        // first after an ACK, pays this copy.
+        if fresh && data && n > 1 && d.cap() < room(t.len) {
+            if let Ok(mut run) = TxDatagram::new(room(t.len)) {
+                run.buf_at(0, t.len).copy_from_slice(d.buf_at(0, t.len));
+                let small = core::mem::replace(&mut d, run);
+                if let Some(x) = cache.as_mut() {
+                    x.spare = Some(small);
+                }
+            }
+        }
+        src.trace(&t, d.buf_at(0, t.len));
+        let mut run = Train::new(t);
+        let mut lone = None;
+        while run.len() + one <= d.cap()
+            && run.len() + t.len <= MAX_UDP_PAYLOAD
+            && run.wants_more()
+            && run.count() < self.budget
+        {
+            let at = run.len();
+            let Some(u) = src.poll(d.buf_at(at, one)) else {
+                break;
+            };
+            if run.take(&u) {
+                src.trace(&u, d.buf_at(at, u.len));
+                continue;
+            }
+            // Not of the run: the first of the next, copied to a datagram
+            // of its own.
+            let size = if n > 1 && matches!(u.kind, TxKind::Data { .. }) {
+                room(u.len)
+            } else {
+                one
+            };
+            self.carry = TxDatagram::new(size).ok().map(|mut o| {
+                o.buf_at(0, u.len).copy_from_slice(d.buf_at(at, u.len));
+                (o, u)
+            });
+            if self.carry.is_none() {
+                // No skb: the core wrote it as sent, and it goes from
+                // `scratch`.
+                let n = u.len.min(scratch.len()).min(one);
+                scratch[..n].copy_from_slice(d.buf_at(at, n));
+                lone = Some((u, n));
+            }
+            break;
+        }
+        self.budget = self.budget.saturating_sub(run.count());
+        let routes = cache.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
+        run.send(out, d, routes);
+        if let Some((u, n)) = lone {
+            src.trace(&u, &scratch[..n]);
+            self.budget = self.budget.saturating_sub(1);
+            let routes = cache.as_mut().map(|x| (&mut x.routes, usize::from(u.path)));
+            send_copy(out, &u, &scratch[..n], routes);
+        }
+        true
+    }
+
+    /// [`Self::round`] when no skb could be had: the next datagram is
+    /// written into `scratch`, then copied into an skb.
+    fn via_scratch(
+        &mut self,
+        out: &Out<'_>,
+        cache: &mut Option<KBox<TxCache>>,
+        scratch: &mut [u8],
+        src: &mut impl Source,
+    ) -> bool {
+        let Some(t) = src.poll(scratch) else {
+            return false;
+        };
+        let len = t.len.min(scratch.len());
+        src.trace(&t, &scratch[..len]);
+        self.budget = self.budget.saturating_sub(1);
+        let routes = cache.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
+        send_copy(out, &t, &scratch[..len], routes);
+        true
+    }
+}
+
+/// The datagrams a round wrote one after another into one skb: a run of
+/// DATA packets on one path, each as long as the first but the last, which
+/// may be shorter and ends it: one UDP GSO burst (`Config::train` of them at
+/// most, as the core sends).
+struct Train {
+    /// The first.
+    first: Transmit,
+    /// Datagrams in the run, and their bytes.
+    count: usize,
+    len: usize,
+    /// Whether the run is over (its last was shorter, or a datagram not of
+    /// it came next).
+    closed: bool,
+}
+
+impl Train {
+    fn new(first: Transmit) -> Self {
+        Train {
+            first,
+            count: 1,
+            len: first.len,
+            closed: !matches!(first.kind, TxKind::Data { .. }),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Whether another datagram may join (the caller also checks the room).
+    fn wants_more(&self) -> bool {
+        !self.closed
+    }
+
+    /// Takes `u`, written right after the run, if it belongs to it: DATA on
+    /// the same path, source port, plane and ECN codepoint, no longer than
+    /// the first. Otherwise it stays out, and the run is over.
+    fn take(&mut self, u: &Transmit) -> bool {
+        let f = &self.first;
+        let joins = matches!(u.kind, TxKind::Data { .. })
+            && u.path == f.path
+            && u.src_port == f.src_port
+            && u.plane == f.plane
+            && u.ect == f.ect
+            && u.len <= f.len
+            && u.len != 0;
+        if !joins {
+            self.closed = true;
+            return false;
+        }
+        self.count += 1;
+        self.len += u.len;
+        self.closed = u.len < f.len;
+        true
+    }
+
+    /// Sends the run from datagram `d` ([`transmit`]).
+    fn send(self, out: &Out<'_>, d: TxDatagram, routes: Option<(&mut RouteCache, usize)>) {
+        transmit(out, &self.first, d, self.len, self.count, routes);
+    }
+}
+
+/// Hands the first `len` bytes of datagram `d` to the stack: `count`
+/// datagrams the core wrote one after another, each described by `first`
+/// but for its length (each as long as the first, the last perhaps
+/// shorter), as one UDP GSO burst when `count` > 1; routed through `routes`
+/// (slot: the path) when given. Counted (`tx_packets`, `tx_bytes`,
+/// `probes`) datagram by datagram, as if each went alone, if it went out.
+fn transmit(
+    out: &Out<'_>,
+    first: &Transmit,
+    mut d: TxDatagram,
+    len: usize,
+    count: usize,
+    routes: Option<(&mut RouteCache, usize)>,
+) {
+    let dev = out.dev;
+    let to = Dest {
+        src: out.src,
+        dst: out.dst,
+        oif: dev.planes.oif(first),
+        src_port: first.src_port,
+        dst_port: dev.transport.port(),
+        ect: first.ect,
+    };
+    if count > 1 {
+        d.set_segment(u16::try_from(first.len).unwrap_or(0));
+    }
+    if dev.transport.send_datagram(d, len, &to, routes).is_ok() {
+        dev.count(counter::TX_PACKETS, count as u64);
+        dev.count(counter::TX_BYTES, len as u64);
+        if first.kind == TxKind::Probe {
+            dev.count(counter::PROBES, 1);
+        }
+    }
+}
+
+/// Sends datagram `bytes`, which `t` describes, copied into an skb of its
+/// own ([`transmit`]); nothing goes out (and nothing is counted) if no skb
+/// can be had. The caller traced it.
+fn send_copy(out: &Out<'_>, t: &Transmit, bytes: &[u8], routes: Option<(&mut RouteCache, usize)>) {
+    let Ok(mut d) = TxDatagram::new(bytes.len()) else {
+        return;
+    };
+    d.buf().copy_from_slice(bytes);
+    transmit(out, t, d, bytes.len(), 1, routes);
+}
+
+/// Sends datagram `bytes`, which the core described in `t`, from `src` to
+/// `dst` through device `dev`'s netdev (copied into an skb; routed through
+/// `routes` when given); traced (`metaroce:tx`, under QPN `qpn`) and counted
+/// ([`transmit`]). Nothing goes out (and nothing is counted) if no skb can
+/// be had.
+pub(super) fn send_counted(
+    dev: &DevShared<Qp>,
+    qpn: u32,
+    src: &IpAddr,
+    dst: &IpAddr,
+    t: &Transmit,
+    bytes: &[u8],
+    routes: Option<(&mut RouteCache, usize)>,
+) {
+    observe::trace_tx(qpn, t, bytes);
+    let out = Out {
+        dev,
+        src: *src,
+        dst: *dst,
+    };
+    send_copy(&out, t, bytes, routes);
+}
