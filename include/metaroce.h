@@ -34,7 +34,7 @@
  * `train` module parameter says otherwise (Documentation/device.rst, "Trains"),
  * and the most it takes.
  */
-#define METAROCE_DEFAULT_TRAIN 1
+#define METAROCE_DEFAULT_TRAIN 4
 #define METAROCE_MAX_TRAIN 16
 
 /*

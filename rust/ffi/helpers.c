@@ -159,8 +159,8 @@ bool metaroce_param_ack_ride(void)
 static uint train = METAROCE_DEFAULT_TRAIN;
 module_param(train, uint, 0644);
 MODULE_PARM_DESC(train,
-		 "Most new DATA packets a path of a per-QP connection (shared=0) "
-		 "sends in a row, handed to the network stack as one UDP GSO burst "
+		 "Most new DATA packets a path of a connection sends in a row, "
+		 "handed to the network stack as one UDP GSO burst "
 		 "(default " __stringify(METAROCE_DEFAULT_TRAIN) "; taken as 1-"
 		 __stringify(METAROCE_MAX_TRAIN) ", 0 as 1; 1: packet by packet "
 		 "over the paths); read when a connection is set up");

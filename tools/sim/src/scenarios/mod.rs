@@ -66,7 +66,7 @@ pub const KERNEL_ACK_BUNDLE: u8 = 16;
 pub const KERNEL_ACK_RIDE: u16 = u16::MAX;
 /// The kernel module's trains: its `train` parameter's default
 /// (`METAROCE_DEFAULT_TRAIN`).
-pub const KERNEL_TRAIN: u8 = 1;
+pub const KERNEL_TRAIN: u8 = 4;
 /// Line rate, bits/s.
 pub const LINE: f64 = GBPS as f64 * 1e9;
 /// RoCEv2 local ACK timeout on lossy fabrics: IBA `timeout` 6 = 262 µs. Above the
