@@ -81,8 +81,11 @@ pub(crate) const NUM_DROP_REASONS: usize = 19;
 /// placed (not when dropped, or a duplicate); every datagram not taken in
 /// pieces is linearized (`Documentation/device.rst`).
 pub(crate) const RX_PIECES: usize = DROP_FIRST + NUM_DROP_REASONS;
+/// Runs of DATA handed to the network stack as one UDP GSO burst (the
+/// `train` parameter; their datagrams are each in `tx_packets`).
+pub(crate) const TX_BURSTS: usize = RX_PIECES + 1;
 /// Number of device counters.
-pub(crate) const NUM_COUNTERS: usize = RX_PIECES + 1;
+pub(crate) const NUM_COUNTERS: usize = TX_BURSTS + 1;
 
 /// The counter names, by index.
 const NAME_STRS: [&CStr; NUM_COUNTERS] = [
@@ -131,6 +134,7 @@ const NAME_STRS: [&CStr; NUM_COUNTERS] = [
     c_str!("rx_drop_stale_incarnation"),
     c_str!("rx_drop_mode_mismatch"),
     c_str!("rx_pieces"),
+    c_str!("tx_gso_bursts"),
 ];
 
 /// The counter names as the RDMA core takes them, by index.

@@ -294,7 +294,8 @@ impl Train {
 /// but for its length (each as long as the first, the last perhaps
 /// shorter), as one UDP GSO burst when `count` > 1; routed through `routes`
 /// (slot: the path) when given. Counted (`tx_packets`, `tx_bytes`,
-/// `probes`) datagram by datagram, as if each went alone, if it went out.
+/// `probes`) datagram by datagram, as if each went alone, and a burst in
+/// `tx_gso_bursts`, if it went out.
 fn transmit(
     out: &Out<'_>,
     first: &Transmit,
@@ -318,6 +319,9 @@ fn transmit(
     if dev.transport.send_datagram(d, len, &to, routes).is_ok() {
         dev.count(counter::TX_PACKETS, count as u64);
         dev.count(counter::TX_BYTES, len as u64);
+        if count > 1 {
+            dev.count(counter::TX_BURSTS, 1);
+        }
         if first.kind == TxKind::Probe {
             dev.count(counter::PROBES, 1);
         }
