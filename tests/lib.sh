@@ -19,6 +19,8 @@ fail() {
   return 0
 }
 check() { # check DESC CMD...: pass if CMD succeeds; on failure show its output
+  # (CMD runs in a command substitution, a subshell: what it assigns or
+  # exports is lost; call such a function directly, then check its status)
   local desc=$1; shift
   local outp
   if outp=$("$@" 2>&1); then pass "$desc"; else fail "$desc" "$outp"; fi

@@ -7,7 +7,8 @@
 if ((MR_ID != 1)); then pass "guest $MR_ID: idle"; done_testing; fi
 local_link && pass "a link for the device: $MR_IF" || fail "a link for the device (one guest: veth mrl0)"
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
-check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
+# MR_MODPARAMS (qemu/vm-run passes it through): module parameters.
+check "insmod metaroce.ko ${MR_MODPARAMS//,/ }" insmod "$MR_REPO/metaroce.ko" ${MR_MODPARAMS//,/ }
 check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
 gid=$(retry 10 gid_index mr0 "$MR_IP4") || gid=""
 [[ -n $gid ]] && pass "mr0: RoCE v2 GID for $MR_IP4 at index $gid" || fail "mr0: GID for $MR_IP4"

@@ -5,7 +5,8 @@
 # over mr0, i.e. over the MetaRoCE transport (UDP port 4792).
 . "$MR_REPO/tests/lib.sh"
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
-check "insmod metaroce.ko" insmod "$MR_REPO/metaroce.ko"
+# MR_MODPARAMS (qemu/vm-run passes it through): module parameters.
+check "insmod metaroce.ko ${MR_MODPARAMS//,/ }" insmod "$MR_REPO/metaroce.ko" ${MR_MODPARAMS//,/ }
 diag "$(dmesg | grep -m1 'metaroce .* loaded')"
 MR_NESTED=1 MR_VERBOSE=1 . "$MR_REPO/tests/guest/traffic.sh" mr0
 diag "$(ibv_devices 2>&1)"
