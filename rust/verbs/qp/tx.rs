@@ -113,15 +113,21 @@ impl Pump {
         let (mut d, carried) = match self.carry.take() {
             Some((d, t)) => (d, Some(t)),
             None => {
-                let spare = cache
-                    .as_mut()
-                    .and_then(|x| x.spare.take())
-                    .filter(|d| d.cap() >= one);
                 // After a DATA, most likely another: room for its run.
                 let want = match cache.as_ref().map_or(0, |x| x.data_len) {
                     0 => one,
                     len => room(len),
                 };
+                // The spare only if it has that room (a one-datagram spare
+                // stays for the next ACK: taken for a DATA it would cost
+                // the copy below).
+                let spare = cache.as_mut().and_then(|x| match x.spare.take() {
+                    Some(d) if d.cap() >= want => Some(d),
+                    small => {
+                        x.spare = small;
+                        None
+                    }
+                });
                 let d = spare
                     .or_else(|| TxDatagram::new(want).ok())
                     .or_else(|| TxDatagram::new(one).ok().filter(|_| want > one));
