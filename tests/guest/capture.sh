@@ -12,7 +12,10 @@
 # they arrive, so the host (tests/wireshark.py capture) can check, per guest,
 #   captured leaving  = netem's packets sent
 #   tx_packets delta (the ACKs destroy_qp repeats included) = captured
-#                      leaving + netem drops
+#                      leaving + netem drops (a run of DATA is one GSO skb,
+#                      one netem drop of up to `train` datagrams: with
+#                      tx_gso_bursts > 0, between the drops and train times
+#                      them)
 #   captured arriving = rx_packets + unknown_qpn_drops deltas
 #                    <= what the peer captured leaving (the link may lose)
 # with every packet captured (tcpdump: 0 dropped by kernel; the equations
@@ -21,6 +24,7 @@
 #
 # Each guest leaves in $MR_RUNDIR: capture.$MR_ID.pcap, tcpdump.$MR_ID.log,
 # counters.$MR_ID.{before,after} (`rdma statistic`), netem.$MR_ID (tc -s),
+# train.$MR_ID (the module's `train`),
 # qp.$MR_ID (the RC QPs seen by `rdma -dd resource show qp` during the run:
 # lqpn, rqpn and path source ports) and ip.$MR_ID (its address).
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
@@ -75,6 +79,7 @@ meet finished
 nap 2
 rdma statistic show link "$dev/1" >"$MR_RUNDIR/counters.$MR_ID.after"
 tc -s qdisc show dev "$MR_IF" >"$MR_RUNDIR/netem.$MR_ID"
+cat /sys/module/metaroce/parameters/train >"$MR_RUNDIR/train.$MR_ID" 2>/dev/null
 size=-1 same=0
 while ((same < 3)); do
   nap 1
