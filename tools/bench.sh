@@ -80,6 +80,11 @@ fi
 log=out/$name-$(date +%Y%m%d-%H%M%S).log
 echo "[bench] two guests, rxe0 and mr0${fabric:+ on the fabric}; full output in $log" >&2
 start=$SECONDS
+# The host's UDP receive-buffer drops (/proc/net/snmp): the guests' link is UDP
+# between the two QEMUs, so a drop there is a packet lost on the "lossless" link
+# that neither guest counts (qemu/vm-run, MR_HOST_RMEM). Printed after the table.
+udp_rcvbuf_errors() { awk '$1 == "Udp:" { if (!h) { for (i = 2; i <= NF; i++) c[$i] = i; h = 1 } else { print $c["RcvbufErrors"]; exit } }' /proc/net/snmp; }
+drops0=$(udp_rcvbuf_errors)
 commit=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo +dirty)
 qemu/vm-run -n 2 -t "$limit" "${guest[@]}" >"$log" 2>&1 &
 vm=$!
@@ -123,6 +128,7 @@ if [[ -n $rundir ]]; then
   k=$(grep -hE -m3 'soft lockup|BUG:|WARNING:|Oops|KASAN|UBSAN|blocked for more than' "$rundir"/console.* 2>/dev/null)
   [[ -n $k ]] && { echo "kernel problems on the guest consoles (first lines):"; sed 's/^/    /' <<<"$k"; }
 fi
+echo "host: UDP datagrams dropped for a full socket buffer during the run (the guests' link; other host sockets count too): $(($(udp_rcvbuf_errors) - drops0))"
 echo "[bench] full output: $log; guest logs: ${rundir:-none}"
 if ((vmrc != 0)); then
   echo "[bench] vm-run exit $vmrc: see $log and ${rundir:-out/}" >&2
