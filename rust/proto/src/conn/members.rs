@@ -182,19 +182,29 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
 }
 
 impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
-    /// Shared connections, a local ACK timeout: every stream with a packet outstanding
-    /// (not held by an RNR refusal, which has its own count) counts one retry, once;
-    /// a stream past `retry_cnt` retries without an acknowledged packet fails alone
-    /// with [`ConnError::RetryExceeded`] (its owner's QP, as IBTA 9.7.6.1.3 has it for
-    /// a QP of its own), while the others and the connection carry on.
+    /// Shared connections, a tick of the local ACK timer (every `ack_timeout_ns` while
+    /// anything is outstanding): every stream with a packet outstanding (not held by
+    /// an RNR refusal, which has its own count) counts the tick, once. A stream's
+    /// count starts over when the peer acknowledges any of its packets
+    /// ([`crate::stream::StreamTx::on_acked`]), so its first tick after that only arms
+    /// it: a retry is a tick that finds it without progress since the previous tick,
+    /// a whole timeout or more (IBTA 9.7.6.1.3: the timer expires "without an
+    /// acknowledgement"; a stream acknowledged just before a tick is not late). Each
+    /// retry counts in `ack_timeouts`. A stream past its QP's `retry_cnt` retries fails
+    /// alone with [`ConnError::RetryExceeded`] (its owner's QP, as IBTA 9.7.6.1.3 has
+    /// it for a QP of its own), while the others and the connection carry on. So a
+    /// stream fails between `retry_cnt + 1` and `retry_cnt + 2` timeouts after its last
+    /// progress: never earlier than a QP of its own connection, at most one timeout
+    /// later.
     pub(super) fn stream_retries<A: App>(&mut self, app: &mut A) {
-        let tick = if self.stats.ack_timeouts & 1 != 0 {
+        let tick = if self.retry_ticks & 1 != 0 {
             RETRY_TICK
         } else {
             0
         };
         let limit = self.cfg.retry_cnt;
         let mut over = NO_STREAM;
+        let mut retries = 0u32;
         for w in 0..W {
             let mut busy = self.flight.busy.get(w).copied().unwrap_or(0);
             while busy != 0 {
@@ -211,16 +221,21 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                 if tx.closed || tx.rnr_held > 0 || tx.retries & RETRY_TICK == tick {
                     continue;
                 }
+                // Ticks without progress: the first arms, each later one is a retry.
                 let n = (tx.retries & !RETRY_TICK)
                     .saturating_add(1)
                     .min(!RETRY_TICK);
                 tx.retries = tick | n;
+                if n >= 2 {
+                    retries = retries.saturating_add(1);
+                }
                 let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
-                if n > limit && over == NO_STREAM {
+                if retries_past(n, limit) && over == NO_STREAM {
                     over = s;
                 }
             }
         }
+        self.stats.ack_timeouts = self.stats.ack_timeouts.wrapping_add(retries);
         // Fail the streams past the limit, one at a time (a failure closes streams
         // and changes the records).
         // At most one failure per record (an application whose scope leaves the
@@ -238,9 +253,10 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                     let Some(s) = self.flight.pool.get(w * 64 + i).map(|k| k.stream()) else {
                         continue;
                     };
-                    let past = app
-                        .stream(s)
-                        .is_some_and(|st| !st.tx.closed && st.tx.retries & !RETRY_TICK > limit);
+                    let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
+                    let past = app.stream(s).is_some_and(|st| {
+                        !st.tx.closed && retries_past(st.tx.retries & !RETRY_TICK, limit)
+                    });
                     if past {
                         over = s;
                         break 'find;
@@ -249,4 +265,11 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             }
         }
     }
+}
+
+/// Whether a stream that counted `ticks` local ACK timer ticks without progress (the
+/// first of which only armed it: [`Connection::stream_retries`]) is past `retry_cnt`
+/// retries.
+fn retries_past(ticks: u8, retry_cnt: u8) -> bool {
+    ticks.saturating_sub(1) > retry_cnt
 }

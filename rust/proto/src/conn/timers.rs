@@ -277,13 +277,15 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             self.retry_at = Instant::NEVER;
             return;
         }
-        self.stats.ack_timeouts = self.stats.ack_timeouts.wrapping_add(1);
         if self.cfg.shared {
-            // Each stream counts its own retries; the connection never fails for them.
+            // Each stream counts its own retries (and `ack_timeouts` counts those); the
+            // connection never fails for them.
             self.retry_at = now.add_nanos(t);
+            self.retry_ticks = self.retry_ticks.wrapping_add(1);
             self.stream_retries(app);
             return;
         }
+        self.stats.ack_timeouts = self.stats.ack_timeouts.wrapping_add(1);
         self.retries = self.retries.saturating_add(1);
         if self.retries > self.cfg.retry_cnt {
             self.retry_at = Instant::NEVER;
