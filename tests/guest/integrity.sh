@@ -2,7 +2,7 @@
 # Two guests: the project's data-integrity test (tests/integrity/integrity.c)
 # over one RC QP pair on the RDMA device named by $1 (mr0: metaroce; rxe0: the
 # kernel's rxe, the oracle). Guest 1 serves, guest 2 drives as the client.
-#   integrity.sh [mr0|rxe0] [-Q] [-s SEED] [-n OPS] [-M MAXSIZE] [NETEM-ARGS...]
+#   integrity.sh [mr0|rxe0] [-Q] [-r RETRY_CNT -T TIMEOUT] [-s SEED] [-n OPS] [-M MAXSIZE] [NETEM-ARGS...]
 # With netem arguments (e.g. `loss 1% duplicate 1% delay 1ms reorder 25%`),
 # both guests shape their egress on the link with them first.
 # The binary is built on the host (guests share its root fs):
@@ -10,11 +10,15 @@
 # The -s/-n/-M options go to the client (defaults: seed 1, 300 ops, 1 MiB,
 # about 29 MB in all); the server takes them from the client. -Q (both
 # sides): the QPs at the device's reported limits (max_qp_wr, max_sge).
+# -r/-T (both sides): the QPs' retry_cnt and local ACK timeout code (defaults
+# 7 and 16); `-r 0 -T 10` (about 17 ms in the kernel) checks that a busy QP's
+# healthy transfer never counts as a timeout.
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
 shift
 args=() deep=()
 if [[ ${1:-} == -Q ]]; then deep=(-Q); shift; fi
+while [[ ${1:-} == -[rT] && $# -ge 2 ]]; do deep+=("$1" "$2"); shift 2; done
 while [[ ${1:-} == -[snM] && $# -ge 2 ]]; do args+=("$1" "$2"); shift 2; done
 integrity_built
 

@@ -112,6 +112,8 @@ struct msg {
 /* ---- state ---- */
 static int verbose, is_server, sock = -1;
 static int deep;		/* -Q: the QP at the device's reported limits */
+static int qp_timeout = 16;	/* -T: the local ACK timeout code (16: 268 ms) */
+static int qp_retry_cnt = 7;	/* -r: retries before IBV_WC_RETRY_EXC_ERR */
 static const char *inject;	/* -X: break one op on purpose (checks the checks) */
 static int injected;
 static uint64_t seed = 1, maxsize = 1 << 20, nops = 300;
@@ -430,8 +432,8 @@ static void qp_connect(void)
 		die("QP to RTR");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 16;		/* 268 ms */
-	a.retry_cnt = 7;
+	a.timeout = qp_timeout;	/* 4.096 us * 2^timeout (16: 268 ms) */
+	a.retry_cnt = qp_retry_cnt;
 	a.rnr_retry = 7;
 	a.sq_psn = me.psn;
 	a.max_rd_atomic = rd;
@@ -1077,7 +1079,7 @@ static void run_op(struct desc *d)
 
 static __attribute__((noreturn)) void usage_to(FILE *f, int rc)
 {
-	fprintf(f, "usage: integrity -d DEV -g GIDIDX [-s SEED] [-n OPS] [-M MAXSIZE] [-p PORT] [-v] [-Q] [-X data|len|imm|replay] "
+	fprintf(f, "usage: integrity -d DEV -g GIDIDX [-s SEED] [-n OPS] [-M MAXSIZE] [-p PORT] [-v] [-Q] [-r RETRY_CNT] [-T TIMEOUT] [-X data|len|imm|replay] "
 		"server | client SERVER_IP\n"
 		"  -d DEV      the RDMA device (mr0, rxe0)\n"
 		"  -g GIDIDX   its RoCE v2 GID index\n"
@@ -1086,6 +1088,8 @@ static __attribute__((noreturn)) void usage_to(FILE *f, int rc)
 		"  -M MAXSIZE  largest message, 4096..2^30 bytes (client)\n"
 		"  -p PORT     the TCP port both ends meet on, 1..65535 (default 19875)\n"
 		"  -v          every operation; -Q: QPs at the device's limits\n"
+		"  -r N        the QPs' retry_cnt, 0..7 (default 7): retries before retry exceeded\n"
+		"  -T CODE     the QPs' local ACK timeout, 4.096 us * 2^CODE, 1..31 (default 16)\n"
 		"  -X WHAT     inject a fault the check must catch: data, len, imm or replay\n"
 		"TAP on stdout; exit 0 when every byte checked out.\n");
 	exit(rc);
@@ -1121,7 +1125,7 @@ int main(int argc, char **argv)
 	uint32_t i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "d:g:s:n:M:p:vQX:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:s:n:M:p:vQX:r:T:h")) != -1) {
 		switch (c) {
 		case 'd': dev = optarg; break;
 		case 'g': gidx = (int)num(optarg, 0, 255); break;
@@ -1131,6 +1135,8 @@ int main(int argc, char **argv)
 		case 'p': port = (int)num(optarg, 1, 65535); break;
 		case 'v': verbose = 1; break;
 		case 'Q': deep = 1; break;
+		case 'r': qp_retry_cnt = (int)num(optarg, 0, 7); break;
+		case 'T': qp_timeout = (int)num(optarg, 1, 31); break;
 		case 'X':
 			inject = optarg;
 			if (strcmp(inject, "data") && strcmp(inject, "len") && strcmp(inject, "imm") &&
