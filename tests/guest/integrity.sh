@@ -11,7 +11,7 @@
 # about 29 MB in all); the server takes them from the client. -Q (both
 # sides): the QPs at the device's reported limits (max_qp_wr, max_sge).
 # -r/-T (both sides): the QPs' retry_cnt and local ACK timeout code (defaults
-# 7 and 16); `-r 0 -T 10` (about 17 ms in the kernel) checks that a busy QP's
+# 7 and 16); `-r 0 -T 11` (about 34 ms in the kernel) checks that a busy QP's
 # healthy transfer never counts as a timeout.
 [[ -n ${MR_NESTED:-} ]] || . "$MR_REPO/tests/lib.sh"
 dev=${1:-mr0}
