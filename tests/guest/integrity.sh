@@ -2,7 +2,8 @@
 # Two guests: the project's data-integrity test (tests/integrity/integrity.c)
 # over one RC QP pair on the RDMA device named by $1 (mr0: metaroce; rxe0: the
 # kernel's rxe, the oracle). Guest 1 serves, guest 2 drives as the client.
-#   integrity.sh [mr0|rxe0] [-Q] [-r RETRY_CNT -T TIMEOUT] [-s SEED] [-n OPS] [-M MAXSIZE] [NETEM-ARGS...]
+#   integrity.sh [mr0|rxe0] [-Q] [-r RETRY_CNT] [-T TIMEOUT] [-s SEED] [-n OPS] [-M MAXSIZE] [NETEM-ARGS...]
+# (the options in any order, before the netem arguments)
 # With netem arguments (e.g. `loss 1% duplicate 1% delay 1ms reorder 25%`),
 # both guests shape their egress on the link with them first.
 # The binary is built on the host (guests share its root fs):
@@ -17,9 +18,15 @@
 dev=${1:-mr0}
 shift
 args=() deep=()
-if [[ ${1:-} == -Q ]]; then deep=(-Q); shift; fi
-while [[ ${1:-} == -[rT] && $# -ge 2 ]]; do deep+=("$1" "$2"); shift 2; done
-while [[ ${1:-} == -[snM] && $# -ge 2 ]]; do args+=("$1" "$2"); shift 2; done
+# The options in any order; the first other word starts the netem arguments.
+while (($#)); do
+  case $1 in
+    -Q) deep+=(-Q); shift ;;
+    -[rT]) (($# >= 2)) || break; deep+=("$1" "$2"); shift 2 ;;
+    -[snM]) (($# >= 2)) || break; args+=("$1" "$2"); shift 2 ;;
+    *) break ;;
+  esac
+done
 integrity_built
 
 add_link "$dev"
