@@ -193,9 +193,11 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// retry counts in `ack_timeouts`. A stream past its QP's `retry_cnt` retries fails
     /// alone with [`ConnError::RetryExceeded`] (its owner's QP, as IBTA 9.7.6.1.3 has
     /// it for a QP of its own), while the others and the connection carry on. So a
-    /// stream fails between `retry_cnt + 1` and `retry_cnt + 2` timeouts after its last
-    /// progress: never earlier than a QP of its own connection, at most one timeout
-    /// later.
+    /// stream fails no sooner than `retry_cnt + 1` timeouts after its last progress
+    /// (never earlier than a QP of its own connection), usually within `retry_cnt + 2`;
+    /// the tick marker is a parity bit, so a stream idle or RNR-held for an odd number
+    /// of ticks skips the next one and fails one timeout later still
+    /// (Documentation/transport.rst, "Retries are each stream's").
     pub(super) fn stream_retries<A: App>(&mut self, app: &mut A) {
         let tick = if self.retry_ticks & 1 != 0 {
             RETRY_TICK
