@@ -11,9 +11,9 @@ use super::ident::Ident;
 /// Width of the per-stream SSN window in packets.
 pub const STREAM_WINDOW: u32 = 128;
 
-/// [`StreamTx::retries`]: the bit that holds the parity of the last local ACK timeout
-/// that counted the stream.
-pub const RETRY_TICK: u8 = 0x80;
+/// [`StreamTx::retries`]: the bit that marks a stream the current local ACK timer tick
+/// has counted; set and cleared within the tick, so clear between ticks.
+pub const RETRY_COUNTED: u8 = 0x80;
 
 /// Sender half of a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,11 +38,12 @@ pub struct StreamTx {
     /// nothing, and a failure or a NAK naming it is not taken again. Cleared when the
     /// stream starts over ([`Stream::start`], [`Stream::restart_tx`]).
     pub closed: bool,
-    /// Shared connections: local ACK timeouts the stream went through with a packet
-    /// outstanding and none acknowledged (bits 0-6), and the parity of the last
-    /// timeout that counted it (bit 7); past the connection's `retry_cnt` the stream
-    /// fails alone with *retry exceeded* (Documentation/transport.rst, "Shared
-    /// connections"). Any acknowledged packet of the stream clears the count.
+    /// Shared connections: local ACK timer ticks the stream went through with a packet
+    /// outstanding and none acknowledged (bits 0-6; the first arms, each later one is
+    /// a retry), and, within a tick only, [`RETRY_COUNTED`] (bit 7); past its QP's
+    /// `retry_cnt` retries the stream fails alone with *retry exceeded*
+    /// (Documentation/transport.rst, "Retries are each stream's"). Any acknowledged
+    /// packet of the stream clears the count.
     pub retries: u8,
     /// When the stream's packets refused with RNR may be resent (ns of the host's
     /// clock; 0: none waits): its own RNR timer, so a long one on another stream does
@@ -83,8 +84,8 @@ impl StreamTx {
     /// Records that `ssn` (with `last` if it ends its message) was acknowledged; returns
     /// the messages that became fully acknowledged, in order.
     pub fn on_acked(&mut self, ssn: u32, last: bool) -> Done {
-        // Progress: the retry count starts over (the tick parity stays).
-        self.retries &= RETRY_TICK;
+        // Progress: the retry count starts over.
+        self.retries = 0;
         let d = ssn.wrapping_sub(self.acked_base);
         let first = self.acked_msn;
         if d >= STREAM_WINDOW {

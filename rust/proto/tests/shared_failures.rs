@@ -463,3 +463,73 @@ fn retry_cnt_zero_fails_a_stuck_stream_within_two_timeouts() {
     );
     assert_eq!(p.nodes[0].conn.stats().ack_timeouts, 1);
 }
+
+/// The bound holds wherever a stream starts among the connection's ticks: QP 0 keeps a
+/// WRITE in flight at every instant (as in
+/// [`retry_cnt_zero_survives_a_busy_lossless_stream`]), so the local ACK timer ticks
+/// every 268 ms (the model's timeout), and QP 2 (`retry_cnt` 0, its peer QP destroyed)
+/// starts 0 to 600 ms in, after none, one or two ticks. It fails one to two timeouts
+/// after its first WRITE every time, with one retry counted, while QP 0's WRITEs all
+/// succeed. (Until stop 59 a tick marked the streams it counted by its parity only: a
+/// stream that started after an odd number of ticks was skipped by the next one and
+/// failed up to three timeouts after it started.)
+#[test]
+fn retry_cnt_zero_fails_a_stuck_stream_whenever_it_starts() {
+    for quiet_ms in [0u64, 150, 300, 450, 600] {
+        let mut p = setup(4);
+        p.nodes[0].qp(2).retry = Some((0, 7));
+        p.nodes[1].destroy_qp(2);
+        let write = |id: u64, len: usize| {
+            rdma(
+                wqe(WrOpcode::RdmaWrite, id, vec![sge(va(A_MR), 0, len, A_MR)]),
+                va(B_MR),
+                B_MR,
+            )
+        };
+        let begin = p.now;
+        let mut start = None;
+        let mut posted = 0u64;
+        let failed_after = loop {
+            let now = p.now;
+            if start.is_none() && now - begin >= quiet_ms * 1_000_000 {
+                for i in 0..4 {
+                    assert!(p.nodes[0].qp(2).host.post_send(write(i, 3000)));
+                }
+                start = Some(now);
+            }
+            if let Some(s) = start {
+                if !p.nodes[0].qp(2).host.send_cq.is_empty() {
+                    break now - s;
+                }
+                assert!(
+                    now - s < 2_000_000_000,
+                    "quiet {quiet_ms} ms: QP 2 never failed"
+                );
+            }
+            if p.nodes[0].qp(0).host.post_send(write(posted, 2000)) {
+                posted += 1;
+            }
+            p.run(30_000);
+            let cq = &mut p.nodes[0].qp(0).host.send_cq;
+            assert!(
+                cq.iter().all(|c| c.status == WcStatus::Success),
+                "quiet {quiet_ms} ms: QP 0 {cq:?}"
+            );
+            cq.clear();
+        };
+        assert!(
+            (250_000_000..600_000_000).contains(&failed_after),
+            "started {quiet_ms} ms in, failed after {failed_after} ns"
+        );
+        assert_eq!(
+            codes(&p.nodes[0].qp(2).host.send_cq).first(),
+            Some(&WcStatus::RetryExcErr),
+            "quiet {quiet_ms} ms"
+        );
+        assert_eq!(
+            p.nodes[0].conn.stats().ack_timeouts,
+            1,
+            "quiet {quiet_ms} ms"
+        );
+    }
+}

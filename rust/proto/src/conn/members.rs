@@ -18,7 +18,7 @@
 //! one QP pair's, addressed and keyed by its [`Config`](super::Config).
 
 use super::super::path::PathRx;
-use super::super::stream::RETRY_TICK;
+use super::super::stream::RETRY_COUNTED;
 use super::super::wire::DropReason;
 use super::{App, ConnError, Connection, NO_STREAM};
 
@@ -193,20 +193,16 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// retry counts in `ack_timeouts`. A stream past its QP's `retry_cnt` retries fails
     /// alone with [`ConnError::RetryExceeded`] (its owner's QP, as IBTA 9.7.6.1.3 has
     /// it for a QP of its own), while the others and the connection carry on. So a
-    /// stream fails no sooner than `retry_cnt + 1` timeouts after its last progress
-    /// (never earlier than a QP of its own connection), usually within `retry_cnt + 2`;
-    /// the tick marker is a parity bit, so a stream idle or RNR-held for an odd number
-    /// of ticks skips the next one and fails one timeout later still
-    /// (Documentation/transport.rst, "Retries are each stream's").
+    /// stream fails between `retry_cnt + 1` and `retry_cnt + 2` timeouts after it last
+    /// had a packet outstanding since its last progress: never earlier than a QP of its
+    /// own connection would (Documentation/transport.rst, "Retries are each stream's").
     pub(super) fn stream_retries<A: App>(&mut self, app: &mut A) {
-        let tick = if self.retry_ticks & 1 != 0 {
-            RETRY_TICK
-        } else {
-            0
-        };
         let limit = self.cfg.retry_cnt;
         let mut over = NO_STREAM;
         let mut retries = 0u32;
+        // A stream has a record per packet in flight: the first record counts it and
+        // marks it (`RETRY_COUNTED`), the others skip it; a second pass clears the
+        // marks, so every tick starts unmarked.
         for w in 0..W {
             let mut busy = self.flight.busy.get(w).copied().unwrap_or(0);
             while busy != 0 {
@@ -220,20 +216,35 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                     continue;
                 };
                 let tx = &mut st.tx;
-                if tx.closed || tx.rnr_held > 0 || tx.retries & RETRY_TICK == tick {
+                if tx.closed || tx.rnr_held > 0 || tx.retries & RETRY_COUNTED != 0 {
                     continue;
                 }
                 // Ticks without progress: the first arms, each later one is a retry.
-                let n = (tx.retries & !RETRY_TICK)
+                let n = (tx.retries & !RETRY_COUNTED)
                     .saturating_add(1)
-                    .min(!RETRY_TICK);
-                tx.retries = tick | n;
+                    .min(!RETRY_COUNTED);
+                tx.retries = RETRY_COUNTED | n;
                 if n >= 2 {
                     retries = retries.saturating_add(1);
                 }
                 let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
                 if retries_past(n, limit) && over == NO_STREAM {
                     over = s;
+                }
+            }
+        }
+        for w in 0..W {
+            let mut busy = self.flight.busy.get(w).copied().unwrap_or(0);
+            while busy != 0 {
+                let i = busy.trailing_zeros() as usize;
+                busy &= busy - 1;
+                if let Some(st) = self
+                    .flight
+                    .pool
+                    .get(w * 64 + i)
+                    .and_then(|k| app.stream(k.stream()))
+                {
+                    st.tx.retries &= !RETRY_COUNTED;
                 }
             }
         }
@@ -256,9 +267,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
                         continue;
                     };
                     let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
-                    let past = app.stream(s).is_some_and(|st| {
-                        !st.tx.closed && retries_past(st.tx.retries & !RETRY_TICK, limit)
-                    });
+                    let past = app
+                        .stream(s)
+                        .is_some_and(|st| !st.tx.closed && retries_past(st.tx.retries, limit));
                     if past {
                         over = s;
                         break 'find;

@@ -248,9 +248,6 @@ pub struct Connection<const P: usize, const W: usize, const N: usize = 64> {
     retry_at: Instant,
     /// Local ACK timeouts since the last progress.
     retries: u8,
-    /// Shared connections: local ACK timer ticks so far; the parity marks the streams
-    /// the current tick has counted ([`crate::stream::RETRY_TICK`]).
-    retry_ticks: u8,
     /// Round-robin cursor: the next path to try.
     rr_path: u8,
     /// New DATA packets sent in a row on the path before `rr_path` ([`Config::train`]);
@@ -438,7 +435,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         stall: 0,
         retry_at: Instant::NEVER,
         retries: 0,
-        retry_ticks: 0,
         rr_path: 0,
         rr_run: 0,
         sent_paths: 0,

@@ -281,7 +281,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             // Each stream counts its own retries (and `ack_timeouts` counts those); the
             // connection never fails for them.
             self.retry_at = now.add_nanos(t);
-            self.retry_ticks = self.retry_ticks.wrapping_add(1);
             self.stream_retries(app);
             return;
         }
