@@ -3,7 +3,7 @@
 # prefix: "side=server dev=mr0 test=write_bw size=65536 loss=0 value=4.31
 # unit=MiB/s pkmsg=64.25 cpu=21.0 rep=2". Guest 1 (side=server) gives the
 # figures (guest 2 those of ib_read_lat, which reports on the client only);
-# both sides give kernel CPU time per MiB. Lossless rows ran in rounds
+# both sides give kernel CPU time per MiB. Lossless, loss and reordering rows ran in rounds
 # (rep=1..N): each device's figure is its median over the rounds, and each
 # ratio the median of the rounds' ratios, with their range. Variables: when,
 # secs, commit.
@@ -40,16 +40,20 @@ function get(test, size, loss, dev, side,   k, n, r) {
   for (r = 1; r <= nrep; r++) if ((k SUBSEP r) in val) { bad(val[k, r]); return val[k, r] }
   return "-"
 }
-# ratio mr0/rxe0 of array A over the rounds: "median [min-max]"
-function ratio(A, test, size, side,   km, kr, r, n, lo, hi, med) {
-  km = test SUBSEP size SUBSEP 0 SUBSEP "mr0" SUBSEP side; kr = test SUBSEP size SUBSEP 0 SUBSEP "rxe0" SUBSEP side
+# ratio A[ka]/A[kb] over the rounds (the same round's two figures): "median
+# [min-max]", or the single round's; "-" if no round has both. Sets lastratio.
+function rounds(A, ka, kb,   r, n, med) {
   split("", m); n = 0
-  for (r = 1; r <= nrep; r++)
-    if ((km SUBSEP r) in A && (kr SUBSEP r) in A && num(A[km, r]) && num(A[kr, r]) && A[kr, r] > 0)
-      m[++n] = A[km, r] / A[kr, r]
+  for (r = 0; r <= nrep; r++)
+    if ((ka SUBSEP r) in A && (kb SUBSEP r) in A && num(A[ka, r]) && num(A[kb, r]) && A[kb, r] > 0)
+      m[++n] = A[ka, r] / A[kb, r]
   if (n == 0) { lastratio = "-"; return "-" }
   med = median(m, n); lastratio = med
   return n == 1 ? sprintf("%.2f", med) : sprintf("%.2f [%.2f-%.2f]", med, m[1], m[n])
+}
+# ratio mr0/rxe0 of array A over the rounds: "median [min-max]"
+function ratio(A, test, size, side) {
+  return rounds(A, test SUBSEP size SUBSEP 0 SUBSEP "mr0" SUBSEP side, test SUBSEP size SUBSEP 0 SUBSEP "rxe0" SUBSEP side)
 }
 function tgt(kind, x, v) {
   if (kind == "") return ""
@@ -87,14 +91,24 @@ function pk(test, size, loss, dev) {
 }
 # loss "r25": netem reorder 25 % (delay 1ms), no loss
 function lab(l) { return l ~ /^r/ ? "ro" substr(l, 2) "%" : l "%" }
-function lrow(test, size, loss, kind, x,   r, mr, r0, m0, rf, mf) {
+# a loss row: each device's median, its fraction of its own lossless figure
+# (the median of the rounds' own fractions, each over the same round's
+# lossless run, with their range; a log from before the loss rows ran in
+# rounds: the medians' quotient) and mr/rxe likewise
+function lfrac(test, size, loss, dev,   k, v) {
+  k = test SUBSEP size SUBSEP loss SUBSEP dev SUBSEP "server"
+  v = rounds(val, k, test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP "server")
+  if (v == "-") { v = div(get(test, size, loss, dev, "server"), get(test, size, 0, dev, "server")); lastratio = v }
+  return v
+}
+function lrow(test, size, loss, kind, x,   r, mr, rf, mf, mv, q) {
   r = get(test, size, loss, "rxe0", "server"); mr = get(test, size, loss, "mr0", "server")
-  r0 = get(test, size, 0, "rxe0", "server"); m0 = get(test, size, 0, "mr0", "server")
-  rf = div(r, r0); mf = div(mr, m0)
-  printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", test, hsize(size), lab(loss), r, rf, mr, mf, div(mr, r), \
+  rf = lfrac(test, size, loss, "rxe0"); mf = lfrac(test, size, loss, "mr0"); mv = lastratio
+  q = rounds(val, test SUBSEP size SUBSEP loss SUBSEP "mr0" SUBSEP "server", test SUBSEP size SUBSEP loss SUBSEP "rxe0" SUBSEP "server")
+  printf "%-10s %-7s %6s %9s %-17s %9s %-17s %-17s %6s %6s   %s\n", test, hsize(size), lab(loss), r, rf, mr, mf, q, \
     div(pk(test, size, loss, "rxe0"), pk(test, size, 0, "rxe0")), \
     div(pk(test, size, loss, "mr0"), pk(test, size, 0, "mr0")), \
-    tgt(kind, x, (mr == "fail" || mr == "timeout") ? 0 : mf)
+    tgt(kind, x, (mr == "fail" || mr == "timeout") ? 0 : mv)
 }
 function mqrow(label, r, mr, s, kind, x) {
   printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", label == "1" ? test_ : "", label, r, mr, s, \
@@ -124,7 +138,7 @@ function mqrows(test,   r1, m1, s1, r16, m16, s16) {
   if (f["test"] ~ /_q[0-9]+$/) nmq++
 }
 END {
-  printf "\nmetaroce bench, %s, commit %s (two QEMU guests, %d s, %d lossless round(s))\n\n", when, commit, secs, nrep
+  printf "\nmetaroce bench, %s, commit %s (two QEMU guests, %d s, %d round(s))\n\n", when, commit, secs, nrep
   print "lossless: each device's median over the rounds; mr/rxe = median of the rounds' ratios [range]"
   printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", "test", "size", "unit", "rxe", "metaroce", "mr/rxe", "target mr/rxe"
   printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", "----", "----", "----", "---", "--------", "------", "-------------"
@@ -143,10 +157,11 @@ END {
   ctable(cpu, "\nkernel CPU per MiB moved, ms (non-idle time split by the sampled kernel share; median over the rounds); srv = guest 1")
   if (length(tick)) ctable(tick, "\nthe same from the sampled system, irq and softirq ticks alone (misses softirq work on an idle CPU); srv = guest 1")
   print "\nunder loss (netem loss on both guests\047 egress) and reordering (ro25%: netem delay 1ms reorder 25%), MiB/s;"
-  print "\"frac\" = fraction of the same device\047s lossless 64 KiB figure (median); \"rxe pk\", \"mr pk\" = packets the server"
-  print "received per message against the same device\047s lossless 64 KiB run (round 1) (above 1: spurious retransmissions)"
-  printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", "test", "size", "loss", "rxe", "frac", "metaroce", "frac", "mr/rxe", "rxe pk", "mr pk", "target mr frac"
-  printf "%-10s %-7s %6s %9s %6s %9s %6s %7s %6s %6s   %s\n", "----", "----", "----", "---", "----", "--------", "----", "------", "------", "-----", "--------------"
+  print "each device\047s median over the rounds; \"frac\" = the median [range] of the rounds\047 fractions of the same device\047s"
+  print "lossless 64 KiB figure in the same round; mr/rxe likewise; \"rxe pk\", \"mr pk\" = packets the server received per"
+  print "message against the same device\047s lossless 64 KiB run (round 1 each) (above 1: spurious retransmissions)"
+  printf "%-10s %-7s %6s %9s %-17s %9s %-17s %-17s %6s %6s   %s\n", "test", "size", "loss", "rxe", "frac", "metaroce", "frac", "mr/rxe", "rxe pk", "mr pk", "target mr frac"
+  printf "%-10s %-7s %6s %9s %-17s %9s %-17s %-17s %6s %6s   %s\n", "----", "----", "----", "---", "----", "--------", "----", "------", "------", "-----", "--------------"
   if (nl == 0) print "(no loss rows)"
   for (i = 1; i <= n; i++)
     for (k = 1; k <= nl; k++)
@@ -164,7 +179,8 @@ END {
   print "metaroce under loss >= 0.95 of its lossless bandwidth at 1 % loss and >= 0.6 at 10 %;"
   print "16 QPs sharing one connection carry at least what one QP does (16/1 >= 1)."
   print "bandwidth in MiB/s (perftest\047s MB/sec), higher is better; latency lower is better."
-  print "loss and reordering rows run 128 x 64 KiB, capped at 60 s; lossless 64 KiB rows run 256 x 64 KiB."
+  print "loss and reordering rows run 128 x 64 KiB, capped at 60 s (one that timed out is not run again in later rounds);"
+  print "lossless 64 KiB rows run 256 x 64 KiB."
   print "guests run under TCG emulation: only the ratio within one run means anything."
   if (NR == 0) print "\nno BENCH lines from guest 1: the run broke early, see the log"
   else if (nfail) printf "%d figure(s) fail/timeout/zero (zero: perftest reported 0.00 MiB/s); details in the log\n", nfail

@@ -18,10 +18,11 @@
 # otherwise); tools/bench.sh turns guest 1's lines into a table. A failed run
 # is recorded and the bench goes on: nothing here prints "not ok" for a
 # measurement.
-# The lossless rows run REPS rounds (default 3), each round both devices in
-# turn, so each round gives one ratio from the same minutes (rep=K on the
-# line); the loss, reordering and multi-QP rows run once, and not at all
-# with "lossless". Bandwidth lines carry cpu=: this guest's kernel CPU time
+# The lossless, loss and reordering rows run REPS rounds (default 3), each
+# round both devices in turn, so each round gives one ratio from the same
+# minutes (rep=K on the line; a loss row's fraction of lossless pairs it with
+# the same round's lossless figure); the multi-QP rows run once; with
+# "lossless", only the lossless rows. Bandwidth lines carry cpu=: this guest's kernel CPU time
 # per MiB moved, in ms: where both devices do their work (user time is
 # perftest busy-polling its CQ, all of the run whatever the device, and the
 # same user-space provider posting for both): the exact non-idle time split
@@ -29,7 +30,7 @@
 # sampled system + irq + softirq ticks alone fall short: they miss the
 # softirq work done on an idle CPU; tick= carries them, for comparison).
 # The latency rows are ib_write_lat, ib_send_lat and ib_read_lat at 64 B.
-#   bench.sh [REPS [lossless]]   (run by: qemu/vm-run -n 2 -t 2400 tests/guest/bench.sh 3)
+#   bench.sh [REPS [lossless]]   (run by: qemu/vm-run -n 2 -t 2700 tests/guest/bench.sh 3)
 . "$MR_REPO/tests/lib.sh"
 reps=${1:-3} only=${2:-}
 [[ $reps =~ ^[1-9][0-9]*$ && ( -z $only || $only == lossless ) ]] ||
@@ -171,11 +172,50 @@ measure() {
   return $rc
 }
 
-# Lossless, REPS rounds, each round both devices in turn: latency first,
-# then bandwidth from the largest message (fewest messages in flight) down.
-# After two runs in a row that hit the timeout, the device's remaining runs
-# of the round are recorded as failed without running (a wedged peer would
-# only eat the time limit); both guests apply the same rule.
+# Under loss, then reordering: each guest puts the same netem qdisc on its own
+# egress at the start of a phase; the phase's first run starts only once both
+# guests reached it (the client connects to the server's new port), so both
+# links are lossy by then; perftest's TCP side channel rides out the loss. Each
+# run is capped at $loss_timeout s; a device's run that timed out (on either
+# guest: they agree by swapping exit codes, since both must keep running the
+# same sequence of runs) is recorded as timed out in the later rounds without
+# being run (rxe's go-back-N times out at 10 % loss and under reordering every
+# time, a minute a run).
+declare -A gone=()
+netem_ok=""
+if command -v tc >/dev/null && tc qdisc replace dev "$MR_IF" root netem loss 0% 2>/dev/null; then
+  netem_ok=1
+else
+  diag "netem: not available ($(tc qdisc replace dev "$MR_IF" root netem loss 0% 2>&1))"
+fi
+tc qdisc del dev "$MR_IF" root >/dev/null 2>&1
+loss_phase() { # LOSS (a rate in percent, or r25) NETEM-ARGS...
+  local loss=$1 d t rc peer; shift
+  if [[ -z $netem_ok ]]; then
+    for d in "${devs[@]}"; do for t in write_bw send_bw; do bench "$d" "$t" "$loss_size" "$loss" fail MiB/s; done; done
+    return
+  fi
+  tc qdisc replace dev "$MR_IF" root netem "$@"
+  diag "netem on $MR_IF: $(tc qdisc show dev "$MR_IF" | head -1)"
+  for d in "${devs[@]}"; do for t in write_bw send_bw; do
+    if [[ -n ${gone["$d $t $loss"]:-} ]]; then
+      port=$((port + 1))
+      bench "$d" "$t" "$loss_size" "$loss" timeout MiB/s
+      continue
+    fi
+    measure "$d" "$t" "$loss_size" "$loss_iters" "$loss_timeout" "$loss"; rc=$?
+    peer=$(swap "loss-rc-$port" "$rc")
+    ((rc == 124 || peer == 124)) && gone["$d $t $loss"]=1
+  done; done
+  tc qdisc del dev "$MR_IF" root
+}
+
+# REPS rounds. Each: both devices in turn on the lossless link, latency first,
+# then bandwidth from the largest message (fewest messages in flight) down;
+# then (unless "lossless") the loss and reordering rows. After two lossless
+# runs in a row that hit the timeout, the device's remaining lossless runs of
+# the round are recorded as failed without running (a wedged peer would only
+# eat the time limit); both guests apply the same rule.
 runs=("write_lat 64" "send_lat 64" "read_lat 64")
 for t in write_bw send_bw; do for s in 1048576 65536 4096; do runs+=("$t $s"); done; done
 for ((rep = 1; rep <= reps; rep++)); do
@@ -192,37 +232,13 @@ for ((rep = 1; rep <= reps; rep++)); do
       if ((rc == 124)); then timeouts=$((timeouts + 1)); else timeouts=0; fi
     done
   done
+  [[ $only == lossless ]] && continue
+  for loss in "${loss_rates[@]}"; do loss_phase "$loss" loss "$loss%"; done
+  # shellcheck disable=SC2086  # the netem arguments: words
+  loss_phase r25 $reorder_netem
 done
 rep=""
 [[ $only == lossless ]] && { pass "bench finished (lossless rows only)"; done_testing; }
-
-# Under loss: each guest puts the same netem qdisc on its own egress at the
-# start of a phase. A phase's first run starts only once both sides are in it
-# (the client connects to the server's new port), so both links are lossy by
-# then; perftest's TCP side channel rides out the loss. No skip rule here:
-# each run is capped at $loss_timeout s, and a run that fails on one side
-# only must not make the two guests' sequences differ.
-if ! command -v tc >/dev/null || ! tc qdisc replace dev "$MR_IF" root netem loss 0% 2>/dev/null; then
-  diag "netem: not available ($(tc qdisc replace dev "$MR_IF" root netem loss 0% 2>&1))"
-  for loss in "${loss_rates[@]}" r25; do for d in "${devs[@]}"; do for t in write_bw send_bw; do
-    bench "$d" "$t" "$loss_size" "$loss" fail MiB/s
-  done; done; done
-else
-  for loss in "${loss_rates[@]}"; do
-    tc qdisc replace dev "$MR_IF" root netem loss "$loss%"
-    diag "netem on $MR_IF: $(tc qdisc show dev "$MR_IF" | head -1)"
-    for d in "${devs[@]}"; do for t in write_bw send_bw; do
-      measure "$d" "$t" "$loss_size" "$loss_iters" "$loss_timeout" "$loss"
-    done; done
-  done
-  # shellcheck disable=SC2086  # the netem arguments: words
-  tc qdisc replace dev "$MR_IF" root netem $reorder_netem
-  diag "netem on $MR_IF: $(tc qdisc show dev "$MR_IF" | head -1)"
-  for d in "${devs[@]}"; do for t in write_bw send_bw; do
-    measure "$d" "$t" "$loss_size" "$loss_iters" "$loss_timeout" r25
-  done; done
-  tc qdisc del dev "$MR_IF" root
-fi
 
 # Multiple QPs, lossless, 64 KiB: 1 QP (256 messages) and 16 QPs (-q 16, 16
 # messages each: the same 16 MiB) on rxe0 and on mr0 with a connection per
