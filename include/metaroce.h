@@ -103,6 +103,7 @@ u32 metaroce_param_ack_delay_us(void);
 bool metaroce_param_ack_ride(void);
 u32 metaroce_param_train(void);
 bool metaroce_param_link_payload(void);
+bool metaroce_param_rx_gro(void);
 u64 metaroce_tick_ns(void);
 struct sk_buff;
 struct nlattr;

@@ -96,7 +96,7 @@ impl kernel::Module for Metaroce {
         let transport = Arc::new(net::Transport::new(port)?, GFP_KERNEL)?;
         let devices = ffi::rdma::Registration::new(module, transport)?;
         pr_info!(
-            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={} ack_every={} ack_bundle={} ack_delay_us={} ack_ride={} train={} link_payload={}\n",
+            "metaroce {} loaded: udp_port={} paths={} rx_mbps={} shared={} ack_every={} ack_bundle={} ack_delay_us={} ack_ride={} train={} link_payload={} rx_gro={}\n",
             ffi::version(),
             port,
             paths,
@@ -107,7 +107,8 @@ impl kernel::Module for Metaroce {
             ffi::params::ack_delay_ns() / 1000,
             u8::from(ffi::params::ack_ride()),
             ffi::params::train(),
-            u8::from(ffi::params::link_payload())
+            u8::from(ffi::params::link_payload()),
+            u8::from(ffi::params::rx_gro())
         );
         Ok(Metaroce {
             devices,

@@ -17,7 +17,7 @@
 # "fail" (or "timeout") and the bench goes on. See Documentation/bench.rst.
 #
 #   bash tools/bench.sh [--reps REPS [--lossless]]
-#        (REPS 1-99, default 3 rounds: about 25 minutes under TCG; --lossless:
+#        (REPS 1-99, default 3 rounds: about 12-15 minutes under TCG; --lossless:
 #        only the lossless rows, 3-5 minutes a round). The progress lines are
 #        guest 1's (the server: it has no ib_read_lat figure, shown as
 #        value=client); the table has both guests'. Exits 1 if the guest run

@@ -144,6 +144,25 @@ u32 metaroce_param_ack_delay_us(void)
 	return READ_ONCE(ack_delay_us);
 }
 
+/*
+ * UDP GRO on the tunnel sockets (Documentation/device.rst, "Receive"): the
+ * stack's GRO merges a path's back-to-back datagrams (same addresses and
+ * ports, same length, same TOS and so ECN field) into one skb, which takes
+ * the IP layer, the route and the socket lookup once; the UDP layer splits it
+ * again before encap_rcv (udp_unexpected_gso: an encapsulating socket never
+ * sees a GSO skb), so metaroce still gets one datagram per packet.
+ */
+static bool rx_gro = true;
+module_param(rx_gro, bool, 0444);
+MODULE_PARM_DESC(rx_gro,
+		 "UDP GRO on the tunnel sockets: a path's back-to-back datagrams "
+		 "cross the IP layer as one skb (default on); read at load");
+
+bool metaroce_param_rx_gro(void)
+{
+	return READ_ONCE(rx_gro);
+}
+
 static bool ack_ride = true;
 module_param(ack_ride, bool, 0644);
 MODULE_PARM_DESC(ack_ride,
@@ -1072,6 +1091,8 @@ int metaroce_udp_tunnel_open(bool ipv6, __be16 port, metaroce_encap_rcv_t rcv,
 	if (err)
 		return err;
 	setup_udp_tunnel_sock(&init_net, *sockp, &tcfg);
+	if (READ_ONCE(rx_gro))
+		udp_set_bit(GRO_ENABLED, (*sockp)->sk);	/* not ACCEPT_L4 */
 	return 0;
 }
 

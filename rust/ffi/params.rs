@@ -76,6 +76,14 @@ pub(crate) fn ack_delay_ns() -> u32 {
     v.min(MAX_ACK_DELAY_US) * 1000
 }
 
+/// The `rx_gro` module parameter: whether the tunnel sockets take UDP GRO
+/// (`Documentation/device.rst`, "Receive"). Read-only, taken at load.
+pub(crate) fn rx_gro() -> bool {
+    // SAFETY: `metaroce_param_rx_gro` takes no arguments and reads a `bool`
+    // module parameter with `READ_ONCE`.
+    unsafe { bindings::metaroce_param_rx_gro() }
+}
+
 /// The `ack_ride` module parameter: whether ACKs and a short DATA packet
 /// share a datagram (`Documentation/transport.rst`, "ACKs riding on DATA").
 /// Writable at any time; a connection takes it when it is set up.
