@@ -29,7 +29,8 @@
 # by the sampled kernel share (cpu_per_mib in tests/lib.sh says why the
 # sampled system + irq + softirq ticks alone fall short: they miss the
 # softirq work done on an idle CPU; tick= carries them, for comparison).
-# The latency rows are ib_write_lat, ib_send_lat and ib_read_lat at 64 B.
+# The latency rows are ib_write_lat, ib_send_lat and ib_read_lat at 64 B;
+# test=send_bw_ev is ib_send_bw -e (event mode) at 64 KiB, for comparison.
 #   bench.sh [REPS [lossless]]   (run by: qemu/vm-run -n 2 -t 2700 tests/guest/bench.sh 3)
 . "$MR_REPO/tests/lib.sh"
 reps=${1:-3} only=${2:-}
@@ -58,7 +59,7 @@ side() { server && echo server || echo client; }
 bench() {
   diag "BENCH side=$(side) dev=$1 test=$2 size=$3 loss=$4 value=$5 unit=$6${7:+ pkmsg=$7}${8:+ cpu=$8}${9:+ tick=$9}${rep:+ rep=$rep}"
 }
-rep=""
+rep="" ev=""
 # rxpkts DEV: the packets DEV has received (rxe: rcvd_pkts; metaroce:
 # rx_packets), or nothing if its counters cannot be read.
 rxpkts() {
@@ -137,6 +138,9 @@ measure() {
   local d=$1 t=$2 s=$3 n=$4 to=$5 loss=$6 unit=MiB/s out rc v t0=$SECONDS p0 p1 pk="" q=() bt=$2 bd=$1 c0 c1 cpu="" tick=""
   [[ $t == *_lat ]] && unit=usec
   [[ -n ${7:-} ]] && { q=(-q "$7"); bt=${t}_q$7 bd=${8:-$d}; }
+  # event mode (perftest -e: both sides sleep on a completion channel
+  # instead of busy-polling the CQ); the line's test TEST_ev
+  [[ -n $ev ]] && { q+=(-e); bt=${bt}_ev; }
   port=$((port + 1))
   # Both guests start each run together: a client still retrying a run the
   # server gave up on (its TCP side channel could not connect under 10 %
@@ -218,20 +222,25 @@ loss_phase() { # LOSS (a rate in percent, or r25) NETEM-ARGS...
 # eat the time limit); both guests apply the same rule.
 runs=("write_lat 64" "send_lat 64" "read_lat 64")
 for t in write_bw send_bw; do for s in 1048576 65536 4096; do runs+=("$t $s"); done; done
+# and SEND 64 KiB in event mode: the server of a polling ib_send_bw shares its
+# one vCPU with the receive softirq (Documentation/bench.rst, "Data path
+# (stop 58)"); no target, for comparison
+runs+=("send_bw 65536 ev")
 for ((rep = 1; rep <= reps; rep++)); do
   for d in "${devs[@]}"; do
     timeouts=0
     for r in "${runs[@]}"; do
-      read -r t s <<<"$r"
+      read -r t s ev <<<"$r"
       if [[ $t == *_lat ]]; then n=200 unit=usec; else n=${iters[$s]} unit=MiB/s; fi
       if ((timeouts >= 2)); then
         port=$((port + 1))
-        bench "$d" "$t" "$s" 0 fail "$unit"; diag "$d ib_$t -s $s: skipped after 2 timeouts in a row"; continue
+        bench "$d" "$t${ev:+_ev}" "$s" 0 fail "$unit"; diag "$d ib_$t -s $s: skipped after 2 timeouts in a row"; continue
       fi
       measure "$d" "$t" "$s" "$n" "$run_timeout" 0; rc=$?
       if ((rc == 124)); then timeouts=$((timeouts + 1)); else timeouts=0; fi
     done
   done
+  ev=""
   [[ $only == lossless ]] && continue
   for loss in "${loss_rates[@]}"; do loss_phase "$loss" loss "$loss%"; done
   # shellcheck disable=SC2086  # the netem arguments: words
