@@ -150,13 +150,16 @@ u32 metaroce_param_ack_delay_us(void)
  * ports, same length, same TOS and so ECN field) into one skb, which takes
  * the IP layer, the route and the socket lookup once; the UDP layer splits it
  * again before encap_rcv (udp_unexpected_gso: an encapsulating socket never
- * sees a GSO skb), so metaroce still gets one datagram per packet.
+ * sees a GSO skb), so metaroce still gets one datagram per packet. Off by
+ * default: a packet capture on the receiver (AF_PACKET taps sit after GRO)
+ * then shows the merged skbs, not the datagrams on the wire.
  */
-static bool rx_gro = true;
+static bool rx_gro;
 module_param(rx_gro, bool, 0444);
 MODULE_PARM_DESC(rx_gro,
 		 "UDP GRO on the tunnel sockets: a path's back-to-back datagrams "
-		 "cross the IP layer as one skb (default on); read at load");
+		 "cross the IP layer as one skb (default off: captures on the "
+		 "receiver would show the merged skbs); read at load");
 
 bool metaroce_param_rx_gro(void)
 {
