@@ -37,7 +37,7 @@ function get(test, size, loss, dev, side,   k, n, r) {
   if ((k SUBSEP 0) in val) return val[k, 0]
   n = gather(val, k)
   if (n) return sprintf("%.2f", median(m, n))
-  for (r = 1; r <= nrep; r++) if ((k SUBSEP r) in val) { bad(val[k, r]); return val[k, r] }
+  for (r = 1; r <= nrep; r++) if ((k SUBSEP r) in val) return val[k, r]
   return "-"
 }
 # ratio A[ka]/A[kb] over the rounds (the same round's two figures): "median
@@ -60,6 +60,7 @@ function tgt(kind, x, v) {
   return sprintf("%s %-4s %s", kind == "ge" ? ">=" : "<=", x, \
     !num(v) ? "-" : ((kind == "ge" ? v + 0 >= x : v + 0 <= x) ? "yes" : "NO"))
 }
+# each fail/timeout/zero figure counts once, as it is read
 function bad(v) { if (v == "fail" || v == "timeout" || v == "zero") nfail++ }
 function cmed(A, test, size, dev, side,   n) {
   n = gather(A, test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP side)
@@ -98,11 +99,22 @@ function lab(l) { return l ~ /^r/ ? "ro" substr(l, 2) "%" : l "%" }
 # (the median of the rounds' own fractions, each over the same round's
 # lossless run, with their range; a log from before the loss rows ran in
 # rounds: the medians' quotient) and mr/rxe likewise
-function lfrac(test, size, loss, dev,   k, v) {
-  k = test SUBSEP size SUBSEP loss SUBSEP dev SUBSEP "server"
-  v = rounds(val, k, test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP "server")
-  if (v == "-") { v = div(get(test, size, loss, dev, "server"), get(test, size, 0, dev, "server")); lastratio = v }
-  return v
+# A round whose loss run failed or timed out (while its lossless run gave a
+# figure) counts as a fraction of 0: a miss, not a round left out.
+function lfrac(test, size, loss, dev,   k, k0, r, n, med, v) {
+  k = test SUBSEP size SUBSEP loss SUBSEP dev SUBSEP "server"; k0 = test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP "server"
+  split("", m); n = 0
+  for (r = 0; r <= nrep; r++)
+    if ((k SUBSEP r) in val && (k0 SUBSEP r) in val && num(val[k0, r]) && val[k0, r] > 0) {
+      if (num(val[k, r])) m[++n] = val[k, r] / val[k0, r]
+      else if (val[k, r] == "fail" || val[k, r] == "timeout") m[++n] = 0
+    }
+  if (n == 0) {
+    v = div(get(test, size, loss, dev, "server"), get(test, size, 0, dev, "server")); lastratio = v
+    return v
+  }
+  med = median(m, n); lastratio = med
+  return n == 1 ? sprintf("%.2f", med) : sprintf("%.2f [%.2f-%.2f]", med, m[1], m[n])
 }
 function lrow(test, size, loss, kind, x,   r, mr, rf, mf, mv, q) {
   r = get(test, size, loss, "rxe0", "server"); mr = get(test, size, loss, "mr0", "server")
@@ -133,7 +145,7 @@ function mqrows(test,   r1, m1, s1, r16, m16, s16) {
   # perftest now and then reports a bandwidth of 0.00 for a run that moved its
   # data (its own clock): no figure, not a zero
   if (f["unit"] == "MiB/s" && num(f["value"]) && f["value"] + 0 == 0) f["value"] = "zero"
-  if (f["side"] == "server" || f["test"] == "read_lat") val[k, r] = f["value"]
+  if (f["side"] == "server" || f["test"] == "read_lat") { val[k, r] = f["value"]; bad(f["value"]) }
   if ("cpu" in f) cpu[k, r] = f["cpu"]
   if ("tick" in f) tick[k, r] = f["tick"]
   if ("pkmsg" in f && f["side"] == "server" && r <= 1) pkm[f["test"], f["size"], l, f["dev"]] = f["pkmsg"]

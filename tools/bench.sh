@@ -74,8 +74,8 @@ if [[ -n $fabric ]]; then
   # 6 rows x 2 devices x REPS runs, each capped at 60 s (most take 10-20 s).
   limit=$((600 + reps * 12 * 70))
 else
-  # a round: about 4 minutes lossless, 3-7 under loss (the first round's rxe
-  # timeouts cost 4 minutes); the multi-QP rows about 3
+  # generous: 3 rounds took 12 minutes (stop 59), the first round's rxe
+  # timeouts under loss 4 of them
   name=bench guest=(tests/guest/bench.sh "$reps" ${only:+"$only"}) limit=$((1200 + reps * 720))
 fi
 log=out/$name-$(date +%Y%m%d-%H%M%S).log

@@ -31,7 +31,7 @@
 # softirq work done on an idle CPU; tick= carries them, for comparison).
 # The latency rows are ib_write_lat, ib_send_lat and ib_read_lat at 64 B;
 # test=send_bw_ev is ib_send_bw -e (event mode) at 64 KiB, for comparison.
-#   bench.sh [REPS [lossless]]   (run by: qemu/vm-run -n 2 -t 2700 tests/guest/bench.sh 3)
+#   bench.sh [REPS [lossless]]   (run by tools/bench.sh, which sets vm-run's time limit)
 . "$MR_REPO/tests/lib.sh"
 reps=${1:-3} only=${2:-}
 [[ $reps =~ ^[1-9][0-9]*$ && ( -z $only || $only == lossless ) ]] ||
@@ -193,6 +193,11 @@ else
   diag "netem: not available ($(tc qdisc replace dev "$MR_IF" root netem loss 0% 2>&1))"
 fi
 tc qdisc del dev "$MR_IF" root >/dev/null 2>&1
+# both guests run the loss rows, or neither (they must run the same sequence)
+if [[ $only != lossless && $(swap netem-ok "${netem_ok:-0}") != 1 ]]; then
+  [[ -n $netem_ok ]] && diag "netem: not available on the other guest"
+  netem_ok=""
+fi
 loss_phase() { # LOSS (a rate in percent, or r25) NETEM-ARGS...
   local loss=$1 d t rc peer; shift
   if [[ -z $netem_ok ]]; then

@@ -193,9 +193,9 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// retry counts in `ack_timeouts`. A stream past its QP's `retry_cnt` retries fails
     /// alone with [`ConnError::RetryExceeded`] (its owner's QP, as IBTA 9.7.6.1.3 has
     /// it for a QP of its own), while the others and the connection carry on. So a
-    /// stream fails between `retry_cnt + 1` and `retry_cnt + 2` timeouts after it last
-    /// had a packet outstanding since its last progress: never earlier than a QP of its
-    /// own connection would (Documentation/transport.rst, "Retries are each stream's").
+    /// stream fails between `retry_cnt + 1` and `retry_cnt + 2` timeouts after it first
+    /// had a packet outstanding since its last progress (plus any ticks it spent held by
+    /// RNR): never earlier than a QP of its own connection would (Documentation/transport.rst, "Retries are each stream's").
     pub(super) fn stream_retries<A: App>(&mut self, app: &mut A) {
         let limit = self.cfg.retry_cnt;
         let mut over = NO_STREAM;
