@@ -42,11 +42,14 @@ function get(test, size, loss, dev, side,   k, n, r) {
 }
 # ratio A[ka]/A[kb] over the rounds (the same round's two figures): "median
 # [min-max]", or the single round's; "-" if no round has both. Sets lastratio.
-function rounds(A, ka, kb,   r, n, med) {
+# With miss0, a round whose A[ka] failed or timed out counts as 0.
+function rounds(A, ka, kb, miss0,   r, n, med) {
   split("", m); n = 0
   for (r = 0; r <= nrep; r++)
-    if ((ka SUBSEP r) in A && (kb SUBSEP r) in A && num(A[ka, r]) && num(A[kb, r]) && A[kb, r] > 0)
-      m[++n] = A[ka, r] / A[kb, r]
+    if ((ka SUBSEP r) in A && (kb SUBSEP r) in A && num(A[kb, r]) && A[kb, r] > 0) {
+      if (num(A[ka, r])) m[++n] = A[ka, r] / A[kb, r]
+      else if (miss0 && (A[ka, r] == "fail" || A[ka, r] == "timeout")) m[++n] = 0
+    }
   if (n == 0) { lastratio = "-"; return "-" }
   med = median(m, n); lastratio = med
   return n == 1 ? sprintf("%.2f", med) : sprintf("%.2f [%.2f-%.2f]", med, m[1], m[n])
@@ -99,22 +102,12 @@ function lab(l) { return l ~ /^r/ ? "ro" substr(l, 2) "%" : l "%" }
 # (the median of the rounds' own fractions, each over the same round's
 # lossless run, with their range; a log from before the loss rows ran in
 # rounds: the medians' quotient) and mr/rxe likewise
-# A round whose loss run failed or timed out (while its lossless run gave a
-# figure) counts as a fraction of 0: a miss, not a round left out.
-function lfrac(test, size, loss, dev,   k, k0, r, n, med, v) {
-  k = test SUBSEP size SUBSEP loss SUBSEP dev SUBSEP "server"; k0 = test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP "server"
-  split("", m); n = 0
-  for (r = 0; r <= nrep; r++)
-    if ((k SUBSEP r) in val && (k0 SUBSEP r) in val && num(val[k0, r]) && val[k0, r] > 0) {
-      if (num(val[k, r])) m[++n] = val[k, r] / val[k0, r]
-      else if (val[k, r] == "fail" || val[k, r] == "timeout") m[++n] = 0
-    }
-  if (n == 0) {
-    v = div(get(test, size, loss, dev, "server"), get(test, size, 0, dev, "server")); lastratio = v
-    return v
-  }
-  med = median(m, n); lastratio = med
-  return n == 1 ? sprintf("%.2f", med) : sprintf("%.2f [%.2f-%.2f]", med, m[1], m[n])
+# (a round whose loss run failed or timed out counts as a fraction of 0: a
+# miss, not a round left out)
+function lfrac(test, size, loss, dev,   v) {
+  v = rounds(val, test SUBSEP size SUBSEP loss SUBSEP dev SUBSEP "server", test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP "server", 1)
+  if (v == "-") { v = div(get(test, size, loss, dev, "server"), get(test, size, 0, dev, "server")); lastratio = v }
+  return v
 }
 function lrow(test, size, loss, kind, x,   r, mr, rf, mf, mv, q) {
   r = get(test, size, loss, "rxe0", "server"); mr = get(test, size, loss, "mr0", "server")

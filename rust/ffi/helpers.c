@@ -148,9 +148,8 @@ u32 metaroce_param_ack_delay_us(void)
  * UDP GRO on the tunnel sockets (Documentation/device.rst, "Receive"): the
  * stack's GRO merges a path's back-to-back datagrams (same addresses and
  * ports, same length but for a shorter last one, same TOS and so ECN field)
- * into one skb, which takes
- * the IP layer, the route and the socket lookup once; the UDP layer splits it
- * again before encap_rcv (udp_unexpected_gso: an encapsulating socket never
+ * into one skb, which takes the IP layer, the route and the socket lookup
+ * once; the UDP layer splits it again before encap_rcv (udp_unexpected_gso: an encapsulating socket never
  * sees a GSO skb), so metaroce still gets one datagram per packet. Off by
  * default: a packet capture on the receiver (AF_PACKET taps sit after GRO)
  * then shows the merged skbs, not the datagrams on the wire.

@@ -195,7 +195,8 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// it for a QP of its own), while the others and the connection carry on. So a
     /// stream fails between `retry_cnt + 1` and `retry_cnt + 2` timeouts after it first
     /// had a packet outstanding since its last progress (plus any ticks it spent held by
-    /// RNR): never earlier than a QP of its own connection would (Documentation/transport.rst, "Retries are each stream's").
+    /// RNR): never earlier than a QP of its own connection would
+    /// (Documentation/transport.rst, "Retries are each stream's").
     pub(super) fn stream_retries<A: App>(&mut self, app: &mut A) {
         let limit = self.cfg.retry_cnt;
         let mut over = NO_STREAM;
@@ -203,49 +204,33 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         // A stream has a record per packet in flight: the first record counts it and
         // marks it (`RETRY_COUNTED`), the others skip it; a second pass clears the
         // marks, so every tick starts unmarked.
-        for w in 0..W {
-            let mut busy = self.flight.busy.get(w).copied().unwrap_or(0);
-            while busy != 0 {
-                let i = busy.trailing_zeros() as usize;
-                busy &= busy - 1;
-                let Some(k) = self.flight.pool.get(w * 64 + i) else {
-                    continue;
-                };
-                let s = k.stream();
-                let Some(st) = app.stream(s) else {
-                    continue;
-                };
-                let tx = &mut st.tx;
-                if tx.closed || tx.rnr_held > 0 || tx.retries & RETRY_COUNTED != 0 {
-                    continue;
-                }
-                // Ticks without progress: the first arms, each later one is a retry.
-                let n = (tx.retries & !RETRY_COUNTED)
-                    .saturating_add(1)
-                    .min(!RETRY_COUNTED);
-                tx.retries = RETRY_COUNTED | n;
-                if n >= 2 {
-                    retries = retries.saturating_add(1);
-                }
-                let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
-                if retries_past(n, limit) && over == NO_STREAM {
-                    over = s;
-                }
+        for (w, bit) in self.flight.in_use() {
+            let Some(s) = self.flight.stream_of(w, bit) else {
+                continue;
+            };
+            let Some(st) = app.stream(s) else {
+                continue;
+            };
+            let tx = &mut st.tx;
+            if tx.closed || tx.rnr_held > 0 || tx.retries & RETRY_COUNTED != 0 {
+                continue;
+            }
+            // Ticks without progress: the first arms, each later one is a retry.
+            let n = (tx.retries & !RETRY_COUNTED)
+                .saturating_add(1)
+                .min(!RETRY_COUNTED);
+            tx.retries = RETRY_COUNTED | n;
+            if n >= 2 {
+                retries = retries.saturating_add(1);
+            }
+            let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
+            if retries_past(n, limit) && over == NO_STREAM {
+                over = s;
             }
         }
-        for w in 0..W {
-            let mut busy = self.flight.busy.get(w).copied().unwrap_or(0);
-            while busy != 0 {
-                let i = busy.trailing_zeros() as usize;
-                busy &= busy - 1;
-                if let Some(st) = self
-                    .flight
-                    .pool
-                    .get(w * 64 + i)
-                    .and_then(|k| app.stream(k.stream()))
-                {
-                    st.tx.retries &= !RETRY_COUNTED;
-                }
+        for (w, bit) in self.flight.in_use() {
+            if let Some(st) = self.flight.stream_of(w, bit).and_then(|s| app.stream(s)) {
+                st.tx.retries &= !RETRY_COUNTED;
             }
         }
         self.stats.ack_timeouts = self.stats.ack_timeouts.wrapping_add(retries);
@@ -258,22 +243,17 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
             budget -= 1;
             self.fail_stream(over, ConnError::RetryExceeded, app);
             over = NO_STREAM;
-            'find: for w in 0..W {
-                let mut busy = self.flight.busy.get(w).copied().unwrap_or(0);
-                while busy != 0 {
-                    let i = busy.trailing_zeros() as usize;
-                    busy &= busy - 1;
-                    let Some(s) = self.flight.pool.get(w * 64 + i).map(|k| k.stream()) else {
-                        continue;
-                    };
-                    let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
-                    let past = app
-                        .stream(s)
-                        .is_some_and(|st| !st.tx.closed && retries_past(st.tx.retries, limit));
-                    if past {
-                        over = s;
-                        break 'find;
-                    }
+            for (w, bit) in self.flight.in_use() {
+                let Some(s) = self.flight.stream_of(w, bit) else {
+                    continue;
+                };
+                let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
+                let past = app
+                    .stream(s)
+                    .is_some_and(|st| !st.tx.closed && retries_past(st.tx.retries, limit));
+                if past {
+                    over = s;
+                    break;
                 }
             }
         }

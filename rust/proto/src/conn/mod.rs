@@ -315,6 +315,21 @@ impl<const P: usize, const W: usize, const N: usize> Flight<P, W, N> {
             w: 0,
         }
     }
+
+    /// The records in use when called, as [`Self::on_path`] gives them.
+    fn in_use(&self) -> Records<W> {
+        Records {
+            words: self.busy,
+            w: 0,
+        }
+    }
+
+    /// The stream of record `(word, bit)` (as [`Records`] yields it), if there is one.
+    fn stream_of(&self, w: usize, bit: u64) -> Option<u16> {
+        self.pool
+            .get(w * 64 + bit.trailing_zeros() as usize)
+            .map(|k| k.stream())
+    }
 }
 
 /// The set bits of a `W`-word record mask, lowest first, as `(word, bit)`: record
