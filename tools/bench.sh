@@ -32,21 +32,31 @@
 # qp8" (the table shows the others as "-").
 #
 #   bash tools/bench.sh --fabric [REPS [RATE [ROWS]]]
-#                                (default 3 4mbit, all six rows; 10-16 min)
+#                                (default 3 4mbit, all six rows; 10-16 min;
+#                                REPS 1-99, ROWS one quoted argument)
+#   bash tools/bench.sh --help   (this text)
 #
 # The guests' script is tests/guest/bench.sh (bench-fabric.sh); its raw output
 # and the vm-run logs stay in out/ (the "logs" path printed by vm-run).
 set -uo pipefail
 fabric="" reps=3 only=""
-if [[ ${1:-} == --fabric ]]; then
-  fabric=1 reps=${2:-3} rate=${3:-4mbit} rows=${4:-lossless down gray100 gray5 congest qp8}
-  [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "bench: REPS must be a number" >&2; exit 2; }
-  [[ $rate =~ ^[0-9]+[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit" >&2; exit 2; }
+usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
+if [[ ${1:-} == -h || ${1:-} == --help ]] && (($# == 1)); then
+  usage; exit 0
+elif [[ ${1:-} == --fabric ]]; then
+  all_rows="lossless down gray100 gray5 congest qp8"
+  fabric=1 reps=${2:-3} rate=${3:-4mbit} rows=${4:-$all_rows}
+  (($# <= 4)) || { echo "bench: --fabric takes REPS, RATE and ROWS (one quoted argument) at most (got: $*)" >&2; exit 2; }
+  [[ $reps =~ ^[1-9][0-9]?$ ]] || { echo "bench: REPS must be a number from 1 to 99 (got '$reps')" >&2; exit 2; }
+  [[ $rate =~ ^[0-9]+[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit (got '$rate')" >&2; exit 2; }
+  for r in $rows; do
+    [[ " $all_rows " == *" $r "* ]] || { echo "bench: unknown row '$r' (rows: $all_rows)" >&2; exit 2; }
+  done
 elif [[ ${1:-} == --reps && ${2:-} =~ ^[1-9][0-9]?$ && ( $# == 2 || ( $# == 3 && ${3:-} == --lossless ) ) ]]; then
   reps=$2 only=${3:+lossless}
 elif (($#)); then
   echo "bench: usage: bench.sh [--reps 1-99 [--lossless]] | --fabric [REPS [RATE [ROWS]]] (got: $*)" >&2
-  sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0" >&2; exit 2
+  usage >&2; exit 2
 fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"

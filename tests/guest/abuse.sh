@@ -15,10 +15,13 @@
 #          MTU +- 1, 8 MiB RDMA WRITE/READ, and max_msg_sz + 1 refused
 #          cleanly.
 #   kill   kill -9 of the client, then of the server, in the middle of
-#          ib_write_bw -D 60 (scaled): the other side ends within a bound, both
-#          guests release every object of the dead processes, and a fresh
-#          run succeeds (the second kill's run after the first kill; a short
-#          ib_write_bw after the second).
+#          ib_write_bw -D 60 (scaled), then of the server in the middle of
+#          ib_read_bw -s 4 MiB -t 1 -o 1 -D 60 (its client's READ, its request
+#          acknowledged, then waits for a response that never comes: it must
+#          fail with retry exceeded, not wait for ever): the other side ends within a bound, both guests release
+#          every object of the dead processes, and a fresh run succeeds (each
+#          kill's run after the one before; a short ib_write_bw after the
+#          last).
 #   mtu    the server's netdev MTU changed (1500 -> 9000 -> 1200 -> 1500,
 #          down/up) under ib_write_bw -D 20 (scaled): the tool ends within a bound,
 #          the port follows the MTU and comes back ACTIVE, and
@@ -241,13 +244,14 @@ user_objs() {
 # The -D runs' ib_write_bw runs at nice 19 on both sides: the client busy-polls
 # its CQ, and in a debug guest the script beside it (its meet, its snapshot, the
 # kill) got so little of the one CPU that the client's 240 s ran out first.
-# start_client SECONDS: guest 2 starts ib_write_bw -D SECONDS against guest 1
-# in the background (pid in $pid, output in $f), retrying for 60 s until it
-# connects.
+# start_client SECONDS [TOOL [OPTS]]: guest 2 starts TOOL (ib_write_bw) OPTS
+# (-s 65536) -D SECONDS against guest 1 in the background (pid in $pid, output
+# in $f), retrying for 60 s until it connects.
 start_client() {
-  local end=$((SECONDS + $(slow 60))) k
+  local end=$((SECONDS + $(slow 60))) k tool=${2:-ib_write_bw} opts=${3:--s 65536}
   while :; do
-    nice -n 19 stdbuf -oL ib_write_bw -d "$dev" -x "$gid" -p "$port" -s 65536 -D "$1" -F "$MR_PEER_IP4" >"$f" 2>&1 &
+    # shellcheck disable=SC2086 # opts: several words
+    nice -n 19 stdbuf -oL "$tool" -d "$dev" -x "$gid" -p "$port" $opts -D "$1" -F "$MR_PEER_IP4" >"$f" 2>&1 &
     pid=$!
     for ((k = 0; k < $(slow 20); k++)); do
       grep -q 'remote address' "$f" && return 0
@@ -259,26 +263,28 @@ start_client() {
     nap 1
   done
 }
-# kill_test VICTIM [last]: guest VICTIM's ib_write_bw -D $kd (60 s, scaled by
-# slow: the two guests' connects can lie tens of seconds apart on the debug
-# kernel) is killed with -9 a few seconds into the transfer; "last": then a
-# fresh short run.
+# kill_test VICTIM [TOOL [OPTS [last]]]: guest VICTIM's TOOL (ib_write_bw)
+# OPTS (-s 65536) -D $kd (60 s, scaled by slow: the two guests' connects can
+# lie tens of seconds apart on the debug kernel) is killed with -9 a few
+# seconds into the transfer; "last": then a fresh short run.
 kill_test() {
-  local victim=$1 me pid f t0 t1 line ended rc2 o v
+  local victim=$1 tool=${2:-ib_write_bw} opts=${3:--s 65536} me pid f t0 t1 line ended rc2 o v
   local who=$([[ $victim == 1 ]] && echo server || echo client)
+  who+=" of $tool"
   nextport
-  f=$MR_RUNDIR/kill$victim.out.$MR_ID
+  f=$MR_RUNDIR/kill$victim-$tool.out.$MR_ID
   ctr_snap
   if server; then
-    nice -n 19 stdbuf -oL ib_write_bw -d "$dev" -x "$gid" -p "$port" -s 65536 -D "$kd" -F >"$f" 2>&1 &
+    # shellcheck disable=SC2086 # opts: several words
+    nice -n 19 stdbuf -oL "$tool" -d "$dev" -x "$gid" -p "$port" $opts -D "$kd" -F >"$f" 2>&1 &
     pid=$!
   else
-    start_client "$kd"
+    start_client "$kd" "$tool" "$opts"
   fi
   if retry "$(slow 60)" grep -q 'remote address' "$f"; then
-    pass "$dev: kill -9 of the $who: ib_write_bw -D $kd connected (pid $pid)"
-  else fail "$dev: kill -9 of the $who: ib_write_bw -D $kd connects" "$(cat "$f")"; fi
-  meet "kill$victim-connected"
+    pass "$dev: kill -9 of the $who: $tool -D $kd connected (pid $pid)"
+  else fail "$dev: kill -9 of the $who: $tool -D $kd connects" "$(cat "$f")"; fi
+  meet "kill$victim-$tool-connected"
   ctr_snap
   nap 3
   if ((MR_ID == victim)); then
@@ -294,9 +300,9 @@ kill_test() {
     [[ $dev == mr* ]] && diag "the 3 s before the kill: $(for c in retransmits probes duplicates sack_losses rto_timeouts; do printf '%s +%s ' $c "$(ctr_delta $c "$now")"; done)"
     ((rxp + txp > 100)) && pass "$dev: kill -9 of the $who: traffic under way before the kill (rx_packets +$rxp, tx_packets +$txp)" ||
       fail "$dev: kill -9 of the $who: traffic under way before the kill (only rx_packets +$rxp, tx_packets +$txp)" "$(cat "$f")"
-    swap "kill$victim-killed" 1 >/dev/null
+    swap "kill$victim-$tool-killed" 1 >/dev/null
   else
-    swap "kill$victim-killed" 1 >/dev/null
+    swap "kill$victim-$tool-killed" 1 >/dev/null
     t0=$SECONDS
     # The survivor ends (with or without an error) within 45 s of the kill;
     # past that it is killed too, and that is a failure of the bound.
@@ -305,10 +311,10 @@ kill_test() {
     t1=$((SECONDS - t0))
     if ((ended)); then
       wait "$pid"; rc2=$?
-      pass "$dev: kill -9 of the $who: the surviving ib_write_bw ends ${t1} s after it (exit $rc2: $(grep -m1 -iE 'error|fail|abort' "$f" || echo 'no error message'))"
+      pass "$dev: kill -9 of the $who: the surviving $tool ends ${t1} s after it (exit $rc2: $(grep -m1 -iE 'error|fail|abort' "$f" || echo 'no error message'))"
     else
       kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-      fail "$dev: kill -9 of the $who: the surviving ib_write_bw ends within 45 s (killed)" "$(cat "$f")$(dmesg_tail)"
+      fail "$dev: kill -9 of the $who: the surviving $tool ends within 45 s (killed)" "$(cat "$f")$(dmesg_tail)"
     fi
   fi
   # Both guests: nothing of the dead (or ended) process within 30 s, and no
@@ -317,10 +323,10 @@ kill_test() {
   t0=$SECONDS
   if retry "$(slow 30)" gone; then pass "$dev: kill -9 of the $who: rdma res shows no qp/mr/pd/cq of pid $pid nor any user object after $((SECONDS - t0)) s"
   else fail "$dev: kill -9 of the $who: objects left after 30 s" "$(owned "$pid"; user_objs; rdma res show 2>&1)"; fi
-  meet "kill$victim-clean"
-  # A fresh short run between the guests (after the first kill, the next
-  # kill test's own run is that: it must connect and carry traffic).
-  [[ ${2:-} == last ]] || return 0
+  meet "kill$victim-$tool-clean"
+  # A fresh short run between the guests (after a kill, the next kill test's
+  # own run is that: it must connect and carry traffic).
+  [[ ${4:-} == last ]] || return 0
   perf ib_write_bw 65536 50 && pass "$dev: after the kill of the $who: a fresh ib_write_bw 50 x 64 KiB: $perf_line" ||
     fail "$dev: after the kill of the $who: a fresh ib_write_bw 50 x 64 KiB ($perf_line)" "$out$(dmesg_tail)"
 }
@@ -331,7 +337,10 @@ kd=$(slow 60) md=$(slow 20)
 if want kill; then
   t0s=$SECONDS
   kill_test 2
-  kill_test 1 last
+  kill_test 1
+  # One 4 MiB READ at a time: the server most likely dies while a response is
+  # under way, its request long acknowledged (nothing left in flight).
+  kill_test 1 ib_read_bw "-s 4194304 -t 1 -o 1" last
   diag "section kill: $((SECONDS - t0s)) s"
 fi
 

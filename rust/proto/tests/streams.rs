@@ -2,7 +2,7 @@
 //! "Streams and their failures"): a hand-driven pair of connections over any stream
 //! ids (`streams_common`), the cases a break-it trial found.
 mod streams_common;
-use metaroce_proto::conn::{ConnError, ConnState, Refuse, TxKind};
+use metaroce_proto::conn::{App, ConnError, ConnState, Refuse, TxKind};
 use metaroce_proto::ident::Ident;
 use metaroce_proto::stream::Stream;
 use metaroce_proto::wire::DropReason;
@@ -419,4 +419,57 @@ fn a_stream_closed_in_an_rnr_wait_leaves_no_timer_armed() {
     assert!(done.is_some_and(|d| d < 1_000_000));
     assert!(a.c.poll_timeout().is_none());
     assert!(t - t0 < 1_000_000, "quiet only {} ns after posting", t - t0);
+}
+
+/// A late original far behind its stream's window (its resend was taken long ago and
+/// the stream moved 300 SSNs on; the fabric's congested spine held such packets for
+/// tens of ms) is a duplicate: not placed again, its PSN marked on its path and its CE
+/// mark echoed in the next ACK. (Until stop 60 anything more than 128 SSNs back was
+/// dropped as `ssn_out_of_window` before its CE mark counted: the fabric ECN check once
+/// saw 72 CE marks received and none echoed.) 2^16 + 1 back it is out of the window.
+#[test]
+fn a_late_original_far_behind_the_stream_window_is_a_duplicate_and_its_ce_echoed() {
+    let (mut a, mut b) = pair(1, &[0]);
+    let mut now = 1_000_000u64;
+    a.app.post(0, 500, 0x11);
+    let first = a.drain(now);
+    assert_eq!(first.len(), 1);
+    let late = first[0].1.clone();
+    assert!(b.recv(now + 5_000, &late).is_ok());
+    for i in 0..300u32 {
+        a.app.post(0, 100, i as u8);
+    }
+    let mut t = now + 5_000;
+    run(
+        &mut a,
+        &mut b,
+        &mut t,
+        now + 1_000_000_000,
+        5_000,
+        |_, _| false,
+    );
+    now = t;
+    assert_eq!(a.app.acked.len(), 301, "every message acknowledged");
+    let placed = b.app.placed.len();
+    let (dup0, echoed0) = (b.c.stats().dup_rx, b.c.stats().ce_echoed);
+    b.app.now = now;
+    let r =
+        b.c.handle_packet(metaroce_proto::time::Instant(now), &late, true, &mut b.app);
+    assert_eq!(r, Ok(metaroce_proto::conn::RxEvent::Duplicate));
+    assert_eq!(b.c.stats().dup_rx, dup0 + 1);
+    assert_eq!(b.app.placed.len(), placed, "placed again");
+    let acks = b.drain(now);
+    assert!(!acks.is_empty(), "no ACK for the late CE-marked packet");
+    assert_eq!(b.c.stats().ce_echoed, echoed0 + 1, "its CE mark not echoed");
+    // The bound: the stream's cumulative SSN set 2^16 + 1 after the packet's.
+    let ssn = metaroce_proto::wire::decode_data_packet(&late).map(|(h, _)| h.ssn);
+    let ssn = ssn.expect("a DATA datagram");
+    let mut rx = b.app.stream(0).map(|s| s.rx).expect("stream 0");
+    rx.cum = ssn.wrapping_add(metaroce_proto::stream::STREAM_LATE + 1);
+    assert_eq!(
+        rx.check(ssn),
+        metaroce_proto::stream::RxVerdict::OutOfWindow
+    );
+    rx.cum = ssn.wrapping_add(metaroce_proto::stream::STREAM_LATE);
+    assert_eq!(rx.check(ssn), metaroce_proto::stream::RxVerdict::Duplicate);
 }

@@ -47,6 +47,10 @@ pub(super) struct Member {
     /// Its QP's `(retry_cnt, rnr_retry)` since RTS: its streams fail by
     /// them ([`App::stream_retry_limits`]).
     pub(super) limits: Option<(u8, u8)>,
+    /// Its engine awaited a READ or atomic response when the connection last
+    /// released it: a hint, checked under its lock by [`App::awaiting`]
+    /// (which clears it once the response is whole or the QP failed or left).
+    pub(super) awaiting: bool,
 }
 
 /// Members that may have something to send, each at most once
@@ -170,6 +174,9 @@ impl<'a> Mux<'a> {
         };
         let Inner { io, rc, .. } = &mut *g;
         let lost = rc.settle(&mut Glue { qp, io });
+        if let Some(m) = self.members.get_mut(usize::from(id)) {
+            m.awaiting = rc.awaiting();
+        }
         if lost || in_error_open(&mut g) {
             self.closing.push(id);
         }
@@ -296,6 +303,28 @@ impl App for Mux<'_> {
 
     fn stream_retry_limits(&mut self, s: u16) -> Option<(u8, u8)> {
         self.members.get(usize::from(split(s).0))?.limits
+    }
+
+    /// The request stream of the first member from `from` on whose engine
+    /// awaits a response: those marked at their last release
+    /// ([`Member::awaiting`]) are asked under their lock, and the mark of one
+    /// that no longer does (or left) is cleared. Asked once per local ACK
+    /// timer tick, not per packet.
+    fn awaiting(&mut self, from: u16) -> Option<u16> {
+        let first = usize::from(split(from.saturating_add(1)).0);
+        for id in first..self.members.len() {
+            if !self.members.get(id).is_some_and(|m| m.awaiting) {
+                continue;
+            }
+            let id = u16::try_from(id).ok()?;
+            if self.lock(id).is_some_and(|(_, i)| i.rc.awaiting()) {
+                return id.checked_mul(2);
+            }
+            if let Some(m) = self.members.get_mut(usize::from(id)) {
+                m.awaiting = false;
+            }
+        }
+        None
     }
 
     fn acked(&mut self, s: u16, msn: u32) {

@@ -295,6 +295,7 @@ impl PeerInner {
             queued: m.queued,
             paths: self.default_paths,
             limits: None,
+            awaiting: false,
         };
         self.wants.join(self.default_paths);
         *s.qps.get_mut(usize::from(id))? = Some(qp);

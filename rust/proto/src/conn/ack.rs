@@ -401,7 +401,7 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         // Without a local ACK timer only acknowledged data and RNR refusals are
         // progress: an RNR wait is the peer's answer, bounded by `rnr_retry` alone.
         if acked_bytes > 0 || rnr_any || a.acked > 0 {
-            self.progress(now, acked_bytes > 0 || rnr_any);
+            self.progress(now, acked_bytes > 0 || rnr_any, app);
         }
         if acked_bytes > 0 {
             self.flight.ramp = self.flight.ramp.saturating_add(acked_bytes);

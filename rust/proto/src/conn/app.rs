@@ -218,6 +218,18 @@ pub trait App {
     fn stream_retry_limits(&mut self, _stream: u16) -> Option<(u8, u8)> {
         None
     }
+    /// Sender: the first stream numbered `from` or above whose requests await a
+    /// response from the peer (an RDMA READ or atomic request taken as a message whose
+    /// response is not yet whole; [`crate::rc::REQ`] of an RC QP), `None` if none. The
+    /// local ACK timer runs while any stream does, as it runs while any packet is
+    /// unacknowledged (IBTA 9.7.6.1.3: the requester's timer covers a READ or atomic
+    /// until its response arrives), so a response that stops coming fails its request
+    /// with *retry exceeded* instead of leaving it outstanding for ever
+    /// (Documentation/transport.rst, "Retries are each stream's"). Asked once per
+    /// timer tick and when the peer answers; by default none.
+    fn awaiting(&mut self, _from: u16) -> Option<u16> {
+        None
+    }
     /// Sender: message `(stream, msn)` is fully acknowledged, in order per stream.
     fn acked(&mut self, stream: u16, msn: u32);
     /// Receiver: whether message `(stream, msn)`, the stream's next to complete, is

@@ -183,53 +183,47 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
 
 impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// Shared connections, a tick of the local ACK timer (every `ack_timeout_ns` while
-    /// anything is outstanding): every stream with a packet outstanding (not held by
-    /// an RNR refusal, which has its own count) counts the tick, once. A stream's
+    /// anything is outstanding or awaits a response): every stream with a packet
+    /// outstanding or a request awaiting its response ([`App::awaiting`]), not held by
+    /// an RNR refusal (which has its own count), counts the tick, once. A stream's
     /// count starts over when the peer acknowledges any of its packets
-    /// ([`crate::stream::StreamTx::on_acked`]), so its first tick after that only arms
-    /// it: a retry is a tick that finds it without progress since the previous tick,
-    /// a whole timeout or more (IBTA 9.7.6.1.3: the timer expires "without an
-    /// acknowledgement"; a stream acknowledged just before a tick is not late). Each
-    /// retry counts in `ack_timeouts`. A stream past its QP's `retry_cnt` retries fails
-    /// alone with [`ConnError::RetryExceeded`] (its owner's QP, as IBTA 9.7.6.1.3 has
-    /// it for a QP of its own), while the others and the connection carry on. So a
-    /// stream fails between `retry_cnt + 1` and `retry_cnt + 2` timeouts after it first
-    /// had a packet outstanding since its last progress (plus any ticks it spent held by
-    /// RNR): never earlier than a QP of its own connection would
-    /// (Documentation/transport.rst, "Retries are each stream's").
+    /// ([`crate::stream::StreamTx::on_acked`]) or, for a stream awaiting a response,
+    /// when a packet of the response arrives (its owner clears the count), so its
+    /// first tick after that only arms it: a retry is a tick that finds it without
+    /// progress since the previous tick, a whole timeout or more (IBTA 9.7.6.1.3: the
+    /// timer expires "without an acknowledgement"; a stream acknowledged just before a
+    /// tick is not late). Each retry counts in `ack_timeouts`. A stream past its QP's
+    /// `retry_cnt` retries fails alone with [`ConnError::RetryExceeded`] (its owner's
+    /// QP, as IBTA 9.7.6.1.3 has it for a QP of its own), while the others and the
+    /// connection carry on. So a stream fails between `retry_cnt + 1` and
+    /// `retry_cnt + 2` timeouts after it first had a packet outstanding or a response
+    /// due since its last progress (plus any ticks it spent held by RNR): never earlier
+    /// than a QP of its own connection would (Documentation/transport.rst, "Retries are
+    /// each stream's").
     pub(super) fn stream_retries<A: App>(&mut self, app: &mut A) {
-        let limit = self.cfg.retry_cnt;
         let mut over = NO_STREAM;
         let mut retries = 0u32;
         // A stream has a record per packet in flight: the first record counts it and
-        // marks it (`RETRY_COUNTED`), the others skip it; a second pass clears the
-        // marks, so every tick starts unmarked.
+        // marks it (`RETRY_COUNTED`), the others skip it, and so does the walk over
+        // the streams awaiting responses; a second pass clears the marks, so every
+        // tick starts unmarked.
         for (w, bit) in self.flight.in_use() {
-            let Some(s) = self.flight.stream_of(w, bit) else {
-                continue;
-            };
-            let Some(st) = app.stream(s) else {
-                continue;
-            };
-            let tx = &mut st.tx;
-            if tx.closed || tx.rnr_held > 0 || tx.retries & RETRY_COUNTED != 0 {
-                continue;
+            if let Some(s) = self.flight.stream_of(w, bit) {
+                self.count_tick(s, &mut retries, &mut over, app);
             }
-            // Ticks without progress: the first arms, each later one is a retry.
-            let n = (tx.retries & !RETRY_COUNTED)
-                .saturating_add(1)
-                .min(!RETRY_COUNTED);
-            tx.retries = RETRY_COUNTED | n;
-            if n >= 2 {
-                retries = retries.saturating_add(1);
-            }
-            let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
-            if retries_past(n, limit) && over == NO_STREAM {
-                over = s;
-            }
+        }
+        let mut from = 0;
+        while let Some(s) = next_awaiting(app, &mut from) {
+            self.count_tick(s, &mut retries, &mut over, app);
         }
         for (w, bit) in self.flight.in_use() {
             if let Some(st) = self.flight.stream_of(w, bit).and_then(|s| app.stream(s)) {
+                st.tx.retries &= !RETRY_COUNTED;
+            }
+        }
+        let mut from = 0;
+        while let Some(s) = next_awaiting(app, &mut from) {
+            if let Some(st) = app.stream(s) {
                 st.tx.retries &= !RETRY_COUNTED;
             }
         }
@@ -237,27 +231,77 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         // Fail the streams past the limit, one at a time (a failure closes streams
         // and changes the records).
         // At most one failure per record (an application whose scope leaves the
-        // stream open cannot make this spin).
+        // stream open cannot make this spin; any left fail at the next tick).
         let mut budget = N;
         while over != NO_STREAM && budget > 0 && self.state == super::ConnState::Open {
             budget -= 1;
             self.fail_stream(over, ConnError::RetryExceeded, app);
-            over = NO_STREAM;
-            for (w, bit) in self.flight.in_use() {
-                let Some(s) = self.flight.stream_of(w, bit) else {
-                    continue;
-                };
-                let limit = app.stream_retry_limits(s).map_or(limit, |(c, _)| c);
-                let past = app
-                    .stream(s)
-                    .is_some_and(|st| !st.tx.closed && retries_past(st.tx.retries, limit));
-                if past {
-                    over = s;
-                    break;
+            over = self.stream_past_limit(app);
+        }
+    }
+
+    /// One tick of the local ACK timer for stream `s` ([`Self::stream_retries`]),
+    /// unless it was counted in this tick already: `retries` counts a retry, `over`
+    /// takes the first stream past its limit.
+    fn count_tick<A: App>(&mut self, s: u16, retries: &mut u32, over: &mut u16, app: &mut A) {
+        let limit = app
+            .stream_retry_limits(s)
+            .map_or(self.cfg.retry_cnt, |(c, _)| c);
+        let Some(st) = app.stream(s) else {
+            return;
+        };
+        let tx = &mut st.tx;
+        if tx.closed || tx.rnr_held > 0 || tx.retries & RETRY_COUNTED != 0 {
+            return;
+        }
+        // Ticks without progress: the first arms, each later one is a retry.
+        let n = (tx.retries & !RETRY_COUNTED)
+            .saturating_add(1)
+            .min(!RETRY_COUNTED);
+        tx.retries = RETRY_COUNTED | n;
+        if n >= 2 {
+            *retries = retries.saturating_add(1);
+        }
+        if retries_past(n, limit) && *over == NO_STREAM {
+            *over = s;
+        }
+    }
+
+    /// A stream with a packet outstanding or a response due, still open and past its
+    /// retry limit; [`NO_STREAM`] if none.
+    fn stream_past_limit<A: App>(&self, app: &mut A) -> u16 {
+        let past = |s: u16, app: &mut A| {
+            let limit = app
+                .stream_retry_limits(s)
+                .map_or(self.cfg.retry_cnt, |(c, _)| c);
+            app.stream(s)
+                .is_some_and(|st| !st.tx.closed && retries_past(st.tx.retries, limit))
+        };
+        for (w, bit) in self.flight.in_use() {
+            if let Some(s) = self.flight.stream_of(w, bit) {
+                if past(s, app) {
+                    return s;
                 }
             }
         }
+        let mut from = 0;
+        while let Some(s) = next_awaiting(app, &mut from) {
+            if past(s, app) {
+                return s;
+            }
+        }
+        NO_STREAM
     }
+}
+
+/// The next stream awaiting a response ([`App::awaiting`]) numbered `*from` or above,
+/// `*from` moving past it; `None` once there is none (or the application answers out of
+/// order, which would not end).
+fn next_awaiting<A: App>(app: &mut A, from: &mut u32) -> Option<u16> {
+    let f = u16::try_from(*from).ok()?;
+    let s = app.awaiting(f).filter(|&s| s >= f)?;
+    *from = u32::from(s) + 1;
+    Some(s)
 }
 
 /// Whether a stream that counted `ticks` local ACK timer ticks without progress (the

@@ -656,30 +656,40 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         self.flight.busy.iter().any(|&b| b != 0)
     }
 
+    /// Whether the local ACK timer has anything to watch: a message unacknowledged
+    /// ([`Self::outstanding`]) or a request awaiting its response ([`App::awaiting`]).
+    pub(super) fn waiting<A: App>(&self, app: &mut A) -> bool {
+        self.outstanding() || app.awaiting(0).is_some()
+    }
+
     /// Progress for the retry limits: the peer answered. Restarts the local ACK
-    /// timer while anything is still unacknowledged; `data`: data was acknowledged
-    /// or refused with RNR (the only progress the model without a local ACK timer
-    /// counts).
-    pub(super) fn progress(&mut self, now: Instant, data: bool) {
+    /// timer while anything is still unacknowledged or awaits a response
+    /// ([`Self::waiting`]); `data`: data was acknowledged or refused with RNR (the
+    /// only progress the model without a local ACK timer counts).
+    pub(super) fn progress<A: App>(&mut self, now: Instant, data: bool, app: &mut A) {
         if data {
             self.stall = 0;
         }
+        let Some(t) = self.ack_timeout() else {
+            self.retries = 0;
+            self.retry_at = Instant::NEVER;
+            return;
+        };
         if self.cfg.shared {
-            // The timer ticks on while anything is outstanding: progress is each
-            // stream's ([`Self::stream_retries`]), not the connection's.
-            if !self.outstanding() {
-                self.retry_at = Instant::NEVER;
-            } else if self.retry_at == Instant::NEVER {
-                if let Some(t) = self.ack_timeout() {
-                    self.retry_at = now.add_nanos(t);
-                }
+            // The timer ticks on: progress is each stream's
+            // ([`Self::stream_retries`]), not the connection's, and a tick that finds
+            // nothing to watch stops it (so an ACK does not ask the members whether a
+            // response is due: [`App::awaiting`] runs per tick, not per packet).
+            if self.retry_at == Instant::NEVER && self.outstanding() {
+                self.retry_at = now.add_nanos(t);
             }
             return;
         }
         self.retries = 0;
-        self.retry_at = match self.ack_timeout() {
-            Some(t) if self.outstanding() => now.add_nanos(t),
-            _ => Instant::NEVER,
+        self.retry_at = if self.waiting(app) {
+            now.add_nanos(t)
+        } else {
+            Instant::NEVER
         };
     }
 

@@ -532,10 +532,12 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if ev == RxEvent::Data {
             self.release(app);
             // New data from the peer is its answer too (a READ's or atomic's response
-            // is, IBTA 9.7.6.1.3): it restarts the local ACK timer, so a request
-            // waiting behind a long READ response is not retried out.
-            if self.outstanding() {
-                self.progress(now, false);
+            // is, IBTA 9.7.6.1.3): it restarts a running local ACK timer, so a
+            // request waiting behind a long READ response, or the READ itself, is not
+            // retried out. (A shared connection counts each stream's progress
+            // instead: its timer only ticks.)
+            if !self.cfg.shared && self.retry_at != Instant::NEVER {
+                self.progress(now, false, app);
             }
         }
         Ok(ev)

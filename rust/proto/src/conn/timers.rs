@@ -267,13 +267,16 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     }
 
     /// The local ACK timer expired: one retry (IBTA 9.7.6.1.3), counted once per
-    /// expiry however late it is handled; past `retry_cnt` the connection fails.
+    /// expiry however late it is handled; past `retry_cnt` the connection fails. It
+    /// runs while a packet is unacknowledged or a request awaits its response
+    /// ([`Self::waiting`]); any answer of the peer, a response's data included,
+    /// restarts it ([`Self::progress`]).
     fn local_ack_timeout<A: App>(&mut self, now: Instant, app: &mut A) {
         let Some(t) = self.ack_timeout() else {
             self.retry_at = Instant::NEVER;
             return;
         };
-        if self.state != ConnState::Open || !self.outstanding() {
+        if self.state != ConnState::Open || !self.waiting(app) {
             self.retry_at = Instant::NEVER;
             return;
         }

@@ -7,7 +7,7 @@ use super::super::conn::{ConnError, Placement, Refuse};
 use super::super::wire::Op;
 use super::env::Env;
 use super::types::{send_flags, Cqe, QpMode, SendWqe, WcOpcode, WcStatus, WrOpcode};
-use super::{at, conn_error_status, Engine, SendMsg, Tables, RESP_ACCESS};
+use super::{at, conn_error_status, Engine, SendMsg, Tables, REQ, RESP_ACCESS};
 
 impl<T: Tables> Engine<T> {
     pub(super) fn send_msg(&mut self, msn: u32) -> Option<SendMsg> {
@@ -144,6 +144,10 @@ impl<T: Tables> Engine<T> {
                 self.msns = self.sq_msn;
             }
         }
+        // Every READ and atomic completed (flushed): no response is awaited any more
+        // (the local ACK timer stops for them, [`Engine::awaiting`]), and one that
+        // comes late is not placed (the QP is in the error state).
+        self.reads_done = self.tx_reads;
         if let Some(prod) = env.sq_producer() {
             let mut i = self.sq_cons;
             while i != prod {
@@ -262,6 +266,12 @@ impl<T: Tables> Engine<T> {
         // response is placed: its WQE was flushed.
         if env.mode() == QpMode::Err {
             return Err(Refuse::Held);
+        }
+        // A response packet is the requester's progress: the request stream's retry
+        // count starts over ([`App::awaiting`], shared connections; a connection of
+        // one pair restarts its timer on any new data).
+        if let Some(st) = self.streams.get(REQ) {
+            st.tx.retries = 0;
         }
         let sent = self.tx_reads.wrapping_sub(self.reads_done);
         let answers = match self.read_msn(p.msn) {

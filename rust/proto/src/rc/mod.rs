@@ -442,6 +442,13 @@ impl<T: Tables> Engine<T> {
         self.streams.get(s)
     }
 
+    /// Requester: whether a READ or atomic request taken as a message awaits its
+    /// response (one not yet whole): the local ACK timer runs on for it
+    /// ([`App::awaiting`]).
+    pub fn awaiting(&self) -> bool {
+        self.tx_reads != self.reads_done
+    }
+
     /// The engine and `env` as the connection's application.
     pub fn bind<'a, E: Env<Sge = T::Sge>>(&'a mut self, env: &'a mut E) -> Bound<'a, T, E> {
         Bound { engine: self, env }
@@ -567,6 +574,11 @@ impl<T: Tables, E: Env<Sge = T::Sge>> App for Bound<'_, T, E> {
             return None;
         }
         self.engine.refusal_due(self.env, msn)
+    }
+
+    /// The request stream while a READ or atomic awaits its response.
+    fn awaiting(&mut self, from: u16) -> Option<u16> {
+        (from == REQ && self.engine.awaiting()).then_some(REQ)
     }
 
     /// A receive completion lost to a full CQ (only requests consume receives).

@@ -181,6 +181,19 @@ impl App for Mux<'_> {
         self.qp(s)?.0.retry
     }
 
+    /// Each QP's engine says whether its request stream awaits a response.
+    fn awaiting(&mut self, from: u16) -> Option<u16> {
+        let (first, _) = split(from.saturating_add(1));
+        let skip = first.min(self.qps.len());
+        for (q, qp) in self.qps.iter_mut().enumerate().skip(skip) {
+            let Some(qp) = qp else { continue };
+            if qp.engine.awaiting() {
+                return u16::try_from(q * 2).ok();
+            }
+        }
+        None
+    }
+
     fn completion_lost(&mut self, s: u16) -> bool {
         self.qp(s)
             .is_some_and(|(qp, l)| qp.engine.bind(&mut qp.host).completion_lost(l))

@@ -50,6 +50,37 @@ def ecn_echo(ctx):
     )
 
 
+@scenario(
+    "a late original far behind the IUT's stream: a WRITE's packet sent again with its own PSN and a CE mark "
+    "after 300 more WRITEs on its path, 300 SSNs behind the stream's cumulative SSN: a duplicate (no drop "
+    "counted, not placed again), acknowledged on its path with its CE mark echoed",
+    ["V8", "C20", "A receiver MUST read the IP ECN field"],
+    needs=("counters",),
+)
+def late_original(ctx):
+    peer, qp = ctx.rc_pair(mtu=1024)
+    mr = ctx.mr(8192)
+    addr, rkey = int(mr["addr"]), mr["rkey"]
+    acks = []
+    peer.ack_hook = acks.append
+    first = peer.build(wire.WRITE, payload=pattern(1024, 5), raddr=addr, rkey=rkey)
+    late = peer.transmit(first, 0, path=1)
+    ctx.require(peer.wait_acked(first, 10), "the first WRITE acknowledged")
+    more = [peer.send_msg(wire.WRITE, 64, paths=[1], raddr=addr + 4096, rkey=rkey) for _ in range(300)]
+    ctx.require(peer.wait_acked(more, 60), "300 more one-packet WRITEs on path 1 acknowledged")
+    # Zeroed: the late packet placed again would write its bytes back.
+    ctx.agent.put(mr, 0, bytes(1024))
+    c0 = ctx.counters()
+    n = len(acks)
+    peer.send_raw(wire.encode(late), path=1, tos=CE)
+    peer.pump(5, lambda: any(a.path == 1 and a.ce for a in acks[n:]))
+    got = [(a.acked, a.ce) for a in acks[n:] if a.path == 1]
+    ctx.check(any(c for _, c in got), "an ACK of path 1 echoes the late packet's CE mark (acked, ce)", got)
+    d = counter_delta(c0, ctx.counters())
+    ctx.check(not d, "no drop counted (not ssn_out_of_window)", d)
+    ctx.check(ctx.agent.get(mr, 0, 1024) == bytes(1024), "the late packet not placed again")
+
+
 def _paced_rate(ctx, hint, all_ce):
     peer, qp = ctx.rc_pair(mtu=1024)
     mr = ctx.mr(65536)

@@ -1,0 +1,259 @@
+//! A READ whose response stops coming after its request was acknowledged (the
+//! responder's QP moved to the error state or destroyed, or every datagram from the
+//! peer lost): the requester's local ACK timer covers a READ or atomic until its response
+//! is whole (IBTA 9.7.6.1.3; [`metaroce_proto::conn::App::awaiting`]), so the READ fails
+//! with *retry exceeded* after `retry_cnt + 1` timeouts. Until stop 60 the timer ran only
+//! while packets were unacknowledged, and such a READ never completed at all. And the
+//! other side of the rule: a response that keeps coming, however slowly, is progress,
+//! so even `retry_cnt` 0 never fails it (Documentation/transport.rst, "Retries are each
+//! stream's").
+mod rc_common;
+use metaroce_proto::conn::ConnState;
+use metaroce_proto::rc::{self, access, WcStatus, WrOpcode};
+use metaroce_proto::testkit::rc::Pair;
+use metaroce_proto::testkit::shared::SharedPair;
+use rc_common::{clean, codes, rdma, read, setup, sge, statuses, wqe, A_MR, B_MR, B_READ, MR_LEN};
+
+/// The model's local ACK timeout for `timeout` 8: 4.096 µs × 2^8 (IBTA 9.7.6.1.3),
+/// run 4 times as long ([`rc::ACK_TIMEOUT_SCALE`]), about 4.2 ms.
+const T8: u64 = 4096 << 8 << 2;
+
+/// A clean link of 100 µs one way: a one-packet window then moves 128 KiB of READ
+/// response in about 26 ms, six of those timeouts.
+fn slow() -> metaroce_proto::testkit::rc::Link {
+    metaroce_proto::testkit::rc::Link {
+        delay_ns: 100_000,
+        ..clean()
+    }
+}
+
+/// Runs `p` in 5 µs steps until node 0's send CQ holds a completion, at most `limit_ns`;
+/// the time it took.
+fn until_completion(p: &mut Pair, limit_ns: u64) -> Option<u64> {
+    let start = p.now;
+    while p.now - start < limit_ns {
+        // `run` leaves the clock at the last event; nothing is due before `next`.
+        let next = p.now + 5_000;
+        p.run(5_000);
+        p.now = p.now.max(next);
+        if !p.a.host.send_cq.is_empty() {
+            return Some(p.now - start);
+        }
+    }
+    None
+}
+
+/// A connection per QP: node 1's QP enters the error state while its 100,000-byte READ
+/// response is under way (20 to 160 µs after the READ was posted, on a 20 µs one-way
+/// link), and it sends nothing more. The READ fails with *retry exceeded* three local
+/// ACK timeouts (`retry_cnt` 2) after the last response packet arrived, and the device
+/// counts those three.
+#[test]
+fn per_qp_read_fails_when_its_response_stops() {
+    for t in [20_000u64, 40_000, 80_000, 160_000] {
+        let (mut p, a, b) = setup(8, false, clean(), 31);
+        p.a.set_retry(8, 2, 7);
+        let e = rdma(
+            wqe(WrOpcode::RdmaRead, 1, vec![sge(a, 0, 100_000, A_MR)]),
+            b + B_READ as u64,
+            B_MR,
+        );
+        assert!(p.a.host.post_send(e));
+        p.doorbell(0);
+        p.run(t);
+        assert!(p.a.host.send_cq.is_empty(), "t {t}: completed before");
+        p.b.modify_to_error();
+        let after = until_completion(&mut p, 50 * T8);
+        assert_eq!(
+            statuses(&p.a.host.send_cq),
+            vec![(1, WcStatus::RetryExcErr)],
+            "t {t}: after {after:?} ns"
+        );
+        // The last response packet arrived at most one link delay after the error.
+        let after = after.unwrap_or(0);
+        assert!(
+            (3 * T8 - 50_000..=3 * T8 + 50_000).contains(&after),
+            "t {t}: failed {after} ns after the responder stopped"
+        );
+        assert_eq!(p.a.conn.stats().ack_timeouts, 3, "t {t}");
+    }
+}
+
+/// The same with the peer gone from the network (every datagram from node 1 lost, its
+/// QP still working): the READ fails the same way, after its acknowledged request.
+#[test]
+fn per_qp_read_fails_when_the_peer_falls_silent() {
+    let (mut p, a, b) = setup(8, false, clean(), 5);
+    p.a.set_retry(8, 2, 7);
+    let e = rdma(
+        wqe(WrOpcode::RdmaRead, 7, vec![sge(a, 0, 100_000, A_MR)]),
+        b + B_READ as u64,
+        B_MR,
+    );
+    assert!(p.a.host.post_send(e));
+    p.doorbell(0);
+    p.run(60_000);
+    assert!(p.a.host.send_cq.is_empty());
+    p.wire.link.b_gone = true;
+    let after = until_completion(&mut p, 50 * T8);
+    assert_eq!(
+        statuses(&p.a.host.send_cq),
+        vec![(7, WcStatus::RetryExcErr)],
+        "after {after:?} ns"
+    );
+    let after = after.unwrap_or(0);
+    assert!(
+        (3 * T8 - 50_000..=3 * T8 + 50_000).contains(&after),
+        "failed {after} ns after the peer fell silent"
+    );
+}
+
+/// The other side of the rule: a READ response that keeps coming, one packet per round
+/// trip (node 1 sends on one path with a one-packet window over a 100 µs link, so
+/// 128 KiB take about six local ACK timeouts), is progress however long it lasts:
+/// `retry_cnt` 0 does not fail it, every byte lands, and no timeout is counted.
+#[test]
+fn per_qp_slow_read_response_is_progress() {
+    let (mut p, a, b) = setup(8, false, slow(), 9);
+    let mut c = *p.b.conn.config();
+    c.paths = 1;
+    c.cc.init_pwnd = 1024;
+    c.cc.min_pwnd = 1024;
+    c.cc.max_pwnd = 1024;
+    p.b.connect(c);
+    p.a.set_retry(8, 0, 7);
+    p.b.set_retry(8, 0, 7);
+    let len = MR_LEN - B_READ;
+    assert!(p.a.host.post_send(read(3, a, b, 0, len)));
+    p.doorbell(0);
+    let took = until_completion(&mut p, 100 * T8);
+    assert_eq!(
+        statuses(&p.a.host.send_cq),
+        vec![(3, WcStatus::Success)],
+        "after {took:?} ns"
+    );
+    let took = took.unwrap_or(0);
+    assert!(
+        took > 4 * T8,
+        "the response took {took} ns: not slow enough"
+    );
+    assert_eq!(p.a.conn.stats().ack_timeouts, 0);
+    let landed = &p.a.host.mr(A_MR).unwrap().bytes[rc_common::LAND..][..len];
+    assert!(landed
+        .iter()
+        .enumerate()
+        .all(|(i, x)| *x == rc_common::pattern(i + 7)));
+}
+
+fn shared(qps: usize, link: metaroce_proto::testkit::rc::Link) -> SharedPair {
+    let mut p = SharedPair::new(qps, 32, link, 1);
+    let all =
+        access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    for q in 0..qps {
+        p.nodes[0]
+            .qp(q)
+            .host
+            .reg_mr(A_MR, MR_LEN, access::LOCAL_WRITE);
+        p.nodes[1].qp(q).host.reg_mr(B_MR, MR_LEN, all);
+    }
+    p
+}
+
+fn va(key: u32) -> u64 {
+    u64::from(key) << 32 | 0x1000
+}
+
+/// A shared connection: node 1's QP 2 is destroyed while its READ response to node 0's
+/// QP 2 is under way. Node 0's QP 2 fails alone with *retry exceeded*, by its own
+/// `retry_cnt` (2: between three and four of the model's 268 ms local ACK timeouts after
+/// the response stopped, three retries counted), while both connections stay open and
+/// QP 0 works afterwards.
+#[test]
+fn shared_read_fails_alone_when_its_response_stops() {
+    let period = rc::ack_timeout_ns(14);
+    for t_us in [30u64, 60] {
+        let mut p = shared(4, clean());
+        p.nodes[0].qp(2).retry = Some((2, 7));
+        let e = rdma(
+            wqe(WrOpcode::RdmaRead, 1, vec![sge(va(A_MR), 0, 100_000, A_MR)]),
+            va(B_MR) + B_READ as u64,
+            B_MR,
+        );
+        assert!(p.nodes[0].qp(2).host.post_send(e));
+        p.run(t_us * 1000);
+        assert!(p.nodes[0].qp(2).host.send_cq.is_empty(), "t {t_us} µs");
+        p.nodes[1].destroy_qp(2);
+        let start = p.now;
+        while p.nodes[0].qp(2).host.send_cq.is_empty() && p.now - start < 20 * period {
+            // Nothing is due before `next` (`run` stops early once nothing is).
+            let next = p.now + 1_000_000;
+            p.run(1_000_000);
+            p.now = p.now.max(next);
+        }
+        let after = p.now - start;
+        assert_eq!(
+            codes(&p.nodes[0].qp(2).host.send_cq),
+            vec![WcStatus::RetryExcErr],
+            "t {t_us} µs, after {after} ns"
+        );
+        assert!(
+            (3 * period..=4 * period + 2_000_000).contains(&after),
+            "t {t_us} µs: failed {after} ns after the response stopped"
+        );
+        assert_eq!(p.nodes[0].conn.stats().ack_timeouts, 3, "t {t_us} µs");
+        assert_eq!(p.nodes[0].conn.state(), ConnState::Open);
+        assert_eq!(p.nodes[1].conn.state(), ConnState::Open);
+        let w = rdma(
+            wqe(WrOpcode::RdmaWrite, 9, vec![sge(va(A_MR), 0, 1000, A_MR)]),
+            va(B_MR),
+            B_MR,
+        );
+        assert!(p.nodes[0].qp(0).host.post_send(w));
+        assert!(p.run(1_000_000_000));
+        assert_eq!(
+            statuses(&p.nodes[0].qp(0).host.send_cq),
+            vec![(9, WcStatus::Success)]
+        );
+    }
+}
+
+/// On a shared connection too, a slow response is progress for its READ alone: node 1
+/// sends on one path with a one-packet window over a 100 µs link, and node 0's timer
+/// runs at about 4.2 ms with QP 2's `retry_cnt` 0. Its 128 KiB READ takes several
+/// timeouts and succeeds, no retry counted.
+#[test]
+fn shared_slow_read_response_is_progress() {
+    let mut p = shared(4, slow());
+    let mut c = *p.nodes[1].conn.config();
+    c.paths = 1;
+    c.cc.init_pwnd = 1024;
+    c.cc.min_pwnd = 1024;
+    c.cc.max_pwnd = 1024;
+    p.nodes[1].conn = metaroce_proto::conn::Connection::new(c);
+    p.nodes[0].conn.set_retry_limits(0, 7, T8);
+    p.nodes[0].qp(2).retry = Some((0, 7));
+    let len = MR_LEN - B_READ;
+    let e = rdma(
+        wqe(WrOpcode::RdmaRead, 4, vec![sge(va(A_MR), 0, len, A_MR)]),
+        va(B_MR) + B_READ as u64,
+        B_MR,
+    );
+    assert!(p.nodes[0].qp(2).host.post_send(e));
+    let start = p.now;
+    while p.nodes[0].qp(2).host.send_cq.is_empty() && p.now - start < 100 * T8 {
+        let next = p.now + 10_000;
+        p.run(10_000);
+        p.now = p.now.max(next);
+    }
+    let took = p.now - start;
+    assert_eq!(
+        statuses(&p.nodes[0].qp(2).host.send_cq),
+        vec![(4, WcStatus::Success)],
+        "after {took} ns"
+    );
+    assert!(
+        took > 4 * T8,
+        "the response took {took} ns: not slow enough"
+    );
+    assert_eq!(p.nodes[0].conn.stats().ack_timeouts, 0);
+}
