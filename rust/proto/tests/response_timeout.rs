@@ -9,10 +9,13 @@
 //! stream's").
 mod rc_common;
 use metaroce_proto::conn::ConnState;
-use metaroce_proto::rc::{self, access, WcStatus, WrOpcode};
+use metaroce_proto::rc::{self, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::Pair;
 use metaroce_proto::testkit::shared::SharedPair;
-use rc_common::{clean, codes, rdma, read, setup, sge, statuses, wqe, A_MR, B_MR, B_READ, MR_LEN};
+use rc_common::{
+    clean, codes, rdma, read, setup, sge, shared_pair, shared_va as va, statuses, wqe, A_MR, B_MR,
+    B_READ, MR_LEN,
+};
 
 /// The model's local ACK timeout for `timeout` 8: 4.096 µs × 2^8 (IBTA 9.7.6.1.3),
 /// run 4 times as long ([`rc::ACK_TIMEOUT_SCALE`]), about 4.2 ms.
@@ -43,39 +46,43 @@ fn until_completion(p: &mut Pair, limit_ns: u64) -> Option<u64> {
     None
 }
 
-/// A connection per QP: node 1's QP enters the error state while its 100,000-byte READ
-/// response is under way (20 to 160 µs after the READ was posted, on a 20 µs one-way
-/// link), and it sends nothing more. The READ fails with *retry exceeded* three local
-/// ACK timeouts (`retry_cnt` 2) after the last response packet arrived, and the device
-/// counts those three.
+/// Node 0 of a connection per QP posts a 100,000-byte READ (`retry_cnt` 2, `timeout` 8)
+/// on a 20 µs one-way link; `t` ns later, the response under way, `stop` ends it. The
+/// READ must fail with *retry exceeded* three local ACK timeouts after the last response
+/// packet arrived (within a link delay or two of the stop), three retries counted.
+fn read_stopped(seed: u64, t: u64, stop: fn(&mut Pair)) {
+    let (mut p, a, b) = setup(8, false, clean(), seed);
+    p.a.set_retry(8, 2, 7);
+    let e = rdma(
+        wqe(WrOpcode::RdmaRead, 1, vec![sge(a, 0, 100_000, A_MR)]),
+        b + B_READ as u64,
+        B_MR,
+    );
+    assert!(p.a.host.post_send(e));
+    p.doorbell(0);
+    p.run(t);
+    assert!(p.a.host.send_cq.is_empty(), "t {t}: completed before");
+    stop(&mut p);
+    let after = until_completion(&mut p, 50 * T8);
+    assert_eq!(
+        statuses(&p.a.host.send_cq),
+        vec![(1, WcStatus::RetryExcErr)],
+        "t {t}: after {after:?} ns"
+    );
+    let after = after.unwrap_or(0);
+    assert!(
+        (3 * T8 - 50_000..=3 * T8 + 50_000).contains(&after),
+        "t {t}: failed {after} ns after the response stopped"
+    );
+    assert_eq!(p.a.conn.stats().ack_timeouts, 3, "t {t}");
+}
+
+/// A connection per QP: node 1's QP enters the error state while its READ response is
+/// under way (20 to 160 µs after the READ was posted), and it sends nothing more.
 #[test]
 fn per_qp_read_fails_when_its_response_stops() {
     for t in [20_000u64, 40_000, 80_000, 160_000] {
-        let (mut p, a, b) = setup(8, false, clean(), 31);
-        p.a.set_retry(8, 2, 7);
-        let e = rdma(
-            wqe(WrOpcode::RdmaRead, 1, vec![sge(a, 0, 100_000, A_MR)]),
-            b + B_READ as u64,
-            B_MR,
-        );
-        assert!(p.a.host.post_send(e));
-        p.doorbell(0);
-        p.run(t);
-        assert!(p.a.host.send_cq.is_empty(), "t {t}: completed before");
-        p.b.modify_to_error();
-        let after = until_completion(&mut p, 50 * T8);
-        assert_eq!(
-            statuses(&p.a.host.send_cq),
-            vec![(1, WcStatus::RetryExcErr)],
-            "t {t}: after {after:?} ns"
-        );
-        // The last response packet arrived at most one link delay after the error.
-        let after = after.unwrap_or(0);
-        assert!(
-            (3 * T8 - 50_000..=3 * T8 + 50_000).contains(&after),
-            "t {t}: failed {after} ns after the responder stopped"
-        );
-        assert_eq!(p.a.conn.stats().ack_timeouts, 3, "t {t}");
+        read_stopped(31, t, |p| p.b.modify_to_error());
     }
 }
 
@@ -83,29 +90,7 @@ fn per_qp_read_fails_when_its_response_stops() {
 /// QP still working): the READ fails the same way, after its acknowledged request.
 #[test]
 fn per_qp_read_fails_when_the_peer_falls_silent() {
-    let (mut p, a, b) = setup(8, false, clean(), 5);
-    p.a.set_retry(8, 2, 7);
-    let e = rdma(
-        wqe(WrOpcode::RdmaRead, 7, vec![sge(a, 0, 100_000, A_MR)]),
-        b + B_READ as u64,
-        B_MR,
-    );
-    assert!(p.a.host.post_send(e));
-    p.doorbell(0);
-    p.run(60_000);
-    assert!(p.a.host.send_cq.is_empty());
-    p.wire.link.b_gone = true;
-    let after = until_completion(&mut p, 50 * T8);
-    assert_eq!(
-        statuses(&p.a.host.send_cq),
-        vec![(7, WcStatus::RetryExcErr)],
-        "after {after:?} ns"
-    );
-    let after = after.unwrap_or(0);
-    assert!(
-        (3 * T8 - 50_000..=3 * T8 + 50_000).contains(&after),
-        "failed {after} ns after the peer fell silent"
-    );
+    read_stopped(5, 60_000, |p| p.wire.link.b_gone = true);
 }
 
 /// The other side of the rule: a READ response that keeps coming, one packet per round
@@ -145,22 +130,27 @@ fn per_qp_slow_read_response_is_progress() {
         .all(|(i, x)| *x == rc_common::pattern(i + 7)));
 }
 
-fn shared(qps: usize, link: metaroce_proto::testkit::rc::Link) -> SharedPair {
-    let mut p = SharedPair::new(qps, 32, link, 1);
-    let all =
-        access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
-    for q in 0..qps {
-        p.nodes[0]
-            .qp(q)
-            .host
-            .reg_mr(A_MR, MR_LEN, access::LOCAL_WRITE);
-        p.nodes[1].qp(q).host.reg_mr(B_MR, MR_LEN, all);
-    }
-    p
+/// Node 0's QP 2 posts a READ of `len` bytes of node 1's READ area.
+fn post_read(p: &mut SharedPair, wr_id: u64, len: usize) {
+    let e = rdma(
+        wqe(WrOpcode::RdmaRead, wr_id, vec![sge(va(A_MR), 0, len, A_MR)]),
+        va(B_MR) + B_READ as u64,
+        B_MR,
+    );
+    assert!(p.nodes[0].qp(2).host.post_send(e));
 }
 
-fn va(key: u32) -> u64 {
-    u64::from(key) << 32 | 0x1000
+/// Runs `p` in `step` ns steps until node 0's QP 2 has a send completion, at most
+/// `limit` ns; the time it took.
+fn until_qp2_completes(p: &mut SharedPair, step: u64, limit: u64) -> u64 {
+    let start = p.now;
+    while p.nodes[0].qp(2).host.send_cq.is_empty() && p.now - start < limit {
+        // Nothing is due before `next` (`run` stops early once nothing is).
+        let next = p.now + step;
+        p.run(step);
+        p.now = p.now.max(next);
+    }
+    p.now - start
 }
 
 /// A shared connection: node 1's QP 2 is destroyed while its READ response to node 0's
@@ -172,25 +162,13 @@ fn va(key: u32) -> u64 {
 fn shared_read_fails_alone_when_its_response_stops() {
     let period = rc::ack_timeout_ns(14);
     for t_us in [30u64, 60] {
-        let mut p = shared(4, clean());
+        let mut p = shared_pair(4, clean());
         p.nodes[0].qp(2).retry = Some((2, 7));
-        let e = rdma(
-            wqe(WrOpcode::RdmaRead, 1, vec![sge(va(A_MR), 0, 100_000, A_MR)]),
-            va(B_MR) + B_READ as u64,
-            B_MR,
-        );
-        assert!(p.nodes[0].qp(2).host.post_send(e));
+        post_read(&mut p, 1, 100_000);
         p.run(t_us * 1000);
         assert!(p.nodes[0].qp(2).host.send_cq.is_empty(), "t {t_us} µs");
         p.nodes[1].destroy_qp(2);
-        let start = p.now;
-        while p.nodes[0].qp(2).host.send_cq.is_empty() && p.now - start < 20 * period {
-            // Nothing is due before `next` (`run` stops early once nothing is).
-            let next = p.now + 1_000_000;
-            p.run(1_000_000);
-            p.now = p.now.max(next);
-        }
-        let after = p.now - start;
+        let after = until_qp2_completes(&mut p, 1_000_000, 20 * period);
         assert_eq!(
             codes(&p.nodes[0].qp(2).host.send_cq),
             vec![WcStatus::RetryExcErr],
@@ -223,7 +201,7 @@ fn shared_read_fails_alone_when_its_response_stops() {
 /// timeouts and succeeds, no retry counted.
 #[test]
 fn shared_slow_read_response_is_progress() {
-    let mut p = shared(4, slow());
+    let mut p = shared_pair(4, slow());
     let mut c = *p.nodes[1].conn.config();
     c.paths = 1;
     c.cc.init_pwnd = 1024;
@@ -232,20 +210,8 @@ fn shared_slow_read_response_is_progress() {
     p.nodes[1].conn = metaroce_proto::conn::Connection::new(c);
     p.nodes[0].conn.set_retry_limits(0, 7, T8);
     p.nodes[0].qp(2).retry = Some((0, 7));
-    let len = MR_LEN - B_READ;
-    let e = rdma(
-        wqe(WrOpcode::RdmaRead, 4, vec![sge(va(A_MR), 0, len, A_MR)]),
-        va(B_MR) + B_READ as u64,
-        B_MR,
-    );
-    assert!(p.nodes[0].qp(2).host.post_send(e));
-    let start = p.now;
-    while p.nodes[0].qp(2).host.send_cq.is_empty() && p.now - start < 100 * T8 {
-        let next = p.now + 10_000;
-        p.run(10_000);
-        p.now = p.now.max(next);
-    }
-    let took = p.now - start;
+    post_read(&mut p, 4, MR_LEN - B_READ);
+    let took = until_qp2_completes(&mut p, 10_000, 100 * T8);
     assert_eq!(
         statuses(&p.nodes[0].qp(2).host.send_cq),
         vec![(4, WcStatus::Success)],

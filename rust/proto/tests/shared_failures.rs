@@ -5,24 +5,13 @@ mod rc_common;
 use metaroce_proto::conn::{ConnError, ConnState};
 use metaroce_proto::rc::{access, WcStatus, WrOpcode};
 use metaroce_proto::testkit::shared::SharedPair;
-use rc_common::{clean, codes, rdma, sge, statuses, wqe, A_MR, B_MR, B_READ, MR_LEN};
-
-fn va(key: u32) -> u64 {
-    u64::from(key) << 32 | 0x1000
-}
+use rc_common::{
+    clean, codes, rdma, sge, shared_pair, shared_va as va, statuses, wqe, A_MR, B_MR, B_READ,
+    MR_LEN,
+};
 
 fn setup(qps: usize) -> SharedPair {
-    let mut p = SharedPair::new(qps, 32, clean(), 1);
-    let all =
-        access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
-    for q in 0..qps {
-        p.nodes[0]
-            .qp(q)
-            .host
-            .reg_mr(A_MR, MR_LEN, access::LOCAL_WRITE);
-        p.nodes[1].qp(q).host.reg_mr(B_MR, MR_LEN, all);
-    }
-    p
+    shared_pair(qps, clean())
 }
 
 /// QP 3 posts a large READ, then a WRITE under a bad rkey. The responder holds its NAK

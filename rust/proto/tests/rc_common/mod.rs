@@ -4,6 +4,7 @@
 
 use metaroce_proto::rc::{access, Cqe, Sge, WcOpcode, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::{Link, Pair, SqEntry};
+use metaroce_proto::testkit::shared::SharedPair;
 
 /// Requester's memory: source and landing buffers.
 pub const A_MR: u32 = 0x10;
@@ -104,4 +105,25 @@ pub fn lossy(loss_ppm: u32, dup_ppm: u32, reorder_ppm: u32) -> Link {
 
 pub fn clean() -> Link {
     lossy(0, 0, 0)
+}
+
+/// `qps` QP pairs sharing one connection per node over `link` (32 slots each): node 0's
+/// QPs with [`A_MR`] (local write), node 1's with [`B_MR`] (every remote right).
+pub fn shared_pair(qps: usize, link: Link) -> SharedPair {
+    let mut p = SharedPair::new(qps, 32, link, 1);
+    let all =
+        access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+    for q in 0..qps {
+        p.nodes[0]
+            .qp(q)
+            .host
+            .reg_mr(A_MR, MR_LEN, access::LOCAL_WRITE);
+        p.nodes[1].qp(q).host.reg_mr(B_MR, MR_LEN, all);
+    }
+    p
+}
+
+/// The address a shared pair's region `key` starts at (the model's registration).
+pub fn shared_va(key: u32) -> u64 {
+    u64::from(key) << 32 | 0x1000
 }
