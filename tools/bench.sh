@@ -49,7 +49,9 @@ elif [[ ${1:-} == --fabric ]]; then
   (($# <= 4)) || { echo "bench: --fabric takes REPS, RATE and ROWS (one quoted argument) at most (got: $*)" >&2; exit 2; }
   [[ $reps =~ ^[1-9][0-9]?$ ]] || { echo "bench: REPS must be a number from 1 to 99 (got '$reps')" >&2; exit 2; }
   [[ $rate =~ ^[0-9]+[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit (got '$rate')" >&2; exit 2; }
-  for r in $rows; do
+  read -ra row_list <<<"$rows"
+  ((${#row_list[@]})) || { echo "bench: ROWS names no row (rows: $all_rows)" >&2; exit 2; }
+  for r in "${row_list[@]}"; do
     [[ " $all_rows " == *" $r "* ]] || { echo "bench: unknown row '$r' (rows: $all_rows)" >&2; exit 2; }
   done
 elif [[ ${1:-} == --reps && ${2:-} =~ ^[1-9][0-9]?$ && ( $# == 2 || ( $# == 3 && ${3:-} == --lossless ) ) ]]; then
@@ -79,8 +81,7 @@ fi
 
 mkdir -p out
 if [[ -n $fabric ]]; then
-  # shellcheck disable=SC2206  # ROWS: words, one argument each
-  name=bench-fabric guest=(tests/guest/bench-fabric.sh "$reps" "$rate" $rows)
+  name=bench-fabric guest=(tests/guest/bench-fabric.sh "$reps" "$rate" "${row_list[@]}")
   # 6 rows x 2 devices x REPS runs, each capped at 60 s (most take 10-20 s).
   limit=$((600 + reps * 12 * 70))
 else

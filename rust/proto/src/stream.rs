@@ -11,13 +11,12 @@ use super::ident::Ident;
 /// Width of the per-stream SSN window in packets.
 pub const STREAM_WINDOW: u32 = 128;
 
-/// How far before a stream's cumulative SSN a packet is still a duplicate (a late
-/// original, or a network duplicate), in SSNs: 2^16, as far back as a path takes a late
-/// PSN (Documentation/transport.rst, "Receiving", steps 3 and 4). Everything before the
-/// cumulative SSN was received, so such a packet is not placed again, but it did arrive
-/// on its path: its PSN is marked and its CE mark echoed. Further back (a stream started
-/// over under new keys begins its SSNs elsewhere, so an old owner's packet lies at a
-/// random distance) it is out of the window.
+/// How far before a stream's cumulative SSN a packet out of the stream window may be a
+/// *late original* (held in a congested queue while its resend went through), in SSNs:
+/// 2^16, as far back as a path takes a late PSN (Documentation/transport.rst,
+/// "Receiver operation", steps 3 and 4). Such a packet is not placed (everything before the
+/// cumulative SSN was received) and changes nothing but what its arrival says: its path
+/// counts it and echoes its CE mark ([`StreamRx::late`]).
 pub const STREAM_LATE: u32 = 1 << 16;
 
 /// [`StreamTx::retries`]: the bit that marks a stream the current local ACK timer tick
@@ -172,15 +171,15 @@ pub struct StreamRx {
 
 impl StreamRx {
     /// Classifies `ssn` without changing state. A duplicate lies at most
-    /// [`STREAM_LATE`] behind `cum` (everything before `cum` was received; the sender
-    /// has no SSN in flight more than [`STREAM_WINDOW`] back, but a late original or a
-    /// network duplicate of one it resent may arrive long after); anything else outside
-    /// the window is out of it.
+    /// [`STREAM_WINDOW`] behind `cum` (the sender never has an SSN in flight further
+    /// back: everything below its `acked_base` was received, and its `next_ssn` is within
+    /// the window of that); anything else outside the window is out of it (further back,
+    /// see [`StreamRx::late`]).
     #[inline]
     pub fn check(&self, ssn: u32) -> RxVerdict {
         let d = ssn.wrapping_sub(self.cum);
         if d >= 1u32 << 31 {
-            if self.cum.wrapping_sub(ssn) <= STREAM_LATE {
+            if self.cum.wrapping_sub(ssn) <= STREAM_WINDOW {
                 RxVerdict::Duplicate
             } else {
                 RxVerdict::OutOfWindow
@@ -192,6 +191,14 @@ impl StreamRx {
         } else {
             RxVerdict::New
         }
+    }
+
+    /// Whether `ssn`, out of the window ([`StreamRx::check`]), may be a late original:
+    /// more than [`STREAM_WINDOW`] and at most [`STREAM_LATE`] before `cum`.
+    #[inline]
+    pub fn late(&self, ssn: u32) -> bool {
+        let back = self.cum.wrapping_sub(ssn);
+        back > STREAM_WINDOW && back <= STREAM_LATE
     }
 
     /// Marks a [`RxVerdict::New`] `ssn` received; returns the messages now whole and in

@@ -223,3 +223,51 @@ fn shared_slow_read_response_is_progress() {
     );
     assert_eq!(p.nodes[0].conn.stats().ack_timeouts, 0);
 }
+
+/// A READ failed by its own one-packet response (its local buffer has no LOCAL_WRITE:
+/// a local protection error, the QP entering the error state) awaits nothing more: the
+/// flush counted its response, and the packet that completes the response does not
+/// count it again. (A first version of stop 60 counted it twice, so the READ stayed
+/// awaited for ever and the local ACK timer ran on: on a connection per QP it failed
+/// the connection with *retry exceeded* 8 timeouts later; on a shared one it ticked for
+/// as long as the QP existed.)
+#[test]
+fn a_read_failed_by_its_own_response_awaits_nothing() {
+    let no_write = 0x30;
+    let (mut p, _, b) = setup(8, false, clean(), 3);
+    let local = p.a.host.reg_mr(no_write, 4096, 0);
+    let e = rdma(
+        wqe(WrOpcode::RdmaRead, 1, vec![sge(local, 0, 512, no_write)]),
+        b + B_READ as u64,
+        B_MR,
+    );
+    assert!(p.a.host.post_send(e));
+    p.doorbell(0);
+    p.run(5_000_000_000);
+    assert_eq!(statuses(&p.a.host.send_cq), vec![(1, WcStatus::LocProtErr)]);
+    assert_eq!(p.a.conn.stats().ack_timeouts, 0, "per QP");
+    assert!(!p.a.engine.awaiting(), "per QP: a response still awaited");
+
+    let mut p = shared_pair(4, clean());
+    let local = p.nodes[0].qp(2).host.reg_mr(no_write, 4096, 0);
+    let e = rdma(
+        wqe(WrOpcode::RdmaRead, 2, vec![sge(local, 0, 512, no_write)]),
+        va(B_MR) + B_READ as u64,
+        B_MR,
+    );
+    assert!(p.nodes[0].qp(2).host.post_send(e));
+    p.run(5_000_000_000);
+    assert_eq!(
+        statuses(&p.nodes[0].qp(2).host.send_cq),
+        vec![(2, WcStatus::LocProtErr)]
+    );
+    assert!(
+        !p.nodes[0].qp(2).engine.awaiting(),
+        "shared: a response still awaited"
+    );
+    assert_eq!(
+        p.nodes[0].conn.poll_timeout(),
+        None,
+        "shared: the local ACK timer still runs"
+    );
+}

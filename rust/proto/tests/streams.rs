@@ -423,10 +423,13 @@ fn a_stream_closed_in_an_rnr_wait_leaves_no_timer_armed() {
 
 /// A late original far behind its stream's window (its resend was taken long ago and
 /// the stream moved 300 SSNs on; the fabric's congested spine held such packets for
-/// tens of ms) is a duplicate: not placed again, its PSN marked on its path and its CE
-/// mark echoed in the next ACK. (Until stop 60 anything more than 128 SSNs back was
-/// dropped as `ssn_out_of_window` before its CE mark counted: the fabric ECN check once
-/// saw 72 CE marks received and none echoed.) 2^16 + 1 back it is out of the window.
+/// tens of ms) is counted as a duplicate and changes nothing but what its arrival says:
+/// not placed again, its CE mark echoed in an ACK at once, and no stale RTT sample (its
+/// timestamp is not echoed). (Until stop 60 anything more than 128 SSNs back was dropped
+/// as `ssn_out_of_window` before its CE mark counted: the fabric ECN check once saw 72
+/// CE marks received and none echoed.) The same SSN with a PSN not behind its path's
+/// cumulative PSN is no late original (a forger's, at best): dropped as before; and
+/// 2^16 + 1 back it is out of reach.
 #[test]
 fn a_late_original_far_behind_the_stream_window_is_a_duplicate_and_its_ce_echoed() {
     let (mut a, mut b) = pair(1, &[0]);
@@ -461,15 +464,38 @@ fn a_late_original_far_behind_the_stream_window_is_a_duplicate_and_its_ce_echoed
     let acks = b.drain(now);
     assert!(!acks.is_empty(), "no ACK for the late CE-marked packet");
     assert_eq!(b.c.stats().ce_echoed, echoed0 + 1, "its CE mark not echoed");
-    // The bound: the stream's cumulative SSN set 2^16 + 1 after the packet's.
-    let ssn = metaroce_proto::wire::decode_data_packet(&late).map(|(h, _)| h.ssn);
-    let ssn = ssn.expect("a DATA datagram");
-    let mut rx = b.app.stream(0).map(|s| s.rx).expect("stream 0");
-    rx.cum = ssn.wrapping_add(metaroce_proto::stream::STREAM_LATE + 1);
-    assert_eq!(
-        rx.check(ssn),
-        metaroce_proto::stream::RxVerdict::OutOfWindow
+    let srtt = a.c.path(0).map(|t| t.srtt).unwrap_or(0);
+    for (_, ack) in &acks {
+        assert!(a.recv(now + 5_000, ack).is_ok());
+    }
+    let after = a.c.path(0).map(|t| t.srtt).unwrap_or(0);
+    assert!(
+        after <= srtt * 2,
+        "a stale RTT sample: srtt {srtt} -> {after} ns"
     );
-    rx.cum = ssn.wrapping_add(metaroce_proto::stream::STREAM_LATE);
-    assert_eq!(rx.check(ssn), metaroce_proto::stream::RxVerdict::Duplicate);
+    // The same SSN on the path's next PSN (not behind its cumulative PSN).
+    let (mut h, payload) = metaroce_proto::wire::decode_data_packet(&late).expect("DATA");
+    let ssn = h.ssn;
+    h.psn = a.c.path(0).map(|t| t.next_psn).expect("path 0");
+    let mut buf = [0u8; 2048];
+    let n = h.encode(&mut buf).expect("encoded");
+    buf[n..n + payload.len()].copy_from_slice(payload);
+    let r = b.recv(now + 10_000, &buf[..n + payload.len()]);
+    assert_eq!(r, Err(DropReason::SsnOutOfWindow));
+    // The bounds: more than 128 and at most 2^16 SSNs back.
+    use metaroce_proto::stream::{RxVerdict, STREAM_LATE, STREAM_WINDOW};
+    let mut rx = b.app.stream(0).map(|s| s.rx).expect("stream 0");
+    for (back, late, verdict) in [
+        (STREAM_WINDOW, false, RxVerdict::Duplicate),
+        (STREAM_WINDOW + 1, true, RxVerdict::OutOfWindow),
+        (STREAM_LATE, true, RxVerdict::OutOfWindow),
+        (STREAM_LATE + 1, false, RxVerdict::OutOfWindow),
+    ] {
+        rx.cum = ssn.wrapping_add(back);
+        assert_eq!(
+            (rx.late(ssn), rx.check(ssn)),
+            (late, verdict),
+            "{back} back"
+        );
+    }
 }

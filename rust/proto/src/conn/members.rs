@@ -244,9 +244,6 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
     /// unless it was counted in this tick already: `retries` counts a retry, `over`
     /// takes the first stream past its limit.
     fn count_tick<A: App>(&mut self, s: u16, retries: &mut u32, over: &mut u16, app: &mut A) {
-        let limit = app
-            .stream_retry_limits(s)
-            .map_or(self.cfg.retry_cnt, |(c, _)| c);
         let Some(st) = app.stream(s) else {
             return;
         };
@@ -262,8 +259,13 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         if n >= 2 {
             *retries = retries.saturating_add(1);
         }
-        if retries_past(n, limit) && *over == NO_STREAM {
-            *over = s;
+        if *over == NO_STREAM {
+            let limit = app
+                .stream_retry_limits(s)
+                .map_or(self.cfg.retry_cnt, |(c, _)| c);
+            if retries_past(n, limit) {
+                *over = s;
+            }
         }
     }
 

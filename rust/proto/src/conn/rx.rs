@@ -5,7 +5,7 @@
 
 use super::super::bytes::Bytes;
 use super::super::path::PathRx;
-use super::super::sack::SACK_BITS;
+use super::super::sack::{seq_lt, SACK_BITS};
 use super::super::stream::{RxVerdict, Stream};
 use super::super::time::Instant;
 use super::super::wire::{
@@ -355,6 +355,26 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         self.reports.ack_pending |= 1u64 << (h.path % 64);
     }
 
+    /// A late original arrived on path `p` ([`super::super::stream::StreamRx::late`]):
+    /// an arrival the path reports (`acked`, so the sender hears of a packet it had
+    /// given up on) and a CE mark it echoes at once, nothing else: no floor, no mark, no
+    /// timestamp echo (an RTT sample tens of ms stale would inflate the path's RTO), no
+    /// placement (Documentation/transport.rst, "Receiver operation", step 4).
+    fn late_original(&mut self, now: Instant, p: usize, ce: bool) {
+        self.stats.dup_rx = self.stats.dup_rx.wrapping_add(1);
+        let Some(rx) = self.rx.get_mut(p) else {
+            return;
+        };
+        rx.acked = rx.acked.saturating_add(1);
+        if ce {
+            rx.ce = rx.ce.saturating_add(1);
+            self.reports.ack_pending |= 1u64 << p;
+        } else if !self.timers.is_armed(Timer::DelayedAck) {
+            let at = now.add_nanos(u64::from(self.cfg.ack_delay_ns));
+            self.timers.set(Timer::DelayedAck, at);
+        }
+    }
+
     /// A DATA packet. Every check comes before any state changes (in this order, which
     /// decides the drop reason counted): connection and path, token, payload length,
     /// stream and an op it carries ([`App::carries`]), the path window
@@ -423,6 +443,16 @@ impl<const P: usize, const W: usize, const N: usize> Connection<P, W, N> {
         }
         let verdict = srx.check(h.ssn);
         if verdict == RxVerdict::OutOfWindow {
+            // A late original (Documentation/transport.rst, "Receiver operation",
+            // step 4): under the settled key, its SSN out of the stream window behind
+            // it by at most 2^16, its PSN behind the path's cumulative PSN (the
+            // sender's floor passed it).
+            let settled = member.is_some() || key == self.cfg.rx_ident;
+            let behind = self.rx.get(p).is_some_and(|r| seq_lt(h.psn, r.cum));
+            if settled && behind && srx.late(h.ssn) {
+                self.late_original(now, p, ce);
+                return Ok(RxEvent::Duplicate);
+            }
             return Err(DropReason::SsnOutOfWindow);
         }
         let last = h.flags & DF_LAST != 0;

@@ -360,6 +360,13 @@ impl<T: Tables> Engine<T> {
     /// Requester: response `k` is whole; its WQE may complete.
     pub(super) fn response_complete<E: Env<Sge = T::Sge>>(&mut self, env: &mut E, k: u32) {
         let sent = self.tx_reads.wrapping_sub(self.reads_done);
+        if sent == 0 {
+            // Nothing awaits a response: a flush (this response's own packet failed its
+            // WQE and the QP entered the error state) already counted every one, and
+            // counting this one again would leave a response awaited for ever
+            // ([`Engine::awaiting`]).
+            return;
+        }
         if k.wrapping_sub(self.reads_done) < sent {
             if let Some(msn) = self.read_msn(k) {
                 if let Some(s) = at(self.t.sends(), msn) {
