@@ -328,9 +328,10 @@ else
   if mr; then
     ((ce > 0 && echoed > 0)) && pass "$dev: receiver got $ce CE-marked packets and echoed $echoed marks" \
       || fail "$dev: CE marks received ($ce) and echoed ($echoed)"
-    # A CE mark on a packet the receiver drops (a late original its path's or
-    # stream's window has passed: psn_/ssn_out_of_window) is never echoed; the
-    # reasons say how many.
+    # A CE mark on a packet the receiver drops (one its path's window has
+    # passed, or its stream's beyond a late original's reach, transport.rst
+    # "Receiver operation" step 4: psn_/ssn_out_of_window) is never echoed;
+    # the reasons say how many.
     diag "$dev: the receiver's drops during the transfer, by reason: $(rx_drop_delta "$drops0" "$(rx_drop_counts)")"
   else diag "$dev: receiver counted $ce CE-marked packets"; fi
 fi
