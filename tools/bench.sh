@@ -45,14 +45,18 @@ if [[ ${1:-} == -h || ${1:-} == --help ]] && (($# == 1)); then
   usage; exit 0
 elif [[ ${1:-} == --fabric ]]; then
   all_rows="lossless down gray100 gray5 congest qp8"
-  fabric=1 reps=${2:-3} rate=${3:-4mbit} rows=${4:-$all_rows}
+  # An argument given empty is refused, not taken as the default.
+  fabric=1 reps=${2-3} rate=${3-4mbit} rows=${4-$all_rows}
   (($# <= 4)) || { echo "bench: --fabric takes REPS, RATE and ROWS (one quoted argument) at most (got: $*)" >&2; exit 2; }
   [[ $reps =~ ^[1-9][0-9]?$ ]] || { echo "bench: REPS must be a number from 1 to 99 (got '$reps')" >&2; exit 2; }
   [[ $rate =~ ^[0-9]+[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit (got '$rate')" >&2; exit 2; }
   read -ra row_list <<<"$rows"
   ((${#row_list[@]})) || { echo "bench: ROWS names no row (rows: $all_rows)" >&2; exit 2; }
+  seen=" "
   for r in "${row_list[@]}"; do
     [[ " $all_rows " == *" $r "* ]] || { echo "bench: unknown row '$r' (rows: $all_rows)" >&2; exit 2; }
+    [[ $seen != *" $r "* ]] || { echo "bench: row '$r' named twice" >&2; exit 2; }
+    seen+="$r "
   done
 elif [[ ${1:-} == --reps && ${2:-} =~ ^[1-9][0-9]?$ && ( $# == 2 || ( $# == 3 && ${3:-} == --lossless ) ) ]]; then
   reps=$2 only=${3:+lossless}
