@@ -12,6 +12,7 @@ use metaroce_proto::conn::ConnState;
 use metaroce_proto::rc::{self, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::Pair;
 use metaroce_proto::testkit::shared::SharedPair;
+use metaroce_proto::wire::{decode, Packet, ACK_LEN};
 use rc_common::{
     clean, codes, rdma, read, setup, sge, shared_pair, shared_va as va, statuses, wqe, A_MR, B_MR,
     B_READ, MR_LEN,
@@ -269,5 +270,56 @@ fn a_read_failed_by_its_own_response_awaits_nothing() {
         p.nodes[0].conn.poll_timeout(),
         None,
         "shared: the local ACK timer still runs"
+    );
+}
+
+/// An atomic whose request is acknowledged but whose response is lost, its responder
+/// then in the error state (it resends nothing): the atomic awaits its response as a
+/// READ does and fails with *retry exceeded* after `retry_cnt + 1` timeouts. (Its
+/// response is one packet sent with the ACK, so the model keeps the ACK and drops the
+/// response.)
+#[test]
+fn per_qp_atomic_fails_when_its_response_is_lost_after_its_ack() {
+    let (mut p, a, b) = setup(8, false, clean(), 17);
+    p.a.set_retry(8, 2, 7);
+    let mut e = rdma(
+        wqe(WrOpcode::AtomicFetchAndAdd, 1, vec![sge(a, 0, 8, A_MR)]),
+        b,
+        B_MR,
+    );
+    e.wqe.compare_add = 5;
+    assert!(p.a.host.post_send(e));
+    p.doorbell(0);
+    let reqs = p.take_wire();
+    assert!(!reqs.is_empty() && reqs.iter().all(|(to, _)| *to == 1));
+    for (_, d) in &reqs {
+        p.inject(1, d);
+    }
+    // The responder's answer: its ACK with the response riding after it (transport.rst,
+    // "ACKs riding on DATA"). Only the ACK record arrives.
+    let answers = p.take_wire();
+    assert_eq!(
+        answers.len(),
+        1,
+        "one datagram: the ACK and the response riding on it"
+    );
+    let (to, d) = &answers[0];
+    assert_eq!(*to, 0);
+    assert!(d.len() > ACK_LEN, "no response rides on the ACK");
+    assert!(matches!(decode(d), Ok(Packet::Ack(_))));
+    p.b.modify_to_error();
+    p.inject(0, &d[..ACK_LEN]);
+    assert!(p.a.host.send_cq.is_empty());
+    let after = until_completion(&mut p, 50 * T8);
+    assert_eq!(
+        statuses(&p.a.host.send_cq),
+        vec![(1, WcStatus::RetryExcErr)],
+        "after {after:?} ns"
+    );
+    assert_eq!(p.a.conn.stats().ack_timeouts, 3);
+    assert_eq!(
+        p.a.conn.stats().retx,
+        0,
+        "the request was resent: it was not acknowledged"
     );
 }
