@@ -12,10 +12,10 @@ use metaroce_proto::conn::ConnState;
 use metaroce_proto::rc::{self, WcStatus, WrOpcode};
 use metaroce_proto::testkit::rc::Pair;
 use metaroce_proto::testkit::shared::SharedPair;
-use metaroce_proto::wire::{decode, Packet, ACK_LEN};
+use metaroce_proto::wire::{decode, Packet};
 use rc_common::{
-    clean, codes, rdma, read, setup, sge, shared_pair, shared_va as va, statuses, wqe, A_MR, B_MR,
-    B_READ, MR_LEN,
+    answers, clean, codes, fetch_add, rdma, read, setup, sge, shared_pair, shared_va as va,
+    statuses, wqe, A_MR, B_MR, B_READ, MR_LEN,
 };
 
 /// The model's local ACK timeout for `timeout` 8: 4.096 µs × 2^8 (IBTA 9.7.6.1.3),
@@ -282,33 +282,17 @@ fn a_read_failed_by_its_own_response_awaits_nothing() {
 fn per_qp_atomic_fails_when_its_response_is_lost_after_its_ack() {
     let (mut p, a, b) = setup(8, false, clean(), 17);
     p.a.set_retry(8, 2, 7);
-    let mut e = rdma(
-        wqe(WrOpcode::AtomicFetchAndAdd, 1, vec![sge(a, 0, 8, A_MR)]),
-        b,
-        B_MR,
-    );
-    e.wqe.compare_add = 5;
-    assert!(p.a.host.post_send(e));
-    p.doorbell(0);
-    let reqs = p.take_wire();
-    assert!(!reqs.is_empty() && reqs.iter().all(|(to, _)| *to == 1));
-    for (_, d) in &reqs {
-        p.inject(1, d);
-    }
     // The responder's answer: its ACK with the response riding after it (transport.rst,
-    // "ACKs riding on DATA"). Only the ACK record arrives.
-    let answers = p.take_wire();
-    assert_eq!(
-        answers.len(),
-        1,
-        "one datagram: the ACK and the response riding on it"
+    // "ACKs riding on DATA"), split in two. Only the ACK arrives.
+    let wire = answers(&mut p, vec![fetch_add(1, a, b, 5)]);
+    assert_eq!(wire.len(), 2, "the ACK and the response riding on it");
+    assert!(matches!(decode(&wire[0]), Ok(Packet::Ack(_))));
+    assert!(
+        matches!(decode(&wire[1]), Ok(Packet::Data(..))),
+        "no response rides on the ACK"
     );
-    let (to, d) = &answers[0];
-    assert_eq!(*to, 0);
-    assert!(d.len() > ACK_LEN, "no response rides on the ACK");
-    assert!(matches!(decode(d), Ok(Packet::Ack(_))));
     p.b.modify_to_error();
-    p.inject(0, &d[..ACK_LEN]);
+    p.inject(0, &wire[0]);
     assert!(p.a.host.send_cq.is_empty());
     let after = until_completion(&mut p, 50 * T8);
     assert_eq!(

@@ -127,3 +127,51 @@ pub fn shared_pair(qps: usize, link: Link) -> SharedPair {
 pub fn shared_va(key: u32) -> u64 {
     u64::from(key) << 32 | 0x1000
 }
+
+/// Offset of B's atomic counter.
+pub const ATOMIC_OFF: usize = 1 << 16;
+
+/// FETCH_ADD of `add` on B's counter, the original value landing at A's `8 * wr_id`.
+pub fn fetch_add(wr_id: u64, a: u64, b: u64, add: u64) -> metaroce_proto::testkit::rc::SqEntry {
+    let mut e = rdma(
+        wqe(
+            WrOpcode::AtomicFetchAndAdd,
+            wr_id,
+            vec![sge(a, 8 * wr_id as usize, 8, A_MR)],
+        ),
+        b + ATOMIC_OFF as u64,
+        B_MR,
+    );
+    e.wqe.compare_add = add;
+    e
+}
+
+/// Posts `wqes` on A, delivers A's requests to B and returns what B answers (to A):
+/// its ACKs and, for a READ or atomic, the response packets, oldest first.
+pub fn answers(p: &mut Pair, wqes: Vec<metaroce_proto::testkit::rc::SqEntry>) -> Vec<Vec<u8>> {
+    for e in wqes {
+        assert!(p.a.host.post_send(e));
+    }
+    p.doorbell(0);
+    let reqs = p.take_wire();
+    assert!(!reqs.is_empty() && reqs.iter().all(|(to, _)| *to == 1));
+    for (_, d) in &reqs {
+        p.inject(1, d);
+    }
+    let out = p.take_wire();
+    assert!(out.iter().all(|(to, _)| *to == 0));
+    // A response riding on an ACK (Documentation/transport.rst, "ACKs riding on DATA")
+    // is split off: the ACKs and the DATA each make a datagram of their own.
+    let mut split = Vec::new();
+    for (_, d) in out {
+        match metaroce_proto::wire::decode_ride(&d) {
+            Ok((_, Some(data))) => {
+                let at = d.len() - data.len();
+                split.push(d[..at].to_vec());
+                split.push(d[at..].to_vec());
+            }
+            _ => split.push(d),
+        }
+    }
+    split
+}
