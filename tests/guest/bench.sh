@@ -224,7 +224,8 @@ loss_phase() { # LOSS (a rate in percent, or r25) NETEM-ARGS...
 # then (unless "lossless") the loss and reordering rows. After two lossless
 # runs in a row that hit the timeout, the device's remaining lossless runs of
 # the round are recorded as failed without running (a wedged peer would only
-# eat the time limit); both guests apply the same rule.
+# eat the time limit); a run counts as timed out when it did on either guest,
+# so both apply the rule alike.
 runs=("write_lat 64" "send_lat 64" "read_lat 64")
 for t in write_bw send_bw; do for s in 1048576 65536 4096; do runs+=("$t $s"); done; done
 # and SEND 64 KiB in event mode: the server of a polling ib_send_bw shares its
@@ -242,7 +243,10 @@ for ((rep = 1; rep <= reps; rep++)); do
         bench "$d" "$t${ev:+_ev}" "$s" 0 fail "$unit"; diag "$d ib_$t -s $s: skipped after 2 timeouts in a row"; continue
       fi
       measure "$d" "$t" "$s" "$n" "$run_timeout" 0; rc=$?
-      if ((rc == 124)); then timeouts=$((timeouts + 1)); else timeouts=0; fi
+      # Counted from both guests' exit statuses, so that both skip alike
+      # (one side timed out while the other failed otherwise).
+      peer=$(swap "lossless-rc-$port" "$rc")
+      if ((rc == 124 || peer == 124)); then timeouts=$((timeouts + 1)); else timeouts=0; fi
     done
   done
   ev=""
