@@ -241,7 +241,9 @@ for ((rep = 1; rep <= reps; rep++)); do
     timeouts=0
     for r in "${runs[@]}"; do
       read -r t s ev <<<"$r"
-      if [[ $t == *_lat ]]; then n=200 unit=usec; else n=${iters[$s]} unit=MiB/s; fi
+      # Latency: 1000 round trips (200 until stop 61, whose t_avg swung 2x
+      # between rounds under TCG), 1-2 s a run.
+      if [[ $t == *_lat ]]; then n=1000 unit=usec; else n=${iters[$s]} unit=MiB/s; fi
       if ((timeouts >= 2)); then
         port=$((port + 1))
         bench "$d" "$t${ev:+_ev}" "$s" 0 fail "$unit"; diag "$d ib_$t -s $s: skipped after 2 timeouts in a row"; continue
