@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Host-side checks of the MetaRoCE protocol core (rust/proto) and simulator (tools/sim):
 # format, lints, unit/property/mutation tests, the simulator's quick-scale table with its
-# regression guards, the Wireshark dissector against the reference decoder (tests/wireshark.sh,
+# regression guards, the bench table's rules (tests/bench-table.sh), the Wireshark dissector against the reference decoder (tests/wireshark.sh,
 # when tshark is installed), the compliance suite's codec against the worked examples, the worked wire examples against the reference, and a short cargo-fuzz smoke run when cargo-fuzz and a nightly
 # toolchain are installed. Exits non-zero on the first failure.
 set -euo pipefail
@@ -27,6 +27,9 @@ bash tests/wireshark.sh
 step "compliance suite (tools/compliance): its own codec and keys against every worked-example datagram; every spec reference of its scenarios resolves"
 python3 tools/compliance/selftest.py
 python3 tools/compliance/run.py --list >/dev/null
+
+step "the bench's table (tools/bench.awk) from made-up results with known medians and ratios"
+bash tests/bench-table.sh
 
 step "worked examples: Documentation/transport-examples.rst is what the reference sends (rust/proto/examples/exchange.rs)"
 if ! cargo run -q --release -p metaroce-proto --example exchange | diff -u Documentation/transport-examples.rst -; then

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The bench's table (tools/bench.awk, Documentation/bench.rst) from made-up BENCH
+# lines whose medians, ranges and per-round ratios are known: it checks the rules
+# a reader of the table relies on, not any measured figure. Run by tests/host.sh.
+#   bash tests/bench-table.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fails=0
+check() { # DESCRIPTION PATTERN TEXT: TEXT has a line matching the ERE PATTERN
+  if grep -Eq -- "$2" <<<"$3"; then echo "ok - $1"; else echo "not ok - $1"; fails=$((fails + 1)); fi
+}
+check_not() { # DESCRIPTION PATTERN TEXT: no line of TEXT matches PATTERN
+  if grep -Eq -- "$2" <<<"$3"; then echo "not ok - $1"; fails=$((fails + 1)); else echo "ok - $1"; fi
+}
+table() { awk -v when=test -v secs=1 -v commit=test -f tools/bench.awk; }
+line() { # DEV TEST SIZE LOSS VALUE PKMSG REP
+  echo "side=server dev=$1 test=$2 size=$3 loss=$4 value=$5 unit=MiB/s pkmsg=$6 cpu=10.0 tick=5.0 rep=$7"
+}
+
+# Three rounds. write_bw 64 KiB: rxe 10 each round, metaroce 14, 15, 16 (ratios
+# 1.4, 1.5, 1.6). Lossless packets per message 48 in every round for metaroce, 64
+# for rxe; at 1 % loss metaroce received 48, 52.8, 60 (1.00, 1.10, 1.25 of the same
+# round's lossless run) and rxe 64, 128, 96 (1, 2, 1.5).
+rounds=$(
+  for r in 1 2 3; do
+    line rxe0 write_bw 65536 0 10 64 $r
+    line mr0 write_bw 65536 0 $((13 + r)) 48 $r
+  done
+  line mr0 write_bw 65536 1 12 48 1; line mr0 write_bw 65536 1 12 52.8 2; line mr0 write_bw 65536 1 12 60 3
+  line rxe0 write_bw 65536 1 3 64 1; line rxe0 write_bw 65536 1 3 128 2; line rxe0 write_bw 65536 1 3 96 3
+)
+out=$(table <<<"$rounds")
+check "lossless ratio: the median of the rounds' ratios with their range" \
+  '^write_bw +64 KiB +MiB/s +10\.00 +15\.00 1\.50 \[1\.40-1\.60\] ' "$out"
+check "loss row: pk is the median of each round's ratio to its own lossless run (rxe 1.50, metaroce 1.10)" \
+  '^write_bw +64 KiB +1% .* 1\.50 +1\.10 ' "$out"
+check_not "no send_bw_ev row in a log without one" '^send_bw_ev +64 KiB' "$out"
+
+# Round 1's lossless run redefined with 96 packets a message: each round against its
+# own gives 48/96, 52.8/48 and 60/48, median 1.10 (round 1's alone: 0.50).
+out=$(table <<<"$rounds
+$(line mr0 write_bw 65536 0 14 96 1)")
+check "pk: each loss run against the lossless run of its own round" \
+  '^write_bw +64 KiB +1% .* 1\.50 +1\.10 ' "$out"
+
+out=$(table <<<"$rounds
+$(line rxe0 send_bw_ev 65536 0 20 64 1; line mr0 send_bw_ev 65536 0 22 48 1)")
+check "an event-mode row when the log has one" '^send_bw_ev +64 KiB +MiB/s +20\.00 +22\.00 1\.10' "$out"
+
+((fails == 0)) && echo "bench table: all passed" || { echo "bench table: $fails failed"; exit 1; }
