@@ -95,10 +95,16 @@ function ctable(A, title,   i) {
     crow(A, "send_bw_ev", 65536, 1)
 }
 # packets the server received per message under LOSS over the same round's
-# lossless figure: the median over the rounds, "-" if no round has both
-function pk(test, size, loss, dev) {
+# lossless figure: the median over the rounds; a log from before the loss rows
+# ran in rounds (no rep= on them): the medians' quotient; "-" if neither
+function pk(test, size, loss, dev,   k, n, a) {
   rounds(pkm, test SUBSEP size SUBSEP loss SUBSEP dev, test SUBSEP size SUBSEP 0 SUBSEP dev)
-  return num(lastratio) ? sprintf("%.2f", lastratio) : "-"
+  if (num(lastratio)) return sprintf("%.2f", lastratio)
+  k = test SUBSEP size SUBSEP loss SUBSEP dev; n = gather(pkm, k); if (!n && (k SUBSEP 0) in pkm) { m[1] = pkm[k, 0]; n = 1 }
+  if (!n) return "-"
+  a = median(m, n)
+  k = test SUBSEP size SUBSEP 0 SUBSEP dev; n = gather(pkm, k); if (!n && (k SUBSEP 0) in pkm) { m[1] = pkm[k, 0]; n = 1 }
+  return n ? div(a, median(m, n)) : "-"
 }
 # loss "r25": netem reorder 25 % (delay 1ms), no loss
 function lab(l) { return l ~ /^r/ ? "ro" substr(l, 2) "%" : l "%" }
