@@ -47,6 +47,13 @@ out=$(table <<<"$old")
 check "a log without rounds on its loss rows: pk against the lossless median (rxe 1.50, metaroce 1.25)" \
   '^write_bw +64 KiB +1% .* 1\.50 +1\.25 ' "$out"
 
+# send_bw 64 KiB: ratios 12.85/7.95 and 13.47/9.75, median 1.499: shown as 1.50, a
+# miss of the 1.5 target, which the verdict must say with its third decimal.
+out=$(table <<<"$(line rxe0 send_bw 65536 0 7.95 64 1; line mr0 send_bw 65536 0 12.85 48 1
+  line rxe0 send_bw 65536 0 9.75 64 2; line mr0 send_bw 65536 0 13.47 48 2)")
+check "a miss that rounds to the target says so with three decimals" \
+  '^send_bw +64 KiB .* 1\.50 \[1\.38-1\.62\] +>= 1\.5 +NO \(1\.499\)' "$out"
+
 out=$(table <<<"$rounds
 $(line rxe0 send_bw_ev 65536 0 20 64 1; line mr0 send_bw_ev 65536 0 22 48 1)")
 check "an event-mode row when the log has one" '^send_bw_ev +64 KiB +MiB/s +20\.00 +22\.00 1\.10' "$out"

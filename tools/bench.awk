@@ -58,10 +58,14 @@ function rounds(A, ka, kb, miss0,   r, n, med) {
 function ratio(A, test, size, side) {
   return rounds(A, test SUBSEP size SUBSEP 0 SUBSEP "mr0" SUBSEP side, test SUBSEP size SUBSEP 0 SUBSEP "rxe0" SUBSEP side)
 }
-function tgt(kind, x, v) {
+# (a miss that the two decimals shown would round to a hit also shows its third)
+function tgt(kind, x, v,   ok, r) {
   if (kind == "") return ""
+  if (!num(v)) return sprintf("%s %-4s -", kind == "ge" ? ">=" : "<=", x)
+  ok = kind == "ge" ? v + 0 >= x : v + 0 <= x
+  r = sprintf("%.2f", v) + 0
   return sprintf("%s %-4s %s", kind == "ge" ? ">=" : "<=", x, \
-    !num(v) ? "-" : ((kind == "ge" ? v + 0 >= x : v + 0 <= x) ? "yes" : "NO"))
+    ok ? "yes" : ((kind == "ge" ? r >= x : r <= x) ? sprintf("NO (%.3f)", v) : "NO"))
 }
 # each fail/timeout/zero figure counts once, as it is read
 function bad(v) { if (v == "fail" || v == "timeout" || v == "zero") nfail++ }
