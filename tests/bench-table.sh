@@ -47,6 +47,21 @@ out=$(table <<<"$old")
 check "a log without rounds on its loss rows: pk against the lossless median (rxe 1.50, metaroce 1.25)" \
   '^write_bw +64 KiB +1% .* 1\.50 +1\.25 ' "$out"
 
+# write_bw 4 KiB: metaroce 16 in round 1, then a timeout and a failure; rxe 10 each
+# round. The ratio is round 1's alone and must say so, and the row is a miss.
+out=$(table <<<"$rounds
+$(for r in 1 2 3; do line rxe0 write_bw 4096 0 10 4 $r; done
+  line mr0 write_bw 4096 0 16 3 1; line mr0 write_bw 4096 0 timeout 3 2; line mr0 write_bw 4096 0 fail 3 3)")
+check "a ratio from fewer rounds than ran says how many, and a failed metaroce run is a miss" \
+  '^write_bw +4 KiB +MiB/s +10\.00 +16\.00 1\.60 \(1/3\) +>= 1\.5 +NO \(a run failed\)' "$out"
+# 10 % loss: metaroce 12 in round 1 (rxe 3), timed out in rounds 2 and 3 (rxe 3): its
+# ratio to rxe counts the timeouts as 0, as its frac does: 4.00, 0, 0, median 0.
+out=$(table <<<"$rounds
+$(for r in 1 2 3; do line rxe0 write_bw 65536 10 3 64 $r; done
+  line mr0 write_bw 65536 10 12 48 1; line mr0 write_bw 65536 10 timeout 48 2; line mr0 write_bw 65536 10 timeout 48 3)")
+check "a loss row's mr/rxe counts metaroce's timed-out rounds as 0" \
+  '^write_bw +64 KiB +10% .* 0\.00 \[0\.00-4\.00\] .*>= 0\.6 +NO' "$out"
+
 # send_bw 64 KiB: ratios 12.85/7.95 and 13.47/9.75, median 1.499: shown as 1.50, a
 # miss of the 1.5 target, which the verdict must say with its third decimal.
 out=$(table <<<"$(line rxe0 send_bw 65536 0 7.95 64 1; line mr0 send_bw 65536 0 12.85 48 1

@@ -50,9 +50,18 @@ function rounds(A, ka, kb, miss0,   r, n, med) {
       if (num(A[ka, r])) m[++n] = A[ka, r] / A[kb, r]
       else if (miss0 && (A[ka, r] == "fail" || A[ka, r] == "timeout")) m[++n] = 0
     }
+  lastn = n
   if (n == 0) { lastratio = "-"; return "-" }
   med = median(m, n); lastratio = med
   return n == 1 ? sprintf("%.2f", med) : sprintf("%.2f [%.2f-%.2f]", med, m[1], m[n])
+}
+# a ratio from rounds() as shown: with "(K/N)" when only K of the N rounds gave
+# one (a run that failed or timed out, on either device, left its round out)
+function shown(q) { return (nrep > 1 && lastn < nrep && q != "-") ? q " (" lastn "/" nrep ")" : q }
+# whether a round of KEY (array val) failed or timed out
+function failed(key,   r) {
+  for (r = 0; r <= nrep; r++) if ((key SUBSEP r) in val && (val[key, r] == "fail" || val[key, r] == "timeout")) return 1
+  return 0
 }
 # ratio mr0/rxe0 of array A over the rounds: "median [min-max]"
 function ratio(A, test, size, side) {
@@ -73,11 +82,15 @@ function cmed(A, test, size, dev, side,   n) {
   n = gather(A, test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP side)
   return n ? sprintf("%.1f", median(m, n)) : "-"
 }
-function row(test, size, unit, kind, x,   r, mr, q, side) {
+function row(test, size, unit, kind, x,   r, mr, q, side, v, t) {
   side = test == "read_lat" ? "client" : "server"
   r = get(test, size, 0, "rxe0", side); mr = get(test, size, 0, "mr0", side)
-  q = ratio(val, test, size, side)
-  printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", test, hsize(size), unit, r, mr, q, tgt(kind, x, lastratio)
+  q = ratio(val, test, size, side); v = lastratio; q = shown(q)
+  # a metaroce run that failed or timed out in any round is a miss, whatever the
+  # other rounds' ratio
+  if (kind != "" && failed(test SUBSEP size SUBSEP 0 SUBSEP "mr0" SUBSEP side)) t = sprintf("%s %-4s NO (a run failed)", kind == "ge" ? ">=" : "<=", x)
+  else t = tgt(kind, x, v)
+  printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", test, hsize(size), unit, r, mr, q, t
 }
 # a CPU row of array A (cpu: the measured kernel time; tick: the sampled ticks)
 # (informational, no target: the event-mode row)
@@ -126,7 +139,8 @@ function lfrac(test, size, loss, dev,   v) {
 function lrow(test, size, loss, kind, x,   r, mr, rf, mf, mv, q) {
   r = get(test, size, loss, "rxe0", "server"); mr = get(test, size, loss, "mr0", "server")
   rf = lfrac(test, size, loss, "rxe0"); mf = lfrac(test, size, loss, "mr0"); mv = lastratio
-  q = rounds(val, test SUBSEP size SUBSEP loss SUBSEP "mr0" SUBSEP "server", test SUBSEP size SUBSEP loss SUBSEP "rxe0" SUBSEP "server")
+  # (a metaroce run that failed or timed out counts as 0, as in its frac)
+  q = shown(rounds(val, test SUBSEP size SUBSEP loss SUBSEP "mr0" SUBSEP "server", test SUBSEP size SUBSEP loss SUBSEP "rxe0" SUBSEP "server", 1))
   printf "%-10s %-7s %6s %9s %-17s %9s %-17s %-17s %6s %6s   %s\n", test, hsize(size), lab(loss), r, rf, mr, mf, q, \
     pk(test, size, loss, "rxe0"), pk(test, size, loss, "mr0"), \
     tgt(kind, x, (mr == "fail" || mr == "timeout") ? 0 : mv)

@@ -16,9 +16,9 @@
 # targets. A failed run shows as
 # "fail" (or "timeout") and the bench goes on. See Documentation/bench.rst.
 #
-#   bash tools/bench.sh [--reps REPS [--lossless]]
+#   bash tools/bench.sh [--reps REPS] [--lossless]
 #        (REPS 1-99, default 3 rounds: about 12-15 minutes under TCG; --lossless:
-#        only the lossless rows, 3-5 minutes a round). The progress lines are
+#        only the lossless rows, about 2 minutes a round plus 1-2 for the boot). The progress lines are
 #        guest 1's (the server: it has no ib_read_lat figure, shown as
 #        value=client); the table has both guests'. Exits 1 if the guest run
 #        failed.
@@ -60,8 +60,12 @@ elif [[ ${1:-} == --fabric ]]; then
   done
 elif [[ ${1:-} == --reps && ${2:-} =~ ^[1-9][0-9]?$ && ( $# == 2 || ( $# == 3 && ${3:-} == --lossless ) ) ]]; then
   reps=$2 only=${3:+lossless}
+elif [[ $# == 1 && $1 == --lossless ]]; then
+  only=lossless
+elif [[ $# == 3 && $1 == --lossless && $2 == --reps && $3 =~ ^[1-9][0-9]?$ ]]; then
+  reps=$3 only=lossless
 elif (($#)); then
-  echo "bench: usage: bench.sh [--reps 1-99 [--lossless]] | --fabric [REPS [RATE [ROWS]]] (got: $*)" >&2
+  echo "bench: usage: bench.sh [--reps 1-99] [--lossless] | --fabric [REPS [RATE [ROWS]]] (got: $*)" >&2
   usage >&2; exit 2
 fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

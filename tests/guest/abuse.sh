@@ -318,7 +318,7 @@ kill_test() {
       # (A debug guest's run can end on its own before the kill lands: exit 0,
       # no READ cut off, nothing to check.)
       if [[ $tool == ib_read_bw && $dev == mr* ]] && ((rc2 == 0)); then
-        diag "$dev: kill -9 of the $who: the survivor's run ended on its own (exit 0): no READ was cut off"
+        skip "$dev: kill -9 of the $who: the READ the server did not answer completes with retry exceeded (status 12)" "the survivor's run ended on its own (exit 0): no READ was cut off"
       elif [[ $tool == ib_read_bw && $dev == mr* ]]; then
         # ... by its local ACK timer: perftest's retry_cnt 7 is 8 timeouts
         # (the counter since the run connected; a lossless run counts none).
