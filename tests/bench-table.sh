@@ -62,6 +62,13 @@ $(for r in 1 2 3; do line rxe0 write_bw 65536 10 3 64 $r; done
 check "a loss row's mr/rxe counts metaroce's timed-out rounds as 0" \
   '^write_bw +64 KiB +10% .* 0\.00 \[0\.00-4\.00\] .*>= 0\.6 +NO' "$out"
 
+# A latency of 0.00 usec is no figure (as a bandwidth of 0.00 MiB/s): write_lat with
+# metaroce at 0 in round 1 and 12 in round 2, rxe 10 in both: the ratio is round 2's.
+out=$(table <<<"$(for r in 1 2; do echo "side=server dev=rxe0 test=write_lat size=64 loss=0 value=10 unit=usec rep=$r"; done
+  echo "side=server dev=mr0 test=write_lat size=64 loss=0 value=0.00 unit=usec rep=1"
+  echo "side=server dev=mr0 test=write_lat size=64 loss=0 value=12 unit=usec rep=2")")
+check "a latency of 0.00 is left out, not a hit" '^write_lat +64 B +usec .* 1\.20 \(1/2\) +<= 1 +NO' "$out"
+
 # send_bw 64 KiB: ratios 12.85/7.95 and 13.47/9.75, median 1.499: shown as 1.50, a
 # miss of the 1.5 target, which the verdict must say with its third decimal.
 out=$(table <<<"$(line rxe0 send_bw 65536 0 7.95 64 1; line mr0 send_bw 65536 0 12.85 48 1

@@ -164,11 +164,13 @@ function mqrows(test,   r1, m1, s1, r16, m16, s16) {
   k = f["test"] SUBSEP f["size"] SUBSEP l SUBSEP f["dev"] SUBSEP f["side"]
   # perftest now and then reports a bandwidth of 0.00 for a run that moved its
   # data (its own clock): no figure, not a zero
-  if (f["unit"] == "MiB/s" && num(f["value"]) && f["value"] + 0 == 0) f["value"] = "zero"
+  # (nor is a latency of 0.00 usec)
+  if ((f["unit"] == "MiB/s" || f["unit"] == "usec") && num(f["value"]) && f["value"] + 0 == 0) f["value"] = "zero"
   if (f["side"] == "server" || f["test"] == "read_lat") { val[k, r] = f["value"]; bad(f["value"]) }
   if ("cpu" in f) cpu[k, r] = f["cpu"]
   if ("tick" in f) tick[k, r] = f["tick"]
-  if ("pkmsg" in f && f["side"] == "server") pkm[f["test"], f["size"], l, f["dev"], r] = f["pkmsg"]
+  # (packets per message only from a run that gave a figure)
+  if ("pkmsg" in f && f["side"] == "server" && num(f["value"])) pkm[f["test"], f["size"], l, f["dev"], r] = f["pkmsg"]
   if (l != 0 && !(l in seen)) { seen[l] = 1; losses[++nl] = l }
   if (f["test"] ~ /_q[0-9]+$/) nmq++
 }
