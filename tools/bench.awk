@@ -63,18 +63,26 @@ function failed(key,   r) {
   for (r = 0; r <= nrep; r++) if ((key SUBSEP r) in val && (val[key, r] == "fail" || val[key, r] == "timeout")) return 1
   return 0
 }
+# whether the log has the event-mode row (a log from before stop 58 has none)
+function has_ev() {
+  return get("send_bw_ev", 65536, 0, "rxe0", "server") != "-" || get("send_bw_ev", 65536, 0, "mr0", "server") != "-"
+}
 # ratio mr0/rxe0 of array A over the rounds: "median [min-max]"
 function ratio(A, test, size, side) {
   return rounds(A, test SUBSEP size SUBSEP 0 SUBSEP "mr0" SUBSEP side, test SUBSEP size SUBSEP 0 SUBSEP "rxe0" SUBSEP side)
 }
-# (a miss that the two decimals shown would round to a hit also shows its third)
-function tgt(kind, x, v,   ok, r) {
+# whether V meets the target (KIND "ge" or "le") X
+function meets(kind, x, v) { return kind == "ge" ? v + 0 >= x : v + 0 <= x }
+# the target column: "yes", "NO", "-" (no figure); a miss that the two decimals
+# shown would round to a hit also shows its third; with BROKE (a metaroce run
+# failed or timed out), a miss whatever V
+function tgt(kind, x, v, broke,   verdict) {
   if (kind == "") return ""
-  if (!num(v)) return sprintf("%s %-4s -", kind == "ge" ? ">=" : "<=", x)
-  ok = kind == "ge" ? v + 0 >= x : v + 0 <= x
-  r = sprintf("%.2f", v) + 0
-  return sprintf("%s %-4s %s", kind == "ge" ? ">=" : "<=", x, \
-    ok ? "yes" : ((kind == "ge" ? r >= x : r <= x) ? sprintf("NO (%.3f)", v) : "NO"))
+  if (broke) verdict = "NO (a run failed)"
+  else if (!num(v)) verdict = "-"
+  else if (meets(kind, x, v)) verdict = "yes"
+  else verdict = meets(kind, x, sprintf("%.2f", v)) ? sprintf("NO (%.3f)", v) : "NO"
+  return sprintf("%s %-4s %s", kind == "ge" ? ">=" : "<=", x, verdict)
 }
 # each fail/timeout/zero figure counts once, as it is read
 function bad(v) { if (v == "fail" || v == "timeout" || v == "zero") nfail++ }
@@ -82,15 +90,14 @@ function cmed(A, test, size, dev, side,   n) {
   n = gather(A, test SUBSEP size SUBSEP 0 SUBSEP dev SUBSEP side)
   return n ? sprintf("%.1f", median(m, n)) : "-"
 }
-function row(test, size, unit, kind, x,   r, mr, q, side, v, t) {
+function row(test, size, unit, kind, x,   r, mr, q, side, v) {
   side = test == "read_lat" ? "client" : "server"
   r = get(test, size, 0, "rxe0", side); mr = get(test, size, 0, "mr0", side)
   q = ratio(val, test, size, side); v = lastratio; q = shown(q)
-  # a metaroce run that failed or timed out in any round is a miss, whatever the
-  # other rounds' ratio
-  if (kind != "" && failed(test SUBSEP size SUBSEP 0 SUBSEP "mr0" SUBSEP side)) t = sprintf("%s %-4s NO (a run failed)", kind == "ge" ? ">=" : "<=", x)
-  else t = tgt(kind, x, v)
-  printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", test, hsize(size), unit, r, mr, q, t
+  # (a metaroce run that failed or timed out in any round is a miss, whatever the
+  # other rounds' ratio)
+  printf "%-10s %-7s %-6s %9s %9s %-18s %s\n", test, hsize(size), unit, r, mr, q, \
+    tgt(kind, x, v, failed(test SUBSEP size SUBSEP 0 SUBSEP "mr0" SUBSEP side))
 }
 # a CPU row of array A (cpu: the measured kernel time; tick: the sampled ticks)
 # (informational, no target: the event-mode row)
@@ -108,20 +115,21 @@ function ctable(A, title,   i) {
   printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s\n", "test", "size", "rxe", "mr", "srv mr/rxe", "rxe", "mr", "cli mr/rxe", "target srv | cli"
   printf "%-10s %-7s %6s %6s %-18s %6s %6s %-18s %s\n", "----", "----", "---", "--", "----------", "---", "--", "----------", "----------------"
   for (i = 1; i <= n; i++) { crow(A, tests[i], 4096); crow(A, tests[i], 65536); crow(A, tests[i], 1048576) }
-  if (get("send_bw_ev", 65536, 0, "rxe0", "server") != "-" || get("send_bw_ev", 65536, 0, "mr0", "server") != "-")
-    crow(A, "send_bw_ev", 65536, 1)
+  if (has_ev()) crow(A, "send_bw_ev", 65536, 1)
 }
 # packets the server received per message under LOSS over the same round's
 # lossless figure: the median over the rounds; a log from before the loss rows
 # ran in rounds (no rep= on them): the medians' quotient; "-" if neither
-function pk(test, size, loss, dev,   k, n, a) {
+function pk(test, size, loss, dev) {
   rounds(pkm, test SUBSEP size SUBSEP loss SUBSEP dev, test SUBSEP size SUBSEP 0 SUBSEP dev)
   if (num(lastratio)) return sprintf("%.2f", lastratio)
-  k = test SUBSEP size SUBSEP loss SUBSEP dev; n = gather(pkm, k); if (!n && (k SUBSEP 0) in pkm) { m[1] = pkm[k, 0]; n = 1 }
-  if (!n) return "-"
-  a = median(m, n)
-  k = test SUBSEP size SUBSEP 0 SUBSEP dev; n = gather(pkm, k); if (!n && (k SUBSEP 0) in pkm) { m[1] = pkm[k, 0]; n = 1 }
-  return n ? div(a, median(m, n)) : "-"
+  return div(pkmed(test SUBSEP size SUBSEP loss SUBSEP dev), pkmed(test SUBSEP size SUBSEP 0 SUBSEP dev))
+}
+# the median of pkm[KEY] over the rounds, or its one run without a round; "-"
+function pkmed(key,   n) {
+  n = gather(pkm, key)
+  if (n) return median(m, n)
+  return (key SUBSEP 0) in pkm ? pkm[key, 0] : "-"
 }
 # loss "r25": netem reorder 25 % (delay 1ms), no loss
 function lab(l) { return l ~ /^r/ ? "ro" substr(l, 2) "%" : l "%" }
@@ -183,9 +191,7 @@ END {
   for (i = 1; i <= n; i++) {
     row(tests[i], 4096, "MiB/s", "ge", 1.5); row(tests[i], 65536, "MiB/s", "ge", 1.5); row(tests[i], 1048576, "MiB/s", "ge", 1.5)
   }
-  # (a log from before stop 58 has no event-mode row)
-  if (get("send_bw_ev", 65536, 0, "rxe0", "server") != "-" || get("send_bw_ev", 65536, 0, "mr0", "server") != "-")
-    row("send_bw_ev", 65536, "MiB/s", "", 0)
+  if (has_ev()) row("send_bw_ev", 65536, "MiB/s", "", 0)
   row("write_lat", 64, "usec", "le", 1); row("send_lat", 64, "usec", "le", 1); row("read_lat", 64, "usec", "le", 1)
   t = get("iperf3", 0, 0, "tcp", "server")
   if (t == "na") print "\niperf3: not installed"

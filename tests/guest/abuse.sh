@@ -315,17 +315,19 @@ kill_test() {
       # The READ client's outstanding READ, its response cut off: it fails with
       # retry exceeded (perftest prints "Failed status 12"), as a QP whose peer
       # stopped answering does (IBTA 9.7.6.1.3).
-      # (A debug guest's run can end on its own before the kill lands: exit 0,
-      # no READ cut off, nothing to check.)
-      if [[ $tool == ib_read_bw && $dev == mr* ]] && ((rc2 == 0)); then
-        skip "$dev: kill -9 of the $who: the READ the server did not answer completes with retry exceeded (status 12)" "the survivor's run ended on its own (exit 0): no READ was cut off"
-      elif [[ $tool == ib_read_bw && $dev == mr* ]]; then
-        # ... by its local ACK timer: perftest's retry_cnt 7 is 8 timeouts
-        # (the counter since the run connected; a lossless run counts none).
-        v=$(ctr_delta local_ack_timeouts)
-        if grep -q 'Failed status 12' "$f" && ((v >= 8)); then
-          pass "$dev: kill -9 of the $who: the READ the server did not answer completed with retry exceeded (status 12) after local_ack_timeouts +$v"
-        else fail "$dev: kill -9 of the $who: the READ the server did not answer completes with retry exceeded (status 12) after at least 8 local ACK timeouts (local_ack_timeouts +$v)" "$(cat "$f")"; fi
+      # (A run can end on its own before the kill lands: exit 0, no READ cut
+      # off, nothing to judge.)
+      if [[ $tool == ib_read_bw && $dev == mr* ]]; then
+        if ((rc2 == 0)); then
+          skip "$dev: kill -9 of the $who: the READ the server did not answer completes with retry exceeded (status 12)" "the survivor's run ended on its own (exit 0): no READ was cut off"
+        else
+          # ... by its local ACK timer: perftest's retry_cnt 7 is 8 timeouts
+          # (the counter since the run connected; a lossless run counts none).
+          v=$(ctr_delta local_ack_timeouts)
+          if grep -q 'Failed status 12' "$f" && ((v >= 8)); then
+            pass "$dev: kill -9 of the $who: the READ the server did not answer completed with retry exceeded (status 12) after local_ack_timeouts +$v"
+          else fail "$dev: kill -9 of the $who: the READ the server did not answer completes with retry exceeded (status 12) after at least 8 local ACK timeouts (local_ack_timeouts +$v)" "$(cat "$f")"; fi
+        fi
       fi
     else
       kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
@@ -356,12 +358,11 @@ if want kill; then
   # the debug kernel (slow > 1): there the responder's kernel work took the
   # server guest's one CPU for minutes, and its script met the client only
   # after the run had ended on its own.
+  kill_test 2
   if (($(slow 1) == 1)); then
-    kill_test 2
     kill_test 1
     kill_test 1 ib_read_bw "-s 4194304 -t 1 -o 1" last
   else
-    kill_test 2
     kill_test 1 ib_write_bw "-s 65536" last
     diag "$dev: kill -9 of the server of ib_read_bw: not run on the debug kernel (the server's script is starved past the run's end)"
   fi

@@ -198,6 +198,12 @@ if [[ $only != lossless && $(swap netem-ok "${netem_ok:-0}") != 1 ]]; then
   [[ -n $netem_ok ]] && diag "netem: not available on the other guest"
   netem_ok=""
 fi
+# peer_rc KIND RC: publish this guest's exit status RC of the run on $port and
+# set peer to the other guest's (both guests then judge the run alike); a guest
+# that never publishes ends this guest's part.
+peer_rc() {
+  peer=$(swap "$1-rc-$port" "$2") || { fail "guest $((3 - MR_ID)) never published the exit status of run $port"; done_testing; }
+}
 loss_phase() { # LOSS (a rate in percent, or r25) NETEM-ARGS...
   local loss=$1 d t rc peer; shift
   if [[ -z $netem_ok ]]; then
@@ -213,7 +219,7 @@ loss_phase() { # LOSS (a rate in percent, or r25) NETEM-ARGS...
       continue
     fi
     measure "$d" "$t" "$loss_size" "$loss_iters" "$loss_timeout" "$loss"; rc=$?
-    peer=$(swap "loss-rc-$port" "$rc") || { fail "guest $((3 - MR_ID)) never published the exit status of run $port"; done_testing; }
+    peer_rc loss "$rc"
     ((rc == 124 || peer == 124)) && gone["$d $t $loss"]=1
   done; done
   tc qdisc del dev "$MR_IF" root
@@ -252,7 +258,7 @@ for ((rep = 1; rep <= reps; rep++)); do
       measure "$d" "$t" "$s" "$n" "$run_timeout" 0; rc=$?
       # Counted from both guests' exit statuses, so that both skip alike
       # (one side timed out while the other failed otherwise).
-      peer=$(swap "lossless-rc-$port" "$rc") || { fail "guest $((3 - MR_ID)) never published the exit status of run $port"; done_testing; }
+      peer_rc lossless "$rc"
       if ((rc == 124 || peer == 124)); then timeouts=$((timeouts + 1)); else timeouts=0; fi
     done
   done
