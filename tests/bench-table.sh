@@ -80,4 +80,27 @@ out=$(table <<<"$rounds
 $(line rxe0 send_bw_ev 65536 0 20 64 1; line mr0 send_bw_ev 65536 0 22 48 1)")
 check "an event-mode row when the log has one" '^send_bw_ev +64 KiB +MiB/s +20\.00 +22\.00 1\.10' "$out"
 
+# --table pools benches: bench 1 with rounds 1-2 (write_bw 64 KiB: rxe 10, metaroce 14
+# and 15; iperf3 20, once, without a round), bench 2 with one round (rxe 10, metaroce
+# 16; iperf3 30): 3 rounds, ratio 1.50 [1.40-1.60], iperf3 the median of its two runs
+# (25), each bench's commit named.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fake() { # N COMMIT: a bench log and its guest logs, the BENCH lines from stdin
+  mkdir -p "$tmp/run$1"; sed 's/^/# BENCH /' >"$tmp/run$1/tap.1"; : >"$tmp/run$1/tap.2"
+  printf '[vm-run] bench: 2 guest(s), TCG, limit 2640s, logs %s\n[bench] commit %s elapsed 100s\n' "$tmp/run$1" "$2" >"$tmp/bench-$1.log"
+}
+{ for r in 1 2; do line rxe0 write_bw 65536 0 10 64 $r; line mr0 write_bw 65536 0 $((13 + r)) 48 $r; done
+  echo "side=server dev=tcp test=iperf3 size=0 loss=0 value=20 unit=MiB/s"; } | fake 1 aaa1111
+{ line rxe0 write_bw 65536 0 10 64 1; line mr0 write_bw 65536 0 16 48 1
+  echo "side=server dev=tcp test=iperf3 size=0 loss=0 value=30 unit=MiB/s"; } | fake 2 bbb2222
+out=$(bash tools/bench.sh --table "$tmp/bench-1.log" "$tmp/bench-2.log")
+check "--table: the benches' rounds pooled (3 rounds, the ratio over all three)" \
+  '^write_bw +64 KiB +MiB/s +10\.00 +15\.00 1\.50 \[1\.40-1\.60\] ' "$out"
+check "--table: a row without rounds takes the median of its runs, one a bench" \
+  'same link: 25\.00 MiB/s; write_bw 64 KiB / iperf3: rxe 0\.40, metaroce 0\.60 ' "$out"
+check "--table: the header counts the pooled rounds and names both commits and the time" \
+  'commit aaa1111,bbb2222 \(two QEMU guests, 200 s, 3 round\(s\)\)' "$out"
+if bash tools/bench.sh --table "$tmp/bench-1.log" "$tmp/bench-1.log" >/dev/null 2>&1; then rc=0; else rc=$?; fi
+check "--table refuses a log named twice (exit 2)" '^2$' "$rc"
+
 ((fails == 0)) && echo "bench table: all passed" || { echo "bench table: $fails failed"; exit 1; }

@@ -36,10 +36,19 @@
 #                                REPS 1-99, ROWS one quoted argument)
 #   bash tools/bench.sh --help   (this text)
 #
+# With --table, no guest runs: the table again from earlier benches' logs
+# (out/bench-*.log, each naming its guests' logs), their rounds pooled: log 1's
+# rounds are rounds 1..R1, log 2's R1+1.., and a row without rounds (iperf3,
+# the multiple-QP rows) takes one round per log, so each figure is the median,
+# and each ratio the median [range], over every log's rounds: three benches
+# of 3 rounds give one table of 9. A log named twice is refused.
+#
+#   bash tools/bench.sh --table LOG [LOG...]
+#
 # The guests' script is tests/guest/bench.sh (bench-fabric.sh); its raw output
 # and the vm-run logs stay in out/ (the "logs" path printed by vm-run).
 set -uo pipefail
-fabric="" reps=3 only=""
+fabric="" reps=3 only="" logs=()
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 if [[ ${1:-} == -h || ${1:-} == --help ]] && (($# == 1)); then
   usage; exit 0
@@ -58,20 +67,50 @@ elif [[ ${1:-} == --fabric ]]; then
     [[ $seen != *" $r "* ]] || { echo "bench: row '$r' named twice" >&2; exit 2; }
     seen+="$r "
   done
-elif [[ ${1:-} == --reps && ${2:-} =~ ^[1-9][0-9]?$ && ( $# == 2 || ( $# == 3 && ${3:-} == --lossless ) ) ]]; then
-  reps=$2 only=${3:+lossless}
-elif [[ $# == 1 && $1 == --lossless ]]; then
-  only=lossless
-elif [[ $# == 3 && $1 == --lossless && $2 == --reps && $3 =~ ^[1-9][0-9]?$ ]]; then
-  reps=$3 only=lossless
-elif (($#)); then
-  echo "bench: usage: bench.sh [--reps 1-99] [--lossless] | --fabric [REPS [RATE [ROWS]]] (got: $*)" >&2
-  usage >&2; exit 2
+elif [[ ${1:-} == --table ]]; then
+  shift; logs=("$@")
+  ((${#logs[@]})) || { echo "bench: --table takes one or more bench logs (out/bench-*.log)" >&2; exit 2; }
+  for l in "${logs[@]}"; do [[ -f $l ]] || { echo "bench: no such log '$l'" >&2; exit 2; }; done
+  [[ -z $(for l in "${logs[@]}"; do realpath "$l"; done | sort | uniq -d) ]] || { echo "bench: a log named twice" >&2; exit 2; }
+else
+  # --reps N and --lossless, each at most once, in either order
+  while (($#)); do
+    if [[ $1 == --reps && -z ${reps_given:-} && ${2:-} =~ ^[1-9][0-9]?$ ]]; then reps=$2 reps_given=1; shift 2
+    elif [[ $1 == --lossless && -z $only ]]; then only=lossless; shift
+    else
+      echo "bench: usage: bench.sh [--reps 1-99] [--lossless] | --fabric [REPS [RATE [ROWS]]] | --table LOG... (got: $*)" >&2
+      usage >&2; exit 2
+    fi
+  done
 fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 export HOME=${HOME:-/root}
 export PATH="$HOME/.cargo/bin:$PATH"
+
+# the BENCH lines of the guests of each log in "$@" (bench.sh's own logs), their
+# rounds renumbered after the previous logs' (see --table above)
+pooled() {
+  local off=0 l dir top
+  for l; do
+    dir=$(sed -n 's/^\[vm-run\] bench: .* logs \(.*\)$/\1/p' "$l" | tail -n 1)
+    [[ -n $dir && -f $dir/tap.1 ]] || { echo "bench: $l names no guest logs that are still here" >&2; return 1; }
+    top=$(sed -n 's/^# BENCH .* rep=\([0-9]*\).*/\1/p' "$dir"/tap.[12] | sort -n | tail -n 1)
+    sed -n 's/^# BENCH //p' "$dir"/tap.[12] |
+      awk -v off="$off" '{ if (match($0, / rep=[0-9]+/)) $0 = substr($0, 1, RSTART - 1) " rep=" (substr($0, RSTART + 5, RLENGTH - 5) + off) substr($0, RSTART + RLENGTH)
+                           else $0 = $0 " rep=" (off + 1)
+                           print }'
+    off=$((off + ${top:-1}))
+  done
+}
+if ((${#logs[@]})); then
+  lines=$(pooled "${logs[@]}") || exit 1
+  # each log's commit and run time, as bench.sh appended them ("?" for a log from before it did)
+  commits=$(for l in "${logs[@]}"; do c=$(sed -n 's/^\[bench\] commit \([^ ]*\) .*/\1/p' "$l" | tail -n 1); echo "${c:-?}"; done | sort -u | paste -sd, -)
+  secs=$(for l in "${logs[@]}"; do sed -n 's/^\[bench\] commit [^ ]* elapsed \([0-9]*\)s.*/\1/p' "$l" | tail -n 1; done | awk '{ t += $1 } END { print t + 0 }')
+  awk -v when="${#logs[@]} logs pooled: ${logs[*]##*/}" -v secs="$secs" -v commit="$commits" -f tools/bench.awk <<<"$lines"
+  exit 0
+fi
 
 KDIR=${KDIR:-$(qemu/build-kernel.sh)} || { echo "bench: no test kernel" >&2; exit 1; }
 export KDIR
@@ -132,6 +171,8 @@ done
 wait "$vm"; vmrc=$?
 grep '^\[vm-run\]' "$log" >&2
 elapsed=$((SECONDS - start))
+# for --table: what ran and for how long
+echo "[bench] commit $commit elapsed ${elapsed}s" >>"$log"
 
 if [[ -n $fabric ]]; then
   # guest 1's TAP: "# BENCH side=client dev=mr0 row=gray5 rep=2 size=65536
