@@ -18,7 +18,7 @@
 //! wait adds no timer, no other softirq and no context switch. (A BH work
 //! item, `system_bh_wq`, does the same from the `TASKLET` softirq, but its
 //! bookkeeping cost a TCG guest's `ib_read_lat` 7-8 %:
-//! `Documentation/bench.rst`, "Data path (stop 54)".)
+//! `Documentation/bench-history.rst`, "Data path (stop 54)".)
 //!
 //! ```ignore
 //! #[pin_data]

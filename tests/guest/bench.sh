@@ -235,7 +235,7 @@ loss_phase() { # LOSS (a rate in percent, or r25) NETEM-ARGS...
 runs=("write_lat 64" "send_lat 64" "read_lat 64")
 for t in write_bw send_bw; do for s in 1048576 65536 4096; do runs+=("$t $s"); done; done
 # and SEND 64 KiB in event mode: the server of a polling ib_send_bw shares its
-# one vCPU with the receive softirq (Documentation/bench.rst, "Data path
+# one vCPU with the receive softirq (Documentation/bench-history.rst, "Data path
 # (stop 58)"); no target, for comparison
 runs+=("send_bw 65536 ev")
 for ((rep = 1; rep <= reps; rep++)); do

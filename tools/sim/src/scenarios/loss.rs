@@ -122,7 +122,7 @@ pub fn run(sc: Scale) -> Section {
             // %): a guard on the column the module runs, which no target names (a
             // simulator that kept only 128 bytes of an ACK bundle put it at 32 %; a
             // receiver holding `ack_every` packets a path on average, tried at stop
-            // 49, at 93-94 %: Documentation/bench.rst, "Data path (stop 49)").
+            // 49, at 93-94 %: Documentation/bench-history.rst, "Data path (stop 49)").
             Loss::LastHop(p) if *p == 0.0 => ("—".to_string(), None, kernel.map(|k| k >= 95.0)),
             _ => ("—".to_string(), None, None),
         };
