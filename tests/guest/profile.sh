@@ -2,18 +2,21 @@
 # Where the CPU goes (a measurement, not a pass/fail test; issue 16,
 # Documentation/bench.rst "Profiles"): in each of two guests, rxe0 and mr0
 # (a connection per QP, as the bench's mr0 rows) on the same netdev; for each
-# device, ib_TEST 64 KiB (TEST write_bw, the default, or send_bw; guest 2 ->
-# guest 1) under `perf record -a -g`
+# device, ib_TEST of SIZE bytes (TEST write_bw, the default, or send_bw; SIZE
+# 65536 by default, 32 MiB in all; guest 2 -> guest 1) under `perf record -a -g`
 # (cpu-clock: TCG guests have no PMU) on both guests, then the top symbols of
 # each side by self time as a share of its busy (not idle) time (`perf report
 # --no-children --sort dso,sym`), printed as "# PROFILE dev=D side=S busy_pct=P
 # dso=O sym=NAME" lines, the share of the RDMA module itself (dso [metaroce] or
 # [rdma_rxe]) as "# PROFILE-DSO ...", all kept in the run directory
 # (profile.DEV.ID.txt).
-#   qemu/vm-run -n 2 -t 900 tests/guest/profile.sh [TOP (20) [TEST (write_bw)]]
+#   qemu/vm-run -n 2 -t 900 tests/guest/profile.sh [TOP (20) [TEST (write_bw) [SIZE (65536)]]]
 . "$MR_REPO/tests/lib.sh"
-top=${1:-20} test=${2:-write_bw}
-[[ $top =~ ^[0-9]+$ && $test =~ ^(write|send)_bw$ ]] || { echo "usage: profile.sh [TOP [write_bw|send_bw]]" >&2; exit 2; }
+top=${1:-20} test=${2:-write_bw} size=${3:-65536}
+[[ $top =~ ^[0-9]+$ && $test =~ ^(write|send)_bw$ && $size =~ ^[1-9][0-9]*$ ]] && ((size <= 1048576)) ||
+  { echo "usage: profile.sh [TOP [write_bw|send_bw [SIZE (1-1048576)]]]" >&2; exit 2; }
+# 32 MiB a run (perf records 45 s; a run cut at 60 s fails)
+iters=$((33554432 / size))
 server() { ((MR_ID == 1)); }
 side() { server && echo server || echo client; }
 command -v perf >/dev/null || { fail "perf: not installed (apt install linux-perf)"; done_testing; }
@@ -43,18 +46,18 @@ for dev in rxe0 mr0; do
   sleep 2
   meet "perf-$dev"
   if server; then
-    out=$(timeout 60 "ib_$test" -d "$dev" -x "$gid" -s 65536 -n 512 -F -p "$port" 2>&1); rc=$?
+    out=$(timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -F -p "$port" 2>&1); rc=$?
   else
     end=$((SECONDS + 40))
     while :; do
-      out=$(timeout 60 "ib_$test" -d "$dev" -x "$gid" -s 65536 -n 512 -F -p "$port" "$MR_PEER_IP4" 2>&1); rc=$?
+      out=$(timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -F -p "$port" "$MR_PEER_IP4" 2>&1); rc=$?
       ((rc == 0)) || ! grep -Eq "Couldn.t connect|Unable to open|Failed to" <<<"$out" || ((SECONDS >= end)) && break
       sleep 1
     done
   fi
-  bw=$(awk '/^ *65536/ { print $4 }' <<<"$out" | tail -1)
-  ((rc == 0)) && pass "$dev: ib_$test 64 KiB under perf (${bw:-?} MB/s, $(side))" ||
-    fail "$dev: ib_$test 64 KiB under perf (exit $rc)" "$out"
+  bw=$(awk -v s="$size" '$1 == s { print $4 }' <<<"$out" | tail -1)
+  ((rc == 0)) && pass "$dev: ib_$test $size B under perf (${bw:-?} MB/s, $(side))" ||
+    fail "$dev: ib_$test $size B under perf (exit $rc)" "$out"
   kill -INT "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
   rep=$MR_RUNDIR/profile.$dev.$MR_ID.txt
   # Self time by object and symbol, as shares of the busy time: the guest's
