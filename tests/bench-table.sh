@@ -87,7 +87,8 @@ check "an event-mode row when the log has one" '^send_bw_ev +64 KiB +MiB/s +20\.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fake() { # N COMMIT: a bench log and its guest logs, the BENCH lines from stdin
   mkdir -p "$tmp/run$1"; sed 's/^/# BENCH /' >"$tmp/run$1/tap.1"; : >"$tmp/run$1/tap.2"
-  printf '[vm-run] bench: 2 guest(s), TCG, limit 2640s, logs %s\n[bench] commit %s elapsed 100s\n' "$tmp/run$1" "$2" >"$tmp/bench-$1.log"
+  printf '[vm-run] bench: 2 guest(s), TCG, limit 2640s, logs %s\n[vm-run] bench: passed\n[bench] commit %s elapsed 100s\n' \
+    "$tmp/run$1" "$2" >"$tmp/bench-$1.log"
 }
 { for r in 1 2; do line rxe0 write_bw 65536 0 10 64 $r; line mr0 write_bw 65536 0 $((13 + r)) 48 $r; done
   echo "side=server dev=tcp test=iperf3 size=0 loss=0 value=20 unit=MiB/s"; } | fake 1 aaa1111
@@ -98,9 +99,33 @@ check "--table: the benches' rounds pooled (3 rounds, the ratio over all three)"
   '^write_bw +64 KiB +MiB/s +10\.00 +15\.00 1\.50 \[1\.40-1\.60\] ' "$out"
 check "--table: a row without rounds takes the median of its runs, one a bench" \
   'same link: 25\.00 MiB/s; write_bw 64 KiB / iperf3: rxe 0\.40, metaroce 0\.60 ' "$out"
-check "--table: the header counts the pooled rounds and names both commits and the time" \
-  'commit aaa1111,bbb2222 \(two QEMU guests, 200 s, 3 round\(s\)\)' "$out"
-if bash tools/bench.sh --table "$tmp/bench-1.log" "$tmp/bench-1.log" >/dev/null 2>&1; then rc=0; else rc=$?; fi
-check "--table refuses a log named twice (exit 2)" '^2$' "$rc"
+check "--table: the header counts the pooled rounds and names each log's commit and the time" \
+  'commit aaa1111, bbb2222 \(log by log\) \(two QEMU guests, 200 s, 3 round\(s\)\)' "$out"
+rc_of() { if bash tools/bench.sh --table "$@" >/dev/null 2>&1; then echo 0; else echo $?; fi; }
+cp "$tmp/bench-1.log" "$tmp/copy.log"
+check "--table refuses two logs of one run, a copy included (exit 2)" '^2 2$' \
+  "$(rc_of "$tmp/bench-1.log" "$tmp/bench-1.log") $(rc_of "$tmp/bench-1.log" "$tmp/copy.log")"
+grep -v 'bench: passed' "$tmp/bench-2.log" >"$tmp/running.log"
+check "--table refuses a log whose run did not pass (exit 1)" '^1$' "$(rc_of "$tmp/bench-1.log" "$tmp/running.log")"
+# bench 3: lossless rows only (one round, write_bw 64 KiB rxe 10, metaroce 15), pooled
+# with bench 4, whose two rounds also ran 1 % loss: the loss row ran in 2 of the 3
+# rounds, and both gave a ratio, so no "(K/N)".
+line rxe0 write_bw 65536 0 10 64 1 | { cat; line mr0 write_bw 65536 0 15 48 1; } | fake 3 ccc3333
+{ for r in 1 2; do line rxe0 write_bw 65536 0 10 64 $r; line mr0 write_bw 65536 0 15 48 $r
+    line rxe0 write_bw 65536 1 5 64 $r; line mr0 write_bw 65536 1 14 48 $r; done; } | fake 4 ddd4444
+out=$(bash tools/bench.sh --table "$tmp/bench-3.log" "$tmp/bench-4.log")
+check "--table: a lossless-only bench's rounds do not count against the loss rows" \
+  '^write_bw +64 KiB +1% +5\.00 .* 2\.80 \[2\.80-2\.80\] +1\.00 +1\.00 +>= 0\.95' "$out"
+# the multiple-QP rows ran once a bench: rxe's 16-QP send_bw failed in bench 5 and
+# gave 26 in bench 6; the pooled figure says it is 1 of 2.
+q() { echo "side=server dev=$1 test=send_bw_q$2 size=65536 loss=0 value=$3 unit=MiB/s"; }
+{ q rxe0 1 10; q rxe0 16 fail; q mr0 1 15; q mr0 16 29; q mr0s 1 17; q mr0s 16 22; } | fake 5 eee5555
+{ q rxe0 1 11; q rxe0 16 26; q mr0 1 16; q mr0 16 30; q mr0s 1 18; q mr0s 16 23; } | fake 6 fff6666
+out=$(bash tools/bench.sh --table "$tmp/bench-5.log" "$tmp/bench-6.log")
+check "--table: a multiple-QP figure from fewer benches than ran it says how many" '^ +16 +26\.00\(1/2\) +29\.50 ' "$out"
+# rxe timed out in two rounds and failed in one: "timeout", whatever the order
+out=$(table <<<"$(line rxe0 write_bw 65536 r25 fail 64 1; line rxe0 write_bw 65536 r25 timeout 64 2
+  line rxe0 write_bw 65536 r25 timeout 64 3)")
+check "a figure with no number shows its most frequent value, not its first" '^write_bw +64 KiB +ro25% +timeout ' "$out"
 
 ((fails == 0)) && echo "bench table: all passed" || { echo "bench table: $fails failed"; exit 1; }

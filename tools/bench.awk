@@ -37,27 +37,48 @@ function get(test, size, loss, dev, side,   k, n, r) {
   if ((k SUBSEP 0) in val) return val[k, 0]
   n = gather(val, k)
   if (n) return sprintf("%.2f", median(m, n))
-  for (r = 1; r <= nrep; r++) if ((k SUBSEP r) in val) return val[k, r]
-  return "-"
+  return nonnum(k)
+}
+# no round of KEY (array val) gave a number: the most frequent of its values
+# (ties: timeout, then fail, then zero), whatever the rounds' order; "-" if none
+function nonnum(k,   r, c, v, best) {
+  split("", c)
+  for (r = 1; r <= nrep; r++) if ((k SUBSEP r) in val) c[val[k, r]]++
+  best = "-"
+  for (v in c) if (best == "-" || c[v] > c[best] || (c[v] == c[best] && rank(v) < rank(best))) best = v
+  return best
+}
+function rank(v) { return v == "timeout" ? 1 : v == "fail" ? 2 : v == "zero" ? 3 : 4 }
+# get()'s figure as shown: with "(K/N)" when only K of the N rounds that ran it
+# gave a number (the multiple-QP rows, which have no per-round ratio to say so)
+function getn(test, size, loss, dev, side,   k, v, r, n, ran) {
+  v = get(test, size, loss, dev, side); k = test SUBSEP size SUBSEP loss SUBSEP dev SUBSEP side
+  for (r = 1; r <= nrep; r++) if ((k SUBSEP r) in val) { ran++; if (num(val[k, r])) n++ }
+  return (num(v) && n < ran) ? v "(" n "/" ran ")" : v
 }
 # ratio A[ka]/A[kb] over the rounds (the same round's two figures): "median
 # [min-max]", or the single round's; "-" if no round has both. Sets lastratio.
 # With miss0, a round whose A[ka] failed or timed out counts as 0.
 function rounds(A, ka, kb, miss0,   r, n, med) {
-  split("", m); n = 0
-  for (r = 0; r <= nrep; r++)
+  split("", m); n = 0; lastran = 0
+  for (r = 0; r <= nrep; r++) {
+    # (the rounds that ran the row at all: a --lossless bench pooled with full
+    # ones has no loss rows in its rounds)
+    if ((ka SUBSEP r) in A || (kb SUBSEP r) in A) lastran++
     if ((ka SUBSEP r) in A && (kb SUBSEP r) in A && num(A[kb, r]) && A[kb, r] > 0) {
       if (num(A[ka, r])) m[++n] = A[ka, r] / A[kb, r]
       else if (miss0 && (A[ka, r] == "fail" || A[ka, r] == "timeout")) m[++n] = 0
     }
+  }
   lastn = n
   if (n == 0) { lastratio = "-"; return "-" }
   med = median(m, n); lastratio = med
   return n == 1 ? sprintf("%.2f", med) : sprintf("%.2f [%.2f-%.2f]", med, m[1], m[n])
 }
-# a ratio from rounds() as shown: with "(K/N)" when only K of the N rounds gave
-# one (a run that failed or timed out, on either device, left its round out)
-function shown(q) { return (nrep > 1 && lastn < nrep && q != "-") ? q " (" lastn "/" nrep ")" : q }
+# a ratio from rounds() as shown: with "(K/N)" when only K of the N rounds that
+# ran the row gave one (a run that failed or timed out, on either device, left
+# its round out)
+function shown(q) { return (lastran > 1 && lastn < lastran && q != "-") ? q " (" lastn "/" lastran ")" : q }
 # whether a round of KEY (array val) failed or timed out
 function failed(key,   r) {
   for (r = 0; r <= nrep; r++) if ((key SUBSEP r) in val && (val[key, r] == "fail" || val[key, r] == "timeout")) return 1
@@ -153,8 +174,10 @@ function lrow(test, size, loss, kind, x,   r, mr, rf, mf, mv, q) {
     pk(test, size, loss, "rxe0"), pk(test, size, loss, "mr0"), \
     tgt(kind, x, (mr == "fail" || mr == "timeout") ? 0 : mv)
 }
+# (R, MR, S: the figures; the shown ones, getn()'s, in dr[], dm[], ds[] by label)
 function mqrow(label, r, mr, s, kind, x) {
-  printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", label == "1" ? test_ : "", label, r, mr, s, \
+  printf "%-10s %-5s %11s %11s %11s %7s %7s %7s   %s\n", label == "1" ? test_ : "", label, \
+    label in dr ? dr[label] : r, label in dm ? dm[label] : mr, label in ds ? ds[label] : s, \
     label == "16/1" ? "" : div(mr, r), label == "16/1" ? "" : div(s, r), label == "16/1" ? "" : div(s, mr), tgt(kind, x, s)
 }
 function mqrows(test,   r1, m1, s1, r16, m16, s16) {
@@ -163,6 +186,11 @@ function mqrows(test,   r1, m1, s1, r16, m16, s16) {
   s1 = get(test "_q1", 65536, 0, "mr0s", "server")
   r16 = get(test "_q16", 65536, 0, "rxe0", "server"); m16 = get(test "_q16", 65536, 0, "mr0", "server")
   s16 = get(test "_q16", 65536, 0, "mr0s", "server")
+  split("", dr); split("", dm); split("", ds)
+  dr["1"] = getn(test "_q1", 65536, 0, "rxe0", "server"); dm["1"] = getn(test "_q1", 65536, 0, "mr0", "server")
+  ds["1"] = getn(test "_q1", 65536, 0, "mr0s", "server")
+  dr["16"] = getn(test "_q16", 65536, 0, "rxe0", "server"); dm["16"] = getn(test "_q16", 65536, 0, "mr0", "server")
+  ds["16"] = getn(test "_q16", 65536, 0, "mr0s", "server")
   mqrow("1", r1, m1, s1); mqrow("16", r16, m16, s16)
   mqrow("16/1", div(r16, r1), div(m16, m1), div(s16, s1), "ge", 1)
 }
@@ -217,8 +245,8 @@ END {
   print "\nmultiple QPs, lossless, 64 KiB, 16 MiB per run (1 QP: 256 messages; 16 QPs: -q 16, 16 each), MiB/s;"
   print "\"mr/QP\" = metaroce with a connection per QP (shared=0), \"mr/shared\" = metaroce with one connection"
   print "per peer for all QPs (shared=1); the \"16/1\" rows: each device\047s 16-QP figure over its 1-QP one"
-  printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "test", "QPs", "rxe", "mr/QP", "mr/shared", "QP/rxe", "sh/rxe", "sh/QP", "target 16/1 (shared)"
-  printf "%-10s %-5s %8s %8s %9s %7s %7s %7s   %s\n", "----", "---", "---", "-----", "---------", "------", "------", "-----", "--------------------"
+  printf "%-10s %-5s %11s %11s %11s %7s %7s %7s   %s\n", "test", "QPs", "rxe", "mr/QP", "mr/shared", "QP/rxe", "sh/rxe", "sh/QP", "target 16/1 (shared)"
+  printf "%-10s %-5s %11s %11s %11s %7s %7s %7s   %s\n", "----", "---", "---", "-----", "---------", "------", "------", "-----", "--------------------"
   for (i = 1; i <= n; i++) mqrows(tests[i])
   }
   print "\ntargets: metaroce >= 1.5x rxe lossless bandwidth; 64 B latencies (t_avg, usec) <= rxe;"

@@ -36,19 +36,19 @@
 #                                REPS 1-99, ROWS one quoted argument)
 #   bash tools/bench.sh --help   (this text)
 #
-# With --table, no guest runs: the table again from earlier benches' logs
-# (out/bench-*.log, each naming its guests' logs), their rounds pooled: log 1's
-# rounds are rounds 1..R1, log 2's R1+1.., and a row without rounds (iperf3,
-# the multiple-QP rows) takes one round per log, so each figure is the median,
-# and each ratio the median [range], over every log's rounds: three benches
-# of 3 rounds give one table of 9. A log named twice is refused.
+# With --table, no guest runs: one table from earlier benches' logs
+# (out/bench-*.log), by tools/bench-pool.sh (see there): one log's table as
+# the bench printed it, or several logs' rounds pooled, so that three benches
+# of 3 rounds give one table of 9 (each figure the median, each ratio the
+# median [range], over all of them). Logs of runs that did not pass, fabric
+# logs and two logs of one run are refused.
 #
 #   bash tools/bench.sh --table LOG [LOG...]
 #
 # The guests' script is tests/guest/bench.sh (bench-fabric.sh); its raw output
 # and the vm-run logs stay in out/ (the "logs" path printed by vm-run).
 set -uo pipefail
-fabric="" reps=3 only="" logs=()
+fabric="" reps=3 only=""
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 if [[ ${1:-} == -h || ${1:-} == --help ]] && (($# == 1)); then
   usage; exit 0
@@ -58,7 +58,7 @@ elif [[ ${1:-} == --fabric ]]; then
   fabric=1 reps=${2-3} rate=${3-4mbit} rows=${4-$all_rows}
   (($# <= 4)) || { echo "bench: --fabric takes REPS, RATE and ROWS (one quoted argument) at most (got: $*)" >&2; exit 2; }
   [[ $reps =~ ^[1-9][0-9]?$ ]] || { echo "bench: REPS must be a number from 1 to 99 (got '$reps')" >&2; exit 2; }
-  [[ $rate =~ ^[0-9]+[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit (got '$rate')" >&2; exit 2; }
+  [[ $rate =~ ^[1-9][0-9]*[kmg]?bit$ ]] || { echo "bench: RATE like 4mbit (got '$rate')" >&2; exit 2; }
   read -ra row_list <<<"$rows"
   ((${#row_list[@]})) || { echo "bench: ROWS names no row (rows: $all_rows)" >&2; exit 2; }
   seen=" "
@@ -68,19 +68,21 @@ elif [[ ${1:-} == --fabric ]]; then
     seen+="$r "
   done
 elif [[ ${1:-} == --table ]]; then
-  shift; logs=("$@")
-  ((${#logs[@]})) || { echo "bench: --table takes one or more bench logs (out/bench-*.log)" >&2; exit 2; }
-  for l in "${logs[@]}"; do [[ -f $l ]] || { echo "bench: no such log '$l'" >&2; exit 2; }; done
-  [[ -z $(for l in "${logs[@]}"; do realpath "$l"; done | sort | uniq -d) ]] || { echo "bench: a log named twice" >&2; exit 2; }
+  shift; exec bash "$(dirname "${BASH_SOURCE[0]}")/bench-pool.sh" "$@"
 else
   # --reps N and --lossless, each at most once, in either order
+  args="$*"
+  bad() { echo "bench: $1 (got: $args; bench.sh --help)" >&2; exit 2; }
   while (($#)); do
-    if [[ $1 == --reps && -z ${reps_given:-} && ${2:-} =~ ^[1-9][0-9]?$ ]]; then reps=$2 reps_given=1; shift 2
-    elif [[ $1 == --lossless && -z $only ]]; then only=lossless; shift
-    else
-      echo "bench: usage: bench.sh [--reps 1-99] [--lossless] | --fabric [REPS [RATE [ROWS]]] | --table LOG... (got: $*)" >&2
-      usage >&2; exit 2
-    fi
+    case $1 in
+      --reps)
+        [[ -z ${reps_given:-} ]] || bad "--reps given twice"
+        [[ ${2:-} =~ ^[1-9][0-9]?$ ]] || bad "--reps takes a number of rounds from 1 to 99"
+        reps=$2 reps_given=1; shift 2 ;;
+      --lossless) [[ -z $only ]] || bad "--lossless given twice"; only=lossless; shift ;;
+      --table | --fabric) bad "$1 comes first, and alone with its own arguments" ;;
+      *) bad "unknown argument '$1'; usage: bench.sh [--reps 1-99] [--lossless] | --fabric [REPS [RATE [ROWS]]] | --table LOG..." ;;
+    esac
   done
 fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -88,29 +90,6 @@ cd "$repo"
 export HOME=${HOME:-/root}
 export PATH="$HOME/.cargo/bin:$PATH"
 
-# the BENCH lines of the guests of each log in "$@" (bench.sh's own logs), their
-# rounds renumbered after the previous logs' (see --table above)
-pooled() {
-  local off=0 l dir top
-  for l; do
-    dir=$(sed -n 's/^\[vm-run\] bench: .* logs \(.*\)$/\1/p' "$l" | tail -n 1)
-    [[ -n $dir && -f $dir/tap.1 ]] || { echo "bench: $l names no guest logs that are still here" >&2; return 1; }
-    top=$(sed -n 's/^# BENCH .* rep=\([0-9]*\).*/\1/p' "$dir"/tap.[12] | sort -n | tail -n 1)
-    sed -n 's/^# BENCH //p' "$dir"/tap.[12] |
-      awk -v off="$off" '{ if (match($0, / rep=[0-9]+/)) $0 = substr($0, 1, RSTART - 1) " rep=" (substr($0, RSTART + 5, RLENGTH - 5) + off) substr($0, RSTART + RLENGTH)
-                           else $0 = $0 " rep=" (off + 1)
-                           print }'
-    off=$((off + ${top:-1}))
-  done
-}
-if ((${#logs[@]})); then
-  lines=$(pooled "${logs[@]}") || exit 1
-  # each log's commit and run time, as bench.sh appended them ("?" for a log from before it did)
-  commits=$(for l in "${logs[@]}"; do c=$(sed -n 's/^\[bench\] commit \([^ ]*\) .*/\1/p' "$l" | tail -n 1); echo "${c:-?}"; done | sort -u | paste -sd, -)
-  secs=$(for l in "${logs[@]}"; do sed -n 's/^\[bench\] commit [^ ]* elapsed \([0-9]*\)s.*/\1/p' "$l" | tail -n 1; done | awk '{ t += $1 } END { print t + 0 }')
-  awk -v when="${#logs[@]} logs pooled: ${logs[*]##*/}" -v secs="$secs" -v commit="$commits" -f tools/bench.awk <<<"$lines"
-  exit 0
-fi
 
 KDIR=${KDIR:-$(qemu/build-kernel.sh)} || { echo "bench: no test kernel" >&2; exit 1; }
 export KDIR

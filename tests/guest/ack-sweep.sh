@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Delayed-ACK settings compared (a measurement, not a pass/fail test;
-# Documentation/device.rst, "Acknowledgements"; Documentation/bench.rst): mr0
+# Documentation/device.rst, "Acknowledgements"; Documentation/bench-history.rst): mr0
 # (a connection per QP) in both guests; for each setting EVERY/DELAY_US[/BUNDLE]
 # of MR_ACK_SETTINGS (default "1/0 2/100 4/100 1/0 2/100 4/100"), both guests
 # write the module's ack_every, ack_delay_us and ack_bundle (BUNDLE: default

@@ -3,7 +3,8 @@
 # Documentation/bench.rst "Profiles"): in each of two guests, rxe0 and mr0
 # (a connection per QP, as the bench's mr0 rows) on the same netdev; for each
 # device, ib_TEST of SIZE bytes (TEST write_bw, the default, or send_bw; SIZE
-# 65536 by default, 32 MiB in all; guest 2 -> guest 1) under `perf record -a -g`
+# 1-1048576, 65536 by default; 32 MiB a run, at most 65536 messages; guest 2
+# -> guest 1) under `perf record -a -g`
 # (cpu-clock: TCG guests have no PMU) on both guests, then the top symbols of
 # each side by self time as a share of its busy (not idle) time (`perf report
 # --no-children --sort dso,sym`), printed as "# PROFILE dev=D side=S busy_pct=P
@@ -13,10 +14,10 @@
 #   qemu/vm-run -n 2 -t 900 tests/guest/profile.sh [TOP (20) [TEST (write_bw) [SIZE (65536)]]]
 . "$MR_REPO/tests/lib.sh"
 top=${1:-20} test=${2:-write_bw} size=${3:-65536}
-[[ $top =~ ^[0-9]+$ && $test =~ ^(write|send)_bw$ && $size =~ ^[1-9][0-9]*$ ]] && ((size <= 1048576)) ||
+[[ $top =~ ^[0-9]+$ && $test =~ ^(write|send)_bw$ && $size =~ ^[1-9][0-9]{0,6}$ ]] && ((size <= 1048576)) ||
   { echo "usage: profile.sh [TOP [write_bw|send_bw [SIZE (1-1048576)]]]" >&2; exit 2; }
-# 32 MiB a run (perf records 45 s; a run cut at 60 s fails)
-iters=$((33554432 / size))
+# 32 MiB a run, at most 65536 messages (perf records 45 s; a run cut at 60 s fails)
+iters=$((33554432 / size > 65536 ? 65536 : 33554432 / size))
 server() { ((MR_ID == 1)); }
 side() { server && echo server || echo client; }
 command -v perf >/dev/null || { fail "perf: not installed (apt install linux-perf)"; done_testing; }
@@ -70,7 +71,7 @@ for dev in rxe0 mr0; do
                printf "# idle %.1f%% of the samples\n", idle }' >"$rep"
   if [[ -s $rep ]]; then
     pass "$dev: profile of the $(side) ($(grep -c '^[0-9]' "$rep") symbols, $(sed -n 's/^# //p' "$rep"))"
-    for d in metaroce rdma_rxe kernel.kallsyms; do
+    for d in metaroce rdma_rxe kernel.vmlinux; do
       diag "PROFILE-DSO dev=$dev side=$(side) dso=$d busy_pct=$(awk -v d="[$d]" '$2 == d { s += $1 } END { printf "%.1f", s }' "$rep")"
     done
     head -n "$top" "$rep" | grep '^[0-9]' | while read -r pct dso sym; do
