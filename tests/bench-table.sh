@@ -82,8 +82,9 @@ check "an event-mode row when the log has one" '^send_bw_ev +64 KiB +MiB/s +20\.
 
 # --table pools benches: bench 1 with rounds 1-2 (write_bw 64 KiB: rxe 10, metaroce 14
 # and 15; iperf3 20, once, without a round), bench 2 with one round (rxe 10, metaroce
-# 16; iperf3 30): 3 rounds, ratio 1.50 [1.40-1.60], iperf3 the median of its two runs
-# (25), each bench's commit named.
+# 17; iperf3 30): 3 rounds, ratio 1.50 [1.40-1.70] (bench 2's round overwriting one
+# of bench 1's would lose 1.40 or 1.50), iperf3 the median of its two runs (25), each
+# bench's commit named.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fake() { # N COMMIT: a bench log and its guest logs, the BENCH lines from stdin
   mkdir -p "$tmp/run$1"; sed 's/^/# BENCH /' >"$tmp/run$1/tap.1"; : >"$tmp/run$1/tap.2"
@@ -92,11 +93,12 @@ fake() { # N COMMIT: a bench log and its guest logs, the BENCH lines from stdin
 }
 { for r in 1 2; do line rxe0 write_bw 65536 0 10 64 $r; line mr0 write_bw 65536 0 $((13 + r)) 48 $r; done
   echo "side=server dev=tcp test=iperf3 size=0 loss=0 value=20 unit=MiB/s"; } | fake 1 aaa1111
-{ line rxe0 write_bw 65536 0 10 64 1; line mr0 write_bw 65536 0 16 48 1
+{ line rxe0 write_bw 65536 0 10 64 1; line mr0 write_bw 65536 0 17 48 1
   echo "side=server dev=tcp test=iperf3 size=0 loss=0 value=30 unit=MiB/s"; } | fake 2 bbb2222
-out=$(bash tools/bench.sh --table "$tmp/bench-1.log" "$tmp/bench-2.log")
+# (a refused --table is a failed check below, not the end of this script)
+out=$(bash tools/bench.sh --table "$tmp/bench-1.log" "$tmp/bench-2.log") || true
 check "--table: the benches' rounds pooled (3 rounds, the ratio over all three)" \
-  '^write_bw +64 KiB +MiB/s +10\.00 +15\.00 1\.50 \[1\.40-1\.60\] ' "$out"
+  '^write_bw +64 KiB +MiB/s +10\.00 +15\.00 1\.50 \[1\.40-1\.70\] ' "$out"
 check "--table: a row without rounds takes the median of its runs, one a bench" \
   'same link: 25\.00 MiB/s; write_bw 64 KiB / iperf3: rxe 0\.40, metaroce 0\.60 ' "$out"
 check "--table: the header counts the pooled rounds and names each log's commit and the time" \
@@ -113,7 +115,7 @@ check "--table refuses a log whose run did not pass (exit 1)" '^1$' "$(rc_of "$t
 line rxe0 write_bw 65536 0 10 64 1 | { cat; line mr0 write_bw 65536 0 15 48 1; } | fake 3 ccc3333
 { for r in 1 2; do line rxe0 write_bw 65536 0 10 64 $r; line mr0 write_bw 65536 0 15 48 $r
     line rxe0 write_bw 65536 1 5 64 $r; line mr0 write_bw 65536 1 14 48 $r; done; } | fake 4 ddd4444
-out=$(bash tools/bench.sh --table "$tmp/bench-3.log" "$tmp/bench-4.log")
+out=$(bash tools/bench.sh --table "$tmp/bench-3.log" "$tmp/bench-4.log") || true
 check "--table: a lossless-only bench's rounds do not count against the loss rows" \
   '^write_bw +64 KiB +1% +5\.00 .* 2\.80 \[2\.80-2\.80\] +1\.00 +1\.00 +>= 0\.95' "$out"
 # the multiple-QP rows ran once a bench: rxe's 16-QP send_bw failed in bench 5 and
@@ -121,11 +123,19 @@ check "--table: a lossless-only bench's rounds do not count against the loss row
 q() { echo "side=server dev=$1 test=send_bw_q$2 size=65536 loss=0 value=$3 unit=MiB/s"; }
 { q rxe0 1 10; q rxe0 16 fail; q mr0 1 15; q mr0 16 29; q mr0s 1 17; q mr0s 16 22; } | fake 5 eee5555
 { q rxe0 1 11; q rxe0 16 26; q mr0 1 16; q mr0 16 30; q mr0s 1 18; q mr0s 16 23; } | fake 6 fff6666
-out=$(bash tools/bench.sh --table "$tmp/bench-5.log" "$tmp/bench-6.log")
+out=$(bash tools/bench.sh --table "$tmp/bench-5.log" "$tmp/bench-6.log") || true
 check "--table: a multiple-QP figure from fewer benches than ran it says how many" '^ +16 +26\.00\(1/2\) +29\.50 ' "$out"
-# rxe timed out in two rounds and failed in one: "timeout", whatever the order
-out=$(table <<<"$(line rxe0 write_bw 65536 r25 fail 64 1; line rxe0 write_bw 65536 r25 timeout 64 2
-  line rxe0 write_bw 65536 r25 timeout 64 3)")
-check "a figure with no number shows its most frequent value, not its first" '^write_bw +64 KiB +ro25% +timeout ' "$out"
+# rxe timed out in one round and failed in two: "fail" (neither the first value nor
+# the one ranked first on a tie)
+out=$(table <<<"$(line rxe0 write_bw 65536 r25 timeout 64 1; line rxe0 write_bw 65536 r25 fail 64 2
+  line rxe0 write_bw 65536 r25 fail 64 3)")
+check "a figure with no number shows its most frequent value" '^write_bw +64 KiB +ro25% +fail ' "$out"
+# what --table refuses (exit 2): a fabric bench's log, a directory, a file that is no
+# bench log, and, pooled with others, a log whose loss rows ran without rounds
+cp "$tmp/bench-1.log" "$tmp/fabric.log"; sed -i 's/^\[vm-run\] bench:/[vm-run] bench-fabric:/' "$tmp/fabric.log"
+{ line rxe0 write_bw 65536 0 10 64 1; line mr0 write_bw 65536 0 15 48 1
+  echo "side=server dev=mr0 test=write_bw size=65536 loss=1 value=12 unit=MiB/s pkmsg=48"; } | fake 7 ggg7777
+check "--table refuses a fabric log, a directory, README.md and, pooled, a log without loss rounds (exit 2 each)" \
+  '^2 2 2 2 0$' "$(rc_of "$tmp/fabric.log") $(rc_of "$tmp") $(rc_of README.md) $(rc_of "$tmp/bench-7.log" "$tmp/bench-1.log") $(rc_of "$tmp/bench-7.log")"
 
 ((fails == 0)) && echo "bench table: all passed" || { echo "bench table: $fails failed"; exit 1; }

@@ -4,7 +4,8 @@
 # (out/bench-*.log), which names its guests' run directory; the BENCH lines of
 # both guests (DIR/tap.1, DIR/tap.2) go to tools/bench.awk. No guest runs.
 #
-# With one LOG: its table as the bench printed it. With several: their rounds
+# With one LOG: its table as the bench printed it (the header dated by the
+# log's start, and without the host's lines that follow the table). With several: their rounds
 # pooled, log 1's rounds 1..R1, log 2's R1+1.., and a row that ran once a
 # bench (iperf3, the multiple-QP rows) takes one round per log; so each figure
 # is the median, and each ratio the median [range], over every log's rounds.
@@ -17,7 +18,8 @@
 #
 #   bash tools/bench-pool.sh LOG [LOG...]
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# (the logs' paths stay as given: relative to where it runs)
+awk_table=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/bench.awk
 refuse() { echo "bench: $2" >&2; exit "$1"; }
 (($#)) || refuse 2 "--table takes one or more bench logs (out/bench-*.log)"
 
@@ -25,19 +27,24 @@ declare -A run_of   # run directory -> the log that named it
 dirs=()
 for l; do
   [[ -d $l ]] && refuse 2 "'$l' is a directory, not a bench log"
-  [[ -f $l ]] || refuse 2 "no such log '$l'"
-  grep -q '^\[vm-run\] bench-fabric: ' "$l" &&
+  [[ -e $l ]] || refuse 2 "no such log '$l'"
+  [[ -f $l ]] || refuse 2 "'$l' is not a regular file, not a bench log"
+  grep -q -- '^\[vm-run\] bench-fabric: ' "$l" &&
     refuse 2 "$l: a fabric bench's log (bench.sh --fabric); --table takes the plain bench's"
-  dir=$(sed -n 's/^\[vm-run\] bench: .* logs \(.*\)$/\1/p' "$l" | tail -n 1)
+  dir=$(sed -n 's/^\[vm-run\] bench: .* logs \(.*\)$/\1/p' -- "$l" | tail -n 1)
   [[ -n $dir ]] || refuse 2 "$l: not a bench log (no '[vm-run] bench: ... logs DIR' line)"
-  grep -q '^\[vm-run\] bench: passed$' "$l" ||
+  grep -q -- '^\[vm-run\] bench: passed$' "$l" ||
     refuse 1 "$l: its run did not pass (still running, or FAILED: see the log)"
   [[ -f $dir/tap.1 && -f $dir/tap.2 ]] || refuse 1 "$l: its guests' logs ($dir/tap.1 and tap.2) are gone"
   grep -q '^# BENCH ' "$dir/tap.1" || refuse 1 "$l: guest 1 printed no BENCH line"
   real=$(realpath "$dir")
-  [[ -z ${run_of[$real]:-} ]] || refuse 2 "$l and ${run_of[$real]} are logs of one run"
+  if [[ -n ${run_of[$real]:-} ]]; then
+    [[ $(realpath -- "$l") == $(realpath -- "${run_of[$real]}") ]] && refuse 2 "$l named twice"
+    refuse 2 "$l and ${run_of[$real]} are logs of one run"
+  fi
   run_of[$real]=$l
-  if (($# > 1)) && grep -E '^# BENCH .* loss=([1-9]|0\.|r)' "$dir/tap.1" | grep -vq ' rep='; then
+  # (awk, not grep | grep -q: an early exit of the second would SIGPIPE the first)
+  if (($# > 1)) && awk '/^# BENCH .* loss=([1-9]|0\.|r)/ && !/ rep=/ { f = 1; exit } END { exit !f }' "$dir/tap.1"; then
     refuse 2 "$l: its loss rows ran once, without rounds (before stop 59); its table is --table with that log alone"
   fi
   dirs+=("$dir")
@@ -52,13 +59,13 @@ lines() {
            print }'
 }
 # each log's commit and run time, as bench.sh appends them ("?": a log from before it did)
-commit_of() { c=$(sed -n 's/^\[bench\] commit \([^ ]*\) .*/\1/p' "$1" | tail -n 1); echo "${c:-?}"; }
-secs_of() { sed -n 's/^\[bench\] commit [^ ]* elapsed \([0-9]*\)s.*/\1/p' "$1" | tail -n 1; }
+commit_of() { c=$(sed -n 's/^\[bench\] commit \([^ ]*\) .*/\1/p' -- "$1" | tail -n 1); echo "${c:-?}"; }
+secs_of() { sed -n 's/^\[bench\] commit [^ ]* elapsed \([0-9]*\)s.*/\1/p' -- "$1" | tail -n 1; }
 
 if (($# == 1)); then
   when=$(sed -n 's/.*bench-\([0-9]\{4\}\)\([0-9]\{2\}\)\([0-9]\{2\}\)-\([0-9]\{2\}\)\([0-9]\{2\}\)[0-9]\{2\}\.log$/\1-\2-\3 \4:\5/p' <<<"$1")
   lines "${dirs[0]}" "" |
-    awk -v when="${when:-${1##*/}}" -v secs="$(secs_of "$1")" -v commit="$(commit_of "$1")" -f tools/bench.awk
+    awk -v when="${when:-${1##*/}}" -v secs="$(secs_of "$1")" -v commit="$(commit_of "$1")" -f "$awk_table"
   exit
 fi
 off=0
@@ -68,4 +75,4 @@ for dir in "${dirs[@]}"; do
   off=$((off + ${top:-1}))
 done | awk -v when="$# benches pooled: ${*##*/}" \
   -v secs="$(for l; do secs_of "$l"; done | awk '{ t += $1 } END { print t + 0 }')" \
-  -v commit="$(for l; do commit_of "$l"; done | paste -sd, - | sed 's/,/, /g') (log by log)" -f tools/bench.awk
+  -v commit="$(for l; do commit_of "$l"; done | paste -sd, - | sed 's/,/, /g') (log by log)" -f "$awk_table"

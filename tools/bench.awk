@@ -53,6 +53,8 @@ function rank(v) { return v == "timeout" ? 1 : v == "fail" ? 2 : v == "zero" ? 3
 # gave a number (the multiple-QP rows, which have no per-round ratio to say so)
 function getn(test, size, loss, dev, side,   k, v, r, n, ran) {
   v = get(test, size, loss, dev, side); k = test SUBSEP size SUBSEP loss SUBSEP dev SUBSEP side
+  n = ran = 0
+  if ((k SUBSEP 0) in val) return v
   for (r = 1; r <= nrep; r++) if ((k SUBSEP r) in val) { ran++; if (num(val[k, r])) n++ }
   return (num(v) && n < ran) ? v "(" n "/" ran ")" : v
 }
