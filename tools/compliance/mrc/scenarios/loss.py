@@ -49,6 +49,11 @@ def sack_hole(ctx):
     rx = peer.data_rx[n0:]
     resent = [(r, p) for r, p in rx if p.stream == 0 and p.ssn == lost.ssn and not r.dropped]
     ctx.require(resent, "the lost packet (its SSN) resent")
+    # Each copy avoids the path of the copy before it, which the IUT counts as
+    # lost: a TCG stall can fire the IUT's timer on the path of the first
+    # resend before the peer's ACK of it arrives, and the resend of that copy
+    # may then go back to the path the original was lost on.
+    prev = lost
     for r, p in resent:
         ctx.check(
             (p.path, p.psn) != (lost.path, lost.psn)
@@ -58,9 +63,10 @@ def sack_hole(ctx):
             str(p),
         )
         ctx.check(
-            p.path != lost.path,
-            f"on another path than the one it was lost on (lost on {lost.path}, resent on {p.path})",
+            p.path != prev.path,
+            f"on another path than the copy before it (that copy on {prev.path}, this one on {p.path})",
         )
+        prev = p
     # Detected by the SACK count, not a timer: no PROBE on the lost path (a
     # tail-loss probe's marker or a timeout's probe) before the resend. A note:
     # a slow peer can let the IUT's probe timeout fire first.
