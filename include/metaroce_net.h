@@ -73,6 +73,24 @@ void metaroce_skb_put_zero(struct sk_buff *skb, unsigned int len);
  */
 void metaroce_skb_set_gso(struct sk_buff *skb, unsigned int seg);
 /*
+ * Whether route `dst`'s netdev segments UDP GSO bursts itself
+ * (NETIF_F_GSO_UDP_L4: a NIC with UDP segmentation offload, loopback):
+ * otherwise software GSO would copy every segment once more. `dst` is held.
+ */
+bool metaroce_dst_gso_udp(const struct dst_entry *dst);
+/*
+ * udp_tunnel_xmit_skb with nocheck false, but for a datagram (not a GSO
+ * burst) whose route's netdev cannot checksum IPv4 UDP (neither
+ * NETIF_F_IP_CSUM nor NETIF_F_HW_CSUM): its checksum is computed here, over
+ * the payload the caller has just written (hot in the cache), and the skb
+ * goes as CHECKSUM_NONE, where udp_set_csum would leave it partial for
+ * skb_checksum_help to read the payload again on the way out. Consumes
+ * `rt`'s reference and the skb; bottom halves disabled.
+ */
+void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
+			struct sk_buff *skb, __be32 src, __be32 dst, u8 tos,
+			u8 ttl, __be16 df, __be16 sport, __be16 dport);
+/*
  * ifindex of the netdev in init_net that owns local address `addr` (4 bytes
  * if !v6, else 16, network order), or 0 if none (__ip_dev_find /
  * ipv6_dev_find under RCU).

@@ -182,7 +182,8 @@ static uint train = METAROCE_DEFAULT_TRAIN;
 module_param(train, uint, 0644);
 MODULE_PARM_DESC(train,
 		 "Most new DATA packets a path of a connection sends in a row, "
-		 "handed to the network stack as one UDP GSO burst "
+		 "handed to the network stack as one UDP GSO burst where the "
+		 "netdev segments UDP itself "
 		 "(default " __stringify(METAROCE_DEFAULT_TRAIN) "; taken as 1-"
 		 __stringify(METAROCE_MAX_TRAIN) ", 0 as 1; 1: packet by packet "
 		 "over the paths); read when a connection is set up");
@@ -1210,6 +1211,40 @@ void metaroce_skb_set_gso(struct sk_buff *skb, unsigned int seg)
 	skb->ip_summed = CHECKSUM_PARTIAL;
 	skb->csum_start = skb_headroom(skb) - sizeof(struct udphdr);
 	skb->csum_offset = offsetof(struct udphdr, check);
+}
+
+bool metaroce_dst_gso_udp(const struct dst_entry *dst)
+{
+	return READ_ONCE(dst->dev->features) & NETIF_F_GSO_UDP_L4;
+}
+
+void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
+			struct sk_buff *skb, __be32 src, __be32 dst, u8 tos,
+			u8 ttl, __be16 df, __be16 sport, __be16 dport)
+{
+	netdev_features_t f = READ_ONCE(rt->dst.dev->features);
+	struct udphdr *uh;
+
+	if (skb_is_gso(skb) || (f & (NETIF_F_IP_CSUM | NETIF_F_HW_CSUM))) {
+		udp_tunnel_xmit_skb(rt, sk, skb, src, dst, tos, ttl, df, sport,
+				    dport, false, false);
+		return;
+	}
+	/* What udp_tunnel_xmit_skb does, with the checksum complete. */
+	__skb_push(skb, sizeof(*uh));
+	skb_reset_transport_header(skb);
+	uh = udp_hdr(skb);
+	uh->dest = dport;
+	uh->source = sport;
+	uh->len = htons(skb->len);
+	uh->check = 0;
+	memset(&IPCB(skb)->opt, 0, sizeof(IPCB(skb)->opt));
+	uh->check = csum_tcpudp_magic(src, dst, skb->len, IPPROTO_UDP,
+				      skb_checksum(skb, 0, skb->len, 0));
+	if (!uh->check)
+		uh->check = CSUM_MANGLED_0;
+	skb->ip_summed = CHECKSUM_NONE;
+	iptunnel_xmit(sk, rt, skb, src, dst, IPPROTO_UDP, tos, ttl, df, false);
 }
 
 int metaroce_local_ifindex(bool v6, const u8 *addr)

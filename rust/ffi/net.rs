@@ -310,7 +310,7 @@ impl<R: UdpReceiver> UdpTunnel<R> {
             dst_port,
             ect,
         };
-        self.send_datagram(d, n, &to, None)
+        self.send_datagram(d, n, &to, None).map(|_| ())
     }
 
     /// Sends the first `len` bytes of datagram `d` (at most its capacity)
@@ -323,7 +323,9 @@ impl<R: UdpReceiver> UdpTunnel<R> {
     /// the routing tables changed), and hands the skb to
     /// `udp_tunnel_xmit_skb` / `udp_tunnel6_xmit_skb`. The IP header carries
     /// ECT(0) when `to.ect`, TTL / hop limit 64 and (IPv4) DF; the UDP
-    /// checksum is valid, offloaded when the route's netdev can.
+    /// checksum is valid, offloaded when the route's netdev can (IPv4, one
+    /// datagram, a netdev that cannot: computed at once, over the payload
+    /// just written, rather than by `skb_checksum_help` on the way out).
     ///
     /// Never sleeps: runs with bottom halves disabled, so it is callable in
     /// softirq and in process context. A receive callback of a datagram sent
@@ -332,15 +334,18 @@ impl<R: UdpReceiver> UdpTunnel<R> {
     /// Errors: `EHOSTUNREACH` when there is no route (or `src` is not usable
     /// for `dst`), `EINVAL` for mixed address families, `EAFNOSUPPORT` for
     /// IPv6 without an IPv6 socket. `Ok` means the datagram was handed to
-    /// the IP layer, which may still drop it. The datagram is consumed
-    /// either way.
+    /// the IP layer, which may still drop it; it says whether the route's
+    /// netdev segments UDP GSO bursts itself (`NETIF_F_GSO_UDP_L4`), where
+    /// a run is best sent as one ([`TxDatagram::set_segment`]); otherwise
+    /// software GSO copies each datagram of a burst once more. The datagram
+    /// is consumed either way.
     pub(crate) fn send_datagram(
         &self,
         d: TxDatagram,
         len: usize,
         to: &Dest,
         routes: Option<(&mut RouteCache, usize)>,
-    ) -> Result {
+    ) -> Result<bool> {
         const TTL: u8 = 64;
         let tos = if to.ect { ecn::ECT0 } else { ecn::NOT_ECT };
         let (sport, dport) = (to.src_port.to_be(), to.dst_port.to_be());
@@ -368,12 +373,14 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                     },
                 };
                 let route = Route::new(dst)?;
+                let gso = route.gso_udp();
                 // SAFETY: `sock4` is live; the route is an IPv4 `rtable`
                 // (`dst` is its first field) and its reference, like the skb,
-                // passes to `udp_tunnel_xmit_skb`, which consumes both.
-                // Bottom halves are disabled, as the xmit path requires.
+                // passes to the helper (`udp_tunnel_xmit_skb` or its
+                // checksum-complete twin), which consumes both. Bottom halves
+                // are disabled, as the xmit path requires.
                 unsafe {
-                    b::udp_tunnel_xmit_skb(
+                    b::metaroce_udp4_xmit(
                         route.into_raw().cast::<b::rtable>(),
                         (*self.sock4).sk,
                         skb.into_raw(),
@@ -384,11 +391,9 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                         (b::IP_DF as u16).to_be(),
                         sport,
                         dport,
-                        false,
-                        false,
                     )
                 };
-                Ok(())
+                Ok(gso)
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 if self.sock6.is_null() {
@@ -410,6 +415,7 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                     )
                 };
                 let route = Route::new(dst)?;
+                let gso = route.gso_udp();
                 let (s6, d6) = (in6(s), in6(d));
                 // SAFETY: `sock6` is live; the route reference and the skb
                 // pass to `udp_tunnel6_xmit_skb`, which consumes both; the
@@ -431,7 +437,7 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                         false,
                     )
                 };
-                Ok(())
+                Ok(gso)
             }
             _ => Err(EINVAL),
         }

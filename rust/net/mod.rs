@@ -169,7 +169,8 @@ impl<P: Endpoint> Transport<P> {
         self.port
     }
 
-    /// Sends the first `len` bytes of datagram `d` (see
+    /// Sends the first `len` bytes of datagram `d`; `Ok(true)`: the route's
+    /// netdev segments UDP GSO bursts itself (see
     /// [`UdpTunnel::send_datagram`]).
     pub(crate) fn send_datagram(
         &self,
@@ -177,7 +178,7 @@ impl<P: Endpoint> Transport<P> {
         len: usize,
         to: &Dest,
         routes: Option<(&mut RouteCache, usize)>,
-    ) -> Result {
+    ) -> Result<bool> {
         self.tunnel.send_datagram(d, len, to, routes)
     }
 

@@ -74,7 +74,7 @@ tc qdisc del dev "$MR_IF" root >/dev/null 2>&1   # lossless rows: no netem
 check "rdma link add rxe0 type rxe netdev $MR_IF" rdma link add rxe0 type rxe netdev "$MR_IF"
 # mr0 with a connection per QP (shared=0; the module's default shares them),
 # as every bench row before the "mr0s" ones.
-check "insmod metaroce.ko shared=0" insmod "$MR_REPO/metaroce.ko" shared=0
+check "insmod metaroce.ko shared=0 ${MR_MODPARAMS//,/ }" insmod "$MR_REPO/metaroce.ko" shared=0 ${MR_MODPARAMS//,/ }
 check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
 check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
 declare -A gid

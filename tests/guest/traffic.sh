@@ -155,6 +155,18 @@ if [[ $dev == mr* ]]; then
   if [[ ${txb:-0} -gt $((32 * ${tx:-0})) && ${rxb:-0} -gt $((32 * ${rx:-0})) ]]; then
     pass "$dev: tx_bytes $txb, rx_bytes $rxb"
   else fail "$dev: byte counters count the traffic" "$out"; fi
+  # Runs of DATA go as one UDP GSO burst only through a netdev that segments
+  # UDP itself (Documentation/device.rst, "Trains"): elsewhere each datagram
+  # goes alone, and software GSO never copies them.
+  uso=$(ethtool -k "$MR_IF" 2>/dev/null | awk '$1 == "tx-udp-segmentation:" { print $2 }')
+  bursts=$(cnt tx_gso_bursts)
+  case $uso in
+    off) [[ ${bursts:-x} == 0 ]] && pass "$dev: $MR_IF does not segment UDP (ethtool -k): no GSO burst sent (tx_gso_bursts 0)" ||
+           fail "$dev: $MR_IF does not segment UDP, yet tx_gso_bursts is ${bursts:-missing}" "$out" ;;
+    on) [[ ${bursts:-0} -gt 0 ]] && pass "$dev: $MR_IF segments UDP: runs sent as GSO bursts (tx_gso_bursts $bursts)" ||
+          fail "$dev: $MR_IF segments UDP, yet no GSO burst was sent" "$out" ;;
+    *) skip "$dev: GSO bursts against the netdev's UDP segmentation" "ethtool -k $MR_IF: tx-udp-segmentation '${uso:-?}'" ;;
+  esac
   if [[ -n $lossy ]]; then
     # netem drops 1 % of each side's packets: the receivers' SACK gaps show
     # the senders the losses, which they resend.

@@ -27,6 +27,14 @@ impl Route {
         }
     }
 
+    /// Whether the route's netdev segments UDP GSO bursts itself
+    /// (`NETIF_F_GSO_UDP_L4`).
+    pub(super) fn gso_udp(&self) -> bool {
+        // SAFETY: we hold a reference to the route (type invariant), which
+        // holds its netdev.
+        unsafe { b::metaroce_dst_gso_udp(self.0) }
+    }
+
     /// Gives the reference away.
     pub(super) fn into_raw(self) -> *mut b::dst_entry {
         let dst = self.0;

@@ -65,16 +65,23 @@ pub(crate) mod send_flags {
     pub(crate) const INLINE: u32 = b::ib_send_flags_IB_SEND_INLINE as u32;
 }
 
-fn rd_u32(q: &Queue, i: u32, off: usize) -> Result<u32> {
+/// The native-endian `u32` at byte `off` of `b` (0 past its end: never, for
+/// the constant offsets below, which the `const` checks keep inside).
+fn ne32(b: &[u8], off: usize) -> u32 {
     let mut w = [0u8; 4];
-    q.read(i, off, &mut w)?;
-    Ok(u32::from_ne_bytes(w))
+    if let Some(s) = b.get(off..).and_then(|t| t.get(..4)) {
+        w.copy_from_slice(s);
+    }
+    u32::from_ne_bytes(w)
 }
 
-fn rd_u64(q: &Queue, i: u32, off: usize) -> Result<u64> {
+/// The native-endian `u64` at byte `off` of `b`, as [`ne32`].
+fn ne64(b: &[u8], off: usize) -> u64 {
     let mut w = [0u8; 8];
-    q.read(i, off, &mut w)?;
-    Ok(u64::from_ne_bytes(w))
+    if let Some(s) = b.get(off..).and_then(|t| t.get(..8)) {
+        w.copy_from_slice(s);
+    }
+    u64::from_ne_bytes(w)
 }
 
 /// A send WQE as user space wrote it into the SQ ring
@@ -128,32 +135,40 @@ impl SendWqe {
     /// Bytes of a send WQE before its SGEs / inline data.
     pub(crate) const HEADER: usize = SDMA + DMA_DATA;
 
-    /// Reads the WQE in slot `i`.
+    /// Reads the WQE in slot `i`: its fixed fields ([`Self::HEADER`] bytes)
+    /// in one copy out of the ring, each field then taken from that copy
+    /// (user space may be rewriting the slot: each field is read once, and
+    /// none is trusted).
     pub(crate) fn read(q: &Queue, i: u32) -> Result<Self> {
+        let mut h = [0u8; Self::HEADER];
+        q.read(i, 0, &mut h)?;
+        let f = |off: usize| ne32(&h, off);
+        let g = |off: usize| ne64(&h, off);
+        let u = WR + RDMA_OFF;
         Ok(SendWqe {
-            wr_id: rd_u64(q, i, WR + core::mem::offset_of!(b::rxe_send_wr, wr_id))?,
-            opcode: rd_u32(q, i, WR + core::mem::offset_of!(b::rxe_send_wr, opcode))?,
-            send_flags: rd_u32(q, i, WR + core::mem::offset_of!(b::rxe_send_wr, send_flags))?,
-            ex: rd_u32(q, i, WR + core::mem::offset_of!(b::rxe_send_wr, ex))?,
+            wr_id: g(WR + core::mem::offset_of!(b::rxe_send_wr, wr_id)),
+            opcode: f(WR + core::mem::offset_of!(b::rxe_send_wr, opcode)),
+            send_flags: f(WR + core::mem::offset_of!(b::rxe_send_wr, send_flags)),
+            ex: f(WR + core::mem::offset_of!(b::rxe_send_wr, ex)),
             // `wr.rdma.remote_addr` / `rkey` (`wr.rdma` starts the union).
-            remote_addr: rd_u64(q, i, WR + RDMA_OFF)?,
-            rkey: rd_u32(q, i, WR + RDMA_OFF + 8)?,
-            length: rd_u32(q, i, SDMA + DMA_LEN)?,
-            num_sge: rd_u32(q, i, SDMA + DMA_NSGE)?,
-            compare_add: rd_u64(q, i, WR + RDMA_OFF + 8)?,
-            swap: rd_u64(q, i, WR + RDMA_OFF + 16)?,
-            atomic_rkey: rd_u32(q, i, WR + RDMA_OFF + 24)?,
-            ud_qpn: rd_u32(q, i, WR + RDMA_OFF)?,
-            ud_qkey: rd_u32(q, i, WR + RDMA_OFF + 4)?,
-            ah_num: rd_u32(q, i, WR + RDMA_OFF + 12)?,
-            mw_length: rd_u64(q, i, WR + RDMA_OFF + 8)?,
-            mw_mr_lkey: rd_u32(q, i, WR + RDMA_OFF + 16)?,
-            mw_rkey: rd_u32(q, i, WR + RDMA_OFF + 20)?,
-            mw_new_rkey: rd_u32(q, i, WR + RDMA_OFF + 24)?,
-            mw_access: rd_u32(q, i, WR + RDMA_OFF + 28)?,
-            reg_mr_key: rd_u32(q, i, WR + RDMA_OFF)?,
-            reg_key: rd_u32(q, i, WR + RDMA_OFF + 8)?,
-            reg_access: rd_u32(q, i, WR + RDMA_OFF + 12)?,
+            remote_addr: g(u),
+            rkey: f(u + 8),
+            length: f(SDMA + DMA_LEN),
+            num_sge: f(SDMA + DMA_NSGE),
+            compare_add: g(u + 8),
+            swap: g(u + 16),
+            atomic_rkey: f(u + 24),
+            ud_qpn: f(u),
+            ud_qkey: f(u + 4),
+            ah_num: f(u + 12),
+            mw_length: g(u + 8),
+            mw_mr_lkey: f(u + 16),
+            mw_rkey: f(u + 20),
+            mw_new_rkey: f(u + 24),
+            mw_access: f(u + 28),
+            reg_mr_key: f(u),
+            reg_key: f(u + 8),
+            reg_access: f(u + 12),
         })
     }
 
@@ -233,11 +248,17 @@ fn sge_put(q: &Queue, i: u32, base: usize, n: u32, s: &Sge) -> Result {
 }
 
 fn sge_at(q: &Queue, i: u32, base: usize, n: u32) -> Result<Sge> {
-    let at = base + (n as usize) * core::mem::size_of::<b::rxe_sge>();
+    let at = (n as usize)
+        .checked_mul(SGE_SIZE)
+        .and_then(|o| o.checked_add(base))
+        .ok_or(EINVAL)?;
+    // One copy for the three fields.
+    let mut w = [0u8; SGE_SIZE];
+    q.read(i, at, &mut w)?;
     Ok(Sge {
-        addr: rd_u64(q, i, at)?,
-        length: rd_u32(q, i, at + 8)?,
-        lkey: rd_u32(q, i, at + 12)?,
+        addr: ne64(&w, 0),
+        length: ne32(&w, 8),
+        lkey: ne32(&w, 12),
         // The invariant: only the WR translation writes WQEs into a kernel
         // work queue (`Queue::write` is private to `ffi`).
         kernel: q.is_kernel_wq(),
@@ -257,9 +278,11 @@ impl RecvWqe {
 
     /// Reads the WQE in slot `i`.
     pub(crate) fn read(q: &Queue, i: u32) -> Result<Self> {
+        let mut h = [0u8; Self::HEADER];
+        q.read(i, 0, &mut h)?;
         Ok(RecvWqe {
-            wr_id: rd_u64(q, i, core::mem::offset_of!(b::rxe_recv_wqe, wr_id))?,
-            num_sge: rd_u32(q, i, RDMA_DMA + DMA_NSGE)?,
+            wr_id: ne64(&h, core::mem::offset_of!(b::rxe_recv_wqe, wr_id)),
+            num_sge: ne32(&h, RDMA_DMA + DMA_NSGE),
         })
     }
 
@@ -287,3 +310,11 @@ impl RecvWqe {
 
 /// Bytes per SGE in a WQE.
 pub(crate) const SGE_SIZE: usize = core::mem::size_of::<b::rxe_sge>();
+
+// The fields [`SendWqe::read`] and [`RecvWqe::read`] take from their one
+// copy lie inside it, and an SGE is the three fields `sge_at` reads.
+const _: () = assert!(WR + RDMA_OFF + 32 <= SendWqe::HEADER);
+const _: () = assert!(SDMA + DMA_NSGE + 4 <= SendWqe::HEADER);
+const _: () = assert!(RDMA_DMA + DMA_NSGE + 4 <= RecvWqe::HEADER);
+const _: () = assert!(core::mem::offset_of!(b::rxe_recv_wqe, wr_id) + 8 <= RecvWqe::HEADER);
+const _: () = assert!(SGE_SIZE == 16);

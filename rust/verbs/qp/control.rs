@@ -580,8 +580,8 @@ pub(super) fn transport_config(dev: &DevShared<Qp>) -> Config {
             0
         },
         // Runs of DATA on a path, each handed to the network stack as one
-        // UDP GSO burst (`post.rs`, `Train`; Documentation/device.rst,
-        // "Trains").
+        // UDP GSO burst where the netdev segments UDP (`tx.rs`, `Train`;
+        // Documentation/device.rst, "Trains").
         train: crate::ffi::params::train(),
         pacing: true,
         // Twice how late the device's QP timers fire, and 20 µs more

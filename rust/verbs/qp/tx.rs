@@ -4,8 +4,9 @@
 //! shared connection, `peer.rs`) hands what the protocol core writes to the
 //! network stack. Each datagram is written straight into its skb; a run of
 //! DATA packets on one path (`Config::train`) is written one after another
-//! into one skb and goes out as one UDP GSO burst
-//! (`Documentation/device.rst`, "Trains").
+//! into one skb and goes out as one UDP GSO burst when the netdev segments
+//! UDP itself, else datagram by datagram (`Documentation/device.rst`,
+//! "Trains").
 
 use super::*;
 use crate::ffi::net::{Dest, RouteCache, TxDatagram, MAX_UDP_PAYLOAD};
@@ -20,14 +21,16 @@ pub(super) const DATAGRAM_ROOM: usize = 84;
 const BUDGET: usize = 256;
 
 /// What a pump keeps between calls: its output routes (one slot per path),
-/// a datagram (an skb) allocated but not written by its last round, and
-/// the length of that round's first datagram if it was a DATA (0 if not:
-/// the next round's skb is then allocated with room for a run of that
-/// length, which spares a copy).
+/// a datagram (an skb) allocated but not written by its last round, the
+/// length of that round's first datagram if it was a DATA (0 if not: the
+/// next round's skb is then allocated with room for a run of that length,
+/// which spares a copy), and whether the netdev its last datagram went
+/// through segments UDP GSO bursts itself (until one went: no).
 pub(crate) struct TxCache {
     routes: RouteCache,
     spare: Option<TxDatagram>,
     data_len: usize,
+    bursts: bool,
 }
 
 impl TxCache {
@@ -36,6 +39,7 @@ impl TxCache {
             routes: RouteCache::new(),
             spare: None,
             data_len: 0,
+            bursts: false,
         }
     }
 }
@@ -76,9 +80,12 @@ impl Pump {
         }
     }
 
-    /// One round: the connection's next datagram, and when it is a DATA the
-    /// run that follows it on its path (up to `train` datagrams, one UDP
-    /// payload's worth, the budget left), sent as one skb. `mtu`: the
+    /// One round: the connection's next datagram, and when it is a DATA and
+    /// the netdev segments UDP GSO bursts itself ([`TxCache`]) the run that
+    /// follows it on its path (up to `train` datagrams, one UDP payload's
+    /// worth, the budget left), sent as one skb; on any other netdev
+    /// software GSO would copy each datagram of the run once more, and each
+    /// goes in its own skb, a round apiece. `mtu`: the
     /// connection's path MTU; `cache`: the pump's [`TxCache`] (allocated
     /// here on first use); `scratch`: where a datagram is written when no
     /// skb can be had (the datagram is then copied, if an skb can be had by
@@ -100,8 +107,14 @@ impl Pump {
             *cache = KBox::new(TxCache::new(), GFP_ATOMIC).ok();
         }
         let one = (usize::from(mtu) + DATAGRAM_ROOM).min(scratch.len());
-        // Datagrams a run may have: `train`, within the budget.
-        let n = usize::from(train.max(1)).min(self.budget);
+        // Datagrams a run may have: `train`, within the budget, where the
+        // netdev takes bursts; else 1.
+        let bursts = cache.as_ref().is_some_and(|x| x.bursts);
+        let n = if bursts {
+            usize::from(train.max(1)).min(self.budget)
+        } else {
+            1
+        };
         // The skb a run of datagrams `len` bytes long needs: room for the
         // core to write one more after all but the last, within one UDP
         // datagram's worth of payload (a GSO skb's limit: at a 9000-byte
@@ -166,7 +179,7 @@ impl Pump {
         while run.len() + one <= d.cap()
             && run.len() + t.len <= MAX_UDP_PAYLOAD
             && run.wants_more()
-            && run.count() < self.budget
+            && run.count() < n
         {
             let at = run.len();
             let Some(u) = src.poll(d.buf_at(at, one)) else {
@@ -198,12 +211,14 @@ impl Pump {
         }
         self.budget = self.budget.saturating_sub(run.count());
         let routes = cache.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
-        run.send(out, d, routes);
+        let gso = run.send(out, d, routes);
+        learn(cache, gso);
         if let Some((u, n)) = lone {
             src.trace(&u, &scratch[..n]);
             self.budget = self.budget.saturating_sub(1);
             let routes = cache.as_mut().map(|x| (&mut x.routes, usize::from(u.path)));
-            send_copy(out, &u, &scratch[..n], routes);
+            let gso = send_copy(out, &u, &scratch[..n], routes);
+            learn(cache, gso);
         }
         true
     }
@@ -224,8 +239,16 @@ impl Pump {
         src.trace(&t, &scratch[..len]);
         self.budget = self.budget.saturating_sub(1);
         let routes = cache.as_mut().map(|x| (&mut x.routes, usize::from(t.path)));
-        send_copy(out, &t, &scratch[..len], routes);
+        let gso = send_copy(out, &t, &scratch[..len], routes);
+        learn(cache, gso);
         true
+    }
+}
+
+/// Keeps what a send said of its netdev ([`transmit`]) for the next round.
+fn learn(cache: &mut Option<KBox<TxCache>>, gso: Option<bool>) {
+    if let (Some(x), Some(gso)) = (cache.as_mut(), gso) {
+        x.bursts = gso;
     }
 }
 
@@ -290,8 +313,13 @@ impl Train {
     }
 
     /// Sends the run from datagram `d` ([`transmit`]).
-    fn send(self, out: &Out<'_>, d: TxDatagram, routes: Option<(&mut RouteCache, usize)>) {
-        transmit(out, &self.first, d, self.len, self.count, routes);
+    fn send(
+        self,
+        out: &Out<'_>,
+        d: TxDatagram,
+        routes: Option<(&mut RouteCache, usize)>,
+    ) -> Option<bool> {
+        transmit(out, &self.first, d, self.len, self.count, routes)
     }
 }
 
@@ -301,7 +329,8 @@ impl Train {
 /// shorter), as one UDP GSO burst when `count` > 1; routed through `routes`
 /// (slot: the path) when given. Counted (`tx_packets`, `tx_bytes`,
 /// `probes`) datagram by datagram, as if each went alone, and a burst in
-/// `tx_gso_bursts`, if it went out.
+/// `tx_gso_bursts`, if it went out. Returns, if it went out, whether the
+/// route's netdev segments UDP GSO bursts itself.
 fn transmit(
     out: &Out<'_>,
     first: &Transmit,
@@ -309,7 +338,7 @@ fn transmit(
     len: usize,
     count: usize,
     routes: Option<(&mut RouteCache, usize)>,
-) {
+) -> Option<bool> {
     let dev = out.dev;
     let to = Dest {
         src: out.src,
@@ -322,27 +351,32 @@ fn transmit(
     if count > 1 {
         d.set_segment(u16::try_from(first.len).unwrap_or(0));
     }
-    if dev.transport.send_datagram(d, len, &to, routes).is_ok() {
-        dev.count(counter::TX_PACKETS, count as u64);
-        dev.count(counter::TX_BYTES, len as u64);
-        if count > 1 {
-            dev.count(counter::TX_BURSTS, 1);
-        }
-        if first.kind == TxKind::Probe {
-            dev.count(counter::PROBES, 1);
-        }
+    let gso = dev.transport.send_datagram(d, len, &to, routes).ok()?;
+    dev.count(counter::TX_PACKETS, count as u64);
+    dev.count(counter::TX_BYTES, len as u64);
+    if count > 1 {
+        dev.count(counter::TX_BURSTS, 1);
     }
+    if first.kind == TxKind::Probe {
+        dev.count(counter::PROBES, 1);
+    }
+    Some(gso)
 }
 
 /// Sends datagram `bytes`, which `t` describes, copied into an skb of its
-/// own ([`transmit`]); nothing goes out (and nothing is counted) if no skb
-/// can be had. The caller traced it.
-fn send_copy(out: &Out<'_>, t: &Transmit, bytes: &[u8], routes: Option<(&mut RouteCache, usize)>) {
+/// own ([`transmit`], whose answer it returns); nothing goes out (and
+/// nothing is counted) if no skb can be had. The caller traced it.
+fn send_copy(
+    out: &Out<'_>,
+    t: &Transmit,
+    bytes: &[u8],
+    routes: Option<(&mut RouteCache, usize)>,
+) -> Option<bool> {
     let Ok(mut d) = TxDatagram::new(bytes.len()) else {
-        return;
+        return None;
     };
     d.buf().copy_from_slice(bytes);
-    transmit(out, t, d, bytes.len(), 1, routes);
+    transmit(out, t, d, bytes.len(), 1, routes)
 }
 
 /// Sends datagram `bytes`, which the core described in `t`, from `src` to
