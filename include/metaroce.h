@@ -30,9 +30,9 @@
  */
 #define METAROCE_DEFAULT_ACK_BUNDLE 16
 /*
- * New DATA packets a path sends in a row, as one UDP GSO burst, unless the
- * `train` module parameter says otherwise (Documentation/device.rst, "Trains"),
- * and the most it takes.
+ * New DATA packets a path sends in a row (as one UDP GSO burst where the
+ * netdev takes one), unless the `train` module parameter says otherwise
+ * (Documentation/device.rst, "Trains"), and the most it takes.
  */
 #define METAROCE_DEFAULT_TRAIN 4
 #define METAROCE_MAX_TRAIN 16

@@ -73,9 +73,11 @@ void metaroce_skb_put_zero(struct sk_buff *skb, unsigned int len);
  */
 void metaroce_skb_set_gso(struct sk_buff *skb, unsigned int seg);
 /*
- * Whether route `dst`'s netdev segments UDP GSO bursts itself
- * (NETIF_F_GSO_UDP_L4: a NIC with UDP segmentation offload, loopback):
- * otherwise software GSO would copy every segment once more. `dst` is held.
+ * Whether route `dst`'s netdev takes UDP GSO bursts (NETIF_F_GSO_UDP_L4: a
+ * NIC with UDP segmentation offload, loopback; also a vlan, bridge, bond,
+ * macvlan or veth, which pass the burst on and leave it to the netdev
+ * below): otherwise software GSO would copy every segment once more. `dst`
+ * is held; any context.
  */
 bool metaroce_dst_gso_udp(const struct dst_entry *dst);
 /*
@@ -84,8 +86,9 @@ bool metaroce_dst_gso_udp(const struct dst_entry *dst);
  * NETIF_F_IP_CSUM nor NETIF_F_HW_CSUM): its checksum is computed here, over
  * the payload the caller has just written (hot in the cache), and the skb
  * goes as CHECKSUM_NONE, where udp_set_csum would leave it partial for
- * skb_checksum_help to read the payload again on the way out. Consumes
- * `rt`'s reference and the skb; bottom halves disabled.
+ * skb_checksum_help to read the payload again on the way out. IPv6 has no
+ * such twin: udp_tunnel6_xmit_skb leaves it partial. Consumes `rt`'s
+ * reference and the skb; bottom halves disabled.
  */
 void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
 			struct sk_buff *skb, __be32 src, __be32 dst, u8 tos,

@@ -104,6 +104,11 @@ check "--table: a row without rounds takes the median of its runs, one a bench" 
 check "--table: the header counts the pooled rounds and names each log's commit and the time" \
   'commit aaa1111, bbb2222 \(log by log\) \(two QEMU guests, 200 s, 3 round\(s\)\)' "$out"
 rc_of() { if bash tools/bench.sh --table "$@" >/dev/null 2>&1; then echo 0; else echo $?; fi; }
+# a run directory whose path holds " logs " (vm-run's line ends in "logs DIR")
+mkdir -p "$tmp/a logs b"; cp -r "$tmp/run1" "$tmp/a logs b/run1"
+sed "s|logs $tmp/run1\$|logs $tmp/a logs b/run1|" "$tmp/bench-1.log" >"$tmp/spaced.log"
+out=$(bash tools/bench.sh --table "$tmp/spaced.log" 2>&1) || true
+check "--table: a run directory whose path holds ' logs '" '^write_bw +64 KiB +MiB/s +10\.00 +14\.50 1\.45 \[1\.40-1\.50\] ' "$out"
 cp "$tmp/bench-1.log" "$tmp/copy.log"
 check "--table refuses two logs of one run, a copy included (exit 2)" '^2 2$' \
   "$(rc_of "$tmp/bench-1.log" "$tmp/bench-1.log") $(rc_of "$tmp/bench-1.log" "$tmp/copy.log")"

@@ -20,6 +20,7 @@
 set -uo pipefail
 # (the logs' paths stay as given: relative to where it runs)
 awk_table=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/bench.awk
+. "${awk_table%/bench.awk}/bench-lib.sh"
 refuse() { echo "bench: $2" >&2; exit "$1"; }
 (($#)) || refuse 2 "--table takes one or more bench logs (out/bench-*.log)"
 
@@ -31,7 +32,7 @@ for l; do
   [[ -f $l ]] || refuse 2 "'$l' is not a regular file, not a bench log"
   grep -q -- '^\[vm-run\] bench-fabric: ' "$l" &&
     refuse 2 "$l: a fabric bench's log (bench.sh --fabric); --table takes the plain bench's"
-  dir=$(sed -n 's/^\[vm-run\] bench: .* logs \(.*\)$/\1/p' -- "$l" | tail -n 1)
+  dir=$(vm_rundir "$l" bench)
   [[ -n $dir ]] || refuse 2 "$l: not a bench log (no '[vm-run] bench: ... logs DIR' line)"
   grep -q -- '^\[vm-run\] bench: passed$' "$l" ||
     refuse 1 "$l: its run did not pass (still running, or FAILED: see the log)"

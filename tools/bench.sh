@@ -87,6 +87,7 @@ else
 fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+. tools/bench-lib.sh
 export HOME=${HOME:-/root}
 export PATH="$HOME/.cargo/bin:$PATH"
 
@@ -133,7 +134,7 @@ trap 'kill -TERM "$vm" 2>/dev/null; wait "$vm"; exit 130' INT TERM
 rundir="" shown=0 g1done=""
 while kill -0 "$vm" 2>/dev/null; do
   sleep 5
-  [[ -n $rundir ]] || rundir=$(sed -n "s/^\[vm-run\] $name: .* logs \(.*\)\$/\1/p" "$log")
+  [[ -n $rundir ]] || rundir=$(vm_rundir "$log" "$name")
   [[ -n $rundir && -f $rundir/tap.1 ]] || continue
   n=$(grep -c '^# BENCH' "$rundir/tap.1")
   if ((n > shown)); then

@@ -1215,22 +1215,28 @@ void metaroce_skb_set_gso(struct sk_buff *skb, unsigned int seg)
 
 bool metaroce_dst_gso_udp(const struct dst_entry *dst)
 {
-	return READ_ONCE(dst->dev->features) & NETIF_F_GSO_UDP_L4;
+	bool gso;
+
+	/* A held dst may have its netdev swapped for blackhole_netdev
+	 * (dst_dev_put) and the old one released: read it under RCU.
+	 */
+	rcu_read_lock();
+	gso = READ_ONCE(dst_dev_rcu(dst)->features) & NETIF_F_GSO_UDP_L4;
+	rcu_read_unlock();
+	return gso;
 }
 
-void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
-			struct sk_buff *skb, __be32 src, __be32 dst, u8 tos,
-			u8 ttl, __be16 df, __be16 sport, __be16 dport)
+/*
+ * Pushes a UDP header in front of the payload of `skb` (linear, not GSO)
+ * with its checksum complete (the header's and the payload's, over the
+ * IPv4 pseudo-header; a sum of 0 sent as CSUM_MANGLED_0, as udp_set_csum
+ * and skb_checksum_help do), and marks the skb CHECKSUM_NONE.
+ */
+static void metaroce_udp4_push(struct sk_buff *skb, __be32 src, __be32 dst,
+			       __be16 sport, __be16 dport)
 {
-	netdev_features_t f = READ_ONCE(rt->dst.dev->features);
 	struct udphdr *uh;
 
-	if (skb_is_gso(skb) || (f & (NETIF_F_IP_CSUM | NETIF_F_HW_CSUM))) {
-		udp_tunnel_xmit_skb(rt, sk, skb, src, dst, tos, ttl, df, sport,
-				    dport, false, false);
-		return;
-	}
-	/* What udp_tunnel_xmit_skb does, with the checksum complete. */
 	__skb_push(skb, sizeof(*uh));
 	skb_reset_transport_header(skb);
 	uh = udp_hdr(skb);
@@ -1238,12 +1244,30 @@ void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
 	uh->source = sport;
 	uh->len = htons(skb->len);
 	uh->check = 0;
-	memset(&IPCB(skb)->opt, 0, sizeof(IPCB(skb)->opt));
 	uh->check = csum_tcpudp_magic(src, dst, skb->len, IPPROTO_UDP,
 				      skb_checksum(skb, 0, skb->len, 0));
 	if (!uh->check)
 		uh->check = CSUM_MANGLED_0;
 	skb->ip_summed = CHECKSUM_NONE;
+}
+
+void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
+			struct sk_buff *skb, __be32 src, __be32 dst, u8 tos,
+			u8 ttl, __be16 df, __be16 sport, __be16 dport)
+{
+	netdev_features_t f;
+
+	rcu_read_lock();
+	f = READ_ONCE(dst_dev_rcu(&rt->dst)->features);
+	rcu_read_unlock();
+	if (skb_is_gso(skb) || (f & (NETIF_F_IP_CSUM | NETIF_F_HW_CSUM))) {
+		udp_tunnel_xmit_skb(rt, sk, skb, src, dst, tos, ttl, df, sport,
+				    dport, false, false);
+		return;
+	}
+	/* What udp_tunnel_xmit_skb does, with the checksum complete. */
+	metaroce_udp4_push(skb, src, dst, sport, dport);
+	memset(&IPCB(skb)->opt, 0, sizeof(IPCB(skb)->opt));
 	iptunnel_xmit(sk, rt, skb, src, dst, IPPROTO_UDP, tos, ttl, df, false);
 }
 
@@ -1459,6 +1483,93 @@ static void metaroce_test_udp_port_busy(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, metaroce_rust_udp_busy_selftest(), 0);
 }
 
+/*
+ * One datagram of `len` bytes of `p` through metaroce_udp4_push, against the
+ * same through the kernel's own path (udp_set_csum's partial checksum, which
+ * skb_checksum_help completes): the same UDP header, and a checksum the
+ * receiver's check accepts. Returns the checksum field (0 on failure).
+ */
+static __sum16 metaroce_test_udp4_one(struct kunit *test, const u8 *p,
+				      unsigned int len)
+{
+	__be32 src = htonl(0xc6120002), dst = htonl(0xc6120001);
+	__be16 sport = htons(49153), dport = htons(METAROCE_DEFAULT_UDP_PORT);
+	struct sk_buff *a = metaroce_tx_skb_new(len);
+	struct sk_buff *b = metaroce_tx_skb_new(len);
+	struct udphdr *uh;
+	__sum16 check = 0;
+
+	if (!a || !b) {
+		KUNIT_FAIL(test, "no skb for %u bytes", len);
+		goto out;
+	}
+	skb_put_data(a, p, len);
+	skb_put_data(b, p, len);
+	metaroce_udp4_push(a, src, dst, sport, dport);
+	__skb_push(b, sizeof(*uh));
+	skb_reset_transport_header(b);
+	uh = udp_hdr(b);
+	uh->dest = dport;
+	uh->source = sport;
+	uh->len = htons(b->len);
+	b->ip_summed = CHECKSUM_PARTIAL;
+	b->csum_start = skb_transport_header(b) - b->head;
+	b->csum_offset = offsetof(struct udphdr, check);
+	uh->check = ~udp_v4_check(b->len, src, dst, 0);
+	if (skb_checksum_help(b)) {
+		KUNIT_FAIL(test, "skb_checksum_help failed for %u bytes", len);
+		goto out;
+	}
+	KUNIT_EXPECT_EQ_MSG(test, a->len, b->len, "%u bytes", len);
+	KUNIT_EXPECT_EQ_MSG(test, (int)a->ip_summed, CHECKSUM_NONE, "%u bytes", len);
+	KUNIT_EXPECT_EQ_MSG(test, memcmp(a->data, b->data, a->len), 0,
+			    "%u bytes: header or checksum differ (%04x, %04x)",
+			    len, udp_hdr(a)->check, udp_hdr(b)->check);
+	KUNIT_EXPECT_EQ_MSG(test, csum_tcpudp_magic(src, dst, a->len, IPPROTO_UDP,
+						    skb_checksum(a, 0, a->len, 0)),
+			    0, "%u bytes: the receiver's check", len);
+	check = udp_hdr(a)->check;
+out:
+	kfree_skb(a);
+	kfree_skb(b);
+	return check;
+}
+
+/*
+ * The checksum metaroce_udp4_xmit completes for a netdev without checksum
+ * offload: as the kernel's own for even and odd lengths, and a sum of 0
+ * sent as CSUM_MANGLED_0.
+ */
+static void metaroce_test_udp4_csum(struct kunit *test)
+{
+	static const unsigned int lens[] = { 0, 1, 2, 7, 1368, 1369, 4096 };
+	__be32 src = htonl(0xc6120002), dst = htonl(0xc6120001);
+	u8 *p = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	struct udphdr uh = {
+		.source = htons(49153),
+		.dest = htons(METAROCE_DEFAULT_UDP_PORT),
+		.len = htons(sizeof(uh) + 2),
+	};
+	unsigned int i, v;
+	u8 w[2];
+
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	for (i = 0; i < 4096; i++)
+		p[i] = i * 7 + 3;
+	for (i = 0; i < ARRAY_SIZE(lens); i++)
+		metaroce_test_udp4_one(test, p, lens[i]);
+	/* Two payload bytes whose datagram sums to 0. */
+	for (v = 0; v < 65536; v++) {
+		w[0] = v >> 8;
+		w[1] = v;
+		if (!csum_tcpudp_magic(src, dst, sizeof(uh) + 2, IPPROTO_UDP,
+				       csum_partial(w, 2, csum_partial(&uh, sizeof(uh), 0))))
+			break;
+	}
+	KUNIT_ASSERT_LT(test, v, 65536U);
+	KUNIT_EXPECT_EQ(test, metaroce_test_udp4_one(test, w, 2), CSUM_MANGLED_0);
+}
+
 /* Timers: fire once, not early; cancel, shutdown, drop while armed. */
 static void metaroce_test_timer(struct kunit *test)
 {
@@ -1483,6 +1594,7 @@ static struct kunit_case metaroce_test_cases[] = {
 	KUNIT_CASE(metaroce_test_rdma_helpers),
 	KUNIT_CASE(metaroce_test_udp_loopback),
 	KUNIT_CASE(metaroce_test_udp_port_busy),
+	KUNIT_CASE(metaroce_test_udp4_csum),
 	KUNIT_CASE(metaroce_test_timer),
 	KUNIT_CASE(metaroce_test_defer),
 	KUNIT_CASE(metaroce_test_rcu_map),

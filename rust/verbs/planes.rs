@@ -55,19 +55,23 @@ impl Planes {
         (n, self.up.load(Relaxed) & !self.gone.load(Relaxed))
     }
 
-    /// The netdev datagram `t` goes out on (plane 0's for a plane the device
-    /// does not have), counted.
-    pub(crate) fn oif(&self, t: &Transmit) -> i32 {
+    /// The plane datagram `t` goes out on (plane 0 for a plane the device
+    /// does not have), and that plane's netdev.
+    pub(crate) fn oif(&self, t: &Transmit) -> (usize, i32) {
         let k = usize::from(t.plane);
         let k = if k < usize::from(self.n.load(Relaxed)) {
             k
         } else {
             0
         };
+        (k, self.ifindex.get(k).map_or(0, |i| i.load(Relaxed)))
+    }
+
+    /// Counts `n` datagrams sent on plane `k` ([`Self::oif`]'s).
+    pub(crate) fn sent(&self, k: usize, n: u64) {
         if let Some(c) = self.tx.get(k) {
-            c.fetch_add(1, Relaxed);
+            c.fetch_add(n, Relaxed);
         }
-        self.ifindex.get(k).map_or(0, |i| i.load(Relaxed))
     }
 
     /// The plane of netdev `iif` (a received datagram's), 0 if none.

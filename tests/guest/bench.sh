@@ -73,8 +73,10 @@ load_kmod sch_netem >/dev/null 2>&1
 tc qdisc del dev "$MR_IF" root >/dev/null 2>&1   # lossless rows: no netem
 check "rdma link add rxe0 type rxe netdev $MR_IF" rdma link add rxe0 type rxe netdev "$MR_IF"
 # mr0 with a connection per QP (shared=0; the module's default shares them),
-# as every bench row before the "mr0s" ones.
-check "insmod metaroce.ko shared=0 ${MR_MODPARAMS//,/ }" insmod "$MR_REPO/metaroce.ko" shared=0 ${MR_MODPARAMS//,/ }
+# as every bench row before the "mr0s" ones; MR_MODPARAMS (qemu/vm-run passes
+# it through, e.g. MR_MODPARAMS=train=1 bash tools/bench.sh) adds module
+# parameters for an A/B run, shared=0 staying.
+check "insmod metaroce.ko ${MR_MODPARAMS//,/ } shared=0" insmod "$MR_REPO/metaroce.ko" ${MR_MODPARAMS//,/ } shared=0
 check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
 check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
 declare -A gid

@@ -27,12 +27,17 @@ loop() { # loop NAME SERVER-CMD... : server in the background, client to our own
 }
 loop "ibv_rc_pingpong -c 20 x 4 KiB" timeout 150 ibv_rc_pingpong -d mr0 -g "$gid" -n 20 -s 4096 -c
 loop "ibv_ud_pingpong -c 20 x 1 KiB" timeout 150 ibv_ud_pingpong -d mr0 -g "$gid" -n 20 -s 1024 -c
-# The loopback datagrams go through lo, which takes UDP GSO bursts: the runs
-# of DATA went as bursts (Documentation/device.rst, "Trains").
+# Datagrams to the host's own address go through lo, which takes UDP GSO
+# bursts: with a train of 2 or more, runs of DATA went as bursts
+# (Documentation/device.rst, "Trains").
 dev=mr0
 bursts=$(counter tx_gso_bursts)
-((bursts > 0)) && pass "mr0 loopback: through lo, runs of DATA sent as UDP GSO bursts (tx_gso_bursts $bursts)" ||
-  fail "mr0 loopback: no UDP GSO burst sent through lo" "$(rdma statistic show link mr0/1 2>&1)"
+train=$(cat /sys/module/metaroce/parameters/train 2>/dev/null)
+if ((${train:-0} <= 1)); then
+  skip "mr0 loopback: runs of DATA sent as UDP GSO bursts" "train=${train:-?}: packet by packet"
+elif ((bursts > 0)); then
+  pass "mr0 loopback: to the host's own address (lo), runs of DATA sent as UDP GSO bursts (tx_gso_bursts $bursts)"
+else fail "mr0 loopback: no UDP GSO burst sent to the host's own address (lo)" "$(rdma statistic show link mr0/1 2>&1)"; fi
 check "rdma link delete mr0" rdma link delete mr0
 check "rmmod metaroce" rmmod metaroce
 done_testing

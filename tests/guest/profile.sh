@@ -25,7 +25,7 @@ command -v perf >/dev/null || { fail "perf: not installed (apt install linux-per
 load_kmod udp_tunnel ip6_udp_tunnel >/dev/null 2>&1
 load_kmod rdma_rxe >/dev/null 2>&1
 check "rdma link add rxe0 type rxe netdev $MR_IF" rdma link add rxe0 type rxe netdev "$MR_IF"
-check "insmod metaroce.ko shared=0 ${MR_MODPARAMS//,/ }" insmod "$MR_REPO/metaroce.ko" shared=0 ${MR_MODPARAMS//,/ }
+check "insmod metaroce.ko ${MR_MODPARAMS//,/ } shared=0" insmod "$MR_REPO/metaroce.ko" ${MR_MODPARAMS//,/ } shared=0
 check "rdma link add mr0 type metaroce netdev $MR_IF" rdma link add mr0 type metaroce netdev "$MR_IF"
 check "peer reachable over $MR_IF" retry 90 ping -q -c1 -W1 "$MR_PEER_IP4"
 sysctl -qw kernel.kptr_restrict=0 kernel.perf_event_paranoid=-1

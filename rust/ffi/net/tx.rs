@@ -27,11 +27,12 @@ impl Route {
         }
     }
 
-    /// Whether the route's netdev segments UDP GSO bursts itself
+    /// Whether the route's netdev takes UDP GSO bursts
     /// (`NETIF_F_GSO_UDP_L4`).
     pub(super) fn gso_udp(&self) -> bool {
-        // SAFETY: we hold a reference to the route (type invariant), which
-        // holds its netdev.
+        // SAFETY: we hold a reference to the route (type invariant); the
+        // helper reads its netdev under RCU (a held route's netdev may be
+        // swapped and released), in any context.
         unsafe { b::metaroce_dst_gso_udp(self.0) }
     }
 

@@ -10,6 +10,7 @@
 
 use super::*;
 use crate::ffi::net::{Dest, RouteCache, TxDatagram, MAX_UDP_PAYLOAD};
+use crate::ffi::rdma::ext::MAX_PLANES;
 use crate::proto::conn::TxKind;
 
 /// Room a datagram needs beyond the path MTU's payload
@@ -22,15 +23,17 @@ const BUDGET: usize = 256;
 
 /// What a pump keeps between calls: its output routes (one slot per path),
 /// a datagram (an skb) allocated but not written by its last round, the
-/// length of that round's first datagram if it was a DATA (0 if not: the
-/// next round's skb is then allocated with room for a run of that length,
-/// which spares a copy), and whether the netdev its last datagram went
-/// through segments UDP GSO bursts itself (until one went: no).
+/// length and plane of that round's first datagram if it was a DATA (length
+/// 0 if not: the next round's skb is then allocated with room for a run of
+/// that length, which spares a copy), and, plane by plane, whether the
+/// netdev the last datagram on it went through segments UDP GSO bursts
+/// itself (until one went: no).
 pub(crate) struct TxCache {
     routes: RouteCache,
     spare: Option<TxDatagram>,
     data_len: usize,
-    bursts: bool,
+    data_plane: usize,
+    bursts: [bool; MAX_PLANES],
 }
 
 impl TxCache {
@@ -39,7 +42,8 @@ impl TxCache {
             routes: RouteCache::new(),
             spare: None,
             data_len: 0,
-            bursts: false,
+            data_plane: 0,
+            bursts: [false; MAX_PLANES],
         }
     }
 }
@@ -81,7 +85,7 @@ impl Pump {
     }
 
     /// One round: the connection's next datagram, and when it is a DATA and
-    /// the netdev segments UDP GSO bursts itself ([`TxCache`]) the run that
+    /// its plane's netdev segments UDP GSO bursts itself ([`TxCache`]) the run that
     /// follows it on its path (up to `train` datagrams, one UDP payload's
     /// worth, the budget left), sent as one skb; on any other netdev
     /// software GSO would copy each datagram of the run once more, and each
@@ -107,29 +111,38 @@ impl Pump {
             *cache = KBox::new(TxCache::new(), GFP_ATOMIC).ok();
         }
         let one = (usize::from(mtu) + DATAGRAM_ROOM).min(scratch.len());
-        // Datagrams a run may have: `train`, within the budget, where the
-        // netdev takes bursts; else 1.
-        let bursts = cache.as_ref().is_some_and(|x| x.bursts);
-        let n = if bursts {
-            usize::from(train.max(1)).min(self.budget)
-        } else {
-            1
+        // Datagrams a run on plane `k` may have: `train`, within the budget,
+        // where the plane's netdev takes bursts; else 1.
+        let most = usize::from(train.max(1)).min(self.budget);
+        let runs = |cache: &Option<KBox<TxCache>>, k: usize| {
+            let bursts = cache
+                .as_ref()
+                .is_some_and(|x| x.bursts.get(k).copied().unwrap_or(false));
+            if bursts {
+                most
+            } else {
+                1
+            }
         };
-        // The skb a run of datagrams `len` bytes long needs: room for the
-        // core to write one more after all but the last, within one UDP
+        // The skb a run of `n` datagrams `len` bytes long needs: room for
+        // the core to write one more after all but the last, within one UDP
         // datagram's worth of payload (a GSO skb's limit: at a 9000-byte
         // MTU, 7 packets).
-        let room = |len: usize| {
+        let room = |len: usize, n: usize| {
             let k = n.min(MAX_UDP_PAYLOAD / len.max(1)).max(1);
             (k - 1) * len + one
         };
         let (mut d, carried) = match self.carry.take() {
             Some((d, t)) => (d, Some(t)),
             None => {
-                // After a DATA, most likely another: room for its run.
-                let want = match cache.as_ref().map_or(0, |x| x.data_len) {
-                    0 => one,
-                    len => room(len),
+                // After a DATA, most likely another on its plane: room for
+                // its run there.
+                let want = match cache
+                    .as_ref()
+                    .map_or((0, 0), |x| (x.data_len, x.data_plane))
+                {
+                    (0, _) => one,
+                    (len, k) => room(len, runs(cache, k)),
                 };
                 // The spare only if it has that room (a one-datagram spare
                 // stays for the next ACK: taken for a DATA it would cost
@@ -158,14 +171,17 @@ impl Pump {
             return false;
         };
         let data = matches!(t.kind, TxKind::Data { .. });
+        let plane = out.dev.planes.oif(&t).0;
+        let n = runs(cache, plane);
         if let Some(x) = cache.as_mut() {
             x.data_len = if data { t.len } else { 0 };
+            x.data_plane = plane;
         }
         // A DATA may start a run: it moves to a datagram with room for one
         // (an ACK never needs it). Only the first of a pump call, or the
         // first after an ACK, pays this copy.
-        if fresh && data && n > 1 && d.cap() < room(t.len) {
-            if let Ok(mut run) = TxDatagram::new(room(t.len)) {
+        if fresh && data && n > 1 && d.cap() < room(t.len, n) {
+            if let Ok(mut run) = TxDatagram::new(room(t.len, n)) {
                 run.buf_at(0, t.len).copy_from_slice(d.buf_at(0, t.len));
                 let small = core::mem::replace(&mut d, run);
                 if let Some(x) = cache.as_mut() {
@@ -191,8 +207,8 @@ impl Pump {
             }
             // Not of the run: the first of the next, copied to a datagram
             // of its own.
-            let size = if n > 1 && matches!(u.kind, TxKind::Data { .. }) {
-                room(u.len)
+            let size = if matches!(u.kind, TxKind::Data { .. }) {
+                room(u.len, runs(cache, out.dev.planes.oif(&u).0))
             } else {
                 one
             };
@@ -245,10 +261,13 @@ impl Pump {
     }
 }
 
-/// Keeps what a send said of its netdev ([`transmit`]) for the next round.
-fn learn(cache: &mut Option<KBox<TxCache>>, gso: Option<bool>) {
-    if let (Some(x), Some(gso)) = (cache.as_mut(), gso) {
-        x.bursts = gso;
+/// Keeps what a send said of its plane's netdev ([`transmit`]) for the next
+/// rounds.
+fn learn(cache: &mut Option<KBox<TxCache>>, sent: Option<(usize, bool)>) {
+    if let (Some(x), Some((k, gso))) = (cache.as_mut(), sent) {
+        if let Some(b) = x.bursts.get_mut(k) {
+            *b = gso;
+        }
     }
 }
 
@@ -318,7 +337,7 @@ impl Train {
         out: &Out<'_>,
         d: TxDatagram,
         routes: Option<(&mut RouteCache, usize)>,
-    ) -> Option<bool> {
+    ) -> Option<(usize, bool)> {
         transmit(out, &self.first, d, self.len, self.count, routes)
     }
 }
@@ -329,8 +348,9 @@ impl Train {
 /// shorter), as one UDP GSO burst when `count` > 1; routed through `routes`
 /// (slot: the path) when given. Counted (`tx_packets`, `tx_bytes`,
 /// `probes`) datagram by datagram, as if each went alone, and a burst in
-/// `tx_gso_bursts`, if it went out. Returns, if it went out, whether the
-/// route's netdev segments UDP GSO bursts itself.
+/// `tx_gso_bursts`, and on its plane, if it went out. Returns, if it went
+/// out, its plane and whether the route's netdev segments UDP GSO bursts
+/// itself.
 fn transmit(
     out: &Out<'_>,
     first: &Transmit,
@@ -338,12 +358,13 @@ fn transmit(
     len: usize,
     count: usize,
     routes: Option<(&mut RouteCache, usize)>,
-) -> Option<bool> {
+) -> Option<(usize, bool)> {
     let dev = out.dev;
+    let (plane, oif) = dev.planes.oif(first);
     let to = Dest {
         src: out.src,
         dst: out.dst,
-        oif: dev.planes.oif(first),
+        oif,
         src_port: first.src_port,
         dst_port: dev.transport.port(),
         ect: first.ect,
@@ -352,6 +373,7 @@ fn transmit(
         d.set_segment(u16::try_from(first.len).unwrap_or(0));
     }
     let gso = dev.transport.send_datagram(d, len, &to, routes).ok()?;
+    dev.planes.sent(plane, count as u64);
     dev.count(counter::TX_PACKETS, count as u64);
     dev.count(counter::TX_BYTES, len as u64);
     if count > 1 {
@@ -360,7 +382,7 @@ fn transmit(
     if first.kind == TxKind::Probe {
         dev.count(counter::PROBES, 1);
     }
-    Some(gso)
+    Some((plane, gso))
 }
 
 /// Sends datagram `bytes`, which `t` describes, copied into an skb of its
@@ -371,7 +393,7 @@ fn send_copy(
     t: &Transmit,
     bytes: &[u8],
     routes: Option<(&mut RouteCache, usize)>,
-) -> Option<bool> {
+) -> Option<(usize, bool)> {
     let Ok(mut d) = TxDatagram::new(bytes.len()) else {
         return None;
     };
