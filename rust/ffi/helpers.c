@@ -1227,13 +1227,11 @@ bool metaroce_dst_gso_udp(const struct dst_entry *dst)
 }
 
 /*
- * Pushes a UDP header in front of the payload of `skb` (linear, not GSO)
- * with its checksum complete (the header's and the payload's, over the
- * IPv4 pseudo-header; a sum of 0 sent as CSUM_MANGLED_0, as udp_set_csum
- * and skb_checksum_help do), and marks the skb CHECKSUM_NONE.
+ * Pushes a UDP header, its checksum 0, in front of the payload of `skb`, as
+ * udp_tunnel_xmit_skb does.
  */
-static void metaroce_udp4_push(struct sk_buff *skb, __be32 src, __be32 dst,
-			       __be16 sport, __be16 dport)
+static struct udphdr *metaroce_udp_hdr_push(struct sk_buff *skb, __be16 sport,
+					    __be16 dport)
 {
 	struct udphdr *uh;
 
@@ -1244,6 +1242,20 @@ static void metaroce_udp4_push(struct sk_buff *skb, __be32 src, __be32 dst,
 	uh->source = sport;
 	uh->len = htons(skb->len);
 	uh->check = 0;
+	return uh;
+}
+
+/*
+ * Pushes a UDP header in front of the payload of `skb` (linear, not GSO)
+ * with its checksum complete (the header's and the payload's, over the
+ * IPv4 pseudo-header; a sum of 0 sent as CSUM_MANGLED_0, as udp_set_csum
+ * and skb_checksum_help do), and marks the skb CHECKSUM_NONE.
+ */
+static void metaroce_udp4_push(struct sk_buff *skb, __be32 src, __be32 dst,
+			       __be16 sport, __be16 dport)
+{
+	struct udphdr *uh = metaroce_udp_hdr_push(skb, sport, dport);
+
 	uh->check = csum_tcpudp_magic(src, dst, skb->len, IPPROTO_UDP,
 				      skb_checksum(skb, 0, skb->len, 0));
 	if (!uh->check)
@@ -1506,12 +1518,8 @@ static __sum16 metaroce_test_udp4_one(struct kunit *test, const u8 *p,
 	skb_put_data(a, p, len);
 	skb_put_data(b, p, len);
 	metaroce_udp4_push(a, src, dst, sport, dport);
-	__skb_push(b, sizeof(*uh));
-	skb_reset_transport_header(b);
-	uh = udp_hdr(b);
-	uh->dest = dport;
-	uh->source = sport;
-	uh->len = htons(b->len);
+	/* b: udp_set_csum's partial checksum, completed as on the way out. */
+	uh = metaroce_udp_hdr_push(b, sport, dport);
 	b->ip_summed = CHECKSUM_PARTIAL;
 	b->csum_start = skb_transport_header(b) - b->head;
 	b->csum_offset = offsetof(struct udphdr, check);
