@@ -183,7 +183,7 @@ module_param(train, uint, 0644);
 MODULE_PARM_DESC(train,
 		 "Most new DATA packets a path of a connection sends in a row, "
 		 "handed to the network stack as one UDP GSO burst where the "
-		 "netdev segments UDP itself "
+		 "netdev takes one "
 		 "(default " __stringify(METAROCE_DEFAULT_TRAIN) "; taken as 1-"
 		 __stringify(METAROCE_MAX_TRAIN) ", 0 as 1; 1: packet by packet "
 		 "over the paths); read when a connection is set up");
@@ -1218,10 +1218,12 @@ bool metaroce_dst_gso_udp(const struct dst_entry *dst)
 	bool gso;
 
 	/* A held dst may have its netdev swapped for blackhole_netdev
-	 * (dst_dev_put) and the old one released: read it under RCU.
+	 * (dst_dev_put) and the old one released: read it under RCU (plain
+	 * READ_ONCE of dst->dev, which every 6.12.y has; dst_dev_rcu() came
+	 * later).
 	 */
 	rcu_read_lock();
-	gso = READ_ONCE(dst_dev_rcu(dst)->features) & NETIF_F_GSO_UDP_L4;
+	gso = READ_ONCE(READ_ONCE(dst->dev)->features) & NETIF_F_GSO_UDP_L4;
 	rcu_read_unlock();
 	return gso;
 }
@@ -1270,7 +1272,7 @@ void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
 	netdev_features_t f;
 
 	rcu_read_lock();
-	f = READ_ONCE(dst_dev_rcu(&rt->dst)->features);
+	f = READ_ONCE(READ_ONCE(rt->dst.dev)->features);
 	rcu_read_unlock();
 	if (skb_is_gso(skb) || (f & (NETIF_F_IP_CSUM | NETIF_F_HW_CSUM))) {
 		udp_tunnel_xmit_skb(rt, sk, skb, src, dst, tos, ttl, df, sport,

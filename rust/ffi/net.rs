@@ -335,7 +335,7 @@ impl<R: UdpReceiver> UdpTunnel<R> {
     /// for `dst`), `EINVAL` for mixed address families, `EAFNOSUPPORT` for
     /// IPv6 without an IPv6 socket. `Ok` means the datagram was handed to
     /// the IP layer, which may still drop it; it says whether the route's
-    /// netdev segments UDP GSO bursts itself (`NETIF_F_GSO_UDP_L4`), where
+    /// netdev takes UDP GSO bursts (`NETIF_F_GSO_UDP_L4`), where
     /// a run is best sent as one ([`TxDatagram::set_segment`]); otherwise
     /// software GSO copies each datagram of a burst once more. The datagram
     /// is consumed either way.

@@ -95,7 +95,7 @@ pub(crate) fn ack_ride() -> bool {
 
 /// The `train` module parameter as taken: the most new DATA packets a path
 /// sends in a row, handed to the network stack as one UDP GSO burst where
-/// the netdev segments UDP itself (`Documentation/device.rst`, "Trains"),
+/// the netdev takes one (`Documentation/device.rst`, "Trains"),
 /// 1 ..= `METAROCE_MAX_TRAIN` (0 counts as 1). Writable at any time; a
 /// connection takes it when it is set up.
 pub(crate) fn train() -> u8 {

@@ -170,7 +170,7 @@ impl<P: Endpoint> Transport<P> {
     }
 
     /// Sends the first `len` bytes of datagram `d`; `Ok(true)`: the route's
-    /// netdev segments UDP GSO bursts itself (see
+    /// netdev takes UDP GSO bursts (see
     /// [`UdpTunnel::send_datagram`]).
     pub(crate) fn send_datagram(
         &self,

@@ -82,7 +82,7 @@ pub(crate) const NUM_DROP_REASONS: usize = 19;
 /// pieces is linearized (`Documentation/device.rst`).
 pub(crate) const RX_PIECES: usize = DROP_FIRST + NUM_DROP_REASONS;
 /// Runs of DATA handed to the network stack as one UDP GSO burst (the
-/// `train` parameter, through a netdev that segments UDP itself; their
+/// `train` parameter, through a netdev that takes UDP GSO bursts; their
 /// datagrams are each in `tx_packets`).
 pub(crate) const TX_BURSTS: usize = RX_PIECES + 1;
 /// Number of device counters.

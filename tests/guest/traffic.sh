@@ -155,18 +155,18 @@ if [[ $dev == mr* ]]; then
   if [[ ${txb:-0} -gt $((32 * ${tx:-0})) && ${rxb:-0} -gt $((32 * ${rx:-0})) ]]; then
     pass "$dev: tx_bytes $txb, rx_bytes $rxb"
   else fail "$dev: byte counters count the traffic" "$out"; fi
-  # Runs of DATA go as one UDP GSO burst only through a netdev that segments
-  # UDP itself (Documentation/device.rst, "Trains"): elsewhere each datagram
-  # goes alone, and software GSO never copies them.
+  # Runs of DATA go as one UDP GSO burst only through a netdev that takes
+  # them (NETIF_F_GSO_UDP_L4; Documentation/device.rst, "Trains"):
+  # elsewhere each datagram goes alone, and software GSO never copies them.
   uso=$(ethtool -k "$MR_IF" 2>/dev/null | awk '$1 == "tx-udp-segmentation:" { print $2 }')
   bursts=$(cnt tx_gso_bursts)
   case $uso in
-    off) [[ ${bursts:-x} == 0 ]] && pass "$dev: $MR_IF does not segment UDP (ethtool -k): no GSO burst sent (tx_gso_bursts 0)" ||
-           fail "$dev: $MR_IF does not segment UDP, yet tx_gso_bursts is ${bursts:-missing}" "$out" ;;
+    off) [[ ${bursts:-x} == 0 ]] && pass "$dev: $MR_IF takes no UDP GSO burst (ethtool -k): none sent (tx_gso_bursts 0)" ||
+           fail "$dev: $MR_IF takes no UDP GSO burst, yet tx_gso_bursts is ${bursts:-missing}" "$out" ;;
     on) if (($(cat /sys/module/metaroce/parameters/train 2>/dev/null || echo 0) <= 1)); then
           skip "$dev: runs sent as GSO bursts" "train 1 (or unreadable): packet by packet"
-        elif [[ ${bursts:-0} -gt 0 ]]; then pass "$dev: $MR_IF segments UDP: runs sent as GSO bursts (tx_gso_bursts $bursts)"
-        else fail "$dev: $MR_IF segments UDP, yet no GSO burst was sent" "$out"; fi ;;
+        elif [[ ${bursts:-0} -gt 0 ]]; then pass "$dev: $MR_IF takes UDP GSO bursts (ethtool -k): runs sent as bursts (tx_gso_bursts $bursts)"
+        else fail "$dev: $MR_IF takes UDP GSO bursts, yet none was sent" "$out"; fi ;;
     *) skip "$dev: GSO bursts against the netdev's UDP segmentation" "ethtool -k $MR_IF: tx-udp-segmentation '${uso:-?}'" ;;
   esac
   if [[ -n $lossy ]]; then

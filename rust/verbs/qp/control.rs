@@ -580,7 +580,7 @@ pub(super) fn transport_config(dev: &DevShared<Qp>) -> Config {
             0
         },
         // Runs of DATA on a path, each handed to the network stack as one
-        // UDP GSO burst where the netdev segments UDP (`tx.rs`, `Train`;
+        // UDP GSO burst where the netdev takes one (`tx.rs`, `Train`;
         // Documentation/device.rst, "Trains").
         train: crate::ffi::params::train(),
         pacing: true,

@@ -4,8 +4,8 @@
 //! shared connection, `peer.rs`) hands what the protocol core writes to the
 //! network stack. Each datagram is written straight into its skb; a run of
 //! DATA packets on one path (`Config::train`) is written one after another
-//! into one skb and goes out as one UDP GSO burst when the netdev segments
-//! UDP itself, else datagram by datagram (`Documentation/device.rst`,
+//! into one skb and goes out as one UDP GSO burst when the netdev takes one,
+//! else datagram by datagram (`Documentation/device.rst`,
 //! "Trains").
 
 use super::*;
@@ -26,8 +26,8 @@ const BUDGET: usize = 256;
 /// length and plane of that round's first datagram if it was a DATA (length
 /// 0 if not: the next round's skb is then allocated with room for a run of
 /// that length, which spares a copy), and, plane by plane, whether the
-/// netdev the last datagram on it went through segments UDP GSO bursts
-/// itself (until one went: no).
+/// netdev the last datagram on it went through takes UDP GSO bursts (until
+/// one went: no).
 pub(crate) struct TxCache {
     routes: RouteCache,
     spare: Option<TxDatagram>,
@@ -85,7 +85,7 @@ impl Pump {
     }
 
     /// One round: the connection's next datagram, and when it is a DATA and
-    /// its plane's netdev segments UDP GSO bursts itself ([`TxCache`]) the run that
+    /// its plane's netdev takes UDP GSO bursts ([`TxCache`]) the run that
     /// follows it on its path (up to `train` datagrams, one UDP payload's
     /// worth, the budget left), sent as one skb; on any other netdev
     /// software GSO would copy each datagram of the run once more, and each
@@ -349,8 +349,7 @@ impl Train {
 /// (slot: the path) when given. Counted (`tx_packets`, `tx_bytes`,
 /// `probes`) datagram by datagram, as if each went alone, and a burst in
 /// `tx_gso_bursts`, and on its plane, if it went out. Returns, if it went
-/// out, its plane and whether the route's netdev segments UDP GSO bursts
-/// itself.
+/// out, its plane and whether the route's netdev takes UDP GSO bursts.
 fn transmit(
     out: &Out<'_>,
     first: &Transmit,
