@@ -88,9 +88,11 @@ bool metaroce_dst_gso_udp(const struct dst_entry *dst);
  * goes as CHECKSUM_NONE, where udp_set_csum would leave it partial for
  * skb_checksum_help to read the payload again on the way out. IPv6 has no
  * such twin: udp_tunnel6_xmit_skb leaves it partial. Consumes `rt`'s
- * reference and the skb; bottom halves disabled.
+ * reference and the skb; bottom halves disabled. Returns what
+ * metaroce_dst_gso_udp would say of the route, from the one read of its
+ * netdev's features.
  */
-void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
+bool metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
 			struct sk_buff *skb, __be32 src, __be32 dst, u8 tos,
 			u8 ttl, __be16 df, __be16 sport, __be16 dport);
 /*

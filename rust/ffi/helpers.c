@@ -1265,24 +1265,26 @@ static void metaroce_udp4_push(struct sk_buff *skb, __be32 src, __be32 dst,
 	skb->ip_summed = CHECKSUM_NONE;
 }
 
-void metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
+bool metaroce_udp4_xmit(struct rtable *rt, struct sock *sk,
 			struct sk_buff *skb, __be32 src, __be32 dst, u8 tos,
 			u8 ttl, __be16 df, __be16 sport, __be16 dport)
 {
 	netdev_features_t f;
 
+	/* As metaroce_dst_gso_udp: the route's netdev under RCU, read once. */
 	rcu_read_lock();
 	f = READ_ONCE(READ_ONCE(rt->dst.dev)->features);
 	rcu_read_unlock();
 	if (skb_is_gso(skb) || (f & (NETIF_F_IP_CSUM | NETIF_F_HW_CSUM))) {
 		udp_tunnel_xmit_skb(rt, sk, skb, src, dst, tos, ttl, df, sport,
 				    dport, false, false);
-		return;
+		return f & NETIF_F_GSO_UDP_L4;
 	}
 	/* What udp_tunnel_xmit_skb does, with the checksum complete. */
 	metaroce_udp4_push(skb, src, dst, sport, dport);
 	memset(&IPCB(skb)->opt, 0, sizeof(IPCB(skb)->opt));
 	iptunnel_xmit(sk, rt, skb, src, dst, IPPROTO_UDP, tos, ttl, df, false);
+	return f & NETIF_F_GSO_UDP_L4;
 }
 
 int metaroce_local_ifindex(bool v6, const u8 *addr)

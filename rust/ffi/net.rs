@@ -373,13 +373,12 @@ impl<R: UdpReceiver> UdpTunnel<R> {
                     },
                 };
                 let route = Route::new(dst)?;
-                let gso = route.gso_udp();
                 // SAFETY: `sock4` is live; the route is an IPv4 `rtable`
                 // (`dst` is its first field) and its reference, like the skb,
                 // passes to the helper (`udp_tunnel_xmit_skb` or its
                 // checksum-complete twin), which consumes both. Bottom halves
                 // are disabled, as the xmit path requires.
-                unsafe {
+                let gso = unsafe {
                     b::metaroce_udp4_xmit(
                         route.into_raw().cast::<b::rtable>(),
                         (*self.sock4).sk,
